@@ -1,0 +1,1 @@
+"""Benchmarks: they print their figures and write CSV; tests only check behaviour."""

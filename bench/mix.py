@@ -1,0 +1,73 @@
+"""Barriers per second of a job mix (seed 003 §4.1): i I/O-bound and c compute-bound
+jobs, each on every node, all started together and measured over a window in
+which all of them run (the paper stops at the first job's end; these jobs run
+until cancelled, so the window is simply fixed).
+"""
+
+import getpass
+import time
+from dataclasses import dataclass
+
+from gangsched.master.client import MasterClient
+from gangsched.protocol.messages import JobInfo, JobSpec, JobState
+
+
+@dataclass(frozen=True)
+class MixResult:
+    job: int
+    kind: str
+    barriers: int
+    seconds: float
+    barriers_per_s: float
+
+
+@dataclass(frozen=True)
+class SyntheticJob:
+    kind: str
+    compute_ms: float = 10.0
+    io_writes: int = 20
+    io_bytes: int = 8193
+
+    def spec(self, nodes: int) -> JobSpec:
+        argv = [
+            "python3", "-m", "gangsched.jobs.synthetic", self.kind, "--iterations", "0",
+            "--compute-ms", str(self.compute_ms), "--io-writes", str(self.io_writes),
+            "--io-bytes", str(self.io_bytes),
+        ]
+        return JobSpec(name=f"bench-{self.kind}", user=getpass.getuser(), nodes=nodes, argv=argv)
+
+
+def wait_until_running(client: MasterClient, job_ids: list[int], timeout_s: float) -> list[JobInfo]:
+    """Until every job runs and its rank 0 has been measured once; fails on a job that ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        jobs = client.jobs(job_ids)
+        ended = [job for job in jobs if job.state.is_final]
+        if ended:
+            raise RuntimeError(f"job {ended[0].job_id} ended: {ended[0].state} ({ended[0].reason})")
+        if all(job.state is JobState.RUNNING and job.barriers_time for job in jobs):
+            return jobs
+        time.sleep(0.1)
+    raise RuntimeError(f"jobs {job_ids} did not all start within {timeout_s:g} s")
+
+
+def run_mix(
+    client: MasterClient, jobs: list[SyntheticJob], nodes: int, seconds: float, warmup_s: float
+) -> list[MixResult]:
+    job_ids = [client.submit(job.spec(nodes)) for job in jobs]
+    try:
+        wait_until_running(client, job_ids, timeout_s=60)
+        time.sleep(warmup_s)
+        start = {job.job_id: job for job in client.jobs(job_ids)}
+        time.sleep(seconds)
+        end = {job.job_id: job for job in client.jobs(job_ids)}
+    finally:
+        for job_id in job_ids:
+            client.cancel(job_id, getpass.getuser())
+    results = []
+    for job_id, job in zip(job_ids, jobs):
+        before, after = start[job_id], end[job_id]
+        elapsed = (after.barriers_time or 0) - (before.barriers_time or 0)
+        passed = after.barriers - before.barriers
+        results.append(MixResult(job_id, job.kind, passed, elapsed, passed / elapsed if elapsed > 0 else 0.0))
+    return results

@@ -1,0 +1,3 @@
+from gangsched.cli.main import main
+
+main()

@@ -1,0 +1,104 @@
+"""`gang bench`: start a fresh local cluster, measure, print the figures, tear it down."""
+
+import csv
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from gangsched.bench.mix import SyntheticJob, run_mix
+from gangsched.bench.switch import run_switch, unscheduled_cpu_rate
+from gangsched.cli.options import cluster_options
+from gangsched.deploy.local import ClusterConfig, LocalCluster
+from gangsched.master.client import MasterClient
+
+console = Console()
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks on a fresh local cluster; each prints its figures."""
+
+
+@contextmanager
+def fresh_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
+    home = Path(tempfile.mkdtemp(prefix="gang-bench-"))
+    cluster = LocalCluster(home)
+    try:
+        state = cluster.up(config)
+        with MasterClient(state.master) as client:
+            yield client
+    finally:
+        cluster.down()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@bench.command()
+@click.option("--io", "io_jobs", type=click.IntRange(min=0), default=2, show_default=True, help="I/O-bound jobs")
+@click.option("--compute", "compute_jobs", type=click.IntRange(min=0), default=2, show_default=True,
+              help="compute-bound jobs")
+@click.option("--policy", type=click.Choice(["strict"]), default="strict", show_default=True)
+@click.option("--seconds", type=float, default=30.0, show_default=True, help="measurement window")
+@click.option("--warmup", type=float, default=3.0, show_default=True, help="seconds before measuring")
+@click.option("--compute-ms", type=float, default=10.0, show_default=True, help="CPU ms per compute iteration")
+@click.option("--io-writes", type=int, default=20, show_default=True, help="writes per I/O iteration")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+@cluster_options
+def mix(io_jobs: int, compute_jobs: int, policy: str, seconds: float, warmup: float, compute_ms: float,
+        io_writes: int, csv_path: Path | None, **shape: Any) -> None:
+    """Barriers/s per job for a mix of I/O- and compute-bound jobs, each on every node."""
+    if io_jobs + compute_jobs == 0:
+        raise click.UsageError("the mix needs at least one job")
+    config = ClusterConfig(**shape)
+    config.mpl = max(config.mpl, io_jobs + compute_jobs)
+    jobs = [SyntheticJob("io", io_writes=io_writes)] * io_jobs
+    jobs += [SyntheticJob("compute", compute_ms=compute_ms)] * compute_jobs
+    with fresh_cluster(config) as client:
+        results = run_mix(client, jobs, config.nodes, seconds, warmup)
+    table = Table(title=f"mix io={io_jobs} compute={compute_jobs}, {config.nodes} nodes, "
+                        f"{policy}, quantum {config.quantum_ms} ms")
+    for column in ("job", "kind", "barriers", "seconds", "barriers/s"):
+        table.add_column(column, justify="right")
+    for result in results:
+        table.add_row(str(result.job), result.kind, str(result.barriers), f"{result.seconds:.1f}",
+                      f"{result.barriers_per_s:.2f}")
+    console.print(table)
+    if csv_path:
+        _write_csv(csv_path, [asdict(result) for result in results])
+
+
+@bench.command()
+@click.option("--switches", type=click.IntRange(min=10), default=1000, show_default=True)
+@click.option("--baseline-s", type=float, default=20.0, show_default=True,
+              help="seconds the tasks run unscheduled, for the overhead")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+@cluster_options
+def switch(switches: int, baseline_s: float, csv_path: Path | None, **shape: Any) -> None:
+    """Switch latency (master send -> last node applied), master CPU and overhead."""
+    config = ClusterConfig(**shape)
+    baseline = unscheduled_cpu_rate(2 * config.nodes, baseline_s)
+    with fresh_cluster(config) as client:
+        result = run_switch(client, config.nodes, switches, config.quantum_ms, baseline)
+    table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
+    for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):
+        table.add_column(column, justify="right")
+    table.add_row(f"{result.median_ms:.3f}", f"{result.p99_ms:.3f}", f"{result.cpu:.2f}",
+                  f"{result.overhead_pct:.2f}")
+    console.print(table)
+    if csv_path:
+        _write_csv(csv_path, [asdict(result)])
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    console.print(f"wrote {path}")

@@ -1,0 +1,82 @@
+"""Rich tables for jobs, nodes, the matrix and the local cluster's daemons."""
+
+from rich.table import Table
+from rich.text import Text
+
+from gangsched.deploy.local import ClusterState
+from gangsched.protocol.messages import JobInfo, MatrixView, NodeInfo
+
+_STATE_STYLE = {
+    "pending": "yellow", "running": "green", "completed": "dim", "failed": "red",
+    "cancelled": "magenta", "node_fail": "red", "up": "green", "down": "red",
+}
+
+
+def _state(value: str) -> Text:
+    return Text(value.upper(), style=_STATE_STYLE.get(value, ""))
+
+
+def _elapsed(job: JobInfo, now: float) -> str:
+    if job.start_time is None:
+        return "-"
+    seconds = int((job.end_time or now) - job.start_time)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def jobs(jobs: list[JobInfo], now: float) -> Table:
+    table = Table(box=None, header_style="bold")
+    for column in ("JOBID", "NAME", "USER", "STATE", "NODES", "ELAPSED", "UTIL%", "BARRIERS",
+                   "BAR/S", "NODELIST(REASON)"):
+        table.add_column(column, justify="right" if column in ("JOBID", "NODES", "UTIL%", "BARRIERS", "BAR/S") else "left")
+    for job in jobs:
+        where = ",".join(job.node_names) if job.state == "running" else f"({job.reason})" if job.reason else ""
+        table.add_row(
+            str(job.job_id), job.spec.name, job.spec.user, _state(job.state), str(job.spec.nodes),
+            _elapsed(job, now), _number(job.util_pct), str(job.barriers),
+            _number(job.barriers_per_s, 2), where,
+        )
+    return table
+
+
+def nodes(nodes: list[NodeInfo]) -> Table:
+    table = Table(box=None, header_style="bold")
+    for column in ("NODE", "STATE", "CPUS", "JOBS", "SEEN"):
+        table.add_column(column)
+    for node in nodes:
+        table.add_row(node.name, _state(node.state), f"{node.cpus:g}",
+                      ",".join(map(str, node.jobs)) or "-", f"{node.seen_ago_s:.1f}s ago")
+    return table
+
+
+def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
+    utilization = {job.job_id: job.util_pct for job in jobs}
+    table = Table(title=f"{view.policy} gang scheduling, quantum {view.quantum} ({view.quantum_ms} ms)",
+                  header_style="bold")
+    table.add_column("SLOT")
+    for node in view.nodes:
+        table.add_column(node, justify="center")
+    table.add_column("JOBS (UTIL%)")
+    for index, row in enumerate(view.rows):
+        running = index in view.running
+        members = sorted({job for job in row if job is not None})
+        table.add_row(
+            Text(f"{'>' if running else ' '} {index}", style="bold green" if running else ""),
+            *[str(job) if job is not None else "." for job in row],
+            " ".join(f"{job}({_number(utilization.get(job), 0)})" for job in members),
+            style="green" if running else None,
+        )
+    return table
+
+
+def daemons(state: ClusterState, alive: dict[str, bool]) -> Table:
+    table = Table(title=f"local cluster, master at {state.master}", box=None, header_style="bold")
+    for column in ("DAEMON", "PID", "STATE"):
+        table.add_column(column)
+    for name, pid in state.pids.items():
+        table.add_row(name, str(pid), _state("up" if alive.get(name) else "down"))
+    return table

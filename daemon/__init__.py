@@ -1,0 +1,5 @@
+"""Mechanics shared by the master, node and I/O daemons.
+
+Real-time priority (``realtime``), OS signals as poll-loop events
+(``signals``), logging set-up (``logs``) and endpoint helpers (``endpoints``).
+"""

@@ -1,0 +1,184 @@
+"""The embedded default: a master, N node daemons and an I/O server as local processes.
+
+Everything lives under one folder (``GANG_HOME``, default ``~/.gangsched``):
+``cluster.json`` names the processes and the master's endpoint, ``logs/``
+holds each daemon's log, ``nodes/NAME/`` each node's task outputs. The
+sockets are ipc files there, reachable only from this machine, so this
+cluster needs no authentication. The nodes split the machine's cores between
+them, each pinning its tasks to its own: utilization is measured against
+each node's share.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from gangsched.master.client import MasterClient, MasterUnreachable
+
+_IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
+_STOP_GRACE_S = 10.0
+
+
+class ClusterError(Exception):
+    pass
+
+
+@dataclass
+class ClusterConfig:
+    nodes: int = 4
+    quantum_ms: int = 1000
+    heartbeat_ms: int = 500
+    heartbeat_misses: int = 3
+    mpl: int = 8
+    io_mode: str = "fixed"
+    io_service_us: int = 500
+    kill_grace_s: float = 2.0
+
+
+@dataclass
+class ClusterState:
+    master: str
+    pids: dict[str, int]  # daemon name -> pid
+    started: dict[str, float]  # daemon name -> process start time, against recycled pids
+    config: ClusterConfig
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("GANG_HOME", Path.home() / ".gangsched"))
+
+
+class LocalCluster:
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = (home or default_home()).resolve()
+        self._state_file = self.home / "cluster.json"
+
+    def state(self) -> ClusterState | None:
+        if not self._state_file.exists():
+            return None
+        raw = json.loads(self._state_file.read_text())
+        return ClusterState(raw["master"], raw["pids"], raw["started"], ClusterConfig(**raw["config"]))
+
+    def up(self, config: ClusterConfig, timeout_s: float = 30.0) -> ClusterState:
+        if self.state() is not None and self.alive():
+            raise ClusterError(f"a cluster already runs from {self.home}: `gang cluster down` first")
+        master = self._ipc("master.sock")
+        io_addr = self._ipc("io.sock")
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        pids = {"ioserver": self._spawn("ioserver", ["ioserver", "--bind", io_addr,
+                                                     "--mode", config.io_mode,
+                                                     "--service-us", str(config.io_service_us)])}
+        pids["master"] = self._spawn("master", [
+            "master", "--bind", master, "--switch-bind", self._ipc("switch.sock"),
+            "--state-dir", str(self.home / "master"), "--quantum-ms", str(config.quantum_ms),
+            "--heartbeat-ms", str(config.heartbeat_ms),
+            "--heartbeat-misses", str(config.heartbeat_misses),
+            "--mpl", str(config.mpl), "--io-addr", io_addr,
+        ])
+        cores = os.cpu_count() or 1
+        share = cores / config.nodes
+        for index in range(1, config.nodes + 1):
+            name = f"node{index}"
+            pids[name] = self._spawn(name, [
+                "noded", "--master", master, "--name", name, "--cpus", f"{share:.4f}",
+                "--cpu-list", _own_cores(index - 1, config.nodes, cores),
+                "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
+                "--kill-grace-s", str(config.kill_grace_s),
+            ])
+        started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}
+        state = ClusterState(master, pids, started, config)
+        self._state_file.write_text(json.dumps(asdict(state), indent=2))
+        self._wait_for_nodes(state, timeout_s)
+        return state
+
+    def down(self) -> list[str]:
+        """Stop the nodes first (they end their tasks), then the master and I/O server."""
+        state = self.state()
+        if state is None:
+            return []
+        order = sorted(state.pids, key=lambda name: name in ("master", "ioserver"))
+        stopped = [name for name in order if _stop(state.pids[name], state.started[name])]
+        self._state_file.unlink(missing_ok=True)
+        return stopped
+
+    def alive(self) -> dict[str, bool]:
+        state = self.state()
+        if state is None:
+            return {}
+        return {name: _is_ours(pid, state.started[name]) for name, pid in state.pids.items()}
+
+    def log_path(self, daemon: str) -> Path:
+        return self.home / "logs" / f"{daemon}.log"
+
+    def _ipc(self, name: str) -> str:
+        path = self.home / name
+        if len(str(path)) > _IPC_PATH_MAX:
+            raise ClusterError(f"{path} is too long for a socket path: use a shorter GANG_HOME")
+        return f"ipc://{path}"
+
+    def _spawn(self, daemon: str, arguments: list[str]) -> int:
+        with open(self.log_path(daemon), "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gangsched.cli", *arguments],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,  # outlives the CLI, untouched by its terminal's ^C
+            )
+        return process.pid
+
+    def _wait_for_nodes(self, state: ClusterState, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with MasterClient(state.master, timeout_s=1.0) as client:
+            while time.monotonic() < deadline:
+                dead = [name for name, alive in self.alive().items() if not alive]
+                if dead:
+                    self.down()
+                    raise ClusterError(f"{', '.join(dead)} exited at start: see {self.home}/logs/")
+                try:
+                    if sum(node.state == "up" for node in client.nodes()) == state.config.nodes:
+                        return
+                except MasterUnreachable:
+                    pass
+                time.sleep(0.1)
+        self.down()
+        raise ClusterError(f"the nodes did not register within {timeout_s:g} s: see {self.home}/logs/")
+
+
+def _own_cores(node: int, nodes: int, cores: int) -> str:
+    """The cores node ``node`` (from 0) pins its tasks to: an even split of the machine.
+
+    Nodes share a core when there are more nodes than cores, so that a job's
+    ranks, like a real cluster's, each keep to their node's CPU instead of
+    racing each other over all cores (which leaves cores idle at barriers).
+    """
+    if nodes >= cores:
+        return str(node * cores // nodes)
+    per_node = cores // nodes
+    return f"{node * per_node}-{(node + 1) * per_node - 1}"
+
+
+def _is_ours(pid: int, started: float) -> bool:
+    """True if ``pid`` is still the daemon started then (not a recycled pid)."""
+    try:
+        process = psutil.Process(pid)
+        return process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _stop(pid: int, started: float) -> bool:
+    if not _is_ours(pid, started):
+        return False
+    process = psutil.Process(pid)
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(_STOP_GRACE_S)
+    except psutil.TimeoutExpired:
+        process.kill()
+        process.wait(_STOP_GRACE_S)
+    return True

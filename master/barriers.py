@@ -1,0 +1,36 @@
+"""The address each job's rank 0 binds for its barrier, handed out by the master.
+
+Every rank needs it before it starts, so the master picks it: a socket file in
+the node's folder (ipc, one machine) or a port from the node's range (tcp).
+"""
+
+from gangsched.protocol.messages import PeerEndpoint
+
+
+class NoFreePort(Exception):
+    pass
+
+
+class BarrierEndpoints:
+    def __init__(self) -> None:
+        self._ports: dict[str, set[int]] = {}  # rank-0 node -> ports in use
+
+    def allocate(self, job_id: int, node: str, peer: PeerEndpoint) -> tuple[str, str, int | None]:
+        """(address every rank connects to, address rank 0 binds, port to release later)."""
+        if peer.transport == "ipc":
+            address = f"ipc://{peer.host}/job-{job_id}.barrier"
+            return address, address, None
+        used = self._ports.setdefault(node, set())
+        low, high = peer.ports or (1, 0)  # the protocol requires ports for tcp
+        port = next((port for port in range(low, high + 1) if port not in used), None)
+        if port is None:
+            raise NoFreePort(f"node {node} has no free port in {low}-{high}")
+        used.add(port)
+        return f"tcp://{peer.host}:{port}", f"tcp://*:{port}", port
+
+    def reserve(self, node: str, port: int) -> None:
+        self._ports.setdefault(node, set()).add(port)
+
+    def release(self, node: str, port: int | None) -> None:
+        if port is not None:
+            self._ports.get(node, set()).discard(port)

@@ -1,0 +1,112 @@
+"""Talking to a master from a client: one request, one reply, a clear error otherwise."""
+
+import uuid
+from types import TracebackType
+from typing import TypeVar
+
+import zmq
+
+from gangsched.protocol import ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.messages import (
+    Cancel,
+    Cancelled,
+    ErrorReply,
+    JobInfo,
+    JobList,
+    JobQuery,
+    JobSpec,
+    MatrixQuery,
+    MatrixView,
+    Message,
+    NodeInfo,
+    NodeList,
+    NodeQuery,
+    Submit,
+    Submitted,
+    SwitchStats,
+    SwitchStatsQuery,
+)
+
+Reply = TypeVar("Reply")
+
+
+class MasterUnreachable(Exception):
+    pass
+
+
+class RequestRefused(Exception):
+    """The master answered with an error reply."""
+
+    def __init__(self, code: ErrorCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class MasterClient:
+    def __init__(self, endpoint: str, timeout_s: float = 5.0) -> None:
+        self.endpoint = endpoint
+        self._timeout_ms = int(timeout_s * 1000)
+        self._socket = self._connect()
+
+    def _connect(self) -> zmq.Socket:
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.ROUTING_ID, f"client-{uuid.uuid4().hex[:12]}".encode())
+        socket.connect(self.endpoint)
+        return socket
+
+    def request(self, message: Message, expect: type[Reply]) -> Reply:
+        self._socket.send(encode(message))
+        if not self._socket.poll(self._timeout_ms, zmq.POLLIN):
+            # a late answer must not be taken for the next request's
+            self._socket.close()
+            self._socket = self._connect()
+            raise MasterUnreachable(
+                f"no answer from the master at {self.endpoint} within {self._timeout_ms / 1000:g} s"
+            )
+        try:
+            reply = decode(self._socket.recv())
+        except ProtocolError as error:
+            raise MasterUnreachable(f"the master at {self.endpoint} answered: {error}") from None
+        if isinstance(reply, ErrorReply):
+            raise RequestRefused(reply.code, reply.reason)
+        if not isinstance(reply, expect):
+            raise MasterUnreachable(f"expected {expect.__name__}, the master sent {reply.type}")
+        return reply
+
+    def submit(self, spec: JobSpec) -> int:
+        return self.request(Submit(spec=spec), Submitted).job_id
+
+    def cancel(self, job_id: int, user: str) -> Cancelled:
+        return self.request(Cancel(job_id=job_id, user=user), Cancelled)
+
+    def jobs(self, job_ids: list[int] | None = None, include_finished: bool = False) -> list[JobInfo]:
+        query = JobQuery(job_ids=job_ids, include_finished=include_finished)
+        return self.request(query, JobList).jobs
+
+    def job(self, job_id: int) -> JobInfo:
+        jobs = self.jobs([job_id])
+        if not jobs:
+            raise RequestRefused(ErrorCode.UNKNOWN_JOB, f"no job {job_id}")
+        return jobs[0]
+
+    def nodes(self) -> list[NodeInfo]:
+        return self.request(NodeQuery(), NodeList).nodes
+
+    def matrix(self) -> MatrixView:
+        return self.request(MatrixQuery(), MatrixView)
+
+    def switch_stats(self, last: int) -> SwitchStats:
+        return self.request(SwitchStatsQuery(last=last), SwitchStats)
+
+    def close(self) -> None:
+        self._socket.close()
+
+    def __enter__(self) -> "MasterClient":
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,166 @@
+"""The master daemon: a ZeroMQ loop around ``MasterCore``.
+
+One ROUTER socket takes node daemons and clients alike; one PUB socket sends
+the slot switch at every quantum boundary. Every message is routed by its
+type through a table; a bad frame or a failing handler gets an error reply and
+a log line, and the loop lives on. SIGTERM and SIGINT end the loop.
+"""
+
+import logging
+import math
+import signal
+import time
+from collections.abc import Callable
+
+import zmq
+
+from gangsched.daemon.realtime import raise_priority, zmq_context
+from gangsched.daemon.signals import SignalEvents
+from gangsched.master.core import MasterConfig, MasterCore
+from gangsched.master.settings import MasterSettings
+from gangsched.master.store import JobStore
+from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.messages import (
+    Cancel,
+    ErrorReply,
+    Heartbeat,
+    JobQuery,
+    MatrixQuery,
+    Message,
+    NodeHello,
+    NodeQuery,
+    QuantumReport,
+    Submit,
+    SwitchStatsQuery,
+    TaskExit,
+)
+
+log = logging.getLogger("gangsched.master")
+
+Handler = Callable[[bytes, Message], Message | None]
+
+
+class MasterDaemon:
+    def __init__(self, settings: MasterSettings) -> None:
+        self._settings = settings
+        priority = settings.realtime_priority
+        realtime = priority > 0 and raise_priority(priority, log)
+        self._context = zmq_context(priority if realtime else None)
+        self._router = self._context.socket(zmq.ROUTER)
+        self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self._router.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a restarted node takes its name back
+        self._router.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        self._router.setsockopt(zmq.LINGER, 0)
+        self._router.bind(settings.bind)
+        self._pub = self._context.socket(zmq.PUB)
+        self._pub.setsockopt(zmq.LINGER, 0)
+        self._pub.bind(settings.switch_bind)
+        self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
+        config = MasterConfig(
+            quantum_ms=settings.quantum_ms,
+            heartbeat_ms=settings.heartbeat_ms,
+            heartbeat_misses=settings.heartbeat_misses,
+            mpl=settings.mpl,
+            switch_endpoint=self.switch_endpoint,
+            io_addr=settings.io_addr,
+        )
+        self._core = MasterCore(config, JobStore(settings.state_dir / "jobs.db"), time)
+        self._handlers: dict[type, Handler] = {
+            NodeHello: lambda identity, m: self._core.hello(identity, m),
+            Heartbeat: lambda _, m: self._core.heartbeat(m),
+            TaskExit: lambda _, m: self._core.task_exit(m),
+            QuantumReport: lambda _, m: self._core.report(m),
+            Submit: lambda _, m: self._core.submit(m),
+            Cancel: lambda _, m: self._core.cancel(m),
+            JobQuery: lambda _, m: self._core.query_jobs(m),
+            NodeQuery: lambda _, m: self._core.query_nodes(),
+            MatrixQuery: lambda _, m: self._core.query_matrix(),
+            SwitchStatsQuery: lambda _, m: self._core.switch_stats(m.last),
+        }
+        log.info("listening on %s, switches on %s, quantum %d ms",
+                 self.endpoint, self.switch_endpoint, settings.quantum_ms)
+
+    def run(self) -> None:
+        quantum = self._settings.quantum_ms / 1000
+        with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
+            poller = zmq.Poller()
+            poller.register(self._router, zmq.POLLIN)
+            poller.register(signals.fileno(), zmq.POLLIN)
+            next_switch = time.monotonic()
+            while True:
+                wait_ms = math.ceil(max(0.0, next_switch - time.monotonic()) * 1000)
+                ready = dict(poller.poll(wait_ms))
+                if signals.fileno() in ready and signals.drain():
+                    log.info("shutting down")
+                    break
+                if self._router in ready:
+                    self._receive_all()
+                now = time.monotonic()
+                if now >= next_switch:
+                    self._pub.send(encode(self._core.tick()))
+                    self._flush_outbox()
+                    # a late boundary does not make the next quanta shorter
+                    next_switch = max(next_switch + quantum, now + quantum / 2)
+        self.close()
+
+    def close(self) -> None:
+        self._router.close()
+        self._pub.close()
+        self._context.term()
+
+    def _receive_all(self) -> None:
+        while True:
+            try:
+                frames = self._router.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._handle(frames)
+            self._flush_outbox()
+
+    def _handle(self, frames: list[bytes]) -> None:
+        if len(frames) < 2:
+            log.warning("dropped a frame with no return address (%d bytes)", len(frames[0]))
+            return
+        envelope, payload = frames[:-1], frames[-1]
+        try:
+            message = decode(payload)
+        except ProtocolError as error:
+            log.warning("bad message from %r: %s", envelope[0], error)
+            self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
+            return
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            reason = f"the master does not take {message.type!r} messages"
+            self._reply(envelope, ErrorReply(code=ErrorCode.UNEXPECTED, reason=reason))
+            return
+        try:
+            reply = handler(envelope[0], message)
+        except Exception as error:
+            log.exception("handling %s failed", message.type)
+            reply = ErrorReply(code=ErrorCode.INTERNAL, reason=f"{type(error).__name__}: {error}")
+        if reply is not None:
+            self._reply(envelope, reply)
+
+    def _reply(self, envelope: list[bytes], reply: Message) -> None:
+        try:
+            self._router.send_multipart([*envelope, encode(reply)], zmq.NOBLOCK)
+        except zmq.ZMQError as error:  # the client left, or its queue is full
+            log.warning("could not answer %r: %s", envelope[0], error.strerror)
+
+    def _flush_outbox(self) -> None:
+        outbox = self._core.outbox
+        while outbox:
+            name, message = outbox.pop(0)
+            node = self._core.node(name)
+            try:
+                if node is None:
+                    raise zmq.ZMQError(zmq.EHOSTUNREACH)
+                self._router.send_multipart([node.identity, encode(message)], zmq.NOBLOCK)
+            except zmq.ZMQError as error:
+                log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
+                self._core.node_unreachable(name)
+
+
+def run_master(settings: MasterSettings) -> None:
+    MasterDaemon(settings).run()

@@ -1,0 +1,77 @@
+"""A job as the master tracks it, from submission to its final state."""
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from gangsched.protocol.messages import JobInfo, JobSpec, JobState
+
+_RATE_WINDOW_S = 10.0
+
+
+@dataclass
+class Job:
+    job_id: int
+    spec: JobSpec
+    state: JobState
+    submit_time: float
+    reason: str = ""
+    start_time: float | None = None
+    end_time: float | None = None
+    node_names: list[str] = field(default_factory=list)  # rank r runs on node_names[r]
+    exit_code: int | None = None
+    requeues: int = 0
+    barrier_port: int | None = None
+    # What follows lives only while the master runs.
+    live_ranks: set[int] = field(default_factory=set)
+    ending: JobState | None = None  # the final state decided while tasks still exit
+    util_pct: float | None = None
+    cpu_ns: int = 0
+    barriers: int = 0
+    barriers_time: float | None = None  # Unix time of the reading
+    progress_history: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=256))
+    quantum_utils: dict[int, list[float]] = field(default_factory=dict)
+
+    def add_utilization(self, quantum: int, pct: float) -> None:
+        """One task's utilization in a quantum (SPEC §2 step 5).
+
+        The job's utilization is the mean over its tasks once every rank has
+        reported that quantum; older quanta some node never reported are dropped.
+        """
+        samples = self.quantum_utils.setdefault(quantum, [])
+        samples.append(pct)
+        if len(samples) < len(self.node_names):
+            return
+        self.util_pct = sum(samples) / len(samples)
+        for done in [q for q in self.quantum_utils if q <= quantum]:
+            del self.quantum_utils[done]
+
+    def record_progress(self, now: float, wall: float, barriers: int) -> None:
+        self.barriers, self.barriers_time = barriers, wall
+        self.progress_history.append((now, barriers))
+        while self.progress_history and now - self.progress_history[0][0] > _RATE_WINDOW_S:
+            self.progress_history.popleft()
+
+    def barriers_per_s(self) -> float | None:
+        if len(self.progress_history) < 2:
+            return None
+        (t0, b0), (t1, b1) = self.progress_history[0], self.progress_history[-1]
+        return (b1 - b0) / (t1 - t0) if t1 > t0 else None
+
+    def info(self) -> JobInfo:
+        return JobInfo(
+            job_id=self.job_id,
+            spec=self.spec,
+            state=self.state,
+            reason=self.reason,
+            submit_time=self.submit_time,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            node_names=self.node_names,
+            exit_code=self.exit_code,
+            util_pct=self.util_pct,
+            cpu_s=self.cpu_ns / 1e9,
+            barriers=self.barriers,
+            barriers_time=self.barriers_time,
+            barriers_per_s=self.barriers_per_s(),
+            requeues=self.requeues,
+        )

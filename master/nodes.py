@@ -1,0 +1,80 @@
+"""The nodes the master knows: who is up, how to reach them, when they were last heard."""
+
+from dataclasses import dataclass
+
+from gangsched.protocol.messages import NodeHello, NodeInfo, NodeState, PeerEndpoint
+
+
+@dataclass
+class Node:
+    name: str
+    identity: bytes  # ROUTER routing id of the node's DEALER
+    cpus: float
+    peer: PeerEndpoint | None  # None until the node itself said hello
+    state: NodeState
+    last_seen: float  # monotonic seconds
+
+
+class NodeRegistry:
+    def __init__(self) -> None:
+        self._nodes: dict[str, Node] = {}
+
+    def register(self, hello: NodeHello, identity: bytes, now: float) -> Node:
+        node = Node(hello.node, identity, hello.cpus, hello.peer, NodeState.UP, now)
+        self._nodes[hello.node] = node
+        return node
+
+    def expect(self, name: str, now: float) -> None:
+        """A node that ran tasks before the master restarted: up until it fails to say hello."""
+        if name not in self._nodes:
+            self._nodes[name] = Node(name, b"", 1.0, None, NodeState.UP, now)
+
+    def get(self, name: str) -> Node | None:
+        return self._nodes.get(name)
+
+    def seen(self, name: str, now: float) -> bool:
+        """Note that an up node spoke; False if it must say hello (again) first."""
+        node = self._nodes.get(name)
+        if node is None or node.peer is None or node.state is not NodeState.UP:
+            return False
+        node.last_seen = now
+        return True
+
+    def expired(self, now: float, timeout: float) -> list[str]:
+        """Up nodes silent for longer than ``timeout`` seconds."""
+        return sorted(
+            name
+            for name, node in self._nodes.items()
+            if node.state is NodeState.UP and now - node.last_seen > timeout
+        )
+
+    def mark_down(self, name: str) -> bool:
+        """Mark an up node down; False if it was not up."""
+        node = self._nodes.get(name)
+        if node is None or node.state is not NodeState.UP:
+            return False
+        node.state = NodeState.DOWN
+        return True
+
+    def up(self) -> list[str]:
+        """Nodes that said hello and are alive: the ones that may take tasks."""
+        return sorted(
+            name
+            for name, node in self._nodes.items()
+            if node.state is NodeState.UP and node.peer is not None
+        )
+
+    def count(self) -> int:
+        return len(self._nodes)
+
+    def info(self, jobs_by_node: dict[str, list[int]], now: float) -> list[NodeInfo]:
+        return [
+            NodeInfo(
+                name=node.name,
+                state=node.state,
+                cpus=node.cpus,
+                jobs=jobs_by_node.get(node.name, []),
+                seen_ago_s=now - node.last_seen,
+            )
+            for node in sorted(self._nodes.values(), key=lambda node: node.name)
+        ]

@@ -1,0 +1,25 @@
+"""The master daemon's settings: flags of ``gang master`` and GANG_MASTER_* variables."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class MasterSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GANG_MASTER_")
+
+    bind: str = Field("tcp://*:7070", description="ROUTER endpoint for nodes and clients")
+    switch_bind: str = Field("tcp://*:7071", description="PUB endpoint the slot switches go out on")
+    state_dir: Path = Field(
+        Path.home() / ".gangsched" / "master", description="where the job store (SQLite) lives"
+    )
+    quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
+    heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
+    heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
+    mpl: int = Field(8, ge=1, description="multiprogramming level: most rows in the matrix")
+    io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
+    realtime_priority: int = Field(
+        20, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
+    )
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")

@@ -1,0 +1,101 @@
+"""Jobs persisted in SQLite (WAL, synchronous FULL): a master restart loses no job.
+
+Only lifecycle changes are written (submit, start, end, requeue), never
+per-quantum measurements, so the store stays off the switch path.
+"""
+
+import json
+import sqlite3
+from pathlib import Path
+
+from gangsched.master.jobs import Job
+from gangsched.protocol.messages import JobSpec, JobState
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id INTEGER PRIMARY KEY,
+    spec TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    submit_time REAL NOT NULL,
+    start_time REAL,
+    end_time REAL,
+    node_names TEXT NOT NULL,
+    exit_code INTEGER,
+    requeues INTEGER NOT NULL,
+    barrier_port INTEGER
+)
+"""
+_COLUMNS = (
+    "job_id, spec, state, reason, submit_time, start_time, end_time,"
+    " node_names, exit_code, requeues, barrier_port"
+)
+_ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
+
+
+class JobStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute(_SCHEMA)
+
+    def next_job_id(self) -> int:
+        (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
+        return highest + 1
+
+    def save(self, job: Job) -> None:
+        self._db.execute(
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                job.job_id,
+                job.spec.model_dump_json(),
+                job.state.value,
+                job.reason,
+                job.submit_time,
+                job.start_time,
+                job.end_time,
+                json.dumps(job.node_names),
+                job.exit_code,
+                job.requeues,
+                job.barrier_port,
+            ),
+        )
+
+    def active(self) -> list[Job]:
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM jobs WHERE state IN (?, ?) ORDER BY job_id", _ACTIVE
+        )
+        return [_job(row) for row in rows]
+
+    def finished(self, limit: int) -> list[Job]:
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM jobs WHERE state NOT IN (?, ?) ORDER BY job_id DESC LIMIT ?",
+            (*_ACTIVE, limit),
+        )
+        return [_job(row) for row in reversed(list(rows))]
+
+    def get(self, job_id: int) -> Job | None:
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return _job(row) if row else None
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _job(row: tuple) -> Job:
+    (job_id, spec, state, reason, submit, start, end, nodes, exit_code, requeues, port) = row
+    return Job(
+        job_id=job_id,
+        spec=JobSpec.model_validate_json(spec),
+        state=JobState(state),
+        reason=reason,
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
+        node_names=json.loads(nodes),
+        exit_code=exit_code,
+        requeues=requeues,
+        barrier_port=port,
+    )

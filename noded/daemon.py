@@ -1,0 +1,302 @@
+"""The node daemon's loop: register, launch tasks, apply switches, report quanta.
+
+The switch path (``_apply``) is the hot path: it compares the desired state
+(the jobs the switch names for this node) with the applied one (what the
+daemon last signalled), stops first and continues second so two slots never
+overlap, and never waits for a process to show as stopped. Only then does it
+read the CPU clocks and send the report for the quantum that ended.
+
+Task exits arrive on each task's pidfd; an exit is resent with every hello
+until the master acknowledges it, so a master restart loses none.
+"""
+
+import logging
+import os
+import signal
+import time
+
+import zmq
+
+from gangsched.daemon.endpoints import connectable
+from gangsched.daemon.realtime import raise_priority, zmq_context
+from gangsched.daemon.signals import SignalEvents
+from gangsched.noded.settings import NodeSettings
+from gangsched.noded.tasks import Task, launch
+from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.messages import (
+    ErrorReply,
+    ExitAck,
+    Heartbeat,
+    KillTask,
+    LaunchTask,
+    Message,
+    NodeHello,
+    NodeWelcome,
+    PeerEndpoint,
+    QuantumReport,
+    SlotSwitch,
+    TaskExit,
+    TaskRef,
+    TaskSample,
+)
+
+log = logging.getLogger("gangsched.noded")
+
+_HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
+
+
+class NodeDaemon:
+    def __init__(self, settings: NodeSettings) -> None:
+        self._settings = settings
+        self.name = settings.name
+        self._spool = settings.spool()
+        self._spool.mkdir(parents=True, exist_ok=True)
+        priority = settings.realtime_priority
+        realtime = priority > 0 and raise_priority(priority, log)
+        self._context = zmq_context(priority if realtime else None)
+        self._dealer = self._context.socket(zmq.DEALER)
+        self._dealer.setsockopt(zmq.ROUTING_ID, self.name.encode())
+        self._dealer.setsockopt(zmq.LINGER, 0)
+        self._dealer.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        self._dealer.connect(settings.master)
+        self._sub: zmq.Socket | None = None
+        self._switch_endpoint: str | None = None
+        self._poller = zmq.Poller()
+        self._poller.register(self._dealer, zmq.POLLIN)
+        self._tasks: dict[int, Task] = {}  # by job id: one task of a job per node
+        self._by_pidfd: dict[int, Task] = {}
+        self._desired: set[int] = set()
+        self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
+        self._registered = False
+        self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
+        self._next_heartbeat = 0.0
+        self._handlers = {
+            NodeWelcome: self._welcome,
+            LaunchTask: self._launch,
+            KillTask: self._kill,
+            ExitAck: self._exit_acknowledged,
+            ErrorReply: self._error,
+        }
+
+    def run(self) -> None:
+        with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
+            self._poller.register(signals.fileno(), zmq.POLLIN)
+            while True:
+                ready = dict(self._poller.poll(self._wait_ms()))
+                if signals.fileno() in ready and signals.drain():
+                    log.info("shutting down: ending %d tasks", len(self._tasks))
+                    break
+                if self._sub is not None and self._sub in ready:
+                    self._switch()
+                if self._dealer in ready:
+                    self._receive_all()
+                for fd in [fd for fd in ready if fd in self._by_pidfd]:
+                    self._exited(self._by_pidfd[fd])
+                self._on_timers()
+        self._end_all_tasks()
+        self.close()
+
+    def close(self) -> None:
+        self._dealer.close()
+        if self._sub is not None:
+            self._sub.close()
+        self._context.term()
+
+    # ------------------------------------------------------------ the switch path
+
+    def _switch(self) -> None:
+        try:
+            switch = decode(self._sub.recv(zmq.NOBLOCK))  # CONFLATE: only the newest
+        except zmq.Again:
+            return
+        except ProtocolError as error:
+            log.warning("bad switch message: %s", error)
+            return
+        if isinstance(switch, SlotSwitch):
+            self._apply(switch)
+
+    def _apply(self, switch: SlotSwitch) -> None:
+        self._desired = set(switch.run.get(self.name, ()))
+        to_stop = [t for t in self._tasks.values() if t.runnable and t.job_id not in self._desired]
+        to_resume = [t for t in self._tasks.values() if not t.runnable and t.job_id in self._desired]
+        was_runnable = {task.job_id for task in self._tasks.values() if task.runnable}
+        for task in to_stop:
+            task.stop()
+        for task in to_resume:
+            task.resume()
+        applied_ns = time.monotonic_ns()
+        samples = [
+            self._sample(task, task.job_id in was_runnable, applied_ns)
+            for task in self._tasks.values()
+        ]
+        if self._registered:
+            report = QuantumReport(
+                node=self.name,
+                quantum=switch.quantum,
+                switch_sent_ns=switch.sent_ns,
+                switch_applied_ns=applied_ns,
+                samples=samples,
+            )
+            self._send(report)
+
+    @staticmethod
+    def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
+        before = task.cpu_ns
+        runnable_ns = now_ns - task.runnable_since_ns if was_runnable else 0
+        task.runnable_since_ns = now_ns
+        return TaskSample(
+            job_id=task.job_id,
+            cpu_ns=task.read_cpu_ns() - before,
+            runnable_ns=runnable_ns,
+            progress=task.read_progress(),
+        )
+
+    # ------------------------------------------------------------ messages from the master
+
+    def _receive_all(self) -> None:
+        while True:
+            try:
+                frame = self._dealer.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                message = decode(frame)
+            except ProtocolError as error:
+                log.warning("bad message from the master: %s", error)
+                continue
+            handler = self._handlers.get(type(message))
+            if handler is None:
+                log.warning("ignored a %s message: not for a node", message.type)
+                continue
+            try:
+                handler(message)
+            except Exception:
+                log.exception("handling %s failed", message.type)
+
+    def _welcome(self, welcome: NodeWelcome) -> None:
+        self._registered = True
+        self._heartbeat_s = welcome.heartbeat_ms / 1000
+        endpoint = connectable(welcome.switch_endpoint, self._settings.master)
+        if endpoint != self._switch_endpoint:
+            self._subscribe(endpoint)
+        log.info("registered with the master; switches from %s", endpoint)
+
+    def _subscribe(self, endpoint: str) -> None:
+        if self._sub is not None:
+            self._poller.unregister(self._sub)
+            self._sub.close()
+        self._sub = self._context.socket(zmq.SUB)
+        self._sub.setsockopt(zmq.CONFLATE, 1)  # a late node jumps to the newest decision
+        self._sub.setsockopt(zmq.LINGER, 0)
+        self._sub.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        self._sub.setsockopt(zmq.SUBSCRIBE, b"")
+        self._sub.connect(endpoint)
+        self._poller.register(self._sub, zmq.POLLIN)
+        self._switch_endpoint = endpoint
+
+    def _launch(self, message: LaunchTask) -> None:
+        spec = message.task
+        if spec.job_id in self._tasks:
+            log.warning("job %d already has a task here; launch ignored", spec.job_id)
+            return
+        try:
+            task = launch(
+                spec, self.name, self._spool, spec.job_id in self._desired, self._settings.cpu_set()
+            )
+        except OSError as error:
+            log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
+            self._report_exit(spec.job_id, spec.rank, None, f"could not start: {error}")
+            return
+        self._tasks[spec.job_id] = task
+        self._by_pidfd[task.pidfd] = task
+        self._poller.register(task.pidfd, zmq.POLLIN)
+        log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
+
+    def _kill(self, message: KillTask) -> None:
+        task = self._tasks.get(message.job_id)
+        if task is not None and task.kill_deadline is None:
+            log.info("ending job %d: %s", message.job_id, message.reason)
+            task.terminate(self._settings.kill_grace_s)
+
+    def _exit_acknowledged(self, ack: ExitAck) -> None:
+        self._unacknowledged.pop((ack.job_id, ack.rank), None)
+
+    def _error(self, error: ErrorReply) -> None:
+        if error.code is ErrorCode.UNKNOWN_NODE:
+            if self._registered:
+                log.warning("the master does not know this node (restarted?): registering again")
+            self._registered = False
+            self._next_heartbeat = 0.0  # say hello at once
+        else:
+            log.warning("the master refused a message: %s: %s", error.code, error.reason)
+
+    # ------------------------------------------------------------ tasks and timers
+
+    def _exited(self, task: Task) -> None:
+        self._poller.unregister(task.pidfd)
+        del self._by_pidfd[task.pidfd]
+        del self._tasks[task.job_id]
+        returncode = task.reap()
+        log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
+        self._report_exit(task.job_id, task.rank, returncode, None)
+
+    def _report_exit(self, job_id: int, rank: int, returncode: int | None, error: str | None) -> None:
+        exit_ = TaskExit(node=self.name, job_id=job_id, rank=rank, returncode=returncode, error=error)
+        self._unacknowledged[(job_id, rank)] = exit_
+        if self._registered:
+            self._send(exit_)
+
+    def _on_timers(self) -> None:
+        now = time.monotonic()
+        for task in self._tasks.values():
+            if task.kill_deadline is not None and now >= task.kill_deadline:
+                task.kill()
+        if now >= self._next_heartbeat:
+            self._next_heartbeat = now + self._heartbeat_s
+            self._send(Heartbeat(node=self.name) if self._registered else self._hello())
+
+    def _wait_ms(self) -> int:
+        deadlines = [self._next_heartbeat]
+        deadlines += [t.kill_deadline for t in self._tasks.values() if t.kill_deadline is not None]
+        return max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1)
+
+    def _hello(self) -> NodeHello:
+        return NodeHello(
+            node=self.name,
+            cpus=self._settings.cpus,
+            pid=os.getpid(),
+            peer=self._peer(),
+            tasks=[TaskRef(job_id=t.job_id, rank=t.rank) for t in self._tasks.values()],
+            exits=list(self._unacknowledged.values()),
+        )
+
+    def _peer(self) -> PeerEndpoint:
+        if self._settings.peer_transport == "ipc":
+            return PeerEndpoint(transport="ipc", host=str(self._spool))
+        low, _, high = self._settings.peer_ports.partition("-")
+        return PeerEndpoint(
+            transport="tcp", host=self._settings.peer_host, ports=(int(low), int(high or low))
+        )
+
+    def _send(self, message: Message) -> None:
+        try:
+            self._dealer.send(encode(message), zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning("master unreachable: %s not sent", message.type)
+
+    def _end_all_tasks(self) -> None:
+        """Leave nothing behind: SIGTERM and continue every group, SIGKILL after the grace."""
+        for task in self._tasks.values():
+            task.terminate(self._settings.kill_grace_s)
+        deadline = time.monotonic() + self._settings.kill_grace_s
+        while self._tasks and time.monotonic() < deadline:
+            for fd, _ in self._poller.poll(100):
+                if fd in self._by_pidfd:
+                    self._exited(self._by_pidfd[fd])
+        for task in list(self._tasks.values()):
+            task.kill()
+            self._exited(task)
+
+
+def run_node(settings: NodeSettings) -> None:
+    NodeDaemon(settings).run()

@@ -1,0 +1,49 @@
+"""The node daemon's settings: flags of ``gang noded`` and GANG_NODE_* variables."""
+
+import os
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class NodeSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GANG_NODE_")
+
+    master: str = Field("tcp://127.0.0.1:7070", description="the master's ROUTER endpoint")
+    name: str = Field(socket.gethostname(), description="node name, unique in the cluster")
+    cpus: float = Field(
+        float(os.cpu_count() or 1), gt=0, description="CPU share utilization is measured against"
+    )
+    cpu_list: str | None = Field(
+        None, description="CPUs the tasks are pinned to, e.g. 0-1,3: a local node's own cores"
+    )
+    spool_dir: Path | None = Field(
+        None, description="task outputs and progress files [~/.gangsched/nodes/NAME]"
+    )
+    peer_transport: Literal["ipc", "tcp"] = Field(
+        "tcp", description="how tasks of a job reach their rank 0: ipc (one machine) or tcp"
+    )
+    peer_host: str = Field(
+        socket.gethostname(), description="address other nodes reach this one at (tcp)"
+    )
+    peer_ports: str = Field("23000-23999", description="ports rank-0 tasks may bind (tcp)")
+    kill_grace_s: float = Field(5.0, ge=0, description="SIGTERM to SIGKILL when ending a task")
+    realtime_priority: int = Field(
+        30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
+    )
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+
+    def cpu_set(self) -> set[int] | None:
+        if not self.cpu_list:
+            return None
+        cpus: set[int] = set()
+        for part in self.cpu_list.split(","):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+        return cpus
+
+    def spool(self) -> Path:
+        return self.spool_dir or Path.home() / ".gangsched" / "nodes" / self.name

@@ -1,0 +1,56 @@
+"""msgpack framing of messages, with the protocol version and a size limit.
+
+A frame is one msgpack map: ``{"v": PROTOCOL_VERSION, "type": ..., **fields}``.
+``decode`` turns any bad input into a ``ProtocolError``; it never raises
+anything else, so a daemon can answer the sender and carry on.
+"""
+
+from typing import Any
+
+import msgpack
+from pydantic import TypeAdapter, ValidationError
+
+from gangsched.protocol.errors import ErrorCode, ProtocolError
+from gangsched.protocol.messages import PROTOCOL_VERSION, Message
+
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+
+_message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def encode(message: Message) -> bytes:
+    payload = message.model_dump(mode="python")
+    payload["v"] = PROTOCOL_VERSION
+    return msgpack.packb(payload, use_bin_type=True)
+
+
+def decode(frame: bytes) -> Message:
+    if len(frame) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE, f"{len(frame)} bytes, the limit is {MAX_MESSAGE_BYTES}"
+        )
+    payload = _unpack(frame)
+    version = payload.pop("v", None)
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            ErrorCode.VERSION_MISMATCH,
+            f"peer speaks protocol version {version!r}, this side speaks {PROTOCOL_VERSION}",
+        )
+    try:
+        return _message_adapter.validate_python(payload)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "message"
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"{where}: {first['msg']}") from None
+
+
+def _unpack(frame: bytes) -> dict[str, Any]:
+    try:
+        payload = msgpack.unpackb(frame, raw=False, strict_map_key=True)
+    except Exception as error:  # msgpack raises several unrelated types on bad bytes
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"not msgpack ({type(error).__name__}: {error})") from None
+    if not isinstance(payload, dict):
+        raise ProtocolError(
+            ErrorCode.BAD_MESSAGE, f"a message is a map, got {type(payload).__name__}"
+        )
+    return payload

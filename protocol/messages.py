@@ -1,0 +1,333 @@
+"""Every message of the wire protocol, one pydantic model each.
+
+Three conversations share these models:
+
+* node daemon <-> master, over the node's DEALER and the master's ROUTER:
+  ``NodeHello`` / ``NodeWelcome``, ``Heartbeat``, ``LaunchTask``, ``KillTask``,
+  ``TaskExit`` / ``ExitAck`` and ``QuantumReport``;
+* master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
+* client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
+  ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
+  ``SwitchStatsQuery``, each answered by its reply model or by ``ErrorReply``.
+
+Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
+containers of one host); times named ``*_time`` are Unix seconds.
+"""
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gangsched.protocol.errors import ErrorCode
+
+PROTOCOL_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- shared parts
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"  # a task exited non-zero, or could not start
+    CANCELLED = "cancelled"
+    NODE_FAIL = "node_fail"  # a node of the job was lost and the job was not requeued
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (JobState.PENDING, JobState.RUNNING)
+
+
+class JobSpec(_Model):
+    """What a user submits: a command to run as one task on each of ``nodes`` nodes."""
+
+    name: str = Field(min_length=1, max_length=128)
+    user: str = Field(min_length=1, max_length=64)
+    nodes: int = Field(ge=1, le=100_000)
+    argv: list[str] = Field(min_length=1)
+    cwd: str | None = None  # used where it exists on the node, else the node's spool folder
+    env: dict[str, str] = {}
+    exclusive: bool = False  # never paired with another slot
+    estimate_s: float | None = Field(default=None, gt=0)
+    requeue: bool = False  # on the loss of a node, back to the queue instead of NODE_FAIL
+    output: str | None = None  # file pattern for each task's stdout+stderr, %j job, %t rank
+
+
+class TaskRef(_Model):
+    job_id: int
+    rank: int
+
+
+class PeerEndpoint(_Model):
+    """Where the rank-0 task on a node can bind for its job's barrier.
+
+    ``ipc``: ``host`` is a folder on a machine all peers share (the local
+    cluster). ``tcp``: ``host`` is the node's address that peers on other
+    nodes reach, and the master hands out ports from ``ports`` (inclusive).
+    """
+
+    transport: Literal["ipc", "tcp"]
+    host: str
+    ports: tuple[int, int] | None = None
+
+    @model_validator(mode="after")
+    def _tcp_has_ports(self) -> "PeerEndpoint":
+        if self.transport == "tcp" and (self.ports is None or self.ports[0] > self.ports[1]):
+            raise ValueError("a tcp peer endpoint needs a port range (low, high)")
+        return self
+
+
+class TaskSpec(_Model):
+    """One task of a job, as the master asks a node to launch it."""
+
+    job_id: int
+    rank: int
+    size: int
+    argv: list[str]
+    cwd: str | None
+    env: dict[str, str]
+    barrier_addr: str  # every rank connects here, rank 0 binds
+    barrier_bind: str  # what rank 0 binds (differs from barrier_addr for tcp)
+    io_addr: str | None  # the I/O server the synthetic I/O jobs write to
+    output: str | None
+
+
+class TaskSample(_Model):
+    """One task's use of the quantum that just ended."""
+
+    job_id: int
+    cpu_ns: int  # CPU time consumed while runnable in the quantum
+    runnable_ns: int  # wall time it was runnable
+    progress: int  # the task's own progress counter (barriers, for rank 0)
+
+
+class JobInfo(_Model):
+    job_id: int
+    spec: JobSpec
+    state: JobState
+    reason: str = ""  # why it waits or how it ended, in words
+    submit_time: float
+    start_time: float | None = None
+    end_time: float | None = None
+    node_names: list[str] = []
+    exit_code: int | None = None
+    util_pct: float | None = None  # CPU utilization of its last measured quantum
+    cpu_s: float = 0.0  # CPU seconds of all its tasks so far
+    barriers: int = 0  # rank 0's progress counter
+    barriers_time: float | None = None  # when ``barriers`` was read
+    barriers_per_s: float | None = None  # over the last few seconds
+    requeues: int = 0
+
+
+class NodeState(StrEnum):
+    UP = "up"
+    DOWN = "down"
+
+
+class NodeInfo(_Model):
+    name: str
+    state: NodeState
+    cpus: float
+    jobs: list[int]
+    seen_ago_s: float
+
+
+# ------------------------------------------------------- node <-> master
+
+
+class TaskExit(_Model):
+    """A task ended (or never started: ``error`` says why). Resent until acknowledged."""
+
+    type: Literal["task_exit"] = "task_exit"
+    node: str
+    job_id: int
+    rank: int
+    returncode: int | None  # negative: killed by that signal; None: never started
+    error: str | None = None
+
+
+class NodeHello(_Model):
+    """A node registers, or registers again after the master restarted.
+
+    ``tasks`` are the tasks it still runs; ``exits`` the ends not yet acknowledged.
+    """
+
+    type: Literal["node_hello"] = "node_hello"
+    node: str = Field(min_length=1, max_length=64)
+    cpus: float = Field(gt=0)  # the CPU share utilization is measured against
+    pid: int
+    peer: PeerEndpoint
+    tasks: list[TaskRef] = []
+    exits: list[TaskExit] = []
+
+
+class NodeWelcome(_Model):
+    type: Literal["node_welcome"] = "node_welcome"
+    node: str
+    switch_endpoint: str  # the master's PUB socket, as bound
+    heartbeat_ms: int
+    quantum_ms: int
+
+
+class Heartbeat(_Model):
+    type: Literal["heartbeat"] = "heartbeat"
+    node: str
+
+
+class LaunchTask(_Model):
+    type: Literal["launch_task"] = "launch_task"
+    task: TaskSpec
+
+
+class KillTask(_Model):
+    """End a task: continue it, SIGTERM its process group, SIGKILL after a grace period."""
+
+    type: Literal["kill_task"] = "kill_task"
+    job_id: int
+    reason: str
+
+
+class ExitAck(_Model):
+    type: Literal["exit_ack"] = "exit_ack"
+    job_id: int
+    rank: int
+
+
+class SlotSwitch(_Model):
+    """The whole decision for one quantum: for every node, the jobs that run now.
+
+    Never a delta, so a node that missed switches converges on the next one.
+    Tasks of a job not named for a node are stopped there.
+    """
+
+    type: Literal["slot_switch"] = "slot_switch"
+    quantum: int
+    sent_ns: int
+    run: dict[str, list[int]]
+
+
+class QuantumReport(_Model):
+    """A node's account of quantum ``quantum``, sent when the next switch arrives."""
+
+    type: Literal["quantum_report"] = "quantum_report"
+    node: str
+    quantum: int  # the quantum whose switch was just applied
+    switch_sent_ns: int  # echoed from that switch
+    switch_applied_ns: int  # when this node had sent all its signals for it
+    samples: list[TaskSample]  # for the quantum before it
+
+
+# ------------------------------------------------------- client <-> master
+
+
+class Submit(_Model):
+    type: Literal["submit"] = "submit"
+    spec: JobSpec
+
+
+class Submitted(_Model):
+    type: Literal["submitted"] = "submitted"
+    job_id: int
+
+
+class Cancel(_Model):
+    type: Literal["cancel"] = "cancel"
+    job_id: int
+    user: str
+
+
+class Cancelled(_Model):
+    type: Literal["cancelled"] = "cancelled"
+    job_id: int
+    state: JobState
+
+
+class JobQuery(_Model):
+    """The listed jobs, or (``job_ids`` None) every active job and, if asked, finished ones."""
+
+    type: Literal["job_query"] = "job_query"
+    job_ids: list[int] | None = None
+    include_finished: bool = False
+
+
+class JobList(_Model):
+    type: Literal["job_list"] = "job_list"
+    jobs: list[JobInfo]
+
+
+class NodeQuery(_Model):
+    type: Literal["node_query"] = "node_query"
+
+
+class NodeList(_Model):
+    type: Literal["node_list"] = "node_list"
+    nodes: list[NodeInfo]
+
+
+class MatrixQuery(_Model):
+    type: Literal["matrix_query"] = "matrix_query"
+
+
+class MatrixView(_Model):
+    """The Ousterhout matrix: ``rows[r][c]`` is the job in slot r on node ``nodes[c]``."""
+
+    type: Literal["matrix_view"] = "matrix_view"
+    quantum: int
+    quantum_ms: int
+    policy: str
+    nodes: list[str]
+    rows: list[list[int | None]]
+    running: list[int]  # the rows runnable in the current quantum
+
+
+class SwitchStatsQuery(_Model):
+    """Per-switch latencies of the last ``last`` quanta every up node reported."""
+
+    type: Literal["switch_stats_query"] = "switch_stats_query"
+    last: int = Field(default=1000, ge=1, le=100_000)
+
+
+class SwitchStats(_Model):
+    type: Literal["switch_stats"] = "switch_stats"
+    latencies_ns: list[int]  # master's send -> last node applied, one per quantum
+    master_cpu_ns: int  # the master process's CPU time so far
+    quantum: int
+
+
+class ErrorReply(_Model):
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    reason: str
+
+
+Message = Annotated[
+    NodeHello
+    | NodeWelcome
+    | Heartbeat
+    | LaunchTask
+    | KillTask
+    | TaskExit
+    | ExitAck
+    | SlotSwitch
+    | QuantumReport
+    | Submit
+    | Submitted
+    | Cancel
+    | Cancelled
+    | JobQuery
+    | JobList
+    | NodeQuery
+    | NodeList
+    | MatrixQuery
+    | MatrixView
+    | SwitchStatsQuery
+    | SwitchStats
+    | ErrorReply,
+    Field(discriminator="type"),
+]
