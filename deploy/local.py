@@ -47,6 +47,7 @@ class ClusterState:
     master: str
     pids: dict[str, int]  # daemon name -> pid
     started: dict[str, float]  # daemon name -> process start time, against recycled pids
+    commands: dict[str, list[str]]  # daemon name -> its `gang` arguments
     config: ClusterConfig
 
 
@@ -63,7 +64,9 @@ class LocalCluster:
         if not self._state_file.exists():
             return None
         raw = json.loads(self._state_file.read_text())
-        return ClusterState(raw["master"], raw["pids"], raw["started"], ClusterConfig(**raw["config"]))
+        return ClusterState(
+            raw["master"], raw["pids"], raw["started"], raw["commands"], ClusterConfig(**raw["config"])
+        )
 
     def up(self, config: ClusterConfig, timeout_s: float = 30.0) -> ClusterState:
         if self.state() is not None and self.alive():
@@ -71,28 +74,30 @@ class LocalCluster:
         master = self._ipc("master.sock")
         io_addr = self._ipc("io.sock")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
-        pids = {"ioserver": self._spawn("ioserver", ["ioserver", "--bind", io_addr,
-                                                     "--mode", config.io_mode,
-                                                     "--service-us", str(config.io_service_us)])}
-        pids["master"] = self._spawn("master", [
+        commands = {
+            "ioserver": ["ioserver", "--bind", io_addr, "--mode", config.io_mode,
+                         "--service-us", str(config.io_service_us)],
+        }
+        commands["master"] = [
             "master", "--bind", master, "--switch-bind", self._ipc("switch.sock"),
             "--state-dir", str(self.home / "master"), "--quantum-ms", str(config.quantum_ms),
             "--heartbeat-ms", str(config.heartbeat_ms),
             "--heartbeat-misses", str(config.heartbeat_misses),
             "--mpl", str(config.mpl), "--io-addr", io_addr,
-        ])
+        ]
         cores = os.cpu_count() or 1
         share = cores / config.nodes
         for index in range(1, config.nodes + 1):
             name = f"node{index}"
-            pids[name] = self._spawn(name, [
+            commands[name] = [
                 "noded", "--master", master, "--name", name, "--cpus", f"{share:.4f}",
                 "--cpu-list", _own_cores(index - 1, config.nodes, cores),
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
                 "--kill-grace-s", str(config.kill_grace_s),
-            ])
+            ]
+        pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
         started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}
-        state = ClusterState(master, pids, started, config)
+        state = ClusterState(master, pids, started, commands, config)
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
         self._wait_for_nodes(state, timeout_s)
         return state
@@ -106,6 +111,21 @@ class LocalCluster:
         stopped = [name for name in order if _stop(state.pids[name], state.started[name])]
         self._state_file.unlink(missing_ok=True)
         return stopped
+
+    def restart(self, daemon: str, crash: bool = False) -> None:
+        """Stop one daemon (SIGKILL if ``crash``) and start it again with the same arguments."""
+        state = self.state()
+        if state is None or daemon not in state.pids:
+            raise ClusterError(f"no daemon {daemon!r} in the cluster at {self.home}")
+        pid, started = state.pids[daemon], state.started[daemon]
+        if crash and _is_ours(pid, started):
+            psutil.Process(pid).kill()
+            psutil.Process(pid).wait(_STOP_GRACE_S)
+        else:
+            _stop(pid, started)
+        state.pids[daemon] = self._spawn(daemon, state.commands[daemon])
+        state.started[daemon] = psutil.Process(state.pids[daemon]).create_time()
+        self._state_file.write_text(json.dumps(asdict(state), indent=2))
 
     def alive(self) -> dict[str, bool]:
         state = self.state()

@@ -204,6 +204,9 @@ class MasterCore:
     def task_exit(self, message: TaskExit) -> ExitAck:
         job = self._jobs.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
+            job.cpu_ns += message.cpu_ns
+            if message.rank == 0:
+                job.record_progress(self._clock.monotonic(), self._clock.time(), message.progress)
             failed = message.error is not None or message.returncode != 0
             ending = None
             if failed:

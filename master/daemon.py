@@ -119,12 +119,15 @@ class MasterDaemon:
             self._flush_outbox()
 
     def _handle(self, frames: list[bytes]) -> None:
-        if len(frames) < 2:
-            log.warning("dropped a frame with no return address (%d bytes)", len(frames[0]))
+        # [sender, body] from a DEALER, [sender, b"", body] from a REQ
+        envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
+        body = frames[len(envelope):]
+        if len(body) != 1:
+            reason = f"a message is one frame, got {len(body)}"
+            self._reply(envelope, ErrorReply(code=ErrorCode.BAD_MESSAGE, reason=reason))
             return
-        envelope, payload = frames[:-1], frames[-1]
         try:
-            message = decode(payload)
+            message = decode(body[0])
         except ProtocolError as error:
             log.warning("bad message from %r: %s", envelope[0], error)
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))

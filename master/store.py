@@ -23,12 +23,14 @@ CREATE TABLE IF NOT EXISTS jobs (
     node_names TEXT NOT NULL,
     exit_code INTEGER,
     requeues INTEGER NOT NULL,
-    barrier_port INTEGER
+    barrier_port INTEGER,
+    barriers INTEGER NOT NULL,
+    cpu_ns INTEGER NOT NULL
 )
 """
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
-    " node_names, exit_code, requeues, barrier_port"
+    " node_names, exit_code, requeues, barrier_port, barriers, cpu_ns"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
 
@@ -47,7 +49,7 @@ class JobStore:
 
     def save(self, job: Job) -> None:
         self._db.execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -60,6 +62,8 @@ class JobStore:
                 job.exit_code,
                 job.requeues,
                 job.barrier_port,
+                job.barriers,
+                job.cpu_ns,
             ),
         )
 
@@ -85,7 +89,8 @@ class JobStore:
 
 
 def _job(row: tuple) -> Job:
-    (job_id, spec, state, reason, submit, start, end, nodes, exit_code, requeues, port) = row
+    (job_id, spec, state, reason, submit, start, end, nodes, exit_code, requeues, port,
+     barriers, cpu_ns) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -98,4 +103,6 @@ def _job(row: tuple) -> Job:
         exit_code=exit_code,
         requeues=requeues,
         barrier_port=port,
+        barriers=barriers,
+        cpu_ns=cpu_ns,
     )

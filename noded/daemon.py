@@ -236,12 +236,18 @@ class NodeDaemon:
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
         del self._tasks[task.job_id]
+        before, progress = task.cpu_ns, task.read_progress()
+        cpu_ns = task.read_cpu_ns() - before  # the zombie's clock still reads until reaped
         returncode = task.reap()
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
-        self._report_exit(task.job_id, task.rank, returncode, None)
+        self._report_exit(task.job_id, task.rank, returncode, None, cpu_ns, progress)
 
-    def _report_exit(self, job_id: int, rank: int, returncode: int | None, error: str | None) -> None:
-        exit_ = TaskExit(node=self.name, job_id=job_id, rank=rank, returncode=returncode, error=error)
+    def _report_exit(
+        self, job_id: int, rank: int, returncode: int | None, error: str | None,
+        cpu_ns: int = 0, progress: int = 0,
+    ) -> None:
+        exit_ = TaskExit(node=self.name, job_id=job_id, rank=rank, returncode=returncode,
+                         error=error, cpu_ns=cpu_ns, progress=progress)
         self._unacknowledged[(job_id, rank)] = exit_
         if self._registered:
             self._send(exit_)

@@ -8,6 +8,7 @@ counted until the leader reaps them.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,10 @@ from pathlib import Path
 from gangsched.protocol.messages import TaskSpec
 
 PROGRESS_BYTES = 8
+
+# The kernel SIGKILLs the task when the daemon that started it dies, even kill -9'd
+# and even while the task is stopped, so a dead node daemon leaves no task behind.
+_DIE_WITH_DAEMON = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
 @dataclass
@@ -98,12 +103,14 @@ def launch(
     progress_path = spool / f"{stem}.progress"
     progress_path.write_bytes(bytes(PROGRESS_BYTES))
     cwd = Path(spec.cwd) if spec.cwd and Path(spec.cwd).is_dir() else spool
+    environment = _environment(spec, node, progress_path)
+    _check_command(spec.argv[0], cwd, environment["PATH"])
     output = _output_path(spec, cwd, spool, stem)
     with open(output, "ab") as log:
         process = subprocess.Popen(
-            spec.argv,
+            _DIE_WITH_DAEMON + spec.argv,
             cwd=cwd,
-            env=_environment(spec, node, progress_path),
+            env=environment,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -125,6 +132,13 @@ def launch(
     task.read_cpu_ns()
     task.runnable_since_ns = time.monotonic_ns()
     return task
+
+
+def _check_command(command: str, cwd: Path, path: str) -> None:
+    """Refuse a command that is not there, before the task is started."""
+    found = os.access(cwd / command, os.X_OK) if "/" in command else shutil.which(command, path=path)
+    if not found:
+        raise FileNotFoundError(f"command not found on this node: {command}")
 
 
 def _output_path(spec: TaskSpec, cwd: Path, spool: Path, stem: str) -> Path:

@@ -150,6 +150,8 @@ class TaskExit(_Model):
     rank: int
     returncode: int | None  # negative: killed by that signal; None: never started
     error: str | None = None
+    cpu_ns: int = 0  # CPU time since the last quantum report
+    progress: int = 0  # the task's final progress counter
 
 
 class NodeHello(_Model):

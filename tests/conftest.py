@@ -1,0 +1,67 @@
+"""Fixtures that start real local clusters, and helpers to wait on and inspect them."""
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gangsched.deploy.local import ClusterConfig, LocalCluster
+from gangsched.master.client import MasterClient
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process]:
+    """The live task processes of the cluster in ``home`` (of one job, if given)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            env = process.environ()
+            if str(home) not in env.get("GANG_PROGRESS_FILE", ""):
+                continue
+            if job_id is None or env.get("GANG_JOB_ID") == str(job_id):
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+class Cluster:
+    def __init__(self, local: LocalCluster, client: MasterClient) -> None:
+        self.local, self.client, self.home = local, client, local.home
+
+
+@pytest.fixture
+def start_cluster() -> Iterator[Callable[..., Cluster]]:
+    """Start clusters with short quanta and heartbeats; stop them and check nothing is left."""
+    started: list[Cluster] = []
+
+    def start(**shape: object) -> Cluster:
+        home = Path(tempfile.mkdtemp(prefix="gang-t-"))
+        local = LocalCluster(home)
+        config = ClusterConfig(**{"quantum_ms": 100, "heartbeat_ms": 100, "kill_grace_s": 1.0, **shape})
+        state = local.up(config)
+        cluster = Cluster(local, MasterClient(state.master))
+        started.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in started:
+        cluster.client.close()
+        cluster.local.down()
+        left = task_processes(cluster.home)
+        shutil.rmtree(cluster.home, ignore_errors=True)
+        assert not left, f"tasks left behind: {[p.pid for p in left]}"

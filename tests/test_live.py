@@ -1,0 +1,212 @@
+"""Real daemons, real processes, real signals on this machine."""
+
+import getpass
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import zmq
+
+from gangsched.bench.mix import SyntheticJob, wait_until_running
+from gangsched.master.client import MasterUnreachable, RequestRefused
+from gangsched.protocol import ErrorCode, decode, encode
+from gangsched.protocol.messages import (
+    ErrorReply,
+    JobSpec,
+    JobState,
+    NodeQuery,
+    NodeWelcome,
+    SlotSwitch,
+)
+from tests.conftest import task_processes, wait_until
+
+pytestmark = pytest.mark.live
+USER = getpass.getuser()
+
+
+def spec(kind: str, nodes: int, iterations: int = 0, compute_ms: float = 10.0, **extra) -> JobSpec:
+    job = SyntheticJob(kind, compute_ms=compute_ms).spec(nodes)
+    argv = [*job.argv]
+    argv[argv.index("--iterations") + 1] = str(iterations)
+    return job.model_copy(update={"argv": argv, **extra})
+
+
+def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_cluster):
+    cluster = start_cluster(nodes=4, quantum_ms=200)
+    compute = cluster.client.submit(spec("compute", 4, compute_ms=50))
+    io = cluster.client.submit(spec("io", 4))
+    wait_until_running(cluster.client, [compute, io], timeout_s=20)
+    tasks = {job: task_processes(cluster.home, job) for job in (compute, io)}
+    assert all(len(found) == 4 for found in tasks.values())
+
+    runnable_job = []  # the job whose tasks all run, sampled every 20 ms for 4 s
+    utilization = {compute: [], io: []}
+    deadline = time.monotonic() + 4.0
+    while time.monotonic() < deadline:
+        stopped = {job: sum(p.status() == psutil.STATUS_STOPPED for p in procs)
+                   for job, procs in tasks.items()}
+        if stopped[compute] == 0 and stopped[io] == 4:
+            runnable_job.append(compute)
+        elif stopped[io] == 0 and stopped[compute] == 4:
+            runnable_job.append(io)
+        for info in cluster.client.jobs([compute, io]):
+            if info.util_pct is not None:
+                utilization[info.job_id].append(info.util_pct)
+        time.sleep(0.02)
+
+    # a stop takes a few ms to show: most samples see exactly one job running
+    assert len(runnable_job) > 0.7 * 4.0 / 0.02 * 0.8
+    turns = sum(1 for a, b in zip(runnable_job, runnable_job[1:]) if a != b)
+    assert 14 <= turns <= 26  # 4 s of 200 ms quanta: about 20 turns
+    assert statistics.median(utilization[compute]) >= 90
+    assert statistics.median(utilization[io]) <= 20
+
+
+def test_a_job_runs_to_completion_and_counts_its_barriers(start_cluster):
+    cluster = start_cluster(nodes=2)
+    job = cluster.client.submit(spec("compute", 2, iterations=30))
+    info = wait_until(lambda: (j := cluster.client.job(job)).state.is_final and j, 30, "the job to end")
+    assert info.state is JobState.COMPLETED and info.exit_code == 0
+    assert info.barriers == 30 and info.cpu_s >= 2 * 30 * 0.010 * 0.9
+
+
+def test_a_command_missing_on_the_node_fails_the_job_with_the_reason(start_cluster):
+    cluster = start_cluster(nodes=2)
+    job = cluster.client.submit(JobSpec(name="x", user=USER, nodes=2, argv=["no-such-program"]))
+    info = wait_until(lambda: (j := cluster.client.job(job)).state.is_final and j, 10, "the job to end")
+    assert info.state is JobState.FAILED and "command not found" in info.reason
+
+
+def test_cancel_ends_every_task_even_stopped_ones(start_cluster):
+    cluster = start_cluster(nodes=2)
+    first = cluster.client.submit(spec("spin", 2))
+    second = cluster.client.submit(spec("spin", 2))
+    wait_until_running(cluster.client, [first, second], timeout_s=20)
+    cluster.client.cancel(first, USER)
+    cluster.client.cancel(second, USER)
+    wait_until(lambda: not task_processes(cluster.home), 10, "every task to end")
+    assert [j.state for j in cluster.client.jobs([first, second])] == [JobState.CANCELLED] * 2
+
+
+def test_a_killed_node_daemon_is_marked_down_and_leaves_no_task(start_cluster):
+    cluster = start_cluster(nodes=4, heartbeat_ms=200)
+    job = cluster.client.submit(spec("compute", 4))
+    wait_until_running(cluster.client, [job], timeout_s=20)
+    node2_tasks = [p for p in task_processes(cluster.home, job) if p.environ()["GANG_NODE"] == "node2"]
+    assert len(node2_tasks) == 1
+
+    os.kill(cluster.local.state().pids["node2"], signal.SIGKILL)
+    killed = time.monotonic()
+    wait_until(lambda: any(n.name == "node2" and n.state == "down" for n in cluster.client.nodes()),
+               3.0, "node2 to be marked down")
+    # three heartbeats, plus the quantum in which expiry is checked and this test's polling
+    assert time.monotonic() - killed <= 3 * 0.2 + 0.1 + 0.3
+    wait_until(lambda: not task_processes(cluster.home), 10, "every task of the job to end")
+    info = cluster.client.job(job)
+    assert info.state is JobState.NODE_FAIL and "node2" in info.reason
+    assert [n.state for n in cluster.client.nodes()] == ["up", "down", "up", "up"]
+
+
+def test_a_restarted_master_keeps_its_jobs_and_the_nodes_rejoin(start_cluster):
+    cluster = start_cluster(nodes=2, mpl=1)
+    running = cluster.client.submit(spec("compute", 2))
+    queued = cluster.client.submit(spec("compute", 2))
+    wait_until_running(cluster.client, [running], timeout_s=20)
+    pids = {p.pid for p in task_processes(cluster.home, running)}
+
+    cluster.local.restart("master", crash=True)
+    wait_until(lambda: _nodes_up(cluster) == 2, 10, "the nodes to register again")
+    states = {j.job_id: j.state for j in cluster.client.jobs([running, queued])}
+    assert states == {running: JobState.RUNNING, queued: JobState.PENDING}
+    assert {p.pid for p in task_processes(cluster.home, running)} == pids  # reattached, not rerun
+    before = cluster.client.job(running).barriers
+    wait_until(lambda: cluster.client.job(running).barriers > before + 5, 10, "barriers to go on")
+
+
+def _nodes_up(cluster) -> int:
+    try:
+        return sum(n.state == "up" for n in cluster.client.nodes())
+    except MasterUnreachable:
+        return 0
+
+
+def test_malformed_bytes_get_an_error_reply_and_the_master_lives_on(start_cluster):
+    cluster = start_cluster(nodes=1)
+    socket = zmq.Context.instance().socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.connect(cluster.client.endpoint)
+    try:
+        for frame, code in [(b"\xc1garbage", ErrorCode.BAD_MESSAGE),
+                            (b"\x81\xa1v\x63", ErrorCode.VERSION_MISMATCH),  # {"v": 99}
+                            (encode(ErrorReply(code=ErrorCode.INTERNAL, reason="?")), ErrorCode.UNEXPECTED)]:
+            socket.send(frame)
+            assert socket.poll(3000)
+            reply = decode(socket.recv())
+            assert isinstance(reply, ErrorReply) and reply.code is code
+        socket.send_multipart([b"two", b"frames"])
+        assert socket.poll(3000) and decode(socket.recv()).code is ErrorCode.BAD_MESSAGE
+        socket.send(encode(NodeQuery()))
+        assert socket.poll(3000) and decode(socket.recv()).type == "node_list"
+    finally:
+        socket.close()
+
+
+def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
+    """A real node daemon facing a hand-driven master socket that sends it garbage."""
+    context = zmq.Context.instance()
+    router, pub = context.socket(zmq.ROUTER), context.socket(zmq.PUB)
+    router.bind(f"ipc://{tmp_path}/m.sock")
+    pub.bind(f"ipc://{tmp_path}/s.sock")
+    node = subprocess.Popen(
+        [sys.executable, "-m", "gangsched.cli", "noded", "--master", f"ipc://{tmp_path}/m.sock",
+         "--name", "lone", "--spool-dir", str(tmp_path / "spool"), "--peer-transport", "ipc"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert router.poll(10000)
+        identity, frame = router.recv_multipart()
+        assert decode(frame).type == "node_hello"
+        router.send_multipart([identity, b"\xc1not msgpack"])
+        router.send_multipart([identity, encode(NodeWelcome(
+            node="lone", switch_endpoint=f"ipc://{tmp_path}/s.sock", heartbeat_ms=100, quantum_ms=100))])
+
+        def switch_reported(quantum: int) -> bool:
+            pub.send(encode(SlotSwitch(quantum=quantum, sent_ns=time.monotonic_ns(), run={"lone": []})))
+            while router.poll(100):
+                message = decode(router.recv_multipart()[1])
+                if message.type == "quantum_report" and message.quantum == quantum:
+                    return True
+            return False
+
+        wait_until(lambda: switch_reported(1), 10, "the node to subscribe to switches")
+        pub.send(b"\x92garbage")
+        time.sleep(0.2)  # the switch socket keeps only its newest message (CONFLATE)
+        assert switch_reported(2), "the node stopped applying switches after garbage"
+        assert node.poll() is None
+    finally:
+        node.terminate()
+        _, log = node.communicate(timeout=10)
+        router.close()
+        pub.close()
+    assert "bad message from the master" in log and "bad switch message" in log
+
+
+def test_the_cli_gives_one_line_errors(start_cluster, monkeypatch):
+    cluster = start_cluster(nodes=2)
+    monkeypatch.setenv("GANG_MASTER", cluster.client.endpoint)
+
+    def gang(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True)
+
+    assert "needs 3 nodes, the cluster has 2" in gang("submit", "-n", "3", "--synthetic", "io").stderr
+    assert "command not found: nope" in gang("submit", "-n", "1", "--", "nope").stderr
+    assert "no job 42" in gang("cancel", "42").stderr
+    unreachable = gang("queue", "--master", "ipc:///tmp/gang-nobody.sock")
+    assert unreachable.returncode == 1 and "no answer from the master" in unreachable.stderr
+    with pytest.raises(RequestRefused):
+        cluster.client.cancel(42, USER)

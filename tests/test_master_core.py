@@ -1,0 +1,176 @@
+"""The master's decisions, event by event, with a fake clock and a real SQLite store."""
+
+from pathlib import Path
+
+import pytest
+
+from gangsched.master.core import MasterConfig, MasterCore
+from gangsched.master.store import JobStore
+from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.messages import (
+    Cancel,
+    ErrorReply,
+    Heartbeat,
+    JobQuery,
+    JobSpec,
+    JobState,
+    KillTask,
+    LaunchTask,
+    NodeHello,
+    PeerEndpoint,
+    QuantumReport,
+    Submit,
+    TaskExit,
+    TaskRef,
+    TaskSample,
+)
+
+CONFIG = MasterConfig(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, mpl=2,
+                      switch_endpoint="ipc:///tmp/s", io_addr=None)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def monotonic_ns(self) -> int:
+        return int(self.now * 1e9)
+
+    def time(self) -> float:
+        return self.now
+
+    def process_time_ns(self) -> int:
+        return 0
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4) -> MasterCore:
+    core = MasterCore(CONFIG, JobStore(tmp_path / "jobs.db"), clock)
+    for index in range(1, nodes + 1):
+        hello(core, f"n{index}")
+    return core
+
+
+def hello(core: MasterCore, node: str, tasks: list[TaskRef] = ()) -> None:
+    core.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, tasks=list(tasks),
+                                        peer=PeerEndpoint(transport="ipc", host="/tmp")))
+
+
+def submit(core: MasterCore, nodes: int = 4, requeue: bool = False) -> int:
+    spec = JobSpec(name="j", user="alice", nodes=nodes, argv=["true"], requeue=requeue)
+    return core.submit(Submit(spec=spec)).job_id
+
+
+def infos(core: MasterCore, job_ids: list[int]) -> list:
+    return core.query_jobs(JobQuery(job_ids=job_ids)).jobs
+
+
+def sent(core: MasterCore, kind: type) -> list:
+    found = [(node, message) for node, message in core.outbox if isinstance(message, kind)]
+    core.outbox.clear()
+    return found
+
+
+def test_a_job_launches_one_task_per_node_and_completes(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    job = submit(core)
+    launches = sent(core, LaunchTask)
+    assert sorted(node for node, _ in launches) == ["n1", "n2", "n3", "n4"]
+    assert sorted(m.task.rank for _, m in launches) == [0, 1, 2, 3]
+    for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
+        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+    (info,) = infos(core, [job])
+    assert info.state is JobState.COMPLETED and info.exit_code == 0
+
+
+def test_a_failing_rank_fails_the_job_and_kills_the_others(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    job = submit(core)
+    sent(core, LaunchTask)
+    core.task_exit(TaskExit(node="n2", job_id=job, rank=1, returncode=3))
+    kills = sent(core, KillTask)
+    assert sorted(node for node, _ in kills) == ["n1", "n3", "n4"]
+    for rank, node in [(0, "n1"), (2, "n3"), (3, "n4")]:
+        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+    (info,) = infos(core, [job])
+    assert info.state is JobState.FAILED and info.exit_code == 3 and "rank 1 on n2" in info.reason
+
+
+def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    kept, lost = submit(core, requeue=True), submit(core)
+    core.outbox.clear()
+    clock.now += 0.25
+    for node in ["n1", "n2", "n3"]:
+        core.heartbeat(Heartbeat(node=node))
+    clock.now += 0.1  # n4 silent for 0.35 s > 3 heartbeats
+    core.tick()
+    assert [n.state for n in core.query_nodes().nodes] == ["up", "up", "up", "down"]
+    for job in (kept, lost):
+        for rank, node in enumerate(["n1", "n2", "n3"]):
+            core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+    requeued, failed = infos(core, [kept, lost])
+    assert requeued.state is JobState.PENDING and requeued.requeues == 1
+    assert failed.state is JobState.NODE_FAIL
+
+
+def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    clock.now += 1.0
+    core.tick()
+    reply = core.heartbeat(Heartbeat(node="n1"))
+    assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
+    report = QuantumReport(node="n1", quantum=1, switch_sent_ns=0, switch_applied_ns=0, samples=[])
+    assert isinstance(core.report(report), ErrorReply)
+
+
+def test_a_job_wider_than_the_cluster_is_refused(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    reply = core.submit(Submit(spec=JobSpec(name="j", user="u", nodes=5, argv=["true"])))
+    assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.NEVER_FITS
+
+
+def test_only_the_owner_may_cancel(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    job = submit(core)
+    reply = core.cancel(Cancel(job_id=job, user="mallory"))
+    assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.PERMISSION_DENIED
+    assert core.cancel(Cancel(job_id=job, user="alice")).state is JobState.CANCELLED
+    assert isinstance(core.cancel(Cancel(job_id=99, user="alice")), ErrorReply)
+
+
+def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
+    core = make_core(tmp_path, clock, nodes=2)
+    job = submit(core, nodes=2)
+    switch = core.tick()
+    for node, cpu_ms in [("n1", 90), ("n2", 80)]:
+        sample = TaskSample(job_id=job, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
+        core.report(QuantumReport(node=node, quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
+                                  switch_applied_ns=switch.sent_ns + 1000, samples=[sample]))
+    (info,) = infos(core, [job])
+    assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
+    assert info.barriers == 5
+    assert core.switch_stats(10).latencies_ns == [1000]
+
+
+def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    first, second, queued = submit(core), submit(core), submit(core)  # mpl 2: the third waits
+    core2 = make_core(tmp_path, clock, nodes=0)
+    restored = infos(core2, [first, second, queued])
+    assert [i.state for i in restored] == [JobState.RUNNING, JobState.RUNNING, JobState.PENDING]
+    assert core2.query_matrix().rows == [[first] * 4, [second] * 4]
+    # n1..n3 come back with their tasks; n4 lost its own and runs one nobody knows
+    for rank, node in enumerate(["n1", "n2", "n3"]):
+        hello(core2, node, [TaskRef(job_id=first, rank=rank), TaskRef(job_id=second, rank=rank)])
+    hello(core2, "n4", [TaskRef(job_id=77, rank=0)])
+    kills = sent(core2, KillTask)
+    assert ("n4", KillTask(job_id=77, reason="orphaned task")) in kills
+    assert {m.job_id for _, m in kills} == {77, first, second}
