@@ -253,7 +253,8 @@ class MasterCore:
         previous = self._running_rows[0] if self._running_rows else None
         self._running_rows = round_robin(len(self._matrix.rows), previous)
         up = self._nodes.up()
-        switch = SlotSwitch(
+        # built from the core's own typed values: no need to validate them again
+        switch = SlotSwitch.model_construct(
             quantum=self._quantum,
             sent_ns=self._clock.monotonic_ns(),
             run=self._matrix.runnable(self._running_rows, up),

@@ -110,12 +110,9 @@ class MasterDaemon:
         self._context.term()
 
     def _receive_all(self) -> None:
-        while True:
-            try:
-                frames = self._router.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            self._handle(frames)
+        # EVENTS, not zmq.Again: an exception per wake-up is costly on the switch path
+        while self._router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self._handle(self._router.recv_multipart())
             self._flush_outbox()
 
     def _handle(self, frames: list[bytes]) -> None:

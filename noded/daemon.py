@@ -68,6 +68,7 @@ class NodeDaemon:
         self._desired: set[int] = set()
         self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
         self._registered = False
+        self._master_unreachable = False
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._next_heartbeat = 0.0
         self._handlers = {
@@ -130,7 +131,8 @@ class NodeDaemon:
             for task in self._tasks.values()
         ]
         if self._registered:
-            report = QuantumReport(
+            # built from this daemon's own typed values: no need to validate them again
+            report = QuantumReport.model_construct(
                 node=self.name,
                 quantum=switch.quantum,
                 switch_sent_ns=switch.sent_ns,
@@ -138,13 +140,14 @@ class NodeDaemon:
                 samples=samples,
             )
             self._send(report)
+            self._next_heartbeat = time.monotonic() + self._heartbeat_s  # a report proves life
 
     @staticmethod
     def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
         before = task.cpu_ns
         runnable_ns = now_ns - task.runnable_since_ns if was_runnable else 0
         task.runnable_since_ns = now_ns
-        return TaskSample(
+        return TaskSample.model_construct(
             job_id=task.job_id,
             cpu_ns=task.read_cpu_ns() - before,
             runnable_ns=runnable_ns,
@@ -154,13 +157,10 @@ class NodeDaemon:
     # ------------------------------------------------------------ messages from the master
 
     def _receive_all(self) -> None:
-        while True:
+        # EVENTS, not zmq.Again: an exception per wake-up is costly on the switch path
+        while self._dealer.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             try:
-                frame = self._dealer.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            try:
-                message = decode(frame)
+                message = decode(self._dealer.recv())
             except ProtocolError as error:
                 log.warning("bad message from the master: %s", error)
                 continue
@@ -288,7 +288,13 @@ class NodeDaemon:
         try:
             self._dealer.send(encode(message), zmq.NOBLOCK)
         except zmq.Again:
-            log.warning("master unreachable: %s not sent", message.type)
+            if not self._master_unreachable:
+                log.warning("master unreachable: messages are dropped until it answers")
+            self._master_unreachable = True
+            return
+        if self._master_unreachable:
+            log.info("master reachable again")
+            self._master_unreachable = False
 
     def _end_all_tasks(self) -> None:
         """Leave nothing behind: SIGTERM and continue every group, SIGKILL after the grace."""
