@@ -44,14 +44,13 @@ def fresh_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
 @click.option("--io", "io_jobs", type=click.IntRange(min=0), default=2, show_default=True, help="I/O-bound jobs")
 @click.option("--compute", "compute_jobs", type=click.IntRange(min=0), default=2, show_default=True,
               help="compute-bound jobs")
-@click.option("--policy", type=click.Choice(["strict"]), default="strict", show_default=True)
 @click.option("--seconds", type=float, default=30.0, show_default=True, help="measurement window")
 @click.option("--warmup", type=float, default=3.0, show_default=True, help="seconds before measuring")
 @click.option("--compute-ms", type=float, default=10.0, show_default=True, help="CPU ms per compute iteration")
 @click.option("--io-writes", type=int, default=20, show_default=True, help="writes per I/O iteration")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 @cluster_options
-def mix(io_jobs: int, compute_jobs: int, policy: str, seconds: float, warmup: float, compute_ms: float,
+def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_ms: float,
         io_writes: int, csv_path: Path | None, **shape: Any) -> None:
     """Barriers/s per job for a mix of I/O- and compute-bound jobs, each on every node."""
     if io_jobs + compute_jobs == 0:
@@ -63,7 +62,7 @@ def mix(io_jobs: int, compute_jobs: int, policy: str, seconds: float, warmup: fl
     with fresh_cluster(config) as client:
         results = run_mix(client, jobs, config.nodes, seconds, warmup)
     table = Table(title=f"mix io={io_jobs} compute={compute_jobs}, {config.nodes} nodes, "
-                        f"{policy}, quantum {config.quantum_ms} ms")
+                        f"{config.policy}, quantum {config.quantum_ms} ms")
     for column in ("job", "kind", "barriers", "seconds", "barriers/s"):
         table.add_column(column, justify="right")
     for result in results:

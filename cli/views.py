@@ -30,14 +30,15 @@ def _number(value: float | None, digits: int = 1) -> str:
 
 def jobs(jobs: list[JobInfo], now: float) -> Table:
     table = Table(box=None, header_style="bold")
-    for column in ("JOBID", "NAME", "USER", "STATE", "NODES", "ELAPSED", "UTIL%", "BARRIERS",
-                   "BAR/S", "NODELIST(REASON)"):
-        table.add_column(column, justify="right" if column in ("JOBID", "NODES", "UTIL%", "BARRIERS", "BAR/S") else "left")
+    numeric = ("JOBID", "NODES", "UTIL%", "PRED%", "BARRIERS", "BAR/S")
+    for column in ("JOBID", "NAME", "USER", "STATE", "NODES", "ELAPSED", "UTIL%", "PRED%",
+                   "BARRIERS", "BAR/S", "NODELIST(REASON)"):
+        table.add_column(column, justify="right" if column in numeric else "left")
     for job in jobs:
         where = ",".join(job.node_names) if job.state == "running" else f"({job.reason})" if job.reason else ""
         table.add_row(
             str(job.job_id), job.spec.name, job.spec.user, _state(job.state), str(job.spec.nodes),
-            _elapsed(job, now), _number(job.util_pct), str(job.barriers),
+            _elapsed(job, now), _number(job.util_pct), _number(job.predicted_pct), str(job.barriers),
             _number(job.barriers_per_s, 2), where,
         )
     return table
@@ -54,22 +55,22 @@ def nodes(nodes: list[NodeInfo]) -> Table:
 
 
 def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
-    utilization = {job.job_id: job.util_pct for job in jobs}
-    table = Table(title=f"{view.policy} gang scheduling, quantum {view.quantum} ({view.quantum_ms} ms)",
-                  header_style="bold")
+    """The turn's row marked '>', its partner '+'; a job running as an alternate is starred."""
+    predicted = {job.job_id: job.predicted_pct for job in jobs}
+    title = f"{view.policy} gang scheduling, quantum {view.quantum} ({view.quantum_ms} ms)"
+    table = Table(title=title, header_style="bold")
     table.add_column("SLOT")
     for node in view.nodes:
         table.add_column(node, justify="center")
-    table.add_column("JOBS (UTIL%)")
+    table.add_column("JOBS (PRED%)")
+    marks = dict(zip(view.running, (">", "+")))
     for index, row in enumerate(view.rows):
-        running = index in view.running
+        mark = marks.get(index, " ")
+        style = {">": "bold green", "+": "green"}.get(mark)
         members = sorted({job for job in row if job is not None})
-        table.add_row(
-            Text(f"{'>' if running else ' '} {index}", style="bold green" if running else ""),
-            *[str(job) if job is not None else "." for job in row],
-            " ".join(f"{job}({_number(utilization.get(job), 0)})" for job in members),
-            style="green" if running else None,
-        )
+        cells = [("." if job is None else f"{job}*" if job in view.alternates else str(job)) for job in row]
+        jobs_text = " ".join(f"{job}({_number(predicted.get(job), 0)})" for job in members)
+        table.add_row(Text(f"{mark} {index}", style=style or ""), *cells, jobs_text, style=style)
     return table
 
 

@@ -37,6 +37,9 @@ class ClusterConfig:
     heartbeat_ms: int = 500
     heartbeat_misses: int = 3
     mpl: int = 8
+    policy: str = "strict"
+    matching: str = "fair"
+    sharp_change: float = 20.0
     io_mode: str = "fixed"
     io_service_us: int = 500
     kill_grace_s: float = 2.0
@@ -83,7 +86,8 @@ class LocalCluster:
             "--state-dir", str(self.home / "master"), "--quantum-ms", str(config.quantum_ms),
             "--heartbeat-ms", str(config.heartbeat_ms),
             "--heartbeat-misses", str(config.heartbeat_misses),
-            "--mpl", str(config.mpl), "--io-addr", io_addr,
+            "--mpl", str(config.mpl), "--io-addr", io_addr, "--policy", config.policy,
+            "--matching", config.matching, "--sharp-change", str(config.sharp_change),
         ]
         cores = os.cpu_count() or 1
         share = cores / config.nodes

@@ -20,8 +20,10 @@ from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.jobs import Job
 from gangsched.master.nodes import Node, NodeRegistry
 from gangsched.master.store import JobStore
-from gangsched.policy.gang import Placement, Request, never_fits, round_robin, schedule
+from gangsched.policy.gang import Placement, Request, never_fits, schedule
 from gangsched.policy.matrix import Matrix
+from gangsched.policy.predictor import UtilizationPredictor
+from gangsched.policy.quantum import Matching, Selection, planner
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     Cancel,
@@ -69,6 +71,9 @@ class MasterConfig:
     mpl: int
     switch_endpoint: str
     io_addr: str | None
+    policy: str = "strict"  # strict | paired
+    matching: Matching = "fair"
+    sharp_change: float | None = 20.0  # points; None: no sharp-change detection
 
 
 @dataclass
@@ -90,7 +95,8 @@ class MasterCore:
         self._matrix = Matrix()
         self._barriers = BarrierEndpoints()
         self._quantum = 0
-        self._running_rows: tuple[int, ...] = ()
+        self._planner = planner(config.policy, config.matching)
+        self._selection = Selection(())
         self._switches: dict[int, _Switch] = {}
         self._switch_order: deque[int] = deque()
         self._restore()
@@ -107,6 +113,7 @@ class MasterCore:
             spec=spec,
             state=JobState.PENDING,
             submit_time=self._clock.time(),
+            predictor=UtilizationPredictor(self.config.sharp_change),
         )
         self._jobs[job.job_id] = job
         self._store.save(job)
@@ -158,10 +165,11 @@ class MasterCore:
         return MatrixView(
             quantum=self._quantum,
             quantum_ms=self.config.quantum_ms,
-            policy="strict",
+            policy=self._planner.name,
             nodes=nodes,
             rows=self._matrix.table(nodes),
-            running=list(self._running_rows),
+            running=list(self._selection.rows),
+            alternates=list(self._selection.alternates),
         )
 
     def switch_stats(self, last: int) -> SwitchStats:
@@ -250,14 +258,22 @@ class MasterCore:
         for name in self._nodes.expired(self._clock.monotonic(), timeout):
             self._lose_node(name, f"node {name} missed {self.config.heartbeat_misses} heartbeats")
         self._quantum += 1
-        previous = self._running_rows[0] if self._running_rows else None
-        self._running_rows = round_robin(len(self._matrix.rows), previous)
         up = self._nodes.up()
+        running = [job for job in self._jobs.values() if job.state is JobState.RUNNING]
+        self._selection = self._planner.select(
+            self._matrix,
+            {job.job_id: job.predictor.predict() for job in running},
+            {job.job_id for job in running if job.spec.exclusive},
+            up,
+            self.config.mpl,
+        )
+        run = self._matrix.runnable(self._selection.rows, up)
+        for job_id in self._selection.alternates:
+            for node in self._matrix.nodes_of(job_id):
+                run[node].append(job_id)
         # built from the core's own typed values: no need to validate them again
         switch = SlotSwitch.model_construct(
-            quantum=self._quantum,
-            sent_ns=self._clock.monotonic_ns(),
-            run=self._matrix.runnable(self._running_rows, up),
+            quantum=self._quantum, sent_ns=self._clock.monotonic_ns(), run=run
         )
         self._remember_switch(switch, len(up))
         return switch
@@ -268,6 +284,7 @@ class MasterCore:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
         now = self._clock.monotonic()
         for job in self._store.active():
+            job.predictor = UtilizationPredictor(self.config.sharp_change)
             self._jobs[job.job_id] = job
             if job.state is not JobState.RUNNING:
                 continue
@@ -394,6 +411,7 @@ class MasterCore:
         job.requeues += 1
         job.node_names, job.start_time, job.barrier_port = [], None, None
         job.util_pct, job.quantum_utils = None, {}
+        job.predictor = UtilizationPredictor(self.config.sharp_change)
         job.reason = f"requeued: {job.reason}"
         self._store.save(job)
 

@@ -18,7 +18,7 @@ from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.master.core import MasterConfig, MasterCore
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore
+from gangsched.master.store import JobStore, StoreError
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
     Cancel,
@@ -64,6 +64,9 @@ class MasterDaemon:
             mpl=settings.mpl,
             switch_endpoint=self.switch_endpoint,
             io_addr=settings.io_addr,
+            policy=settings.policy,
+            matching=settings.matching,
+            sharp_change=settings.sharp_change or None,
         )
         self._core = MasterCore(config, JobStore(settings.state_dir / "jobs.db"), time)
         self._handlers: dict[type, Handler] = {
@@ -163,4 +166,9 @@ class MasterDaemon:
 
 
 def run_master(settings: MasterSettings) -> None:
-    MasterDaemon(settings).run()
+    try:
+        daemon = MasterDaemon(settings)
+    except StoreError as error:
+        log.error("%s", error)
+        raise SystemExit(2) from None
+    daemon.run()

@@ -3,6 +3,7 @@
 from collections import deque
 from dataclasses import dataclass, field
 
+from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import JobInfo, JobSpec, JobState
 
 _RATE_WINDOW_S = 10.0
@@ -30,6 +31,7 @@ class Job:
     barriers_time: float | None = None  # Unix time of the reading
     progress_history: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=256))
     quantum_utils: dict[int, list[float]] = field(default_factory=dict)
+    predictor: UtilizationPredictor = field(default_factory=UtilizationPredictor)
 
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (SPEC §2 step 5).
@@ -42,6 +44,7 @@ class Job:
         if len(samples) < len(self.node_names):
             return
         self.util_pct = sum(samples) / len(samples)
+        self.predictor.observe(self.util_pct)
         for done in [q for q in self.quantum_utils if q <= quantum]:
             del self.quantum_utils[done]
 
@@ -69,6 +72,7 @@ class Job:
             node_names=self.node_names,
             exit_code=self.exit_code,
             util_pct=self.util_pct,
+            predicted_pct=self.predictor.predict() if self.state is JobState.RUNNING else None,
             cpu_s=self.cpu_ns / 1e9,
             barriers=self.barriers,
             barriers_time=self.barriers_time,

@@ -1,6 +1,7 @@
 """The master daemon's settings: flags of ``gang master`` and GANG_MASTER_* variables."""
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -18,6 +19,15 @@ class MasterSettings(BaseSettings):
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
     mpl: int = Field(8, ge=1, description="multiprogramming level: most rows in the matrix")
+    policy: Literal["strict", "paired"] = Field(
+        "strict", description="strict: one row a quantum; paired: two complementary rows"
+    )
+    matching: Literal["fair", "best-fit"] = Field(
+        "fair", description="how paired rows find partners: once a round (fair) or each switch"
+    )
+    sharp_change: float = Field(
+        20.0, ge=0, description="utilization jump (points) that makes a job run alone; 0: off"
+    )
     io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
     realtime_priority: int = Field(
         20, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"

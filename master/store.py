@@ -33,6 +33,11 @@ _COLUMNS = (
     " node_names, exit_code, requeues, barrier_port, barriers, cpu_ns"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
+SCHEMA_VERSION = 1
+
+
+class StoreError(Exception):
+    pass
 
 
 class JobStore:
@@ -41,7 +46,17 @@ class JobStore:
         self._db = sqlite3.connect(path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(_SCHEMA)
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        (tables,) = self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        if tables == 0:
+            self._db.execute(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        elif version != SCHEMA_VERSION:
+            self._db.close()
+            raise StoreError(
+                f"the job store {path} has schema version {version}, this gangsched reads "
+                f"{SCHEMA_VERSION}: move it away or give another --state-dir"
+            )
 
     def next_job_id(self) -> int:
         (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()

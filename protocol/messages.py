@@ -118,6 +118,7 @@ class JobInfo(_Model):
     node_names: list[str] = []
     exit_code: int | None = None
     util_pct: float | None = None  # CPU utilization of its last measured quantum
+    predicted_pct: float | None = None  # what the paired scheduler expects of the next
     cpu_s: float = 0.0  # CPU seconds of all its tasks so far
     barriers: int = 0  # rank 0's progress counter
     barriers_time: float | None = None  # when ``barriers`` was read
@@ -285,7 +286,8 @@ class MatrixView(_Model):
     policy: str
     nodes: list[str]
     rows: list[list[int | None]]
-    running: list[int]  # the rows runnable in the current quantum
+    running: list[int]  # the rows runnable now: the row whose turn it is, then its partner
+    alternates: list[int] = []  # jobs of other rows running in cells both rows leave idle
 
 
 class SwitchStatsQuery(_Model):

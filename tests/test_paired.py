@@ -1,0 +1,132 @@
+"""Paired gang scheduling as pure code: predictor, pairing, matching, homogeneity, alternates."""
+
+import pytest
+
+from gangsched.policy.gang import Request, schedule
+from gangsched.policy.matrix import Matrix
+from gangsched.policy.paired import (
+    alternates,
+    best_fit_partner,
+    fair_matching,
+    homogenize,
+    pairable,
+    row_utilizations,
+)
+from gangsched.policy.predictor import UtilizationPredictor
+from gangsched.policy.quantum import PairedPlanner, StrictPlanner
+
+NODES = ["n1", "n2", "n3", "n4"]
+
+
+def predictor_after(*measurements: float, sharp_change: float | None = 20.0) -> UtilizationPredictor:
+    predictor = UtilizationPredictor(sharp_change)
+    for measured in measurements:
+        predictor.observe(measured)
+    return predictor
+
+
+def test_a_new_job_is_predicted_to_use_the_whole_cpu():
+    assert UtilizationPredictor().predict() == 100.0
+
+
+def test_the_prediction_weights_the_last_four_quanta():
+    assert predictor_after(10, 12, 14, 16, 18).predict() == pytest.approx(
+        0.4 * 18 + 0.3 * 16 + 0.2 * 14 + 0.1 * 12)
+
+
+def test_fewer_measurements_renormalize_the_weights():
+    assert predictor_after(10, 20).predict() == pytest.approx((0.4 * 20 + 0.3 * 10) / 0.7)
+
+
+def test_a_sharp_increase_runs_the_job_alone_for_one_quantum():
+    predictor = predictor_after(5, 6, 5, 90)
+    assert predictor.predict() == 100.0
+    predictor.observe(88)
+    assert predictor.predict() == pytest.approx((0.4 * 88 + 0.3 * 90) / 0.7)  # the old phase is gone
+
+
+def test_a_sharp_decrease_is_followed_at_once_without_running_alone():
+    assert predictor_after(90, 92, 91, 8).predict() == pytest.approx(8)
+
+
+def test_without_detection_the_history_lags_the_phase_change():
+    assert predictor_after(5, 5, 5, 90, sharp_change=None).predict() == pytest.approx(
+        0.4 * 90 + 0.6 * 5)
+
+
+def test_two_rows_pair_only_below_a_hundred_percent_with_the_margin():
+    assert pairable(80, 18) and not pairable(80, 19) and not pairable(81, 18.5)
+
+
+def test_the_papers_case_80_and_81_percent_jobs_among_many_5_percent_ones():
+    # rows: 80 %, 81 % and five 5 % rows; neither heavy row may pair with the other
+    utilizations = [80, 81, 5, 5, 5, 5, 5]
+    partners = fair_matching(utilizations, exclusive_rows=())
+    assert partners[1] in range(2, 7) and partners[0] in range(2, 7)
+    assert partners.get(0) != 1
+    assert all(pairable(utilizations[r], utilizations[p]) for r, p in partners.items())
+    assert set(partners) == set(range(7))  # every row gets a partner
+
+
+def test_fair_matching_pairs_low_with_high_and_lends_a_partner_to_the_leftover():
+    partners = fair_matching([10, 20, 85, 95, 30], exclusive_rows=())
+    # sorted: 10, 20, 30, 85, 95 -> (10, 95)? 10+95 > 99: 95 fits nobody; (10, 85); (20, 30)
+    assert partners[0] == 2 and partners[2] == 0 and partners[1] == 4 and partners[4] == 1
+    assert 3 not in partners  # 95 % pairs with nothing
+
+
+def test_best_fit_takes_the_hungriest_pairable_row_ties_to_the_last():
+    assert best_fit_partner(0, [10, 50, 70, 70, 95], exclusive_rows=()) == 3
+    assert best_fit_partner(4, [10, 50, 70, 70, 95], exclusive_rows=()) is None
+
+
+def test_exclusive_rows_are_never_paired():
+    assert fair_matching([5, 5, 5], exclusive_rows={1}).get(1) is None
+    assert 1 not in fair_matching([5, 5, 5], exclusive_rows={1}).values()
+    assert best_fit_partner(0, [5, 5], exclusive_rows={1}) is None
+
+
+def matrix_of(*widths: int) -> Matrix:
+    matrix = Matrix()
+    schedule(matrix, [Request(job, width) for job, width in enumerate(widths, start=1)], NODES, mpl=8)
+    return matrix
+
+
+def test_slot_homogeneity_moves_a_job_out_of_a_band_it_breaks():
+    matrix = matrix_of(2, 2)  # jobs 1 and 2 share row 0
+    moves = homogenize(matrix, {1: 5.0, 2: 90.0}, NODES, mpl=8)
+    assert moves == [(2, 0, 1)]
+    assert matrix.table(NODES) == [[1, 1, None, None], [None, None, 2, 2]]
+    assert homogenize(matrix, {1: 5.0, 2: 90.0}, NODES, mpl=8) == []  # stable
+
+
+def test_alternates_fill_idle_nodes_within_the_running_rows_band():
+    matrix = Matrix()
+    matrix.place(1, 0, NODES[:2])  # row 0: job 1 on n1, n2
+    matrix.place(2, 1, NODES)  # row 1: job 2 everywhere
+    matrix.place(3, 2, NODES[2:])  # row 2: job 3 on n3, n4
+    assert alternates(matrix, (0,), NODES, {1: 50, 2: 50, 3: 55}, exclusive_jobs=()) == [3]
+    assert alternates(matrix, (0,), NODES, {1: 50, 2: 50, 3: 90}, exclusive_jobs=()) == []
+    assert alternates(matrix, (0, 1), NODES, {1: 50, 2: 5, 3: 55}, exclusive_jobs=()) == []
+
+
+def test_the_paired_planner_runs_each_row_with_its_partner_in_turn():
+    matrix = matrix_of(4, 4, 4)
+    predictions = {1: 90.0, 2: 5.0, 3: 95.0}
+    planner = PairedPlanner("fair")
+    chosen = [planner.select(matrix, predictions, set(), NODES, 8).rows for _ in range(6)]
+    assert chosen == [(0, 1), (1, 0), (2,), (0, 1), (1, 0), (2,)]
+    assert row_utilizations(matrix, predictions) == [90.0, 5.0, 95.0]
+
+
+def test_the_paired_planner_never_pairs_an_exclusive_job():
+    matrix = matrix_of(4, 4)
+    planner = PairedPlanner("fair")
+    rows = [planner.select(matrix, {1: 5.0, 2: 5.0}, {1}, NODES, 8).rows for _ in range(4)]
+    assert rows == [(0,), (1,), (0,), (1,)]
+
+
+def test_the_strict_planner_runs_one_row_at_a_time():
+    matrix = matrix_of(4, 4)
+    planner = StrictPlanner()
+    assert [planner.select(matrix, {}, set(), NODES, 8).rows for _ in range(3)] == [(0,), (1,), (0,)]
