@@ -23,7 +23,7 @@ from gangsched.master.store import JobStore
 from gangsched.policy.gang import Placement, Request, never_fits, schedule
 from gangsched.policy.matrix import Matrix
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.policy.quantum import Matching, Selection, planner
+from gangsched.policy.quantum import Matching, PlanInput, Selection, planner
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     Cancel,
@@ -260,13 +260,13 @@ class MasterCore:
         self._quantum += 1
         up = self._nodes.up()
         running = [job for job in self._jobs.values() if job.state is JobState.RUNNING]
-        self._selection = self._planner.select(
-            self._matrix,
-            {job.job_id: job.predictor.predict() for job in running},
-            {job.job_id for job in running if job.spec.exclusive},
-            up,
-            self.config.mpl,
-        )
+        self._selection = self._planner.select(PlanInput(
+            matrix=self._matrix,
+            predictions={job.job_id: job.predictor.predict() for job in running},
+            exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
+            nodes=up,
+            mpl=self.config.mpl,
+        ))
         run = self._matrix.runnable(self._selection.rows, up)
         for job_id in self._selection.alternates:
             for node in self._matrix.nodes_of(job_id):

@@ -25,6 +25,17 @@ Matching = Literal["fair", "best-fit"]
 
 
 @dataclass(frozen=True)
+class PlanInput:
+    """What a planner sees at a quantum boundary."""
+
+    matrix: Matrix  # homogenize may move jobs between its rows
+    predictions: Mapping[int, float]  # predicted utilization of each running job
+    exclusive_jobs: Collection[int]
+    nodes: Sequence[str]  # the nodes up
+    mpl: int
+
+
+@dataclass(frozen=True)
 class Selection:
     rows: tuple[int, ...]  # the row whose turn it is first, then its partner if any
     alternates: tuple[int, ...] = ()  # jobs of other rows running in idle cells
@@ -33,14 +44,7 @@ class Selection:
 class QuantumPlanner(Protocol):
     name: str
 
-    def select(
-        self,
-        matrix: Matrix,
-        predictions: Mapping[int, float],
-        exclusive_jobs: Collection[int],
-        nodes: Sequence[str],
-        mpl: int,
-    ) -> Selection: ...
+    def select(self, given: PlanInput) -> Selection: ...
 
 
 @dataclass
@@ -48,15 +52,8 @@ class StrictPlanner:
     name: str = "strict"
     _previous: int | None = None
 
-    def select(
-        self,
-        matrix: Matrix,
-        predictions: Mapping[int, float],
-        exclusive_jobs: Collection[int],
-        nodes: Sequence[str],
-        mpl: int,
-    ) -> Selection:
-        rows = round_robin(len(matrix.rows), self._previous)
+    def select(self, given: PlanInput) -> Selection:
+        rows = round_robin(len(given.matrix.rows), self._previous)
         self._previous = rows[0] if rows else None
         return Selection(rows)
 
@@ -68,26 +65,20 @@ class PairedPlanner:
     _previous: int | None = None
     _partners: dict[int, int] = field(default_factory=dict)
 
-    def select(
-        self,
-        matrix: Matrix,
-        predictions: Mapping[int, float],
-        exclusive_jobs: Collection[int],
-        nodes: Sequence[str],
-        mpl: int,
-    ) -> Selection:
+    def select(self, given: PlanInput) -> Selection:
+        matrix, predictions = given.matrix, given.predictions
         turn = round_robin(len(matrix.rows), self._previous)
         if not turn:
             self._previous = None
             return Selection(())
         (row,) = turn
         if self._previous is None or row <= self._previous:  # a new round begins
-            homogenize(matrix, predictions, nodes, mpl)
+            homogenize(matrix, predictions, given.nodes, given.mpl)
             row = 0
         utilizations = row_utilizations(matrix, predictions)
         exclusive_rows = {
             index for index, cells in enumerate(matrix.rows)
-            if any(job in exclusive_jobs for job in cells.values())
+            if any(job in given.exclusive_jobs for job in cells.values())
         }
         if self.matching == "fair":
             if row == 0:
@@ -97,7 +88,7 @@ class PairedPlanner:
             partner = best_fit_partner(row, utilizations, exclusive_rows)
         self._previous = row
         rows = (row,) if partner is None or partner >= len(matrix.rows) else (row, partner)
-        extra = alternates(matrix, rows, nodes, predictions, exclusive_jobs)
+        extra = alternates(matrix, rows, given.nodes, predictions, given.exclusive_jobs)
         return Selection(rows, tuple(extra))
 
 

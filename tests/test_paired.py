@@ -13,7 +13,7 @@ from gangsched.policy.paired import (
     row_utilizations,
 )
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.policy.quantum import PairedPlanner, StrictPlanner
+from gangsched.policy.quantum import PairedPlanner, PlanInput, StrictPlanner
 
 NODES = ["n1", "n2", "n3", "n4"]
 
@@ -114,7 +114,7 @@ def test_the_paired_planner_runs_each_row_with_its_partner_in_turn():
     matrix = matrix_of(4, 4, 4)
     predictions = {1: 90.0, 2: 5.0, 3: 95.0}
     planner = PairedPlanner("fair")
-    chosen = [planner.select(matrix, predictions, set(), NODES, 8).rows for _ in range(6)]
+    chosen = [planner.select(PlanInput(matrix, predictions, set(), NODES, 8)).rows for _ in range(6)]
     assert chosen == [(0, 1), (1, 0), (2,), (0, 1), (1, 0), (2,)]
     assert row_utilizations(matrix, predictions) == [90.0, 5.0, 95.0]
 
@@ -122,11 +122,11 @@ def test_the_paired_planner_runs_each_row_with_its_partner_in_turn():
 def test_the_paired_planner_never_pairs_an_exclusive_job():
     matrix = matrix_of(4, 4)
     planner = PairedPlanner("fair")
-    rows = [planner.select(matrix, {1: 5.0, 2: 5.0}, {1}, NODES, 8).rows for _ in range(4)]
+    rows = [planner.select(PlanInput(matrix, {1: 5.0, 2: 5.0}, {1}, NODES, 8)).rows for _ in range(4)]
     assert rows == [(0,), (1,), (0,), (1,)]
 
 
 def test_the_strict_planner_runs_one_row_at_a_time():
     matrix = matrix_of(4, 4)
     planner = StrictPlanner()
-    assert [planner.select(matrix, {}, set(), NODES, 8).rows for _ in range(3)] == [(0,), (1,), (0,)]
+    assert [planner.select(PlanInput(matrix, {}, set(), NODES, 8)).rows for _ in range(3)] == [(0,), (1,), (0,)]
