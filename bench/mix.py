@@ -6,8 +6,11 @@ until cancelled, so the window is simply fixed).
 
 import getpass
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import JobInfo, JobSpec, JobState
 
@@ -21,20 +24,8 @@ class MixResult:
     barriers_per_s: float
 
 
-@dataclass(frozen=True)
-class SyntheticJob:
-    kind: str
-    compute_ms: float = 10.0
-    io_writes: int = 20
-    io_bytes: int = 8193
-
-    def spec(self, nodes: int) -> JobSpec:
-        argv = [
-            "python3", "-m", "gangsched.jobs.synthetic", self.kind, "--iterations", "0",
-            "--compute-ms", str(self.compute_ms), "--io-writes", str(self.io_writes),
-            "--io-bytes", str(self.io_bytes),
-        ]
-        return JobSpec(name=f"bench-{self.kind}", user=getpass.getuser(), nodes=nodes, argv=argv)
+def job_spec(job: SyntheticJob, nodes: int) -> JobSpec:
+    return JobSpec(name=f"bench-{job.kind}", user=getpass.getuser(), nodes=nodes, argv=job.argv())
 
 
 def wait_until_running(client: MasterClient, job_ids: list[int], timeout_s: float) -> list[JobInfo]:
@@ -51,19 +42,26 @@ def wait_until_running(client: MasterClient, job_ids: list[int], timeout_s: floa
     raise RuntimeError(f"jobs {job_ids} did not all start within {timeout_s:g} s")
 
 
-def run_mix(
-    client: MasterClient, jobs: list[SyntheticJob], nodes: int, seconds: float, warmup_s: float
-) -> list[MixResult]:
-    job_ids = [client.submit(job.spec(nodes)) for job in jobs]
+@contextmanager
+def running(client: MasterClient, specs: list[JobSpec], warmup_s: float) -> Iterator[list[int]]:
+    """Submit the jobs, wait until all run and ``warmup_s`` more; cancel them afterwards."""
+    job_ids = [client.submit(spec) for spec in specs]
     try:
         wait_until_running(client, job_ids, timeout_s=60)
         time.sleep(warmup_s)
-        start = {job.job_id: job for job in client.jobs(job_ids)}
-        time.sleep(seconds)
-        end = {job.job_id: job for job in client.jobs(job_ids)}
+        yield job_ids
     finally:
         for job_id in job_ids:
             client.cancel(job_id, getpass.getuser())
+
+
+def run_mix(
+    client: MasterClient, jobs: list[SyntheticJob], nodes: int, seconds: float, warmup_s: float
+) -> list[MixResult]:
+    with running(client, [job_spec(job, nodes) for job in jobs], warmup_s) as job_ids:
+        start = {job.job_id: job for job in client.jobs(job_ids)}
+        time.sleep(seconds)
+        end = {job.job_id: job for job in client.jobs(job_ids)}
     results = []
     for job_id, job in zip(job_ids, jobs):
         before, after = start[job_id], end[job_id]

@@ -6,7 +6,6 @@ overhead is the job CPU time lost against the same tasks run unscheduled
 for the same wall time (measured first, with no daemon running).
 """
 
-import getpass
 import statistics
 import subprocess
 import sys
@@ -15,12 +14,12 @@ from dataclasses import dataclass
 
 import psutil
 
-from gangsched.bench.mix import wait_until_running
+from gangsched.bench.mix import job_spec, running
+from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobSpec
 
-SPIN = [sys.executable, "-m", "gangsched.jobs.synthetic", "spin"]
-SPIN_JOB = ["python3", "-m", "gangsched.jobs.synthetic", "spin"]
+# the spinning program, started here with no node daemon
+SPIN = [sys.executable, *SyntheticJob("spin").argv()[1:]]
 
 
 @dataclass(frozen=True)
@@ -52,17 +51,11 @@ def _cpu(handles: list[psutil.Process]) -> float:
 
 
 def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int, baseline: float) -> SwitchResult:
-    spec = JobSpec(name="bench-spin", user=getpass.getuser(), nodes=nodes, argv=SPIN_JOB)
-    job_ids = [client.submit(spec), client.submit(spec)]
-    try:
-        wait_until_running(client, job_ids, timeout_s=60)
-        time.sleep(3 * quantum_ms / 1000)
+    spec = job_spec(SyntheticJob("spin"), nodes)
+    with running(client, [spec, spec], warmup_s=3 * quantum_ms / 1000) as job_ids:
         before, master_before, start = _job_cpu(client, job_ids), client.switch_stats(1), time.monotonic()
         time.sleep(switches * quantum_ms / 1000)
         after, stats, elapsed = _job_cpu(client, job_ids), client.switch_stats(switches), time.monotonic() - start
-    finally:
-        for job_id in job_ids:
-            client.cancel(job_id, getpass.getuser())
     latencies = sorted(ns / 1e6 for ns in stats.latencies_ns)
     scheduled = (after - before) / elapsed
     return SwitchResult(

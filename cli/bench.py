@@ -1,10 +1,6 @@
 """`gang bench`: start a fresh local cluster, measure, print the figures, tear it down."""
 
 import csv
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -13,11 +9,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from gangsched.bench.mix import SyntheticJob, run_mix
+from gangsched.bench.mix import run_mix
+from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.bench.switch import run_switch, unscheduled_cpu_rate
 from gangsched.cli.options import cluster_options
-from gangsched.deploy.local import ClusterConfig, LocalCluster
-from gangsched.master.client import MasterClient
+from gangsched.deploy.local import ClusterConfig, temporary_cluster
 
 console = Console()
 
@@ -25,19 +21,6 @@ console = Console()
 @click.group()
 def bench() -> None:
     """Benchmarks on a fresh local cluster; each prints its figures."""
-
-
-@contextmanager
-def fresh_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
-    home = Path(tempfile.mkdtemp(prefix="gang-bench-"))
-    cluster = LocalCluster(home)
-    try:
-        state = cluster.up(config)
-        with MasterClient(state.master) as client:
-            yield client
-    finally:
-        cluster.down()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @bench.command()
@@ -59,7 +42,7 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
     config.mpl = max(config.mpl, io_jobs + compute_jobs)
     jobs = [SyntheticJob("io", io_writes=io_writes)] * io_jobs
     jobs += [SyntheticJob("compute", compute_ms=compute_ms)] * compute_jobs
-    with fresh_cluster(config) as client:
+    with temporary_cluster(config) as client:
         results = run_mix(client, jobs, config.nodes, seconds, warmup)
     table = Table(title=f"mix io={io_jobs} compute={compute_jobs}, {config.nodes} nodes, "
                         f"{config.policy}, quantum {config.quantum_ms} ms")
@@ -83,7 +66,7 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, **shape: Any
     """Switch latency (master send -> last node applied), master CPU and overhead."""
     config = ClusterConfig(**shape)
     baseline = unscheduled_cpu_rate(2 * config.nodes, baseline_s)
-    with fresh_cluster(config) as client:
+    with temporary_cluster(config) as client:
         result = run_switch(client, config.nodes, switches, config.quantum_ms, baseline)
     table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
     for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):

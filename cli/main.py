@@ -21,10 +21,11 @@ from rich.live import Live
 
 from gangsched.cli import views
 from gangsched.cli.bench import bench
+from gangsched.cli.experiment import experiment
 from gangsched.cli.options import build, cluster_options, settings_options
 from gangsched.deploy.local import ClusterConfig, ClusterError, LocalCluster
 from gangsched.jobs.ioserver import IoServerSettings
-from gangsched.jobs.synthetic import KINDS
+from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.master.settings import MasterSettings
 from gangsched.noded.settings import NodeSettings
@@ -170,8 +171,8 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
     if bool(command) == bool(synthetic):
         raise click.UsageError("give either a command after -- or --synthetic KIND")
     if synthetic:
-        argv = synthetic_argv(synthetic, options["iterations"], options["compute_ms"],
-                              options["io_writes"], options["io_bytes"])
+        argv = SyntheticJob(synthetic, options["iterations"], options["compute_ms"],
+                            options["io_writes"], options["io_bytes"]).argv()
     else:
         argv = list(command)
         if client.endpoint.startswith("ipc://") and not shutil.which(argv[0]):
@@ -195,13 +196,6 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
         output=options["output"],
     )
     console.print(f"submitted job {client.submit(spec)}")
-
-
-def synthetic_argv(kind: str, iterations: int, compute_ms: float, io_writes: int, io_bytes: int) -> list[str]:
-    return [
-        "python3", "-m", "gangsched.jobs.synthetic", kind, "--iterations", str(iterations),
-        "--compute-ms", str(compute_ms), "--io-writes", str(io_writes), "--io-bytes", str(io_bytes),
-    ]
 
 
 @cli.command()
@@ -260,6 +254,7 @@ def matrix(client: MasterClient, watch: bool) -> None:
 
 
 cli.add_command(bench)
+cli.add_command(experiment)
 
 
 def main() -> None:

@@ -11,10 +11,14 @@ each node's share.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -171,6 +175,20 @@ class LocalCluster:
                 time.sleep(0.1)
         self.down()
         raise ClusterError(f"the nodes did not register within {timeout_s:g} s: see {self.home}/logs/")
+
+
+@contextmanager
+def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
+    """A fresh local cluster in a folder of its own, gone with everything in it afterwards."""
+    home = Path(tempfile.mkdtemp(prefix="gang-"))
+    cluster = LocalCluster(home)
+    try:
+        state = cluster.up(config)
+        with MasterClient(state.master) as client:
+            yield client
+    finally:
+        cluster.down()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _own_cores(node: int, nodes: int, cores: int) -> str:

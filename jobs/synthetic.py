@@ -15,10 +15,33 @@ import argparse
 import itertools
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from gangsched.jobs.runtime import barrier, io_client, progress
 
 KINDS = ("compute", "io", "mixed", "phased", "spin")
+
+
+@dataclass(frozen=True)
+class SyntheticJob:
+    """The program's parameters, and the command that runs it on a node."""
+
+    kind: str
+    iterations: int = 0
+    compute_ms: float = 10.0
+    io_writes: int = 20
+    io_bytes: int = 8193
+    phases: int = 12
+    phase_iterations: int = 20
+
+    def argv(self) -> list[str]:
+        # python3 is the node daemon's own interpreter: it puts its folder first on PATH
+        return [
+            "python3", "-m", "gangsched.jobs.synthetic", self.kind,
+            "--iterations", str(self.iterations), "--compute-ms", str(self.compute_ms),
+            "--io-writes", str(self.io_writes), "--io-bytes", str(self.io_bytes),
+            "--phases", str(self.phases), "--phase-iterations", str(self.phase_iterations),
+        ]
 
 
 def burn_cpu(cpu_ms: float) -> None:
@@ -47,7 +70,7 @@ def _iterations(count: int) -> Iterator[int]:
 
 def _phases(args: argparse.Namespace) -> Iterator[tuple[float, int]]:
     """(compute ms, I/O writes) of each iteration of a phased job."""
-    short_io = max(1, args.phase_iterations // 4)
+    short_io = max(1, args.phase_iterations // 2)
     for _ in range(args.phases):
         yield from [(0.0, args.io_writes)] * short_io
         yield from [(args.compute_ms, 0)] * args.phase_iterations

@@ -97,6 +97,8 @@ class MasterCore:
         self._quantum = 0
         self._planner = planner(config.policy, config.matching)
         self._selection = Selection(())
+        self._busy_quanta = 0
+        self._partner_quanta: list[int] = []
         self._switches: dict[int, _Switch] = {}
         self._switch_order: deque[int] = deque()
         self._restore()
@@ -182,6 +184,8 @@ class MasterCore:
             latencies_ns=complete[-last:],
             master_cpu_ns=self._clock.process_time_ns(),
             quantum=self._quantum,
+            busy_quanta=self._busy_quanta,
+            partner_quanta=list(self._partner_quanta),
         )
 
     # ------------------------------------------------------------ nodes
@@ -267,6 +271,11 @@ class MasterCore:
             nodes=up,
             mpl=self.config.mpl,
         ))
+        if self._selection.rows:
+            self._busy_quanta += 1
+        for partner in self._selection.rows[1:]:
+            self._partner_quanta += [0] * (partner + 1 - len(self._partner_quanta))
+            self._partner_quanta[partner] += 1
         run = self._matrix.runnable(self._selection.rows, up)
         for job_id in self._selection.alternates:
             for node in self._matrix.nodes_of(job_id):

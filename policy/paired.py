@@ -6,7 +6,8 @@
   reconstructed in SPEC §3.3); a row left over borrows the lowest-utilization
   matched row it is pairable with.
 * ``best_fit_partner`` — the unfair alternative kept for comparison: at each
-  switch, the pairable row of highest utilization, ties to the last scanned.
+  switch, the pairable row of highest utilization, ties (within ``TIE``) to
+  the last scanned.
 * ``homogenize`` — slot homogeneity (§2.5): a job whose utilization is M or
   more above its slot's lowest leaves for a slot whose band it fits.
 * ``alternates`` — alternate scheduling (§2.6): jobs whose tasks all sit on
@@ -23,6 +24,10 @@ from gangsched.policy.predictor import ALONE
 
 MARGIN = 1.0
 BAND = 20.0
+# Best-fit compares utilizations at the resolution ParPar measured them with
+# (whole points): finer differences between like jobs are noise, and its rule
+# "ties go to the last row scanned" is what makes it unfair (Fig. 7, left).
+TIE = 1.0
 
 
 def row_utilizations(matrix: Matrix, predictions: Mapping[int, float]) -> list[float]:
@@ -74,7 +79,7 @@ def best_fit_partner(
         if other == row or other in exclusive_rows:
             continue
         if pairable(utilizations[row], utilization, margin) and (
-            best is None or utilization >= utilizations[best]
+            best is None or utilization >= utilizations[best] - TIE
         ):
             best = other
     return best

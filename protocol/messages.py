@@ -302,6 +302,8 @@ class SwitchStats(_Model):
     latencies_ns: list[int]  # master's send -> last node applied, one per quantum
     master_cpu_ns: int  # the master process's CPU time so far
     quantum: int
+    busy_quanta: int = 0  # quanta in which some row ran
+    partner_quanta: list[int] = []  # [slot]: quanta it ran as a partner
 
 
 class ErrorReply(_Model):

@@ -12,7 +12,8 @@ import psutil
 import pytest
 import zmq
 
-from gangsched.bench.mix import SyntheticJob, wait_until_running
+from gangsched.bench.mix import job_spec, wait_until_running
+from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterUnreachable, RequestRefused
 from gangsched.protocol import ErrorCode, decode, encode
 from gangsched.protocol.messages import (
@@ -29,11 +30,8 @@ pytestmark = pytest.mark.live
 USER = getpass.getuser()
 
 
-def spec(kind: str, nodes: int, iterations: int = 0, compute_ms: float = 10.0, **extra) -> JobSpec:
-    job = SyntheticJob(kind, compute_ms=compute_ms).spec(nodes)
-    argv = [*job.argv]
-    argv[argv.index("--iterations") + 1] = str(iterations)
-    return job.model_copy(update={"argv": argv, **extra})
+def spec(kind: str, nodes: int, iterations: int = 0, compute_ms: float = 10.0) -> JobSpec:
+    return job_spec(SyntheticJob(kind, iterations, compute_ms), nodes)
 
 
 def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_cluster):

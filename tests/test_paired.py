@@ -78,6 +78,9 @@ def test_fair_matching_pairs_low_with_high_and_lends_a_partner_to_the_leftover()
 def test_best_fit_takes_the_hungriest_pairable_row_ties_to_the_last():
     assert best_fit_partner(0, [10, 50, 70, 70, 95], exclusive_rows=()) == 3
     assert best_fit_partner(4, [10, 50, 70, 70, 95], exclusive_rows=()) is None
+    # like jobs measured a fraction of a point apart are a tie: the last one scanned wins
+    assert best_fit_partner(0, [5.0, 5.6, 5.2, 4.7], exclusive_rows=()) == 3
+    assert best_fit_partner(0, [5.0, 7.0, 5.2, 4.7], exclusive_rows=()) == 1
 
 
 def test_exclusive_rows_are_never_paired():
