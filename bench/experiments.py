@@ -5,6 +5,8 @@ writes a CSV of what it measured, a PNG plot and a markdown table.
   every node: barriers/s per job type, strict against paired.
 * L2 (Fig. 7 bottom): four I/O-bound jobs: the fraction of quanta each slot
   ran as a partner, best-fit against fair matching.
+* L3 (Figs. 8, 9): the mix of two I/O- and two compute-bound jobs on 2, 4 and
+  8 nodes, then on 4 nodes with compute phases of 5 to 40 CPU ms.
 * L5 (Fig. 13): four phased jobs: measured and predicted utilization and
   pairing over time, with and without sharp-change detection.
 """
@@ -138,6 +140,55 @@ def _count(counts: list[int], slot: int) -> int:
     return counts[slot] if slot < len(counts) else 0
 
 
+# ---------------------------------------------------------------- L3
+
+SIZES = (2, 4, 8)
+GRANULARITIES_MS = (5.0, 10.0, 20.0, 40.0)
+
+
+def l3(out: Path, seconds: float, advance: Advance) -> str:
+    rows: list[dict[str, Any]] = []
+    sweeps = [("nodes", nodes, nodes, 10.0) for nodes in SIZES]
+    sweeps += [("compute_ms", compute_ms, NODES, compute_ms) for compute_ms in GRANULARITIES_MS]
+    for sweep, value, nodes, compute_ms in sweeps:
+        for policy in ("strict", "paired"):
+            jobs = [SyntheticJob("io")] * 2 + [SyntheticJob("compute", compute_ms=compute_ms)] * 2
+            config = ClusterConfig(nodes=nodes, quantum_ms=1000, policy=policy)
+            with temporary_cluster(config) as client:
+                results = run_mix(client, jobs, nodes, seconds, warmup_s=3.0)
+            for kind in ("io", "compute"):
+                rates = [r.barriers_per_s for r in results if r.kind == kind]
+                rows.append({"sweep": sweep, "value": value, "policy": policy, "kind": kind,
+                             "barriers_per_s": round(statistics.mean(rates), 3)})
+            advance(f"L3 {sweep}={value:g} {policy}")
+    _write_csv(out / "l3.csv", rows)
+
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    for axis, sweep, label in zip(figure.subplots(1, 2), ("nodes", "compute_ms"),
+                                  ("nodes in the cluster", "compute CPU ms per iteration")):
+        for kind in ("compute", "io"):
+            for policy, style in (("strict", "--"), ("paired", "-")):
+                series = [r for r in rows if r["sweep"] == sweep and r["kind"] == kind and r["policy"] == policy]
+                axis.plot([r["value"] for r in series], [r["barriers_per_s"] for r in series], style,
+                          marker="o", label=f"{kind}, {policy}")
+        axis.set(xlabel=label, ylabel="barriers/s per job")
+    figure.axes[0].legend(fontsize=8)
+    figure.suptitle("L3: 2 I/O- and 2 compute-bound jobs by cluster size and granularity")
+    figure.savefig(out / "l3.png", dpi=120)
+
+    def rate(sweep: str, value: float, policy: str, kind: str) -> float:
+        return next(r["barriers_per_s"] for r in rows
+                    if (r["sweep"], r["value"], r["policy"], r["kind"]) == (sweep, value, policy, kind))
+
+    table = [
+        [sweep, f"{value:g}", kind, f"{rate(sweep, value, 'strict', kind):.2f}",
+         f"{rate(sweep, value, 'paired', kind):.2f}",
+         f"{rate(sweep, value, 'paired', kind) / rate(sweep, value, 'strict', kind):.2f}"]
+        for sweep, value, _, _ in sweeps for kind in ("io", "compute")
+    ]
+    return _markdown(["sweep", "value", "kind", "strict", "paired", "paired/strict"], table)
+
+
 # ---------------------------------------------------------------- L5
 
 
@@ -230,5 +281,7 @@ def _detection_lags(series: list[dict[str, Any]]) -> list[int]:
 EXPERIMENTS = {
     "L1": Experiment("L1", "barriers/s of job mixes, strict vs paired (seed 003 Fig. 7 top)", 10, l1),
     "L2": Experiment("L2", "partner fractions, best-fit vs fair matching (Fig. 7 bottom)", 2, l2),
+    "L3": Experiment("L3", "cluster size and compute granularity (Figs. 8, 9)",
+                     2 * (len(SIZES) + len(GRANULARITIES_MS)), l3),
     "L5": Experiment("L5", "phased jobs with and without sharp-change detection (Fig. 13)", 2, l5),
 }

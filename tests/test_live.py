@@ -65,6 +65,22 @@ def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_clu
     assert statistics.median(utilization[io]) <= 20
 
 
+def test_paired_scheduling_keeps_a_compute_and_an_io_job_runnable_together(start_cluster):
+    cluster = start_cluster(nodes=4, quantum_ms=200, policy="paired")
+    compute = cluster.client.submit(spec("compute", 4))
+    io = cluster.client.submit(spec("io", 4))
+    wait_until_running(cluster.client, [compute, io], timeout_s=20)
+    wait_until(lambda: len(cluster.client.matrix().running) == 2, 10, "the two rows to pair")
+    tasks = task_processes(cluster.home, compute) + task_processes(cluster.home, io)
+    both_running = 0
+    for _ in range(100):  # 2 s
+        both_running += all(p.status() != psutil.STATUS_STOPPED for p in tasks)
+        time.sleep(0.02)
+    assert both_running >= 80
+    predicted = {j.job_id: j.predicted_pct for j in cluster.client.jobs([compute, io])}
+    assert predicted[io] < 20 and predicted[compute] > 60
+
+
 def test_a_job_runs_to_completion_and_counts_its_barriers(start_cluster):
     cluster = start_cluster(nodes=2)
     job = cluster.client.submit(spec("compute", 2, iterations=30))
