@@ -148,7 +148,7 @@ GRANULARITIES_MS = (5.0, 10.0, 20.0, 40.0)
 
 def l3(out: Path, seconds: float, advance: Advance) -> str:
     rows: list[dict[str, Any]] = []
-    sweeps = [("nodes", nodes, nodes, 10.0) for nodes in SIZES]
+    sweeps = [("nodes", float(nodes), nodes, 10.0) for nodes in SIZES]
     sweeps += [("compute_ms", compute_ms, NODES, compute_ms) for compute_ms in GRANULARITIES_MS]
     for sweep, value, nodes, compute_ms in sweeps:
         for policy in ("strict", "paired"):

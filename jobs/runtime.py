@@ -32,10 +32,10 @@ class Barrier:
     def __init__(self, my_rank: int, job_size: int, address: str, bind: str | None) -> None:
         self._rank = my_rank
         self._others = job_size - 1
-        self._socket: zmq.Socket | None = None
+        self._socket: zmq.Socket[bytes] | None = None
         if self._others == 0:
             return
-        context = zmq.Context.instance()
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         if my_rank == 0:
             self._socket = context.socket(zmq.ROUTER)
             self._socket.bind(bind or address)
@@ -78,7 +78,7 @@ class IoClient:
     """Synchronous writes to the cluster's one I/O server: each blocks until it is served."""
 
     def __init__(self, address: str) -> None:
-        self._socket = zmq.Context.instance().socket(zmq.REQ)
+        self._socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.REQ)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.connect(address)
 
@@ -110,8 +110,14 @@ def progress(count: int) -> None:
     _progress().set(count)
 
 
-def io_client() -> IoClient:
+@cache
+def _io_client() -> IoClient:
     address = os.environ.get("GANG_IO_ADDR")
     if not address:
         raise RuntimeError("GANG_IO_ADDR is not set: the cluster has no I/O server")
     return IoClient(address)
+
+
+def io_write(data: bytes) -> None:
+    """One synchronous write to the cluster's I/O server; returns once it is served."""
+    _io_client().write(data)

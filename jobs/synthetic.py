@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gangsched.jobs.runtime import barrier, io_client, progress
+from gangsched.jobs.runtime import barrier, io_write, progress
 
 KINDS = ("compute", "io", "mixed", "phased", "spin")
 
@@ -90,13 +90,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.kind == "spin":
         while True:
             burn_cpu(1000)
-    needs_io = args.kind in ("io", "mixed", "phased")
-    client = io_client() if needs_io else None
     block = bytes(args.io_bytes)
     for count, (compute_ms, writes) in enumerate(_steps(args), start=1):
         burn_cpu(compute_ms)
         for _ in range(writes):
-            client.write(block)
+            io_write(block)
         barrier()
         progress(count)
 

@@ -49,8 +49,8 @@ class MasterClient:
         self._timeout_ms = int(timeout_s * 1000)
         self._socket = self._connect()
 
-    def _connect(self) -> zmq.Socket:
-        socket = zmq.Context.instance().socket(zmq.DEALER)
+    def _connect(self) -> zmq.Socket[bytes]:
+        socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
         socket.setsockopt(zmq.ROUTING_ID, f"client-{uuid.uuid4().hex[:12]}".encode())
         socket.connect(self.endpoint)

@@ -163,7 +163,7 @@ class MasterCore:
         return NodeList(nodes=self._nodes.info(jobs_by_node, self._clock.monotonic()))
 
     def query_matrix(self) -> MatrixView:
-        nodes = [node.name for node in self._nodes.info({}, 0.0)]
+        nodes = self._nodes.names()
         return MatrixView(
             quantum=self._quantum,
             quantum_ms=self.config.quantum_ms,

@@ -11,6 +11,7 @@ import math
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 import zmq
 
@@ -37,7 +38,9 @@ from gangsched.protocol.messages import (
 
 log = logging.getLogger("gangsched.master")
 
-Handler = Callable[[bytes, Message], Message | None]
+# The table routes each message type to the handler written for that type,
+# so a handler may take its own message class rather than the whole union.
+Handler = Callable[[bytes, Any], Message | None]
 
 
 class MasterDaemon:

@@ -64,6 +64,9 @@ class NodeRegistry:
             if node.state is NodeState.UP and node.peer is not None
         )
 
+    def names(self) -> list[str]:
+        return sorted(self._nodes)
+
     def count(self) -> int:
         return len(self._nodes)
 

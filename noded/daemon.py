@@ -14,6 +14,8 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
+from typing import Any
 
 import zmq
 
@@ -59,7 +61,7 @@ class NodeDaemon:
         self._dealer.setsockopt(zmq.LINGER, 0)
         self._dealer.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
         self._dealer.connect(settings.master)
-        self._sub: zmq.Socket | None = None
+        self._sub: zmq.Socket[bytes] | None = None
         self._switch_endpoint: str | None = None
         self._poller = zmq.Poller()
         self._poller.register(self._dealer, zmq.POLLIN)
@@ -71,7 +73,8 @@ class NodeDaemon:
         self._master_unreachable = False
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._next_heartbeat = 0.0
-        self._handlers = {
+        # each message type to the handler written for that type
+        self._handlers: dict[type, Callable[[Any], None]] = {
             NodeWelcome: self._welcome,
             LaunchTask: self._launch,
             KillTask: self._kill,
@@ -88,7 +91,7 @@ class NodeDaemon:
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
                 if self._sub is not None and self._sub in ready:
-                    self._switch()
+                    self._switch(self._sub)
                 if self._dealer in ready:
                     self._receive_all()
                 for fd in [fd for fd in ready if fd in self._by_pidfd]:
@@ -105,9 +108,9 @@ class NodeDaemon:
 
     # ------------------------------------------------------------ the switch path
 
-    def _switch(self) -> None:
+    def _switch(self, sub: zmq.Socket[bytes]) -> None:
         try:
-            switch = decode(self._sub.recv(zmq.NOBLOCK))  # CONFLATE: only the newest
+            switch = decode(sub.recv(zmq.NOBLOCK))  # CONFLATE: only the newest
         except zmq.Again:
             return
         except ProtocolError as error:
