@@ -1,0 +1,105 @@
+"""The Standard Workload Format of the Parallel Workloads Archive: read it, write it.
+
+One job per line, 18 whitespace-separated numbers, -1 for unknown; header
+lines start with ``;`` and carry ``Key: value`` pairs (MaxNodes, MaxProcs,
+...). Files may be gzip-compressed. A line that is not 18 numbers is an
+error naming the file and line, never silently skipped.
+"""
+
+import gzip
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, field
+from pathlib import Path
+
+FIELDS = 18
+
+
+class SwfError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class SwfJob:
+    job_id: int
+    submit: float  # seconds from the start of the log
+    wait: float
+    run_time: float
+    procs: int  # allocated processors
+    avg_cpu: float
+    memory: float
+    req_procs: int
+    req_time: float  # the user's estimate
+    req_memory: float
+    status: int  # 1 completed, 0 failed, 5 cancelled; -1 unknown
+    user: int
+    group: int
+    executable: int
+    queue: int
+    partition: int
+    preceding_job: int
+    think_time: float
+
+
+@dataclass
+class SwfTrace:
+    jobs: list[SwfJob]
+    header: dict[str, str] = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)  # header lines as they were
+
+    def max_procs(self) -> int | None:
+        for key in ("MaxProcs", "MaxNodes"):
+            value = self.header.get(key, "").split()
+            if value and value[0].lstrip("-").isdigit() and int(value[0]) > 0:
+                return int(value[0])
+        return None
+
+
+def read_swf(path: Path) -> SwfTrace:
+    with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as text:
+        return parse_swf(text, str(path))
+
+
+def parse_swf(lines: Iterable[str], name: str = "<swf>") -> SwfTrace:
+    jobs: list[SwfJob] = []
+    header: dict[str, str] = {}
+    comments: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith(";"):
+            comments.append(stripped)
+            key, colon, value = stripped[1:].partition(":")
+            if colon and key.strip() and " " not in key.strip():
+                header[key.strip()] = value.strip()
+            continue
+        jobs.append(_job(stripped.split(), name, number))
+    return SwfTrace(jobs, header, comments)
+
+
+def _job(v: list[str], name: str, number: int) -> SwfJob:
+    if len(v) != FIELDS:
+        raise SwfError(f"{name}:{number}: {len(v)} fields, SWF has {FIELDS}")
+    try:
+        return SwfJob(
+            int(v[0]), float(v[1]), float(v[2]), float(v[3]), int(v[4]), float(v[5]),
+            float(v[6]), int(v[7]), float(v[8]), float(v[9]), int(v[10]), int(v[11]),
+            int(v[12]), int(v[13]), int(v[14]), int(v[15]), int(v[16]), float(v[17]),
+        )
+    except ValueError:
+        raise SwfError(f"{name}:{number}: a field is not a whole number where SWF wants one: "
+                       f"{' '.join(v)}") from None
+
+
+def write_swf(path: Path, jobs: Iterable[SwfJob], comments: Iterable[str] = ()) -> None:
+    with gzip.open(path, "wt") if path.suffix == ".gz" else open(path, "w") as out:
+        for comment in comments:
+            out.write(comment if comment.startswith(";") else f"; {comment}")
+            out.write("\n")
+        for job in jobs:
+            out.write(" ".join(_format(value) for value in astuple(job)) + "\n")
+
+
+def _format(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
