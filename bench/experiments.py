@@ -7,6 +7,8 @@ writes a CSV of what it measured, a PNG plot and a markdown table.
   ran as a partner, best-fit against fair matching.
 * L3 (Figs. 8, 9): the mix of two I/O- and two compute-bound jobs on 2, 4 and
   8 nodes, then on 4 nodes with compute phases of 5 to 40 CPU ms.
+* L4 (Figs. 10–12): a dynamic Lublin workload at two loads, strict against
+  paired, homogeneous and heterogeneous jobs: response time and slowdown.
 * L5 (Fig. 13): four phased jobs: measured and predicted utilization and
   pairing over time, with and without sharp-change detection.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from gangsched.bench.dynamic import run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
@@ -189,6 +192,52 @@ def l3(out: Path, seconds: float, advance: Advance) -> str:
     return _markdown(["sweep", "value", "kind", "strict", "paired", "paired/strict"], table)
 
 
+# ---------------------------------------------------------------- L4
+
+LOADS = (0.5, 0.8)
+L4_JOBS = 16
+
+
+def l4(out: Path, seconds: float, advance: Advance) -> str:
+    rows: list[dict[str, Any]] = []
+    for mix in ("homogeneous", "heterogeneous"):
+        for load in LOADS:
+            for policy in ("strict", "paired"):
+                results = run_l4_case(policy, load, mix == "heterogeneous", L4_JOBS, timeout_s=10 * seconds)
+                rows += [{"mix": mix, "load": load, "policy": policy, "job": index,
+                          "response_s": round(r.response_s, 2), "slowdown": round(r.slowdown, 2),
+                          "finished": int(r.finished)} for index, r in enumerate(results)]
+                advance(f"L4 {mix} load {load} {policy}")
+    _write_csv(out / "l4.csv", rows)
+
+    def mean(mix: str, load: float, policy: str, metric: str) -> float:
+        return statistics.mean(r[metric] for r in rows
+                               if (r["mix"], r["load"], r["policy"]) == (mix, load, policy))
+
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    for axis, metric, label in zip(figure.subplots(1, 2), ("response_s", "slowdown"),
+                                   ("mean response time (s)", "mean slowdown")):
+        for mix in ("homogeneous", "heterogeneous"):
+            for policy, style in (("strict", "--"), ("paired", "-")):
+                axis.plot(LOADS, [mean(mix, load, policy, metric) for load in LOADS], style,
+                          marker="o", label=f"{policy}, {mix}")
+        axis.set(xlabel="offered load", ylabel=label)
+    figure.axes[0].legend(fontsize=8)
+    figure.suptitle(f"L4: {L4_JOBS} Lublin jobs on 4 nodes")
+    figure.savefig(out / "l4.png", dpi=120)
+
+    table = []
+    for mix in ("homogeneous", "heterogeneous"):
+        for load in LOADS:
+            strict, paired = (mean(mix, load, p, "response_s") for p in ("strict", "paired"))
+            table.append([mix, load, f"{strict:.1f}", f"{paired:.1f}", f"{strict / paired:.2f}",
+                          f"{mean(mix, load, 'strict', 'slowdown'):.2f}",
+                          f"{mean(mix, load, 'paired', 'slowdown'):.2f}",
+                          sum(1 - r["finished"] for r in rows if (r["mix"], r["load"]) == (mix, load))])
+    return _markdown(["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired",
+                      "slowdown strict", "slowdown paired", "unfinished"], table)
+
+
 # ---------------------------------------------------------------- L5
 
 
@@ -283,5 +332,7 @@ EXPERIMENTS = {
     "L2": Experiment("L2", "partner fractions, best-fit vs fair matching (Fig. 7 bottom)", 2, l2),
     "L3": Experiment("L3", "cluster size and compute granularity (Figs. 8, 9)",
                      2 * (len(SIZES) + len(GRANULARITIES_MS)), l3),
+    "L4": Experiment("L4", "a dynamic Lublin workload, strict vs paired (Figs. 10-12)",
+                     2 * len(LOADS) * 2, l4),
     "L5": Experiment("L5", "phased jobs with and without sharp-change detection (Fig. 13)", 2, l5),
 }

@@ -3,7 +3,9 @@
 ``compute``, ``io`` and ``mixed``: N iterations of compute (``--compute-ms`` of
 this process's CPU time, so a stopped task does not "finish" its work by the
 clock), then ``--io-writes`` synchronous writes of ``--io-bytes`` bytes to the
-I/O server, then a barrier. ``phased``: ``--phases`` short I/O phases
+I/O server, then a blocking wait of ``--wait-ms`` (communication or I/O on a
+device of its own: like such I/O, it goes on while the task is stopped), then
+a barrier. The wait sets a compute job's utilization without I/O contention. ``phased``: ``--phases`` short I/O phases
 alternating with longer compute phases, then a long I/O phase (QCRD-like).
 ``spin``: pure CPU, no barrier, for overhead benchmarks. ``--iterations 0``
 runs until the task is ended.
@@ -31,6 +33,7 @@ class SyntheticJob:
     compute_ms: float = 10.0
     io_writes: int = 20
     io_bytes: int = 8193
+    wait_ms: float = 0.0
     phases: int = 12
     phase_iterations: int = 20
 
@@ -40,7 +43,8 @@ class SyntheticJob:
             "python3", "-m", "gangsched.jobs.synthetic", self.kind,
             "--iterations", str(self.iterations), "--compute-ms", str(self.compute_ms),
             "--io-writes", str(self.io_writes), "--io-bytes", str(self.io_bytes),
-            "--phases", str(self.phases), "--phase-iterations", str(self.phase_iterations),
+            "--wait-ms", str(self.wait_ms), "--phases", str(self.phases),
+            "--phase-iterations", str(self.phase_iterations),
         ]
 
 
@@ -59,6 +63,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--compute-ms", type=float, default=10.0, help="CPU ms per iteration")
     parser.add_argument("--io-writes", type=int, default=20, help="writes per iteration")
     parser.add_argument("--io-bytes", type=int, default=8193, help="bytes per write")
+    parser.add_argument("--wait-ms", type=float, default=0.0, help="blocking wait per iteration")
     parser.add_argument("--phases", type=int, default=12, help="phased: compute phases")
     parser.add_argument("--phase-iterations", type=int, default=20, help="phased: iterations of a compute phase")
     return parser.parse_args(argv)
@@ -95,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
         burn_cpu(compute_ms)
         for _ in range(writes):
             io_write(block)
+        if args.wait_ms:
+            time.sleep(args.wait_ms / 1000)
         barrier()
         progress(count)
 
