@@ -164,6 +164,11 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--compute-ms", type=float, default=10.0, show_default=True, help="synthetic: CPU ms per iteration")
 @click.option("--io-writes", type=int, default=20, show_default=True, help="synthetic: writes per iteration")
 @click.option("--io-bytes", type=int, default=8193, show_default=True, help="synthetic: bytes per write")
+@click.option("--wait-ms", type=float, default=0.0, show_default=True,
+              help="synthetic: blocking wait per iteration")
+@click.option("--phases", type=int, default=12, show_default=True, help="phased: compute phases")
+@click.option("--phase-iterations", type=int, default=20, show_default=True,
+              help="phased: iterations of a compute phase")
 @click.argument("command", nargs=-1)
 @with_master
 def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None, **options: Any) -> None:
@@ -171,8 +176,10 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
     if bool(command) == bool(synthetic):
         raise click.UsageError("give either a command after -- or --synthetic KIND")
     if synthetic:
-        argv = SyntheticJob(synthetic, options["iterations"], options["compute_ms"],
-                            options["io_writes"], options["io_bytes"]).argv()
+        argv = SyntheticJob(
+            synthetic, options["iterations"], options["compute_ms"], options["io_writes"],
+            options["io_bytes"], options["wait_ms"], options["phases"], options["phase_iterations"],
+        ).argv()
     else:
         argv = list(command)
         if client.endpoint.startswith("ipc://") and not shutil.which(argv[0]):
