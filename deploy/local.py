@@ -78,9 +78,12 @@ class LocalCluster:
     def up(self, config: ClusterConfig, timeout_s: float = 30.0) -> ClusterState:
         if self.state() is not None and self.alive():
             raise ClusterError(f"a cluster already runs from {self.home}: `gang cluster down` first")
+        # the sockets in here are the only gate on who may submit and cancel
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.home.chmod(0o700)
         master = self._ipc("master.sock")
         io_addr = self._ipc("io.sock")
-        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        (self.home / "logs").mkdir(exist_ok=True)
         commands = {
             "ioserver": ["ioserver", "--bind", io_addr, "--mode", config.io_mode,
                          "--service-us", str(config.io_service_us)],
