@@ -3,11 +3,16 @@
 import collections
 import dataclasses
 import math
+import statistics
 from pathlib import Path
 
 import pytest
 
+from gangsched.workload.downey import DowneyParameters, downey_jobs
+from gangsched.workload.estimates import beta_estimates
+from gangsched.workload.hyper_erlang import HyperErlang, HyperErlangClass, hyper_erlang_jobs
 from gangsched.workload.lublin import gamma_cdf, lublin_jobs
+from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, parse_swf, read_swf, write_swf
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -72,3 +77,45 @@ def test_gamma_cdf_matches_known_values():
     assert gamma_cdf(1.0, 1.0, 1.0) == pytest.approx(1 - math.exp(-1))  # exponential
     assert gamma_cdf(2.0, 2.0, 1.0) == pytest.approx(1 - 3 * math.exp(-2))  # Erlang-2
     assert gamma_cdf(0.0, 3.0, 2.0) == 0.0 and gamma_cdf(1e6, 3.0, 2.0) == pytest.approx(1.0)
+
+
+def test_the_beta_model_keeps_a_fraction_beta_exact_and_only_overestimates():
+    jobs = lublin_jobs(4000, 64, seed=2)
+    estimated = beta_estimates(jobs, beta=0.4, seed=5)
+    exact = sum(e.req_time == round(j.run_time, 2) for j, e in zip(jobs, estimated))
+    assert 0.36 < exact / len(jobs) < 0.44
+    assert all(e.req_time >= round(j.run_time, 2) for j, e in zip(jobs, estimated))
+    assert all(e.req_time == round(e.run_time, 2) for e in beta_estimates(jobs, 1.0, seed=5))
+    with pytest.raises(ValueError):
+        beta_estimates(jobs, 1.5, seed=5)
+
+
+def test_scaling_arrivals_sets_the_offered_load():
+    jobs = lublin_jobs(3000, 128, seed=4)
+    scaled = at_load(jobs, 128, 0.7)
+    assert offered_load(scaled, 128) == pytest.approx(0.7, rel=0.01)
+    assert [j.run_time for j in scaled] == [j.run_time for j in jobs]
+    doubled = scale_run_times(jobs, 1.8)
+    assert offered_load(doubled, 128) == pytest.approx(1.8 * offered_load(jobs, 128))
+
+
+def test_the_downey_model_is_log_uniform_in_whole_slots_at_the_load_asked():
+    jobs = downey_jobs(5000, load=0.6, seed=3, p=DowneyParameters(procs=128))
+    sizes = [j.procs for j in jobs]
+    assert min(sizes) == 1 and max(sizes) == 128
+    assert 0.2 < sum(s <= 11 for s in sizes) / len(sizes) < 0.6  # half the log range: 1..~11
+    assert all(j.run_time == int(j.run_time) and 1 <= j.run_time <= 240 for j in jobs)
+    assert offered_load(jobs, 128) == pytest.approx(0.6, rel=0.1)
+
+
+def test_the_hyper_erlang_model_draws_each_class_with_its_own_means():
+    small = HyperErlangClass(1, HyperErlang(2, 0.5, 1 / 10, 1 / 50), HyperErlang(1, 1.0, 1 / 100, 1.0))
+    large = HyperErlangClass(64, HyperErlang(2, 0.5, 1 / 100, 1 / 500), HyperErlang(1, 1.0, 1 / 5000, 1.0))
+    jobs = hyper_erlang_jobs(6000, [small, large], seed=9)
+    serial = [j for j in jobs if j.procs == 1]
+    wide = [j for j in jobs if j.procs > 1]
+    assert all(33 <= j.procs <= 64 for j in wide)
+    assert len(serial) / len(wide) == pytest.approx(10, rel=0.15)  # arrival means 30 s vs 300 s
+    assert statistics.mean(j.run_time for j in serial) == pytest.approx(100, rel=0.1)
+    assert statistics.mean(j.run_time for j in wide) == pytest.approx(5000, rel=0.15)
+    assert [j.submit for j in jobs] == sorted(j.submit for j in jobs)

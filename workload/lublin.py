@@ -21,7 +21,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from gangsched.workload.swf import SwfJob
+from gangsched.workload.swf import SwfJob, modelled_job
 
 BUCKETS = 48
 SECONDS_IN_BUCKET = 24 * 3600 // BUCKETS
@@ -60,8 +60,7 @@ def lublin_jobs(
         submit = arrivals.next()
         size = _size(parameters, max_procs, rng)
         run_time = _run_time(parameters, size, rng)
-        jobs.append(SwfJob(job_id, submit, -1, run_time, size, -1, -1, size, -1, -1,
-                           1, -1, -1, -1, -1, -1, -1, -1))
+        jobs.append(modelled_job(job_id, submit, run_time, size))
     return jobs
 
 

@@ -40,6 +40,12 @@ class SwfJob:
     think_time: float
 
 
+def modelled_job(job_id: int, submit: float, run_time: float, procs: int) -> SwfJob:
+    """A job as a workload model makes it: arrival, size and run time; the rest unknown."""
+    return SwfJob(job_id, submit, -1, run_time, procs, -1, -1, procs, -1, -1,
+                  1, -1, -1, -1, -1, -1, -1, -1)
+
+
 @dataclass
 class SwfTrace:
     jobs: list[SwfJob]
