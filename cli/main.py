@@ -8,6 +8,7 @@ the local cluster started by ``gang cluster up``.
 
 import functools
 import getpass
+import importlib
 import os
 import shutil
 import sys
@@ -20,8 +21,6 @@ from rich.console import Console
 from rich.live import Live
 
 from gangsched.cli import views
-from gangsched.cli.bench import bench
-from gangsched.cli.experiment import experiment
 from gangsched.cli.options import build, cluster_options, settings_options
 from gangsched.deploy.local import ClusterConfig, ClusterError, LocalCluster
 from gangsched.jobs.ioserver import IoServerSettings
@@ -34,7 +33,27 @@ from gangsched.protocol.messages import JobSpec
 console = Console()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Subcommands imported only when called, so `gang queue` never loads matplotlib."""
+
+    lazy = {
+        "bench": "gangsched.cli.bench:bench",
+        "experiment": "gangsched.cli.experiment:experiment",
+        "sim": "gangsched.cli.sim:sim",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module, _, attribute = self.lazy[name].partition(":")
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """gangsched: a cluster gang scheduler in the style of ParPar."""
 
@@ -260,8 +279,6 @@ def matrix(client: MasterClient, watch: bool) -> None:
             pass
 
 
-cli.add_command(bench)
-cli.add_command(experiment)
 
 
 def main() -> None:

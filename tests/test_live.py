@@ -104,6 +104,8 @@ def test_cancel_ends_every_task_even_stopped_ones(start_cluster):
     cluster.client.cancel(first, USER)
     cluster.client.cancel(second, USER)
     wait_until(lambda: not task_processes(cluster.home), 10, "every task to end")
+    wait_until(lambda: all(j.state.is_final for j in cluster.client.jobs([first, second])), 10,
+               "the master to hear of every exit")
     assert [j.state for j in cluster.client.jobs([first, second])] == [JobState.CANCELLED] * 2
 
 

@@ -1,0 +1,71 @@
+"""The metrics of SPEC §8 over a finished schedule."""
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gangsched.sim.jobs import SimJob
+
+TAU_S = 10.0  # bounded slowdown's floor (seed 000)
+SMALL_PROCS = 32
+
+
+@dataclass(frozen=True)
+class Stat:
+    mean: float
+    sd: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    jobs: int
+    unfinished: int
+    wait: Stat
+    response: Stat
+    bounded_slowdown: Stat
+    utilization: float
+    by_group: dict[str, tuple[int, Stat, Stat]]  # group -> (jobs, wait, bounded slowdown)
+
+
+def summarize(jobs: list[SimJob], procs: int) -> Summary:
+    done = [job for job in jobs if job.start is not None and job.end is not None]
+    first = min((job.submit for job in done), default=0.0)
+    last = max((job.end or 0.0 for job in done), default=0.0)
+    median_run = statistics.median(job.run_time for job in done) if done else 0.0
+    groups: dict[str, Callable[[SimJob], bool]] = {
+        f"small (<= {SMALL_PROCS} procs)": lambda job: job.procs <= SMALL_PROCS,
+        f"large (> {SMALL_PROCS} procs)": lambda job: job.procs > SMALL_PROCS,
+        "short (<= median run)": lambda job: job.run_time <= median_run,
+        "long (> median run)": lambda job: job.run_time > median_run,
+    }
+    return Summary(
+        jobs=len(done),
+        unfinished=len(jobs) - len(done),
+        wait=_stat([wait(job) for job in done]),
+        response=_stat([response(job) for job in done]),
+        bounded_slowdown=_stat([bounded_slowdown(job) for job in done]),
+        utilization=sum(job.procs * job.run_time for job in done) / (procs * (last - first)) if last > first else 0.0,
+        by_group={
+            name: (len(members), _stat([wait(j) for j in members]), _stat([bounded_slowdown(j) for j in members]))
+            for name, test in groups.items()
+            if (members := [job for job in done if test(job)])
+        },
+    )
+
+
+def wait(job: SimJob) -> float:
+    return (job.start or 0.0) - job.submit
+
+
+def response(job: SimJob) -> float:
+    return (job.end or 0.0) - job.submit
+
+
+def bounded_slowdown(job: SimJob) -> float:
+    return max(response(job), TAU_S) / max(job.run_time, TAU_S)
+
+
+def _stat(values: list[float]) -> Stat:
+    if not values:
+        return Stat(0.0, 0.0)
+    return Stat(statistics.fmean(values), statistics.pstdev(values))

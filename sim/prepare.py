@@ -1,0 +1,58 @@
+"""From trace records to simulation jobs, counting every record that needs a decision.
+
+What is done with awkward records (SPEC §9, traces/README.md):
+
+* no processors (allocated <= 0): the requested number if there is one, else dropped;
+* wider than the machine: dropped;
+* unknown run time (< 0): dropped; zero run time: kept (it ends as it starts);
+* no estimate (requested time <= 0): the run time is the estimate;
+* run time above the estimate: the estimate is raised to the run time (the
+  trace's run time already shows what the real scheduler allowed);
+* cancelled jobs (status 5) that ran are kept, like any other.
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+
+from gangsched.sim.jobs import SimJob
+from gangsched.workload.swf import SwfJob
+
+
+@dataclass(frozen=True)
+class Prepared:
+    jobs: list[SimJob]
+    awkward: Counter[str]  # what was done -> how many records
+    dropped: int
+
+
+def prepare(records: list[SwfJob], procs: int) -> Prepared:
+    awkward: Counter[str] = Counter()
+    jobs = []
+    for record in records:
+        size = record.procs
+        if size <= 0:
+            if record.req_procs <= 0:
+                awkward["dropped: no processors"] += 1
+                continue
+            size = record.req_procs
+            awkward["no allocated processors: used the request"] += 1
+        if size > procs:
+            awkward["dropped: wider than the machine"] += 1
+            continue
+        if record.run_time < 0:
+            awkward["dropped: unknown run time"] += 1
+            continue
+        if record.run_time == 0:
+            awkward["zero run time"] += 1
+        estimate = record.req_time
+        if estimate <= 0:
+            estimate = record.run_time
+            awkward["no estimate: used the run time"] += 1
+        elif record.run_time > estimate:
+            estimate = record.run_time
+            awkward["ran past its estimate: estimate raised"] += 1
+        if record.status == 5:
+            awkward["cancelled, kept as it ran"] += 1
+        jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size))
+    dropped = sum(count for what, count in awkward.items() if what.startswith("dropped"))
+    return Prepared(jobs, awkward, dropped)
