@@ -44,8 +44,10 @@ def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_clu
 
     runnable_job = []  # the job whose tasks all run, sampled every 20 ms for 4 s
     utilization = {compute: [], io: []}
+    samples = 0
     deadline = time.monotonic() + 4.0
     while time.monotonic() < deadline:
+        samples += 1
         stopped = {job: sum(p.status() == psutil.STATUS_STOPPED for p in procs)
                    for job, procs in tasks.items()}
         if stopped[compute] == 0 and stopped[io] == 4:
@@ -58,7 +60,7 @@ def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_clu
         time.sleep(0.02)
 
     # a stop takes a few ms to show: most samples see exactly one job running
-    assert len(runnable_job) > 0.7 * 4.0 / 0.02 * 0.8
+    assert len(runnable_job) >= 0.7 * samples
     turns = sum(1 for a, b in zip(runnable_job, runnable_job[1:]) if a != b)
     assert 14 <= turns <= 26  # 4 s of 200 ms quanta: about 20 turns
     assert statistics.median(utilization[compute]) >= 90
