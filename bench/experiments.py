@@ -13,7 +13,6 @@ writes a CSV of what it measured, a PNG plot and a markdown table.
   pairing over time, with and without sharp-change detection.
 """
 
-import csv
 import statistics
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from matplotlib.figure import Figure
 
 from gangsched.bench.dynamic import run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
+from gangsched.bench.report import write_csv
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
@@ -39,13 +39,6 @@ class Experiment:
     title: str
     runs: int
     run: Callable[[Path, float, Advance], str]  # (out, seconds, advance) -> markdown
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def _markdown(header: list[str], rows: list[list[Any]]) -> str:
@@ -67,7 +60,7 @@ def l1(out: Path, seconds: float, advance: Advance) -> str:
             rows += [{"io_jobs": io, "policy": policy, "job": r.job, "kind": r.kind,
                       "barriers_per_s": round(r.barriers_per_s, 3)} for r in results]
             advance(f"L1 mix {io} {policy}")
-    _write_csv(out / "l1.csv", rows)
+    write_csv(out / "l1.csv", rows)
 
     def mean(io: int, policy: str, kind: str) -> float | None:
         found = [r["barriers_per_s"] for r in rows
@@ -124,7 +117,7 @@ def l2(out: Path, seconds: float, advance: Advance) -> str:
             served = _count(after.partner_quanta, slot) - _count(before.partner_quanta, slot)
             rows.append({"matching": matching, "slot": slot, "partner_fraction": round(served / busy, 4)})
         advance(f"L2 {matching}")
-    _write_csv(out / "l2.csv", rows)
+    write_csv(out / "l2.csv", rows)
 
     figure = Figure(figsize=(8, 3.5), layout="constrained")
     axes = figure.subplots(1, 2, sharey=True)
@@ -164,7 +157,7 @@ def l3(out: Path, seconds: float, advance: Advance) -> str:
                 rows.append({"sweep": sweep, "value": value, "policy": policy, "kind": kind,
                              "barriers_per_s": round(statistics.mean(rates), 3)})
             advance(f"L3 {sweep}={value:g} {policy}")
-    _write_csv(out / "l3.csv", rows)
+    write_csv(out / "l3.csv", rows)
 
     figure = Figure(figsize=(10, 4), layout="constrained")
     for axis, sweep, label in zip(figure.subplots(1, 2), ("nodes", "compute_ms"),
@@ -208,7 +201,7 @@ def l4(out: Path, seconds: float, advance: Advance) -> str:
                           "response_s": round(r.response_s, 2), "slowdown": round(r.slowdown, 2),
                           "finished": int(r.finished)} for index, r in enumerate(results)]
                 advance(f"L4 {mix} load {load} {policy}")
-    _write_csv(out / "l4.csv", rows)
+    write_csv(out / "l4.csv", rows)
 
     def mean(mix: str, load: float, policy: str, metric: str) -> float:
         return statistics.mean(r[metric] for r in rows
@@ -251,7 +244,7 @@ def l5(out: Path, seconds: float, advance: Advance) -> str:
             with running(client, [job_spec(phased, NODES) for _ in range(4)], warmup_s=0.0) as job_ids:
                 rows += _sample_quanta(client, job_ids, seconds, quantum_ms, "on" if sharp else "off")
         advance(f"L5 sharp-change {'on' if sharp else 'off'}")
-    _write_csv(out / "l5.csv", rows)
+    write_csv(out / "l5.csv", rows)
 
     figure = Figure(figsize=(14, 5), layout="constrained")
     axes = figure.subplots(2, 4, sharex=True, sharey=True)

@@ -1,6 +1,5 @@
 """`gang bench`: start a fresh local cluster, measure, print the figures, tear it down."""
 
-import csv
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -10,10 +9,11 @@ from rich.console import Console
 from rich.table import Table
 
 from gangsched.bench.mix import run_mix
-from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.bench.report import write_csv
 from gangsched.bench.switch import run_switch, unscheduled_cpu_rate
 from gangsched.cli.options import cluster_options
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
+from gangsched.jobs.synthetic import SyntheticJob
 
 console = Console()
 
@@ -79,8 +79,5 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, **shape: Any
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(path, rows)
     console.print(f"wrote {path}")

@@ -115,7 +115,7 @@ class MasterCore:
             spec=spec,
             state=JobState.PENDING,
             submit_time=self._clock.time(),
-            predictor=UtilizationPredictor(self.config.sharp_change),
+            predictor=self._predictor(),
         )
         self._jobs[job.job_id] = job
         self._store.save(job)
@@ -293,7 +293,7 @@ class MasterCore:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
         now = self._clock.monotonic()
         for job in self._store.active():
-            job.predictor = UtilizationPredictor(self.config.sharp_change)
+            job.predictor = self._predictor()
             self._jobs[job.job_id] = job
             if job.state is not JobState.RUNNING:
                 continue
@@ -310,6 +310,9 @@ class MasterCore:
                 self._barriers.reserve(job.node_names[0], job.barrier_port)
         if self._jobs:
             log.info("recovered %d jobs from the store", len(self._jobs))
+
+    def _predictor(self) -> UtilizationPredictor:
+        return UtilizationPredictor(self.config.sharp_change)
 
     def _reconcile_tasks(self, hello: NodeHello) -> None:
         reported = {(task.job_id, task.rank) for task in hello.tasks}
@@ -420,7 +423,7 @@ class MasterCore:
         job.requeues += 1
         job.node_names, job.start_time, job.barrier_port = [], None, None
         job.util_pct, job.quantum_utils = None, {}
-        job.predictor = UtilizationPredictor(self.config.sharp_change)
+        job.predictor = self._predictor()
         job.reason = f"requeued: {job.reason}"
         self._store.save(job)
 

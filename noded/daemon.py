@@ -147,12 +147,11 @@ class NodeDaemon:
 
     @staticmethod
     def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
-        before = task.cpu_ns
         runnable_ns = now_ns - task.runnable_since_ns if was_runnable else 0
         task.runnable_since_ns = now_ns
         return TaskSample.model_construct(
             job_id=task.job_id,
-            cpu_ns=task.read_cpu_ns() - before,
+            cpu_ns=task.take_cpu_ns(),
             runnable_ns=runnable_ns,
             progress=task.read_progress(),
         )
@@ -239,8 +238,8 @@ class NodeDaemon:
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
         del self._tasks[task.job_id]
-        before, progress = task.cpu_ns, task.read_progress()
-        cpu_ns = task.read_cpu_ns() - before  # the zombie's clock still reads until reaped
+        progress = task.read_progress()
+        cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         returncode = task.reap()
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
         self._report_exit(task.job_id, task.rank, returncode, None, cpu_ns, progress)

@@ -50,6 +50,11 @@ class Task:
             pass
         return self.cpu_ns
 
+    def take_cpu_ns(self) -> int:
+        """CPU time used since the previous reading."""
+        before = self.cpu_ns
+        return self.read_cpu_ns() - before
+
     def read_progress(self) -> int:
         try:
             return int.from_bytes(os.pread(self.progress_fd, PROGRESS_BYTES, 0), "little")

@@ -124,14 +124,15 @@ def alternates(
     band: float = BAND,
 ) -> list[int]:
     """Jobs of other rows that may also run on the nodes both selected rows leave idle."""
-    if not selected:
-        return []
     busy = {node for row in selected for node in matrix.rows[row]}
     idle = set(nodes) - busy
+    if not selected or not idle:  # the usual quantum on the switch path: nothing to fill
+        return []
     running = matrix.rows[selected[0]]
+    already = {job for row in selected for job in matrix.rows[row].values()}
     chosen: list[int] = []
     for job in matrix.jobs():
-        if job in exclusive_jobs or any(job in matrix.rows[row].values() for row in selected):
+        if job in exclusive_jobs or job in already:
             continue
         job_nodes = set(matrix.nodes_of(job))
         if job_nodes <= idle and _within_band(running, predictions, predictions.get(job, ALONE), band):
