@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from gangsched.policy.backfill import EasyPolicy, FcfsPolicy
-from gangsched.sim.engine import Policy, simulate
+from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
+from gangsched.policy.interface import Policy
+from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Stat, Summary, summarize
 from gangsched.sim.prepare import prepare
@@ -22,7 +23,9 @@ from gangsched.workload.scaling import at_load
 from gangsched.workload.swf import SwfJob, modelled_job, read_swf, write_swf
 
 console = Console()
-POLICIES: dict[str, Callable[[int], Policy]] = {"fcfs": FcfsPolicy, "easy": EasyPolicy}
+POLICIES: dict[str, Callable[[int], Policy]] = {
+    "fcfs": FcfsPolicy, "easy": EasyPolicy, "conservative": ConservativePolicy,
+}
 
 
 @click.command()

@@ -1,43 +1,54 @@
-"""Space-sharing policies: FCFS and EASY backfilling (seed 002 §2's baselines, SPEC §6).
+"""Space-sharing policies: FCFS, EASY and conservative backfilling (seed 002 §2's baselines, SPEC §6).
 
-Each job gets its processors to itself from start to end (rate 1). Jobs wait
-in arrival order. FCFS starts jobs from the head of the queue while they fit.
-EASY (Lifka) also starts a later job when it fits now and does not delay the
-head: it ends, by its estimate, before the head's reserved start (the
-"shadow" time), or it only uses processors the head will not need then.
+Each job gets its processors to itself from start to end (rate 1), in arrival
+order unless backfilled.
 
-Invariant (EASY): the head of the queue never starts later than the shadow
-time computed when it became the head.
+* FCFS starts jobs from the head of the queue while they fit.
+* EASY (Lifka) also starts a later job when it fits now and does not delay the
+  head: it ends, by its estimate, before the head's reserved start (the
+  "shadow" time), or it only uses processors the head will not need then.
+  Invariant: the head never starts later than the shadow time computed when it
+  became the head.
+* Conservative backfilling gives every job a reservation on arrival, at the
+  first hole of the profile that holds it. When a job ends before its
+  estimate, the queue is compressed: in arrival order, each job moves to the
+  earliest hole that now holds it. Invariant: no job ever starts later than
+  its first reservation.
 """
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+from typing import Generic, TypeVar
 
-from gangsched.sim.jobs import SimJob
+from gangsched.policy.interface import Decision, Job
+from gangsched.policy.profile import Profile
+
+_EPSILON = 1e-9
 
 
 @dataclass
 class _SpaceSharing:
     procs: int
     free: int = 0
-    queue: list[SimJob] = field(default_factory=list)
+    queue: list[Job] = field(default_factory=list)
     ends: dict[int, tuple[float, int]] = field(default_factory=dict)  # running: estimated end, procs
 
     def __post_init__(self) -> None:
         self.free = self.procs
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, job: Job, now: float) -> None:
         self.queue.append(job)
 
-    def finish(self, job: SimJob, now: float) -> None:
+    def finish(self, job: Job, now: float) -> None:
         self.free += self.ends.pop(job.job_id)[1]
 
-    def _start(self, job: SimJob, now: float, started: dict[int, float]) -> None:
+    def _start(self, job: Job, now: float, started: Decision) -> None:
         self.free -= job.procs
         self.ends[job.job_id] = (now + job.estimate, job.procs)
-        started[job.job_id] = 1.0
+        started.rates[job.job_id] = 1.0
 
-    def _start_from_head(self, now: float, started: dict[int, float]) -> None:
+    def _start_from_head(self, now: float, started: Decision) -> None:
         while self.queue and self.queue[0].procs <= self.free:
             self._start(self.queue.pop(0), now, started)
 
@@ -45,8 +56,8 @@ class _SpaceSharing:
 class FcfsPolicy(_SpaceSharing):
     name = "fcfs"
 
-    def schedule(self, now: float) -> Mapping[int, float]:
-        started: dict[int, float] = {}
+    def schedule(self, now: float) -> Decision:
+        started = Decision()
         self._start_from_head(now, started)
         return started
 
@@ -54,8 +65,8 @@ class FcfsPolicy(_SpaceSharing):
 class EasyPolicy(_SpaceSharing):
     name = "easy"
 
-    def schedule(self, now: float) -> Mapping[int, float]:
-        started: dict[int, float] = {}
+    def schedule(self, now: float) -> Decision:
+        started = Decision()
         self._start_from_head(now, started)
         if not self.queue:
             return started
@@ -80,3 +91,74 @@ class EasyPolicy(_SpaceSharing):
             if available >= needed:
                 return max(end, now), available - needed
         return float("inf"), 0  # unreachable: a prepared job always fits the machine
+
+
+@dataclass
+class Plan:
+    """A queued job's place in the profile."""
+
+    job: Job
+    start: float
+
+    @property
+    def end(self) -> float:
+        return self.start + self.job.estimate
+
+
+PlanT = TypeVar("PlanT", bound=Plan)
+
+
+class PlanningPolicy(Generic[PlanT]):
+    """The common ground of profile-based backfilling: reservations that start when due."""
+
+    name = "planning"
+
+    def __init__(self, procs: int) -> None:
+        self.profile = Profile(procs)
+        self.planned: dict[int, PlanT] = {}  # arrival order
+        self.running: dict[int, tuple[float, int]] = {}  # estimated end, procs
+
+    def finish(self, job: Job, now: float) -> None:
+        end, procs = self.running.pop(job.job_id)
+        if end > now:
+            self.profile.advance(now)
+            self.profile.release(procs, now, end)
+            self._replan(now)
+
+    def schedule(self, now: float) -> Decision:
+        started = Decision()
+        for job_id, plan in list(self.planned.items()):
+            if plan.start <= now + _EPSILON:
+                del self.planned[job_id]
+                self.running[job_id] = (plan.end, plan.job.procs)
+                started.rates[job_id] = 1.0
+        # a plan's start is not always the end of another job: compression can move that job away
+        started.wake_at = min((plan.start for plan in self.planned.values()), default=None)
+        return started
+
+    def _replan(self, now: float) -> None:
+        """Use the room a job left by ending before its estimate."""
+        compress(self.profile, list(self.planned.values()), now)
+
+
+class ConservativePolicy(PlanningPolicy[Plan]):
+    name = "conservative"
+
+    def submit(self, job: Job, now: float) -> None:
+        self.profile.advance(now)
+        start = self.profile.earliest(job.procs, job.estimate, now)
+        self.profile.reserve(job.procs, start, start + job.estimate)
+        self.planned[job.job_id] = Plan(job, start)
+
+
+def compress(profile: Profile, plans: Sequence[Plan], now: float) -> None:
+    """Move each plan, in the order given, to the earliest hole that holds it; none moves later."""
+    for plan in plans:
+        if plan.start <= now:
+            continue
+        job = plan.job
+        earlier = profile.earliest(job.procs, job.estimate, now, limit=plan.start)
+        if earlier < plan.start:
+            profile.release(job.procs, plan.start, plan.end)
+            profile.reserve(job.procs, earlier, earlier + job.estimate)
+            plan.start = earlier

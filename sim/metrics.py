@@ -1,5 +1,6 @@
 """The metrics of SPEC §8 over a finished schedule."""
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,4 +69,5 @@ def bounded_slowdown(job: SimJob) -> float:
 def _stat(values: list[float]) -> Stat:
     if not values:
         return Stat(0.0, 0.0)
-    return Stat(statistics.fmean(values), statistics.pstdev(values))
+    mean = math.fsum(values) / len(values)
+    return Stat(mean, math.sqrt(math.fsum((value - mean) ** 2 for value in values) / len(values)))

@@ -5,7 +5,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangsched.policy.backfill import EasyPolicy, FcfsPolicy
+from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
+from gangsched.policy.interface import Job
+from gangsched.policy.slack import Heuristic, SlackPolicy, SlackSettings
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.prepare import prepare
@@ -41,6 +43,42 @@ def test_easy_backfills_only_what_does_not_delay_the_head():
     assert starts(jobs) == {1: 0, 2: 10, 3: 2, 4: 15}
 
 
+FIG_4 = tuple((0, procs, run, run) for procs, run in ((4, 10), (4, 20), (8, 10), (6, 10), (4, 10)))
+
+
+def test_seed_000_fig_4_backfilling_fills_the_hole_before_job_3():
+    """8 processors: job 3 waits for job 2; backfilling runs job 5 in the hole between job 1 and job 3."""
+    for policy, job_5 in ((FcfsPolicy, 40), (EasyPolicy, 10), (ConservativePolicy, 10)):
+        jobs = jobs_of(*FIG_4)
+        simulate(jobs, policy(8))
+        assert starts(jobs) == {1: 0, 2: 0, 3: 20, 4: 30, 5: job_5}, policy.name
+
+
+def test_easy_delays_a_queued_job_that_conservative_protects():
+    jobs = [
+        (0, 2, 10, 10),  # 1 holds 2 of 4 processors until 10
+        (1, 3, 10, 10),  # 2, the head: reserved at 10, leaving 1 processor spare
+        (2, 4, 10, 10),  # 3 needs the machine: after 2, at 20
+        (3, 1, 100, 100),  # 4 fits now on the spare processor, but holds it past 20
+    ]
+    easy, conservative = jobs_of(*jobs), jobs_of(*jobs)
+    simulate(easy, EasyPolicy(4))
+    simulate(conservative, ConservativePolicy(4))
+    assert starts(easy) == {1: 0, 2: 10, 3: 103, 4: 3}
+    assert starts(conservative) == {1: 0, 2: 10, 3: 20, 4: 30}
+
+
+def test_slack_delays_a_job_within_its_slack_when_that_is_cheaper():
+    """A wide job may wait a little so that a narrow one starts at once instead of waiting long."""
+    jobs = jobs_of(
+        (0, 4, 10, 10),  # 1 has the machine until 10
+        (1, 4, 10, 10),  # 2 planned at 10
+        (2, 1, 10, 10),  # 3: conservatively at 20; with slack, before 2
+    )
+    simulate(jobs, SlackPolicy(4, SlackSettings(slack_factor=1, average_wait_s=100)))
+    assert starts(jobs) == {1: 0, 2: 20, 3: 10}
+
+
 def test_a_job_ending_early_frees_its_processors_at_once():
     jobs = jobs_of((0, 4, 2, 100), (1, 4, 1, 1))  # 1 was expected to run 100 s, runs 2
     simulate(jobs, EasyPolicy(4))
@@ -61,10 +99,18 @@ workloads = st.lists(
 )
 
 
+SPACE_SHARING = [FcfsPolicy, EasyPolicy, ConservativePolicy, SlackPolicy,
+                 lambda procs: SlackPolicy(procs, SlackSettings(heuristic=Heuristic.DC, average_wait_s=20))]
+
+
+def estimated(rows: list[tuple[int, int, int, int]]) -> list[SimJob]:
+    return jobs_of(*[(submit, procs, run, run + slack) for submit, procs, run, slack in rows])
+
+
 @settings(max_examples=200, deadline=None)
-@given(workloads, st.sampled_from([FcfsPolicy, EasyPolicy]))
+@given(workloads, st.sampled_from(SPACE_SHARING))
 def test_every_job_runs_once_for_its_run_time_within_the_machine(rows, policy):
-    jobs = jobs_of(*[(submit, procs, run, run + slack) for submit, procs, run, slack in rows])
+    jobs = estimated(rows)
     simulate(jobs, policy(8))
     for job in jobs:
         assert job.start is not None and job.end is not None
@@ -91,7 +137,7 @@ class RecordingEasy(EasyPolicy):
 @settings(max_examples=200, deadline=None)
 @given(workloads)
 def test_easy_never_delays_the_head_past_its_reservation(rows):
-    jobs = jobs_of(*[(submit, procs, run, run + slack) for submit, procs, run, slack in rows])
+    jobs = estimated(rows)
     policy = RecordingEasy(8)
     simulate(jobs, policy)
     for job in jobs:
@@ -105,3 +151,44 @@ def test_the_same_workload_gives_the_same_schedule():
     simulate(first, EasyPolicy(8))
     simulate(second, EasyPolicy(8))
     assert starts(first) == starts(second)
+
+
+class RecordingConservative(ConservativePolicy):
+    def __init__(self, procs: int) -> None:
+        super().__init__(procs)
+        self.reserved: dict[int, float] = {}
+
+    def submit(self, job: Job, now: float) -> None:
+        super().submit(job, now)
+        self.reserved[job.job_id] = self.planned[job.job_id].start
+
+
+@settings(max_examples=200, deadline=None)
+@given(workloads)
+def test_conservative_never_delays_a_job_past_its_first_reservation(rows):
+    jobs = estimated(rows)
+    policy = RecordingConservative(8)
+    simulate(jobs, policy)
+    assert all(job.start is not None and job.start <= policy.reserved[job.job_id] for job in jobs)
+
+
+class RecordingSlack(SlackPolicy):
+    """Slack backfilling that remembers each job's latest start allowed: first plan plus initial slack."""
+
+    def __init__(self, procs: int, heuristic: Heuristic) -> None:
+        super().__init__(procs, SlackSettings(heuristic=heuristic, average_wait_s=15))
+        self.latest: dict[int, float] = {}
+
+    def submit(self, job: Job, now: float) -> None:
+        super().submit(job, now)
+        plan = self.planned[job.job_id]
+        self.latest[job.job_id] = plan.start + plan.initial_slack
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads, st.sampled_from(list(Heuristic)))
+def test_slack_is_never_exceeded(rows, heuristic):
+    jobs = estimated(rows)
+    policy = RecordingSlack(8, heuristic)
+    simulate(jobs, policy)
+    assert all(job.start is not None and job.start <= policy.latest[job.job_id] + 1e-6 for job in jobs)

@@ -1,0 +1,43 @@
+"""What every batch policy offers, so that the simulator and the live master drive them alike.
+
+A policy hears of each arrival and each departure, and after every batch of
+events at one instant decides which jobs run at what rate: 1.0 for a job that
+has its processors to itself, a fraction for one that time-shares them (gang
+scheduling), 0 for one that is suspended. It names only the jobs whose rate
+changed, and may ask to be woken at a later instant (a planned start). A
+policy that migrates jobs also charges them the work lost to
+checkpoint and restart. Policies read the clock they are given and nothing
+else, so one workload always gives one schedule.
+"""
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class Job(Protocol):
+    """A job as a policy may see it: never its real run time, only the user's estimate."""
+
+    job_id: int
+    submit: float
+    procs: int
+    estimate: float
+    user_priority: float  # seed 002's UP and PP; PP -1 marks a user over quota
+    political_priority: float
+
+
+@dataclass
+class Decision:
+    rates: dict[int, float] = field(default_factory=dict)  # job id -> new rate
+    extra_work: dict[int, float] = field(default_factory=dict)  # job id -> seconds of work lost
+    wake_at: float | None = None  # when to decide again even if no job arrives or ends
+
+
+class Policy(Protocol):
+    name: str
+
+    def submit(self, job: Job, now: float) -> None: ...
+
+    def finish(self, job: Job, now: float) -> None: ...
+
+    def schedule(self, now: float) -> Decision: ...
+

@@ -1,0 +1,107 @@
+"""A profile of free processors over future time, the planning board of backfilling.
+
+The profile is a step function kept as two parallel lists: ``free[i]``
+processors are free from ``times[i]`` until ``times[i + 1]``; the last step
+lasts forever. Reservations subtract from it, releases add back, and steps
+that become equal to their neighbour are merged so the lists stay as short as
+the number of distinct planned events.
+
+Queries walk the steps once (O(steps)); a reservation touches only the steps it
+covers. Reservations take absolute ends, so that releasing exactly what was
+reserved never leaves a sliver behind through float rounding. Zero-length
+reservations change nothing: a job of no duration only needs its processors at
+one instant.
+"""
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+INFINITY = float("inf")
+
+
+@dataclass
+class Profile:
+    procs: int
+    times: list[float] = field(default_factory=lambda: [0.0])
+    free: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.free:
+            self.free = [self.procs]
+
+    def copy(self) -> "Profile":
+        return Profile(self.procs, self.times[:], self.free[:])
+
+    def advance(self, now: float) -> None:
+        """Forget the steps wholly in the past."""
+        index = bisect_right(self.times, now) - 1
+        if index > 0:
+            del self.times[:index]
+            del self.free[:index]
+        self.times[0] = max(self.times[0], now)
+
+    def earliest(self, procs: int, duration: float, after: float, limit: float = INFINITY) -> float:
+        """The first instant from ``after`` with ``procs`` free for ``duration``; ``limit`` if none before it.
+
+        The window is clipped at ``limit``, so that a job holding a reservation
+        that starts at ``limit`` learns where it could move without releasing
+        it first: from its own start on, its own processors are free to it.
+        """
+        times, free = self.times, self.free
+        index = max(bisect_right(times, after) - 1, 0)
+        start = after
+        last = len(times) - 1
+        while start < limit:
+            if free[index] < procs:
+                index += 1
+                if index > last:
+                    return limit
+                start = times[index]
+                continue
+            if index == last or times[index + 1] >= min(start + duration, limit):
+                return start
+            index += 1
+        return limit
+
+    def fits(self, procs: int, start: float, end: float) -> bool:
+        """Whether ``procs`` are free all through [start, end)."""
+        times, free = self.times, self.free
+        index = max(bisect_right(times, start) - 1, 0)
+        while index < len(times) and times[index] < end:
+            if free[index] < procs:
+                return False
+            index += 1
+        return True
+
+    def reserve(self, procs: int, start: float, end: float) -> None:
+        self._add(-procs, start, end)
+
+    def release(self, procs: int, start: float, end: float) -> None:
+        self._add(procs, start, end)
+
+    def free_at(self, instant: float) -> int:
+        return self.free[max(bisect_right(self.times, instant) - 1, 0)]
+
+    def _add(self, delta: int, start: float, end: float) -> None:
+        if end <= start:
+            return
+        first = self._split(start)
+        last = self._split(end)
+        free = self.free
+        for index in range(first, last):
+            free[index] += delta
+        # merge equal neighbours at both edges; the inside was uniform before and stays so
+        for index in (last, first):
+            if 0 < index < len(free) and free[index] == free[index - 1]:
+                del self.times[index]
+                del free[index]
+
+    def _split(self, instant: float) -> int:
+        """The index of the step that begins at ``instant``, making one if needed."""
+        times = self.times
+        index = bisect_right(times, instant) - 1
+        if index >= 0 and times[index] == instant:
+            return index
+        times.insert(index + 1, instant)
+        self.free.insert(index + 1, self.free[max(index, 0)])
+        return index + 1
