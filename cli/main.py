@@ -1,42 +1,28 @@
-"""`gang`: run the daemons, bring a local cluster up and down, submit and watch jobs.
+"""`gang`: run the daemons, bring a local cluster up and down, submit and watch jobs, simulate.
 
-The job commands mirror Slurm's: ``submit`` (sbatch), ``queue`` (squeue),
-``cancel`` (scancel), ``nodes`` (sinfo), plus ``matrix`` for the Ousterhout
-matrix. They reach the master given by ``--master``, else GANG_MASTER, else
-the local cluster started by ``gang cluster up``.
+Every subcommand lives in its own module, imported only when called, so that
+`gang sim` never loads zmq and `gang queue` never loads matplotlib.
 """
 
-import functools
-import getpass
 import importlib
-import os
-import shutil
 import sys
-import time
-from collections.abc import Callable
-from typing import Any
 
 import click
-from rich.console import Console
-from rich.live import Live
-
-from gangsched.cli import views
-from gangsched.cli.options import build, cluster_options, settings_options
-from gangsched.deploy.local import ClusterConfig, ClusterError, LocalCluster
-from gangsched.jobs.ioserver import IoServerSettings
-from gangsched.jobs.synthetic import KINDS, SyntheticJob
-from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.master.settings import MasterSettings
-from gangsched.noded.settings import NodeSettings
-from gangsched.protocol.messages import JobSpec
-
-console = Console()
 
 
 class LazyGroup(click.Group):
-    """Subcommands imported only when called, so `gang queue` never loads matplotlib."""
+    """Subcommands imported only when called."""
 
     lazy = {
+        "master": "gangsched.cli.daemons:master",
+        "noded": "gangsched.cli.daemons:noded",
+        "ioserver": "gangsched.cli.daemons:ioserver",
+        "cluster": "gangsched.cli.cluster:cluster",
+        "submit": "gangsched.cli.jobs:submit",
+        "queue": "gangsched.cli.jobs:queue",
+        "cancel": "gangsched.cli.jobs:cancel",
+        "nodes": "gangsched.cli.jobs:nodes",
+        "matrix": "gangsched.cli.jobs:matrix",
         "bench": "gangsched.cli.bench:bench",
         "experiment": "gangsched.cli.experiment:experiment",
         "sim": "gangsched.cli.sim:sim",
@@ -56,229 +42,6 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """gangsched: a cluster gang scheduler in the style of ParPar."""
-
-
-# ---------------------------------------------------------------- daemons
-
-
-@cli.command()
-@settings_options(MasterSettings)
-def master(**given: Any) -> None:
-    """Run the master daemon (job table, matrix, quantum timer)."""
-    from gangsched.daemon.logs import setup_logging
-    from gangsched.master.daemon import run_master
-
-    settings = build(MasterSettings, given)
-    setup_logging("master", settings.log_level)
-    run_master(settings)
-
-
-@cli.command()
-@settings_options(NodeSettings)
-def noded(**given: Any) -> None:
-    """Run a node daemon (launches tasks, applies switches, reports CPU use)."""
-    from gangsched.daemon.logs import setup_logging
-    from gangsched.noded.daemon import run_node
-
-    settings = build(NodeSettings, given)
-    setup_logging(f"noded[{settings.name}]", settings.log_level)
-    run_node(settings)
-
-
-@cli.command()
-@settings_options(IoServerSettings)
-def ioserver(**given: Any) -> None:
-    """Run the I/O server that synthetic I/O jobs write to."""
-    from gangsched.daemon.logs import setup_logging
-    from gangsched.jobs.ioserver import run_ioserver
-
-    settings = build(IoServerSettings, given)
-    setup_logging("ioserver", settings.log_level)
-    run_ioserver(settings)
-
-
-# ---------------------------------------------------------------- local cluster
-
-
-@cli.group()
-def cluster() -> None:
-    """The embedded local cluster: master, node daemons and I/O server as processes."""
-
-
-@cluster.command("up")
-@cluster_options
-def cluster_up(**shape: Any) -> None:
-    """Start a local cluster and wait until every node has registered."""
-    local = LocalCluster()
-    try:
-        state = local.up(ClusterConfig(**shape))
-    except ClusterError as error:
-        raise click.ClickException(str(error)) from None
-    console.print(f"cluster up: {shape['nodes']} nodes, quantum {shape['quantum_ms']} ms, "
-                  f"master at {state.master}; logs in {local.home}/logs")
-
-
-@cluster.command("down")
-def cluster_down() -> None:
-    """Stop the local cluster; the node daemons end every task first."""
-    stopped = LocalCluster().down()
-    console.print(f"stopped: {', '.join(stopped)}" if stopped else "no local cluster was running")
-
-
-@cluster.command("status")
-def cluster_status() -> None:
-    """Which daemons of the local cluster are alive."""
-    local = LocalCluster()
-    state = local.state()
-    if state is None:
-        console.print(f"no local cluster in {local.home}")
-        return
-    console.print(views.daemons(state, local.alive()))
-
-
-# ---------------------------------------------------------------- jobs
-
-
-def _master_endpoint(explicit: str | None) -> str:
-    if explicit:
-        return explicit
-    if os.environ.get("GANG_MASTER"):
-        return os.environ["GANG_MASTER"]
-    state = LocalCluster().state()
-    if state is None:
-        raise click.ClickException(
-            "no master: start a local one with `gang cluster up`, or give --master / GANG_MASTER"
-        )
-    return state.master
-
-
-def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Give the command a connected client; turn the master's refusals into one-line errors."""
-
-    @click.option("--master", "master_endpoint", default=None, help="the master's endpoint")
-    @functools.wraps(command)
-    def wrapper(master_endpoint: str | None, **kwargs: Any) -> Any:
-        try:
-            with MasterClient(_master_endpoint(master_endpoint)) as client:
-                return command(client, **kwargs)
-        except (MasterUnreachable, RequestRefused) as error:
-            raise click.ClickException(str(error)) from None
-
-    return wrapper
-
-
-@cli.command(context_settings={"allow_interspersed_args": False})
-@click.option("-n", "--nodes", type=click.IntRange(min=1), required=True, help="nodes, one task each")
-@click.option("--name", default=None, help="job name [the command's name]")
-@click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
-@click.option("--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="estimated run time in seconds")
-@click.option("--requeue", is_flag=True, help="back to the queue if a node of the job is lost")
-@click.option("--output", default=None, help="stdout+stderr file per task, %j job, %t rank "
-              "[the node's spool folder]")
-@click.option("--export", "exports", multiple=True, metavar="KEY=VALUE", help="set in the tasks' environment")
-@click.option("--synthetic", type=click.Choice(KINDS), default=None,
-              help="run the papers' synthetic program instead of a command")
-@click.option("--iterations", type=int, default=250, show_default=True, help="synthetic: barriers; 0 = forever")
-@click.option("--compute-ms", type=float, default=10.0, show_default=True, help="synthetic: CPU ms per iteration")
-@click.option("--io-writes", type=int, default=20, show_default=True, help="synthetic: writes per iteration")
-@click.option("--io-bytes", type=int, default=8193, show_default=True, help="synthetic: bytes per write")
-@click.option("--wait-ms", type=float, default=0.0, show_default=True,
-              help="synthetic: blocking wait per iteration")
-@click.option("--phases", type=int, default=12, show_default=True, help="phased: compute phases")
-@click.option("--phase-iterations", type=int, default=20, show_default=True,
-              help="phased: iterations of a compute phase")
-@click.argument("command", nargs=-1)
-@with_master
-def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None, **options: Any) -> None:
-    """Submit a job: `gang submit -n 4 -- ./prog args` or `gang submit -n 4 --synthetic io`."""
-    if bool(command) == bool(synthetic):
-        raise click.UsageError("give either a command after -- or --synthetic KIND")
-    if synthetic:
-        argv = SyntheticJob(
-            synthetic, options["iterations"], options["compute_ms"], options["io_writes"],
-            options["io_bytes"], options["wait_ms"], options["phases"], options["phase_iterations"],
-        ).argv()
-    else:
-        argv = list(command)
-        if client.endpoint.startswith("ipc://") and not shutil.which(argv[0]):
-            raise click.ClickException(f"command not found: {argv[0]}")
-    env = {}
-    for export in options["exports"]:
-        key, sep, value = export.partition("=")
-        if not sep or not key:
-            raise click.UsageError(f"--export takes KEY=VALUE, not {export!r}")
-        env[key] = value
-    spec = JobSpec(
-        name=options["name"] or synthetic or os.path.basename(argv[0]),
-        user=getpass.getuser(),
-        nodes=options["nodes"],
-        argv=argv,
-        cwd=os.getcwd(),
-        env=env,
-        exclusive=options["exclusive"],
-        estimate_s=options["estimate"],
-        requeue=options["requeue"],
-        output=options["output"],
-    )
-    console.print(f"submitted job {client.submit(spec)}")
-
-
-@cli.command()
-@click.option("-a", "--all", "include_finished", is_flag=True, help="finished jobs too")
-@click.argument("job_ids", nargs=-1, type=int)
-@with_master
-def queue(client: MasterClient, include_finished: bool, job_ids: tuple[int, ...]) -> None:
-    """List jobs, like squeue: state, nodes, elapsed time, utilization, barriers/s."""
-    jobs = client.jobs(list(job_ids) or None, include_finished)
-    missing = set(job_ids) - {job.job_id for job in jobs}
-    console.print(views.jobs(jobs, time.time()))
-    if missing:
-        raise click.ClickException(f"no such job: {', '.join(map(str, sorted(missing)))}")
-
-
-@cli.command()
-@click.argument("job_ids", nargs=-1, type=int, required=True)
-@with_master
-def cancel(client: MasterClient, job_ids: tuple[int, ...]) -> None:
-    """Cancel jobs, like scancel: their tasks get SIGTERM, then SIGKILL."""
-    failures = []
-    for job_id in job_ids:
-        try:
-            client.cancel(job_id, getpass.getuser())
-            console.print(f"job {job_id} cancelled")
-        except RequestRefused as error:
-            failures.append(error.reason)
-    if failures:
-        raise click.ClickException("; ".join(failures))
-
-
-@cli.command()
-@with_master
-def nodes(client: MasterClient) -> None:
-    """List nodes, like sinfo: state, CPU share, jobs, last heard from."""
-    console.print(views.nodes(client.nodes()))
-
-
-@cli.command()
-@click.option("--watch", is_flag=True, help="refresh every quantum until ^C")
-@with_master
-def matrix(client: MasterClient, watch: bool) -> None:
-    """Show the Ousterhout matrix: slots by nodes, the running slot marked."""
-    view = client.matrix()
-    if not watch:
-        console.print(views.matrix(view, client.jobs()))
-        return
-    with Live(views.matrix(view, client.jobs()), console=console, auto_refresh=False) as live:
-        try:
-            while True:
-                time.sleep(max(view.quantum_ms, 100) / 1000)
-                view = client.matrix()
-                live.update(views.matrix(view, client.jobs()), refresh=True)
-        except KeyboardInterrupt:
-            pass
-
-
 
 
 def main() -> None:

@@ -1,99 +1,214 @@
-"""`gang sim`: run a policy over a trace or a model workload and print the metrics."""
+"""`gang sim`: run a policy over a trace or a model workload; `gang sim sweep`: a load sweep."""
 
 import csv
 import dataclasses
+import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
-from gangsched.policy.interface import Policy
-from gangsched.sim.engine import simulate
+from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
-from gangsched.sim.metrics import Stat, Summary, summarize
+from gangsched.sim.metrics import Stat
 from gangsched.sim.prepare import prepare
+from gangsched.sim.runner import POLICY_NAMES, Choice, Outcome, prioritize, run_keeping_jobs
+from gangsched.sim.sweep import point_rows, sweep
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.lublin import lublin_jobs
-from gangsched.workload.scaling import at_load
+from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfJob, modelled_job, read_swf, write_swf
 
 console = Console()
-POLICIES: dict[str, Callable[[int], Policy]] = {
-    "fcfs": FcfsPolicy, "easy": EasyPolicy, "conservative": ConservativePolicy,
-}
 
 
-@click.command()
-@click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
-@click.option("--policy", type=click.Choice(sorted(POLICIES)), default="easy", show_default=True)
-@click.option("--procs", type=click.IntRange(min=1), default=None,
-              help="machine size [the trace's MaxProcs/MaxNodes; 128 for models]")
-@click.option("--model", type=click.Choice(["lublin", "downey"]), default=None,
-              help="generate the workload instead of reading a trace")
-@click.option("--jobs", "count", type=click.IntRange(min=1), default=10_000, show_default=True,
-              help="jobs to generate")
+class DefaultGroup(click.Group):
+    """A group whose first argument, when it names no subcommand, goes to ``run``: `gang sim TRACE`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultGroup)
+def sim() -> None:
+    """Simulate policies over traces (SWF, gzip or plain) or model workloads.
+
+    `gang sim TRACE` is `gang sim run TRACE`.
+    """
+
+
+def workload_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False),
+        click.option("--model", type=click.Choice(["lublin", "downey"]), default=None,
+                     help="generate the workload instead of reading a trace"),
+        click.option("--jobs", "count", type=click.IntRange(min=1), default=10_000, show_default=True,
+                     help="jobs to generate"),
+        click.option("--procs", type=click.IntRange(min=1), default=None,
+                     help="machine size [the trace's MaxProcs/MaxNodes; 128 for models]"),
+        click.option("--beta", type=click.FloatRange(0, 1), default=None, help="β-model estimates"),
+        click.option("--seed", type=int, default=1, show_default=True),
+    ]
+    return functools.reduce(lambda wrapped, option: option(wrapped), reversed(options), command)
+
+
+def policy_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    defaults = Choice()
+    options = [
+        click.option("--mpl", type=click.IntRange(min=1), default=defaults.mpl, show_default=True,
+                     help="matrix policies: rows at most"),
+        click.option("--cs", "context_switch", type=click.FloatRange(0, 0.5), default=0.0, show_default=True,
+                     help="context-switch overhead, a fraction of each slice"),
+        click.option("--q", "migrate_per_event", type=click.IntRange(min=0), default=None,
+                     help="mgs/mbgs: tasks migrated per event at most [no limit]"),
+        click.option("--migration-cost", "migration_cost_s", type=click.FloatRange(min=0), default=0.0,
+                     show_default=True, help="mgs/mbgs: seconds of one checkpoint and restart (C)"),
+        click.option("--alpha", type=click.FloatRange(0, 1), default=defaults.alpha, show_default=True,
+                     help="gs-largeq: large means estimate > alpha × the longest estimate"),
+        click.option("--jmax", "most_large", type=click.IntRange(min=1), default=defaults.most_large,
+                     show_default=True, help="gs-largeq: large jobs sharing a processor at most"),
+        click.option("--large-backfill/--large-fcfs", default=False, show_default=True,
+                     help="gs-largeq: the large jobs' queue"),
+        click.option("--sf", "slack_factor", type=click.FloatRange(min=0), default=defaults.slack.slack_factor,
+                     show_default=True, help="slack: slack factor"),
+        click.option("--awt", "average_wait_s", type=click.FloatRange(min=0, min_open=True),
+                     default=defaults.slack.average_wait_s, show_default=True,
+                     help="slack: the site's average wait time (s)"),
+        click.option("--heuristic", type=click.Choice([h.value for h in Heuristic]), default="ast",
+                     show_default=True, help="slack: the order delayed jobs are compressed in"),
+    ]
+    return functools.reduce(lambda wrapped, option: option(wrapped), reversed(options), command)
+
+
+def _choice(policy: str, given: dict[str, Any]) -> Choice:
+    slack = SlackSettings(slack_factor=given.pop("slack_factor"), average_wait_s=given.pop("average_wait_s"),
+                          heuristic=Heuristic(given.pop("heuristic")))
+    return Choice(policy=policy, slack=slack, **given)
+
+
+@sim.command("run")
+@workload_options
+@click.option("--policy", type=click.Choice(POLICY_NAMES), default="easy", show_default=True)
+@policy_options
 @click.option("--load", type=click.FloatRange(min=0, min_open=True), default=None,
               help="rescale arrivals to this offered load")
-@click.option("--beta", type=click.FloatRange(0, 1), default=None, help="β-model estimates")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--run-factor", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="multiply run times and estimates (seed 000's load factor)")
+@click.option("--priority-every", type=click.IntRange(min=1), default=None,
+              help="every N-th job gets user and political priority 1 (slack)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
 @click.option("--swf-out", type=click.Path(path_type=Path), default=None, help="the schedule as SWF")
-def sim(trace: Path | None, policy: str, procs: int | None, model: str | None, count: int,
-        load: float | None, beta: float | None, seed: int, csv_path: Path | None,
-        swf_out: Path | None) -> None:
-    """Simulate a policy over a trace (SWF, gzip or plain) or a model workload."""
-    if (trace is None) == (model is None):
-        raise click.UsageError("give a TRACE or --model, not both")
-    records, procs = _workload(trace, model, count, procs, seed)
+def run_command(trace: Path | None, model: str | None, count: int, procs: int | None, beta: float | None,
+                seed: int, policy: str, load: float | None, run_factor: float | None, priority_every: int | None,
+                csv_path: Path | None, swf_out: Path | None, **given: Any) -> None:
+    """Simulate one policy and print the metrics of SPEC §8."""
+    records, size = _workload(trace, model, count, procs, beta, seed)
     if load is not None:
-        records = at_load(records, procs, load)
-    if beta is not None:
-        records = beta_estimates(records, beta, seed)
-    prepared = prepare(records, procs)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{policy} on {procs} procs", total=len(prepared.jobs))
+        records = at_load(records, size, load)
+    if run_factor is not None:
+        records = scale_run_times(records, run_factor)
+    prepared = prepare(records, size)
+    jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
+    choice = _choice(policy, given)
+    with Progress(console=console, transient=True, auto_refresh=False) as bar:
+        task = bar.add_task(f"{choice.label()} on {size} procs", total=len(jobs))
         finished = 0
 
         def advance(done: int) -> None:
             nonlocal finished
             finished += done
-            if finished % 500 == 0:  # a redraw per job would cost more than the simulation
-                bar.update(task, completed=finished)
+            if finished % 1000 == 0:  # a redraw per job would cost more than the simulation
+                bar.update(task, completed=finished, refresh=True)
 
-        simulate(prepared.jobs, POLICIES[policy](procs), advance)
-    console.print(_table(summarize(prepared.jobs, procs), policy, procs))
+        outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
+    console.print(_table(outcome, size, offered_load(records, size)))
     for what, how_many in sorted(prepared.awkward.items()):
         console.print(f"  {how_many:>6}  {what}")
     if csv_path:
-        with open(csv_path, "w", newline="") as file:
-            writer = csv.writer(file)
-            writer.writerow(["job_id", "submit", "start", "end", "wait", "procs", "run_time", "estimate"])
-            for job in prepared.jobs:
-                writer.writerow([job.job_id, job.submit, job.start, job.end,
-                                 None if job.start is None else job.start - job.submit,
-                                 job.procs, job.run_time, job.estimate])
+        _write_jobs(csv_path, scheduled)
     if swf_out:
-        write_swf(swf_out, [_scheduled(job) for job in prepared.jobs],
-                  [f"; MaxProcs: {procs}", f"; Note: scheduled by gangsched {policy}"])
+        write_swf(swf_out, [_scheduled(job) for job in scheduled],
+                  [f"; MaxProcs: {size}", f"; Note: scheduled by gangsched {choice.label()}"])
 
 
-def _workload(trace: Path | None, model: str | None, count: int, procs: int | None,
+@sim.command("sweep")
+@workload_options
+@click.option("--policy", "policies", default="easy,gs,bgs", show_default=True,
+              help="comma-separated policies, each a curve")
+@policy_options
+@click.option("--loads", default="0.5,0.6,0.7,0.8,0.9", show_default=True,
+              help="comma-separated offered loads, or run-time factors with --scale run-times")
+@click.option("--scale", "scaling", type=click.Choice(["arrivals", "run-times"]), default="arrivals",
+              show_default=True, help="how the load is raised")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="worker processes [the cores]")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+def sweep_command(trace: Path | None, model: str | None, count: int, procs: int | None, beta: float | None,
+                  seed: int, policies: str, loads: str, scaling: str, workers: int | None, out: Path,
+                  **given: Any) -> None:
+    """Run policies over a range of loads in parallel and plot slowdown and wait against utilization."""
+    records, size = _workload(trace, model, count, procs, beta, seed)
+    names = [name.strip() for name in policies.split(",") if name.strip()]
+    unknown = [name for name in names if name not in POLICY_NAMES]
+    if unknown:
+        raise click.UsageError(f"unknown policy {', '.join(unknown)}; choose from {', '.join(POLICY_NAMES)}")
+    try:
+        levels = [float(level) for level in loads.split(",")]
+    except ValueError:
+        raise click.UsageError(f"--loads must be numbers separated by commas, not {loads!r}") from None
+    choices = [_choice(name, dict(given)) for name in names]
+    out.mkdir(parents=True, exist_ok=True)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(f"{len(choices) * len(levels)} runs", total=len(choices) * len(levels))
+        points = sweep(records, size, choices, levels, "arrivals" if scaling == "arrivals" else "run-times",
+                       workers, done=lambda point: bar.advance(task))
+    table = Table(title=f"sweep on {size} procs, load by {scaling}")
+    rows = point_rows(points)
+    for column in ("policy", "load", "utilization", "wait_s", "bounded_slowdown", "loss_of_capacity"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*(str(row[column]) for column in
+                        ("policy", "load", "utilization", "wait_s", "bounded_slowdown", "loss_of_capacity")))
+    console.print(table)
+    from gangsched.sim.plots import write_sweep  # matplotlib only when plotting
+
+    paths = write_sweep(points, out, "sweep")
+    console.print("wrote " + ", ".join(str(path) for path in paths))
+
+
+def _workload(trace: Path | None, model: str | None, count: int, procs: int | None, beta: float | None,
               seed: int) -> tuple[list[SwfJob], int]:
+    if (trace is None) == (model is None):
+        raise click.UsageError("give a TRACE or --model, not both")
     if trace is not None:
         loaded = read_swf(trace)
         size = procs or loaded.max_procs()
         if size is None:
             raise click.UsageError(f"{trace} names no MaxProcs/MaxNodes: give --procs")
-        return loaded.jobs, size
-    size = procs or 128
-    if model == "lublin":
-        return lublin_jobs(count, size, seed), size
-    return downey_jobs(count, 0.7, seed, DowneyParameters(procs=size)), size
+        records = loaded.jobs
+    else:
+        size = procs or 128
+        records = (lublin_jobs(count, size, seed) if model == "lublin"
+                   else downey_jobs(count, 0.7, seed, DowneyParameters(procs=size)))
+    if beta is not None:
+        records = beta_estimates(records, beta, seed)
+    return records, size
+
+
+def _write_jobs(path: Path, jobs: list[SimJob]) -> None:
+    with open(path, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["job_id", "submit", "start", "end", "wait", "procs", "run_time", "estimate"])
+        for job in jobs:
+            writer.writerow([job.job_id, job.submit, job.start, job.end,
+                             None if job.start is None else job.start - job.submit,
+                             job.procs, job.run_time, job.estimate])
 
 
 def _scheduled(job: SimJob) -> SwfJob:
@@ -103,17 +218,25 @@ def _scheduled(job: SimJob) -> SwfJob:
     return dataclasses.replace(record, wait=wait, req_time=job.estimate)
 
 
-def _table(summary: Summary, policy: str, procs: int) -> Table:
-    table = Table(title=f"{policy}, {procs} procs: {summary.jobs} jobs, "
-                        f"utilization {summary.utilization:.3f}, {summary.unfinished} unfinished")
-    for column in ("jobs", "n", "wait (s)", "response (s)", "bounded slowdown"):
-        table.add_column(column, justify="right")
-    table.add_row("all", str(summary.jobs), _pm(summary.wait), _pm(summary.response),
-                  _pm(summary.bounded_slowdown))
-    for name, (n, waits, slowdowns) in summary.by_group.items():
-        table.add_row(name, str(n), _pm(waits), "", _pm(slowdowns))
+def _table(outcome: Outcome, procs: int, load: float) -> Table:
+    summary = outcome.summary
+    extras = [f"utilization {summary.utilization:.3f}", f"offered load {load:.3f}",
+              f"loss of capacity {summary.loss_of_capacity:.3f}",
+              f"response {summary.response.mean:,.0f} ± {summary.response.sd:,.0f} s"]
+    if outcome.average_slots is not None:
+        extras.append(f"average slots {outcome.average_slots:.2f}")
+    if outcome.migrations:
+        extras.append(f"migrations {outcome.migrations} ({outcome.migrated_tasks} tasks)")
+    table = Table(title=f"{outcome.choice.label()}, {procs} procs: {summary.jobs} jobs, "
+                        f"{summary.unfinished} unfinished", caption=", ".join(extras))
+    for column in ("jobs", "n", "wait (s)", "± sd", "bounded slowdown", "± sd"):
+        table.add_column(column, justify="right", no_wrap=True)
+    groups = [("all", summary.jobs, summary.wait, summary.bounded_slowdown),
+              *((name, n, waits, slowdowns) for name, (n, waits, slowdowns) in summary.by_group.items())]
+    for name, n, waits, slowdowns in groups:
+        table.add_row(name, str(n), *_pm(waits), *_pm(slowdowns))
     return table
 
 
-def _pm(stat: Stat) -> str:
-    return f"{stat.mean:,.1f} ± {stat.sd:,.1f}"
+def _pm(stat: Stat) -> tuple[str, str]:
+    return f"{stat.mean:,.1f}", f"{stat.sd:,.1f}"

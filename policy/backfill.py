@@ -16,6 +16,7 @@ order unless backfilled.
   its first reservation.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -127,13 +128,17 @@ class PlanningPolicy(Generic[PlanT]):
 
     def schedule(self, now: float) -> Decision:
         started = Decision()
-        for job_id, plan in list(self.planned.items()):
+        next_start = math.inf
+        for job_id, plan in self.planned.items():
             if plan.start <= now + _EPSILON:
-                del self.planned[job_id]
-                self.running[job_id] = (plan.end, plan.job.procs)
                 started.rates[job_id] = 1.0
+                self.running[job_id] = (plan.end, plan.job.procs)
+            elif plan.start < next_start:
+                next_start = plan.start
+        for job_id in started.rates:
+            del self.planned[job_id]
         # a plan's start is not always the end of another job: compression can move that job away
-        started.wake_at = min((plan.start for plan in self.planned.values()), default=None)
+        started.wake_at = next_start if next_start < math.inf else None
         return started
 
     def _replan(self, now: float) -> None:

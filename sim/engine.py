@@ -19,6 +19,14 @@ _EPSILON = 1e-9
 
 
 @dataclass
+class RunTotals:
+    """Integrals over the run that the job records alone cannot give."""
+
+    waiting_seconds: float = 0.0  # time during which some job waited
+    busy_while_waiting: float = 0.0  # ∫ Σ rate · procs over that time: processors doing work
+
+
+@dataclass
 class _Progress:
     job: SimJob
     work: float
@@ -28,7 +36,7 @@ class _Progress:
     version: int = 0
 
 
-def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None] | None = None) -> None:
+def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None] | None = None) -> RunTotals:
     """Run ``jobs`` under ``policy``; fills in their start and end."""
     pending = sorted(jobs, key=lambda job: (job.submit, job.job_id))
     by_id = {job.job_id: job for job in pending}
@@ -36,15 +44,24 @@ def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None]
     completions: list[tuple[float, int, int]] = []  # (end, job id, version)
     next_arrival = 0
     wake_at = math.inf
+    totals = RunTotals()
+    waiting = 0  # submitted, not started
+    busy = 0.0  # Σ rate · procs of the running jobs
+    last = 0.0
     while next_arrival < len(pending) or completions or wake_at < math.inf:
         arrival_time = pending[next_arrival].submit if next_arrival < len(pending) else math.inf
         now = min(arrival_time, completions[0][0] if completions else math.inf, wake_at)
+        if waiting:
+            totals.waiting_seconds += now - last
+            totals.busy_while_waiting += busy * (now - last)
+        last = now
         while completions and completions[0][0] <= now + _EPSILON:
             _, job_id, version = heapq.heappop(completions)
             state = running.get(job_id)
             if state is None or state.version != version:
                 continue  # superseded by a change of rate
             del running[job_id]
+            busy -= state.rate * state.job.procs
             state.job.end = now
             policy.finish(state.job, now)
             if progress:
@@ -52,21 +69,24 @@ def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None]
         while next_arrival < len(pending) and pending[next_arrival].submit <= now:
             policy.submit(pending[next_arrival], now)
             next_arrival += 1
+            waiting += 1
         decision = policy.schedule(now)
         wake_at = math.inf if decision.wake_at is None else max(decision.wake_at, now)
-        for job_id, extra in decision.extra_work.items():
-            running[job_id].work += extra
-        changed = decision.rates.keys() | decision.extra_work.keys()
+        changed = decision.rates.keys() | decision.extra_work.keys() if decision.extra_work else decision.rates
         for job_id in sorted(changed):
             state = running.get(job_id)
             if state is None:
                 job = by_id[job_id]
                 job.start = now
                 state = running[job_id] = _Progress(job, work=job.run_time, since=now)
+                waiting -= 1
+            state.work += decision.extra_work.get(job_id, 0.0)
             rate = decision.rates.get(job_id, state.rate)
+            busy += (rate - state.rate) * state.job.procs
             state.done += state.rate * (now - state.since)
             state.since, state.rate = now, rate
             state.version += 1
             if rate > 0:
                 end = now + max(0.0, state.work - state.done) / rate
                 heapq.heappush(completions, (end, job_id, state.version))
+    return totals

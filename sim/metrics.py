@@ -5,6 +5,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gangsched.sim.engine import RunTotals
 from gangsched.sim.jobs import SimJob
 
 TAU_S = 10.0  # bounded slowdown's floor (seed 000)
@@ -25,19 +26,20 @@ class Summary:
     response: Stat
     bounded_slowdown: Stat
     utilization: float
+    loss_of_capacity: float  # seed 000 eq. 2-3: processor time left idle while jobs waited
     by_group: dict[str, tuple[int, Stat, Stat]]  # group -> (jobs, wait, bounded slowdown)
 
 
-def summarize(jobs: list[SimJob], procs: int) -> Summary:
+def summarize(jobs: list[SimJob], procs: int, totals: RunTotals | None = None) -> Summary:
     done = [job for job in jobs if job.start is not None and job.end is not None]
     first = min((job.submit for job in done), default=0.0)
     last = max((job.end or 0.0 for job in done), default=0.0)
     median_run = statistics.median(job.run_time for job in done) if done else 0.0
     groups: dict[str, Callable[[SimJob], bool]] = {
-        f"small (<= {SMALL_PROCS} procs)": lambda job: job.procs <= SMALL_PROCS,
-        f"large (> {SMALL_PROCS} procs)": lambda job: job.procs > SMALL_PROCS,
-        "short (<= median run)": lambda job: job.run_time <= median_run,
-        "long (> median run)": lambda job: job.run_time > median_run,
+        f"small ≤{SMALL_PROCS}p": lambda job: job.procs <= SMALL_PROCS,
+        f"large >{SMALL_PROCS}p": lambda job: job.procs > SMALL_PROCS,
+        "short ≤median": lambda job: job.run_time <= median_run,
+        "long >median": lambda job: job.run_time > median_run,
     }
     return Summary(
         jobs=len(done),
@@ -46,6 +48,8 @@ def summarize(jobs: list[SimJob], procs: int) -> Summary:
         response=_stat([response(job) for job in done]),
         bounded_slowdown=_stat([bounded_slowdown(job) for job in done]),
         utilization=sum(job.procs * job.run_time for job in done) / (procs * (last - first)) if last > first else 0.0,
+        loss_of_capacity=(procs * totals.waiting_seconds - totals.busy_while_waiting) / (procs * (last - first))
+        if totals and last > first else 0.0,
         by_group={
             name: (len(members), _stat([wait(j) for j in members]), _stat([bounded_slowdown(j) for j in members]))
             for name, test in groups.items()

@@ -1,0 +1,408 @@
+"""Gang scheduling over the Ousterhout matrix: GS, BGS, MGS, MBGS (seeds 000 and 004, SPEC §4),
+and the queue for large jobs (seed 001, SPEC §5).
+
+The matrix is rebuilt at every scheduling event (an arrival or a departure):
+
+1. CleanMatrix: every job back to its home row only.
+2. CollapseMatrix-1: from the least to the most populated row, each job moves
+   to a more populated row where its columns are free.
+3. Schedule-1: the queue in priority order (FCFS); each job goes to the row
+   with the fewest free columns that holds it (best fit), or to a new row
+   while the MPL allows. GS stops at the first job that does not fit.
+4. With migration: CollapseMatrix-2, where a job may also move to other
+   columns of the target row (option 2) or push the jobs in its way to other
+   columns (option 1), whichever costs less, at most Q tasks per event; then
+   Schedule-2.
+5. FillMatrix-1: running jobs, in start order, are copied into rows where
+   their columns are free, one row per job per pass, until nothing changes;
+   with migration FillMatrix-2 also pushes aside jobs that appear nowhere
+   else (option 1 only).
+
+With backfilling (BGS, MBGS) Schedule goes on past a job that does not fit:
+that job gets a reservation in the row where it would start earliest, by the
+estimates under gang scheduling (dedicated estimate × MPL), and no later job,
+no move of CollapseMatrix, may break a reservation. FillMatrix ignores them:
+its copies are gone at the next event.
+
+A job in k of the R rows runs at rate k / R, less the context-switch overhead
+CS when rows alternate (the fluid view of round-robin time slices). Migration
+charges the jobs involved the time lost to checkpoint and restart: option 1
+costs A C/2 and each job in the way C; option 2 costs A C and each job in the
+way C/2 (seed 000 eq. 4, 5). The Q limit applies per scheduling event, which
+in the fluid view is the time slice in which the matrix changes.
+
+The queue for large jobs: a job whose estimate exceeds α · t_max waits in its
+own queue, FCFS or backfilled; no processor is ever shared by more than j_max
+large jobs; small jobs enter the matrix at once (the number of rows is not
+capped). Large jobs are placed before small ones, so that a departure first
+lets the head of the large queue start.
+
+Invariants: no cell holds two jobs; a job has the same columns in every row it
+appears in; every running job has a home row, so it runs in every cycle.
+"""
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gangsched.policy.interface import Decision, Job
+from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row, lowest_columns
+
+
+@dataclass(frozen=True)
+class LargeJobs:
+    threshold_s: float  # α · t_max: an estimate above it makes a job large
+    most_sharing: int = 2  # j_max: large jobs sharing any one processor at most
+    backfill: bool = False
+
+
+@dataclass(frozen=True)
+class MatrixSettings:
+    mpl: int | None = 5  # rows at most; None: as many as the jobs need
+    backfill: bool = False
+    migration: bool = False
+    context_switch: float = 0.0  # CS: the fraction of each slice lost to switching
+    migration_cost_s: float = 0.0  # C: one checkpoint and restart
+    migrate_per_event: int | None = None  # Q, in tasks; None: no limit
+    large: LargeJobs | None = None
+
+    def __post_init__(self) -> None:
+        if self.large is not None and self.migration:
+            raise ValueError("the large-job queue is defined without migration (seed 001)")
+
+
+class MatrixPolicyKind(StrEnum):
+    GS = "gs"
+    BGS = "bgs"
+    MGS = "mgs"
+    MBGS = "mbgs"
+    GS_LARGE_QUEUE = "gs-largeq"
+
+
+@dataclass
+class MatrixStats:
+    slot_seconds: float = 0.0  # ∫ rows dt, for the average number of time slots (seed 001)
+    seconds: float = 0.0
+    migrations: int = 0
+    migrated_tasks: int = 0
+
+    @property
+    def average_slots(self) -> float:
+        return self.slot_seconds / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class _Reservation:
+    row: Row
+    start: float
+    end: float
+
+
+@dataclass
+class _Event:
+    """What one scheduling event may still spend and has charged."""
+
+    budget: float
+    extra_work: dict[int, float] = field(default_factory=dict)
+
+    def charge(self, placed: Placed, seconds: float) -> None:
+        if seconds:
+            job_id = placed.job.job_id
+            self.extra_work[job_id] = self.extra_work.get(job_id, 0.0) + seconds
+
+
+class MatrixPolicy:
+    def __init__(self, procs: int, settings: MatrixSettings, name: str = "gs") -> None:
+        self.name = name
+        self.settings = settings
+        self.matrix = OusterhoutMatrix(procs, backfilled=settings.backfill)
+        self.queue: list[Job] = []
+        self.large_queue: list[Job] = []
+        self.reservations: dict[int, _Reservation] = {}
+        self.rates: dict[int, float] = {}
+        self.stats = MatrixStats()
+        self._last_event: float | None = None
+        self._freed = False  # since the last event; else no reservation can improve
+
+    def submit(self, job: Job, now: float) -> None:
+        large = self.settings.large
+        if large is not None and job.estimate > large.threshold_s:
+            self.large_queue.append(job)
+        else:
+            self.queue.append(job)
+
+    def finish(self, job: Job, now: float) -> None:
+        self.matrix.end(job.job_id, now)
+        del self.rates[job.job_id]
+        self._freed = True
+
+    def schedule(self, now: float) -> Decision:
+        self._account(now)
+        settings, matrix = self.settings, self.matrix
+        if settings.backfill:
+            for row in matrix.rows:
+                row.profile.advance(now)
+        event = _Event(budget=math.inf if settings.migrate_per_event is None else settings.migrate_per_event)
+        matrix.clean()
+        self._collapse(now, event, migrate=False)
+        self._schedule_queues(now)
+        if settings.migration:
+            self._collapse(now, event, migrate=True)
+            self._schedule_queues(now)
+        self._fill(event, migrate=False)
+        if settings.migration:
+            self._fill(event, migrate=True)
+        self._freed = False
+        return Decision(rates=self._rate_changes(), extra_work=event.extra_work)
+
+    # CollapseMatrix
+
+    def _collapse(self, now: float, event: _Event, migrate: bool) -> None:
+        matrix = self.matrix
+        for source in sorted(matrix.rows, key=lambda row: row.population):
+            # moves only make the source emptier and the targets fuller: the targets stay valid
+            targets = sorted((row for row in matrix.rows if row.population > source.population),
+                             key=lambda row: -row.population)
+            for placed in list(source.homes.values()) if targets else ():
+                for target in targets:
+                    if self._move(placed, target, now, event, migrate):
+                        self._freed = True
+                        break
+        for row in matrix.drop_empty_rows():
+            for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
+                del self.reservations[job_id]
+
+    def _move(self, placed: Placed, target: Row, now: float, event: _Event, migrate: bool) -> bool:
+        in_the_way = placed.columns & target.occupied
+        if in_the_way and not migrate:
+            return False
+        if not target.admits(placed.columns.bit_count(), now, placed.estimated_end):
+            return False
+        if not in_the_way:
+            self.matrix.move(placed, target, now)
+            return True
+        return self._migrate(placed, target, now, event)
+
+    def _migrate(self, placed: Placed, target: Row, now: float, event: _Event) -> bool:
+        """Move ``placed`` into ``target`` on other columns, or push aside the jobs in its way."""
+        matrix, cost = self.matrix, self.settings.migration_cost_s
+        width = placed.columns.bit_count()
+        in_the_way = matrix.blocking(placed, target)
+        pushed = sum(other.columns.bit_count() for other in in_the_way)
+        free = target.free(matrix.full)
+        room_beside = (free | _union(in_the_way)) & ~placed.columns
+        options = []
+        if pushed <= event.budget and room_beside.bit_count() >= pushed:
+            options.append((cost / 2 * width + cost * pushed, 1))
+        if width <= event.budget and free.bit_count() >= width:
+            options.append((cost * width + cost / 2 * pushed, 2))
+        if not options:
+            return False
+        _, option = min(options)
+        if option == 1:
+            self._push_aside(in_the_way, target, room_beside, event)
+            matrix.move(placed, target, now)
+            event.charge(placed, cost / 2)
+            tasks = pushed
+        else:
+            matrix.move(placed, target, now, columns=lowest_columns(free, width))
+            event.charge(placed, cost)
+            for other in in_the_way:
+                event.charge(other, cost / 2)
+            tasks = width
+        event.budget -= tasks
+        self.stats.migrations += 1
+        self.stats.migrated_tasks += tasks
+        return True
+
+    def _push_aside(self, in_the_way: list[Placed], row: Row, room: int, event: _Event) -> None:
+        for other in in_the_way:
+            row.occupied &= ~other.columns
+        for other in in_the_way:
+            columns = lowest_columns(room, other.columns.bit_count())
+            room &= ~columns
+            other.columns = columns
+            row.occupied |= columns
+            event.charge(other, self.settings.migration_cost_s)
+
+    # Schedule
+
+    def _schedule_queues(self, now: float) -> None:
+        large = self.settings.large
+        if large is not None:
+            self._schedule_large(now, large)
+        self._schedule(self.queue, now, self.matrix.full)
+
+    def _schedule(self, queue: list[Job], now: float, allowed: int) -> None:
+        backfill = self.settings.backfill
+        waiting = []
+        for index, job in enumerate(queue):
+            reservation = self.reservations.get(job.job_id)
+            if reservation is not None and not self._freed:
+                waiting.append(job)  # nothing ended or moved: it can start no sooner
+                continue
+            if reservation is not None:
+                del self.reservations[job.job_id]
+                reservation.row.profile.release(job.procs, reservation.start, reservation.end)
+            if self._place(job, now, allowed):
+                continue
+            if not backfill:
+                waiting.extend(queue[index:])
+                break
+            self._reserve(job, now)
+            waiting.append(job)
+        queue[:] = waiting
+
+    def _place(self, job: Job, now: float, allowed: int) -> bool:
+        matrix, width = self.matrix, job.procs
+        end = now + job.estimate * self._slots_for_estimates()
+        best: Row | None = None
+        best_free = 0
+        fewest = matrix.width + 1
+        for row in matrix.rows:
+            free = row.free(matrix.full) & allowed
+            count = free.bit_count()
+            if width <= count < fewest and row.admits(width, now, end):
+                best, best_free, fewest = row, free, count
+        mpl = self.settings.mpl
+        if best is None:
+            if (mpl is not None and len(matrix.rows) >= mpl) or allowed.bit_count() < width:
+                return False
+            best, best_free = matrix.new_row(), allowed
+        matrix.start(job, best, lowest_columns(best_free, width), now, end)
+        self.rates[job.job_id] = 0.0
+        return True
+
+    def _reserve(self, job: Job, now: float) -> None:
+        duration = job.estimate * self._slots_for_estimates()
+        starts = [(row.profile.earliest(job.procs, duration, now), index)
+                  for index, row in enumerate(self.matrix.rows)]
+        start, index = min(starts)
+        row = self.matrix.rows[index]
+        row.profile.reserve(job.procs, start, start + duration)
+        self.reservations[job.job_id] = _Reservation(row, start, start + duration)
+
+    def _slots_for_estimates(self) -> int:
+        """MPL for BGS; the current number of slots under the large-job queue (seed 001)."""
+        return self.settings.mpl or max(len(self.matrix.rows), 1)
+
+    def _schedule_large(self, now: float, large: LargeJobs) -> None:
+        waiting = []
+        shadow: float | None = None
+        for index, job in enumerate(self.large_queue):
+            allowed = self.matrix.full & ~self._saturated(large.most_sharing)
+            fits_in_time = shadow is None or now + job.estimate * self._slots_for_estimates() <= shadow
+            if fits_in_time and self._place(job, now, allowed):
+                continue
+            waiting.append(job)
+            if not large.backfill:
+                waiting.extend(self.large_queue[index + 1:])
+                break
+            if shadow is None:
+                shadow = self._large_shadow(job, large.most_sharing)
+        self.large_queue[:] = waiting
+
+    def _large_jobs(self) -> list[Placed]:
+        threshold = self.settings.large.threshold_s if self.settings.large else math.inf
+        return [placed for placed in self.matrix.placed.values() if placed.job.estimate > threshold]
+
+    def _saturated(self, most_sharing: int, ending: frozenset[int] = frozenset()) -> int:
+        """The columns already shared by ``most_sharing`` large jobs (ignoring those ``ending``)."""
+        covered = [0] * most_sharing  # covered[i]: columns under more than i large jobs
+        for placed in self._large_jobs():
+            if placed.job.job_id in ending:
+                continue
+            for level in range(most_sharing - 1, 0, -1):
+                covered[level] |= covered[level - 1] & placed.columns
+            covered[0] |= placed.columns
+        return covered[-1]
+
+    def _large_shadow(self, head: Job, most_sharing: int) -> float:
+        """When enough columns will be open to large jobs for the head, by the estimated ends."""
+        ending: set[int] = set()
+        for placed in sorted(self._large_jobs(), key=lambda placed: placed.estimated_end):
+            ending.add(placed.job.job_id)
+            open_columns = self.matrix.full & ~self._saturated(most_sharing, frozenset(ending))
+            if open_columns.bit_count() >= head.procs:
+                return placed.estimated_end
+        return math.inf
+
+    # FillMatrix
+
+    def _fill(self, event: _Event, migrate: bool) -> None:
+        matrix = self.matrix
+        changed = True
+        while changed:
+            changed = False
+            open_rows = [row for row in matrix.rows if row.occupied != matrix.full]
+            if not open_rows:
+                return
+            for placed in matrix.placed.values():
+                columns = placed.columns
+                for row in open_rows:
+                    # a row that holds the job has its columns taken, by the job itself
+                    if not columns & row.occupied or (
+                        migrate and not row.holds(placed) and self._make_room(placed, row, event)
+                    ):
+                        matrix.copy(placed, row)
+                        changed = True
+                        break
+
+    def _make_room(self, placed: Placed, row: Row, event: _Event) -> bool:
+        """FillMatrix-2: push aside the jobs in the way if they appear nowhere else (option 1)."""
+        copied = _union(list(row.copies.values()))
+        in_the_way = self.matrix.blocking(placed, row)
+        if copied & placed.columns or any(other.copies for other in in_the_way):
+            return False
+        pushed = sum(other.columns.bit_count() for other in in_the_way)
+        room = (row.free(self.matrix.full) | _union(in_the_way)) & ~placed.columns
+        if pushed > event.budget or room.bit_count() < pushed:
+            return False
+        self._push_aside(in_the_way, row, room, event)
+        event.charge(placed, self.settings.migration_cost_s / 2)
+        event.budget -= pushed
+        self.stats.migrations += 1
+        self.stats.migrated_tasks += pushed
+        return True
+
+    # rates and statistics
+
+    def _rate_changes(self) -> dict[int, float]:
+        rows = len(self.matrix.rows)
+        switching = 1.0 if rows <= 1 else 1.0 - self.settings.context_switch
+        changes = {}
+        for job_id, placed in self.matrix.placed.items():
+            rate = (1 + placed.copies) / rows * switching
+            if self.rates.get(job_id) != rate:
+                self.rates[job_id] = changes[job_id] = rate
+        return changes
+
+    def _account(self, now: float) -> None:
+        if self._last_event is not None:
+            elapsed = now - self._last_event
+            self.stats.seconds += elapsed
+            self.stats.slot_seconds += len(self.matrix.rows) * elapsed
+        self._last_event = now
+
+
+def _union(placed: list[Placed]) -> int:
+    columns = 0
+    for each in placed:
+        columns |= each.columns
+    return columns
+
+
+def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,
+                  migration_cost_s: float = 0.0, migrate_per_event: int | None = None,
+                  large: LargeJobs | None = None) -> MatrixPolicy:
+    """One of the papers' matrix policies by name."""
+    settings = MatrixSettings(
+        mpl=None if kind is MatrixPolicyKind.GS_LARGE_QUEUE else mpl,
+        backfill=kind in (MatrixPolicyKind.BGS, MatrixPolicyKind.MBGS),
+        migration=kind in (MatrixPolicyKind.MGS, MatrixPolicyKind.MBGS),
+        context_switch=context_switch,
+        migration_cost_s=migration_cost_s,
+        migrate_per_event=migrate_per_event,
+        large=large if kind is MatrixPolicyKind.GS_LARGE_QUEUE else None,
+    )
+    return MatrixPolicy(procs, settings, name=kind.value)
