@@ -78,6 +78,41 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, **shape: Any
         _write_csv(csv_path, [asdict(result)])
 
 
+@bench.command()
+@click.option("--policy", "policies", default="gs,bgs,mgs,mbgs", show_default=True,
+              help="comma-separated matrix policies")
+@click.option("--nodes", type=click.IntRange(min=2), default=320, show_default=True)
+@click.option("--mpl", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--queued", type=click.IntRange(min=1), default=200, show_default=True, help="jobs waiting")
+@click.option("--events", type=click.IntRange(min=10), default=300, show_default=True, help="events timed")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_path: Path | None) -> None:
+    """Time one scheduling event (a departure, an arrival, the matrix rebuilt) on a full machine."""
+    from gangsched.bench.event import measure_events
+    from gangsched.policy.matrix_policy import MatrixPolicyKind
+
+    kinds = []
+    for name in (name.strip() for name in policies.split(",")):
+        if name not in ("gs", "bgs", "mgs", "mbgs"):
+            raise click.UsageError(f"--policy takes gs, bgs, mgs, mbgs, not {name!r}")
+        kinds.append(MatrixPolicyKind(name))
+    table = Table(title=f"one scheduling event: {nodes} nodes, MPL {mpl}, {queued} queued, {events} events")
+    columns = ("policy", "queued", "running", "rows", "median_ms", "p95_ms", "max_ms")
+    for column in columns:
+        table.add_column(column, justify="right")
+    rows = []
+    for kind in kinds:
+        times = measure_events(kind, nodes, mpl, queued, events)
+        row = {"policy": kind.value, "queued": times.queued, "running": times.running, "rows": times.rows,
+               "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
+               "max_ms": round(times.max_ms, 3)}
+        table.add_row(*(str(row[column]) for column in columns))
+        rows.append(row)
+    console.print(table)
+    if csv_path:
+        _write_csv(csv_path, rows)
+
+
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     write_csv(path, rows)
     console.print(f"wrote {path}")

@@ -162,7 +162,7 @@ def compress(profile: Profile, plans: Sequence[Plan], now: float) -> None:
         if plan.start <= now:
             continue
         job = plan.job
-        earlier = profile.earliest(job.procs, job.estimate, now, limit=plan.start)
+        earlier = profile.earlier_start(job.procs, job.estimate, now, held=plan.start)
         if earlier < plan.start:
             profile.release(job.procs, plan.start, plan.end)
             profile.reserve(job.procs, earlier, earlier + job.estimate)

@@ -42,6 +42,7 @@ appears in; every running job has a home row, so it runs in every cycle.
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -95,7 +96,11 @@ class MatrixStats:
 class _Reservation:
     row: Row
     start: float
-    end: float
+    duration: float
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
 
 
 @dataclass
@@ -122,7 +127,8 @@ class MatrixPolicy:
         self.rates: dict[int, float] = {}
         self.stats = MatrixStats()
         self._last_event: float | None = None
-        self._freed = False  # since the last event; else no reservation can improve
+        self._freed = False  # since the last event; else no queued job can start any sooner
+        self._roomier: set[Row] = set()  # rows whose profile gained room: where reservations may move up
 
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
@@ -132,6 +138,7 @@ class MatrixPolicy:
             self.queue.append(job)
 
     def finish(self, job: Job, now: float) -> None:
+        self._roomier.add(self.matrix.placed[job.job_id].home)
         self.matrix.end(job.job_id, now)
         del self.rates[job.job_id]
         self._freed = True
@@ -153,6 +160,7 @@ class MatrixPolicy:
         if settings.migration:
             self._fill(event, migrate=True)
         self._freed = False
+        self._roomier.clear()
         return Decision(rates=self._rate_changes(), extra_work=event.extra_work)
 
     # CollapseMatrix
@@ -167,6 +175,7 @@ class MatrixPolicy:
                 for target in targets:
                     if self._move(placed, target, now, event, migrate):
                         self._freed = True
+                        self._roomier.add(source)
                         break
         for row in matrix.drop_empty_rows():
             for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
@@ -187,9 +196,11 @@ class MatrixPolicy:
         """Move ``placed`` into ``target`` on other columns, or push aside the jobs in its way."""
         matrix, cost = self.matrix, self.settings.migration_cost_s
         width = placed.columns.bit_count()
+        free = target.free(matrix.full)
+        if free.bit_count() < width or event.budget <= 0:
+            return False  # either way the target ends up holding the job as well
         in_the_way = matrix.blocking(placed, target)
         pushed = sum(other.columns.bit_count() for other in in_the_way)
-        free = target.free(matrix.full)
         room_beside = (free | _union(in_the_way)) & ~placed.columns
         options = []
         if pushed <= event.budget and room_beside.bit_count() >= pushed:
@@ -235,23 +246,32 @@ class MatrixPolicy:
 
     def _schedule(self, queue: list[Job], now: float, allowed: int) -> None:
         backfill = self.settings.backfill
+        room = self._room(allowed)
         waiting = []
         for index, job in enumerate(queue):
-            reservation = self.reservations.get(job.job_id)
-            if reservation is not None and not self._freed:
+            held = self.reservations.get(job.job_id)
+            if held is not None and not self._freed:
                 waiting.append(job)  # nothing ended or moved: it can start no sooner
                 continue
-            if reservation is not None:
+            if held is not None:
                 del self.reservations[job.job_id]
-                reservation.row.profile.release(job.procs, reservation.start, reservation.end)
-            if self._place(job, now, allowed):
+                held.row.profile.release(job.procs, held.start, held.end)
+            if job.procs <= room and self._place(job, now, allowed):
+                room = self._room(allowed)
                 continue
             if not backfill:
                 waiting.extend(queue[index:])
                 break
-            self._reserve(job, now)
+            self._reserve(job, now, held)
             waiting.append(job)
         queue[:] = waiting
+
+    def _room(self, allowed: int) -> int:
+        """The most columns a job could get now: in the emptiest row, or in a new one."""
+        mpl = self.settings.mpl
+        if mpl is None or len(self.matrix.rows) < mpl:
+            return allowed.bit_count()
+        return max(((row.free(self.matrix.full) & allowed).bit_count() for row in self.matrix.rows), default=0)
 
     def _place(self, job: Job, now: float, allowed: int) -> bool:
         matrix, width = self.matrix, job.procs
@@ -273,14 +293,24 @@ class MatrixPolicy:
         self.rates[job.job_id] = 0.0
         return True
 
-    def _reserve(self, job: Job, now: float) -> None:
+    def _reserve(self, job: Job, now: float, held: _Reservation | None) -> None:
+        """The earliest start over the rows; a reservation held before still holds, so only rows
+        that gained room since can offer an earlier one."""
         duration = job.estimate * self._slots_for_estimates()
-        starts = [(row.profile.earliest(job.procs, duration, now), index)
-                  for index, row in enumerate(self.matrix.rows)]
-        start, index = min(starts)
-        row = self.matrix.rows[index]
-        row.profile.reserve(job.procs, start, start + duration)
-        self.reservations[job.job_id] = _Reservation(row, start, start + duration)
+        best: _Reservation | None = None
+        rows: Iterable[Row] = self.matrix.rows
+        if held is not None and held.duration == duration:
+            best, rows = held, [row for row in self.matrix.rows if row in self._roomier]
+        for row in rows:
+            limit = best.start if best is not None else math.inf
+            start = row.profile.earliest(job.procs, duration, now, limit)
+            if start < limit:
+                best = _Reservation(row, start, duration)
+        assert best is not None  # a job no wider than the machine fits once every row's jobs have ended
+        if held is not None and best is not held:
+            self._roomier.add(held.row)
+        best.row.profile.reserve(job.procs, best.start, best.end)
+        self.reservations[job.job_id] = best
 
     def _slots_for_estimates(self) -> int:
         """MPL for BGS; the current number of slots under the large-job queue (seed 001)."""
@@ -350,6 +380,8 @@ class MatrixPolicy:
 
     def _make_room(self, placed: Placed, row: Row, event: _Event) -> bool:
         """FillMatrix-2: push aside the jobs in the way if they appear nowhere else (option 1)."""
+        if row.free(self.matrix.full).bit_count() < placed.columns.bit_count() or event.budget <= 0:
+            return False
         copied = _union(list(row.copies.values()))
         in_the_way = self.matrix.blocking(placed, row)
         if copied & placed.columns or any(other.copies for other in in_the_way):

@@ -13,7 +13,7 @@ reservations change nothing: a job of no duration only needs its processors at
 one instant.
 """
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 INFINITY = float("inf")
@@ -41,14 +41,22 @@ class Profile:
         self.times[0] = max(self.times[0], now)
 
     def earliest(self, procs: int, duration: float, after: float, limit: float = INFINITY) -> float:
-        """The first instant from ``after`` with ``procs`` free for ``duration``; ``limit`` if none before it.
+        """The first instant from ``after`` with ``procs`` free for ``duration``; ``limit`` if none before it."""
+        return self._scan(procs, duration, after, limit, clip=False)
 
-        The window is clipped at ``limit``, so that a job holding a reservation
-        that starts at ``limit`` learns where it could move without releasing
-        it first: from its own start on, its own processors are free to it.
+    def earlier_start(self, procs: int, duration: float, after: float, held: float) -> float:
+        """Where a job holding a reservation from ``held`` could start instead, without releasing it first.
+
+        From its own start on, its own processors are free to it, so only the
+        part of the window before ``held`` needs looking at. ``held`` if nowhere earlier.
         """
+        return self._scan(procs, duration, after, held, clip=True)
+
+    def _scan(self, procs: int, duration: float, after: float, limit: float, clip: bool) -> float:
         times, free = self.times, self.free
         index = max(bisect_right(times, after) - 1, 0)
+        if limit < INFINITY and max(free[index:bisect_left(times, limit, index)], default=procs) < procs:
+            return limit  # nowhere before the limit has room: decided at C speed
         start = after
         last = len(times) - 1
         while start < limit:
@@ -58,7 +66,7 @@ class Profile:
                     return limit
                 start = times[index]
                 continue
-            if index == last or times[index + 1] >= min(start + duration, limit):
+            if index == last or times[index + 1] >= (min(start + duration, limit) if clip else start + duration):
                 return start
             index += 1
         return limit
