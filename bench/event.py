@@ -42,7 +42,7 @@ class EventTimes:
 def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, events: int,
                    seed: int = 1) -> EventTimes:
     rng = random.Random(seed)
-    policy = matrix_policy(kind, nodes, mpl=mpl, migration_cost_s=10, migrate_per_event=nodes // 4)
+    policy = matrix_policy(kind, nodes, mpl=mpl, migration_cost_s=10, migrate_per_slice=nodes // 4)
     ids = iter(range(1, 1 << 30))
     now = 0.0
 

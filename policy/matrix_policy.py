@@ -11,7 +11,7 @@ The matrix is rebuilt at every scheduling event (an arrival or a departure):
    while the MPL allows. GS stops at the first job that does not fit.
 4. With migration: CollapseMatrix-2, where a job may also move to other
    columns of the target row (option 2) or push the jobs in its way to other
-   columns (option 1), whichever costs less, at most Q tasks per event; then
+   columns (option 1), whichever costs less, at most Q tasks per time slice; then
    Schedule-2.
 5. FillMatrix-1: running jobs, in start order, are copied into rows where
    their columns are free, one row per job per pass, until nothing changes;
@@ -28,8 +28,8 @@ A job in k of the R rows runs at rate k / R, less the context-switch overhead
 CS when rows alternate (the fluid view of round-robin time slices). Migration
 charges the jobs involved the time lost to checkpoint and restart: option 1
 costs A C/2 and each job in the way C; option 2 costs A C and each job in the
-way C/2 (seed 000 eq. 4, 5). The Q limit applies per scheduling event, which
-in the fluid view is the time slice in which the matrix changes.
+way C/2 (seed 000 eq. 4, 5). At most Q tasks migrate per time slice: the budget
+is renewed when the clock enters a new slice (200 s, as in seed 000).
 
 The queue for large jobs: a job whose estimate exceeds α · t_max waits in its
 own queue, FCFS or backfilled; no processor is ever shared by more than j_max
@@ -64,7 +64,8 @@ class MatrixSettings:
     migration: bool = False
     context_switch: float = 0.0  # CS: the fraction of each slice lost to switching
     migration_cost_s: float = 0.0  # C: one checkpoint and restart
-    migrate_per_event: int | None = None  # Q, in tasks; None: no limit
+    migrate_per_slice: int | None = None  # Q, in tasks; None: no limit
+    time_slice_s: float = 200.0
     large: LargeJobs | None = None
 
     def __post_init__(self) -> None:
@@ -129,6 +130,8 @@ class MatrixPolicy:
         self._last_event: float | None = None
         self._freed = False  # since the last event; else no queued job can start any sooner
         self._roomier: set[Row] = set()  # rows whose profile gained room: where reservations may move up
+        self._slice = -1
+        self._migration_budget = 0.0
 
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
@@ -149,7 +152,7 @@ class MatrixPolicy:
         if settings.backfill:
             for row in matrix.rows:
                 row.profile.advance(now)
-        event = _Event(budget=math.inf if settings.migrate_per_event is None else settings.migrate_per_event)
+        event = _Event(budget=self._budget(now))
         matrix.clean()
         self._collapse(now, event, migrate=False)
         self._schedule_queues(now)
@@ -161,7 +164,18 @@ class MatrixPolicy:
             self._fill(event, migrate=True)
         self._freed = False
         self._roomier.clear()
+        self._migration_budget = event.budget
         return Decision(rates=self._rate_changes(), extra_work=event.extra_work)
+
+    def _budget(self, now: float) -> float:
+        """The tasks that may still migrate in the current time slice."""
+        limit = self.settings.migrate_per_slice
+        if limit is None:
+            return math.inf
+        current = math.floor(now / self.settings.time_slice_s)
+        if current != self._slice:
+            self._slice, self._migration_budget = current, float(limit)
+        return self._migration_budget
 
     # CollapseMatrix
 
@@ -425,7 +439,7 @@ def _union(placed: list[Placed]) -> int:
 
 
 def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,
-                  migration_cost_s: float = 0.0, migrate_per_event: int | None = None,
+                  migration_cost_s: float = 0.0, migrate_per_slice: int | None = None,
                   large: LargeJobs | None = None) -> MatrixPolicy:
     """One of the papers' matrix policies by name."""
     settings = MatrixSettings(
@@ -434,7 +448,7 @@ def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_swit
         migration=kind in (MatrixPolicyKind.MGS, MatrixPolicyKind.MBGS),
         context_switch=context_switch,
         migration_cost_s=migration_cost_s,
-        migrate_per_event=migrate_per_event,
+        migrate_per_slice=migrate_per_slice,
         large=large if kind is MatrixPolicyKind.GS_LARGE_QUEUE else None,
     )
     return MatrixPolicy(procs, settings, name=kind.value)

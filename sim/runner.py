@@ -30,7 +30,7 @@ class Choice:
     policy: str = "easy"
     mpl: int = 5
     context_switch: float = 0.0  # CS, a fraction of the slice
-    migrate_per_event: int | None = None  # Q
+    migrate_per_slice: int | None = None  # Q
     migration_cost_s: float = 0.0  # C
     alpha: float = 0.5  # large: estimate > alpha * the longest estimate
     most_large: int = 2  # j_max
@@ -58,7 +58,7 @@ def build_policy(choice: Choice, procs: int, jobs: list[SimJob]) -> Policy:
     longest = max((job.estimate for job in jobs), default=0.0)
     return matrix_policy(
         MatrixPolicyKind(choice.policy), procs, mpl=choice.mpl, context_switch=choice.context_switch,
-        migration_cost_s=choice.migration_cost_s, migrate_per_event=choice.migrate_per_event,
+        migration_cost_s=choice.migration_cost_s, migrate_per_slice=choice.migrate_per_slice,
         large=LargeJobs(choice.alpha * longest, choice.most_large, choice.large_backfill),
     )
 
@@ -82,7 +82,7 @@ def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int,
     return outcome, scheduled
 
 
-def prioritize(jobs: list[SimJob], every: int) -> list[SimJob]:
-    """Every ``every``-th job gets user and political priority 1, the others 0 (seed 002 §3.3)."""
-    return [dataclasses.replace(job, user_priority=1.0, political_priority=1.0) if index % every == every - 1
-            else job for index, job in enumerate(jobs)]
+def prioritize(jobs: list[SimJob], every: int, priority: float = 1.0) -> list[SimJob]:
+    """Every ``every``-th job gets user and political priority ``priority``, the others 0 (seed 002 §3.3)."""
+    return [dataclasses.replace(job, user_priority=priority, political_priority=priority)
+            if index % every == every - 1 else job for index, job in enumerate(jobs)]

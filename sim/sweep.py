@@ -1,9 +1,10 @@
-"""Load sweeps: many simulations of one workload at several loads, in worker processes.
+"""Many simulations of one workload, in worker processes: load sweeps and the experiments.
 
 The workload's records go to each worker once (the pool's initializer); a task
-is only a policy choice and a load. Load is raised by dividing inter-arrival
-times (``arrivals``) or by multiplying run times and estimates (``run-times``,
-as seed 000 does with factors 1.0 to 1.8, where the "load" is that factor).
+is a ``Scenario``: a policy choice and what to do to the workload first. Load
+is raised by dividing inter-arrival times (``arrivals``) or by multiplying run
+times and estimates (``run-times``, as seed 000 does with factors 1.0 to 1.8,
+where the "load" is that factor).
 """
 
 import os
@@ -12,8 +13,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Literal
 
+from gangsched.sim.jobs import SimJob
 from gangsched.sim.prepare import prepare
-from gangsched.sim.runner import Choice, Outcome, run
+from gangsched.sim.runner import Choice, Outcome, prioritize, run_keeping_jobs
+from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.scaling import at_load, scale_run_times
 from gangsched.workload.swf import SwfJob
 
@@ -21,10 +24,34 @@ Scaling = Literal["arrivals", "run-times"]
 
 
 @dataclass(frozen=True)
+class Scenario:
+    choice: Choice
+    load: float = 1.0  # the offered load asked for, or the run-time factor
+    scaling: Scaling | None = None  # None: the workload as it is
+    beta: float | None = None  # β-model estimates instead of the workload's
+    seed: int = 1
+    priority_every: int | None = None  # every N-th job favoured (seed 002 §3.3)
+    priority: float = 1.0  # the favoured jobs' user and political priority
+    keep_jobs: bool = False  # send the scheduled jobs back, not only the summary
+
+    @property
+    def label(self) -> str:
+        return self.choice.label()
+
+
+@dataclass(frozen=True)
 class Point:
-    label: str
-    load: float  # the offered load asked for, or the run-time factor
+    scenario: Scenario
     outcome: Outcome
+    jobs: list[SimJob] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.scenario.label
+
+    @property
+    def load(self) -> float:
+        return self.scenario.load
 
 
 _records: list[SwfJob] = []
@@ -36,26 +63,44 @@ def _start_worker(records: list[SwfJob], procs: int) -> None:
     _records, _procs = records, procs
 
 
-def _run_point(choice: Choice, load: float, scaling: Scaling) -> Point:
-    records = at_load(_records, _procs, load) if scaling == "arrivals" else scale_run_times(_records, load)
-    return Point(choice.label(), load, run(choice, prepare(records, _procs).jobs, _procs))
+def simulate_scenario(scenario: Scenario, records: list[SwfJob], procs: int) -> Point:
+    if scenario.scaling == "arrivals":
+        records = at_load(records, procs, scenario.load)
+    elif scenario.scaling == "run-times":
+        records = scale_run_times(records, scenario.load)
+    if scenario.beta is not None:
+        records = beta_estimates(records, scenario.beta, scenario.seed)
+    jobs = prepare(records, procs).jobs
+    if scenario.priority_every:
+        jobs = prioritize(jobs, scenario.priority_every, scenario.priority)
+    outcome, scheduled = run_keeping_jobs(scenario.choice, jobs, procs)
+    return Point(scenario, outcome, scheduled if scenario.keep_jobs else None)
+
+
+def _in_worker(scenario: Scenario) -> Point:
+    return simulate_scenario(scenario, _records, _procs)
+
+
+def run_scenarios(records: list[SwfJob], procs: int, scenarios: Sequence[Scenario], workers: int | None = None,
+                  done: Callable[[Point], None] | None = None) -> list[Point]:
+    """Every scenario, in parallel; the points come back in the order asked for."""
+    points: dict[int, Point] = {}
+    with ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=_start_worker,
+                             initargs=(records, procs)) as pool:
+        futures = {pool.submit(_in_worker, scenario): index for index, scenario in enumerate(scenarios)}
+        for future in as_completed(futures):
+            points[futures[future]] = future.result()
+            if done:
+                done(points[futures[future]])
+    return [points[index] for index in range(len(scenarios))]
 
 
 def sweep(records: list[SwfJob], procs: int, choices: Sequence[Choice], loads: Sequence[float],
           scaling: Scaling = "arrivals", workers: int | None = None,
           done: Callable[[Point], None] | None = None) -> list[Point]:
-    """Every choice at every load; points come back in the order asked for."""
-    tasks = [(choice, load) for choice in choices for load in loads]
-    points: dict[tuple[Choice, float], Point] = {}
-    with ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=_start_worker,
-                             initargs=(records, procs)) as pool:
-        futures = {pool.submit(_run_point, choice, load, scaling): (choice, load) for choice, load in tasks}
-        for future in as_completed(futures):
-            point = future.result()
-            points[futures[future]] = point
-            if done:
-                done(point)
-    return [points[task] for task in tasks]
+    """Every choice at every load."""
+    scenarios = [Scenario(choice, load, scaling) for choice in choices for load in loads]
+    return run_scenarios(records, procs, scenarios, workers, done)
 
 
 def point_rows(points: Sequence[Point]) -> list[dict[str, object]]:

@@ -133,7 +133,7 @@ workloads = st.lists(
 
 
 def checked(kind: MatrixPolicyKind, mpl: int) -> Checked:
-    template = matrix_policy(kind, 8, mpl=mpl, context_switch=0.02, migration_cost_s=1, migrate_per_event=6,
+    template = matrix_policy(kind, 8, mpl=mpl, context_switch=0.02, migration_cost_s=1, migrate_per_slice=6,
                              large=LargeJobs(threshold_s=15, most_sharing=2, backfill=kind == "gs-largeq"))
     return Checked(8, template.settings, template.name)
 
