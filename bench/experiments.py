@@ -15,8 +15,6 @@ writes a CSV of what it measured, a PNG plot and a markdown table.
 
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +22,19 @@ from matplotlib.figure import Figure
 
 from gangsched.bench.dynamic import run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
-from gangsched.bench.report import write_csv
+from gangsched.bench.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 
-Advance = Callable[[str], None]  # reports one finished run to the progress bar
 NODES = 4
-
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    title: str
-    runs: int
-    run: Callable[[Path, float, Advance], str]  # (out, seconds, advance) -> markdown
-
-
-def _markdown(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- L1
 
 
-def l1(out: Path, seconds: float, advance: Advance) -> str:
+def l1(out: Path, options: ExperimentOptions, advance: Advance) -> str:
+    seconds = options.seconds
     rows: list[dict[str, Any]] = []
     for io in range(NODES + 1):
         for policy in ("strict", "paired"):
@@ -93,16 +77,17 @@ def l1(out: Path, seconds: float, advance: Advance) -> str:
         totals.append([io, f"{strict:.2f}", f"{paired:.2f}", f"{paired / strict:.2f}"])
     return (
         "Mean barriers/s per job, by kind:\n\n"
-        + _markdown(["I/O jobs", "kind", "strict", "paired", "paired/strict"], table)
+        + markdown_table(["I/O jobs", "kind", "strict", "paired", "paired/strict"], table)
         + "\n\nTotal barriers/s of the mix:\n\n"
-        + _markdown(["I/O jobs", "strict", "paired", "paired/strict"], totals)
+        + markdown_table(["I/O jobs", "strict", "paired", "paired/strict"], totals)
     )
 
 
 # ---------------------------------------------------------------- L2
 
 
-def l2(out: Path, seconds: float, advance: Advance) -> str:
+def l2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
+    seconds = options.seconds
     rows: list[dict[str, Any]] = []
     for matching in ("best-fit", "fair"):
         config = ClusterConfig(nodes=NODES, quantum_ms=500, policy="paired", matching=matching)
@@ -129,7 +114,7 @@ def l2(out: Path, seconds: float, advance: Advance) -> str:
     figure.suptitle("L2: how often each slot of four I/O-bound jobs was a partner")
     figure.savefig(out / "l2.png", dpi=120)
     table = [[r["matching"], r["slot"], f"{100 * r['partner_fraction']:.1f} %"] for r in rows]
-    return _markdown(["matching", "slot", "quanta as partner"], table)
+    return markdown_table(["matching", "slot", "quanta as partner"], table)
 
 
 def _count(counts: list[int], slot: int) -> int:
@@ -142,7 +127,8 @@ SIZES = (2, 4, 8)
 GRANULARITIES_MS = (5.0, 10.0, 20.0, 40.0)
 
 
-def l3(out: Path, seconds: float, advance: Advance) -> str:
+def l3(out: Path, options: ExperimentOptions, advance: Advance) -> str:
+    seconds = options.seconds
     rows: list[dict[str, Any]] = []
     sweeps = [("nodes", float(nodes), nodes, 10.0) for nodes in SIZES]
     sweeps += [("compute_ms", compute_ms, NODES, compute_ms) for compute_ms in GRANULARITIES_MS]
@@ -182,7 +168,7 @@ def l3(out: Path, seconds: float, advance: Advance) -> str:
          f"{rate(sweep, value, 'paired', kind) / rate(sweep, value, 'strict', kind):.2f}"]
         for sweep, value, _, _ in sweeps for kind in ("io", "compute")
     ]
-    return _markdown(["sweep", "value", "kind", "strict", "paired", "paired/strict"], table)
+    return markdown_table(["sweep", "value", "kind", "strict", "paired", "paired/strict"], table)
 
 
 # ---------------------------------------------------------------- L4
@@ -191,7 +177,8 @@ LOADS = (0.5, 0.8)
 L4_JOBS = 16
 
 
-def l4(out: Path, seconds: float, advance: Advance) -> str:
+def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
+    seconds = options.seconds
     rows: list[dict[str, Any]] = []
     for mix in ("homogeneous", "heterogeneous"):
         for load in LOADS:
@@ -227,14 +214,15 @@ def l4(out: Path, seconds: float, advance: Advance) -> str:
                           f"{mean(mix, load, 'strict', 'slowdown'):.2f}",
                           f"{mean(mix, load, 'paired', 'slowdown'):.2f}",
                           sum(1 - r["finished"] for r in rows if (r["mix"], r["load"]) == (mix, load))])
-    return _markdown(["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired",
+    return markdown_table(["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired",
                       "slowdown strict", "slowdown paired", "unfinished"], table)
 
 
 # ---------------------------------------------------------------- L5
 
 
-def l5(out: Path, seconds: float, advance: Advance) -> str:
+def l5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
+    seconds = options.seconds
     rows: list[dict[str, Any]] = []
     quantum_ms = 500
     for sharp in (20.0, 0.0):
@@ -273,7 +261,7 @@ def l5(out: Path, seconds: float, advance: Advance) -> str:
         "A phase change is a measured jump of more than 40 points; it is noticed when the\n"
         "prediction is within 20 points of the new phase or the job runs alone to be measured\n"
         "(lag counted in the job's own measured quanta).\n\n"
-        + _markdown(["sharp-change detection", "phase changes", "median lag", "max lag",
+        + markdown_table(["sharp-change detection", "phase changes", "median lag", "max lag",
                      "job-quanta paired"], table)
     )
 
@@ -320,7 +308,7 @@ def _detection_lags(series: list[dict[str, Any]]) -> list[int]:
     return lags
 
 
-EXPERIMENTS = {
+LIVE = {
     "L1": Experiment("L1", "barriers/s of job mixes, strict vs paired (seed 003 Fig. 7 top)", 10, l1),
     "L2": Experiment("L2", "partner fractions, best-fit vs fair matching (Fig. 7 bottom)", 2, l2),
     "L3": Experiment("L3", "cluster size and compute granularity (Figs. 8, 9)",

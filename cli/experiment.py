@@ -1,5 +1,9 @@
-"""`gang experiment ID --out DIR`: rerun one of the papers' experiments."""
+"""`gang experiment ID --out DIR`: rerun one of the papers' experiments (SPEC §10).
 
+L1-L5 run on fresh local clusters; S1-S6 in the simulator, in worker processes.
+"""
+
+import os
 from pathlib import Path
 
 import click
@@ -7,9 +11,18 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from gangsched.bench.experiments import EXPERIMENTS
+from gangsched.bench.experiments import LIVE
+from gangsched.bench.report import ExperimentOptions
+from gangsched.sim.experiments import SIMULATED
 
 console = Console()
+EXPERIMENTS = {**LIVE, **SIMULATED}
+
+
+def _kth_trace() -> Path | None:
+    folder = Path(os.environ.get("GANG_TRACES", "traces"))
+    found = sorted(folder.glob("KTH-SP2-1996*.swf*")) if folder.is_dir() else []
+    return found[0] if found else None
 
 
 @click.command()
@@ -17,19 +30,31 @@ console = Console()
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="folder for the CSV, PNG and markdown files")
 @click.option("--seconds", type=float, default=30.0, show_default=True,
-              help="measurement window of each run")
-def experiment(name: str, out: Path, seconds: float) -> None:
-    """Rerun an experiment of the papers on fresh local clusters (see SPEC §10)."""
+              help="L1-L5: measurement window of each run")
+@click.option("--jobs", type=click.IntRange(min=10), default=10_000, show_default=True,
+              help="S1-S5: jobs in the model workload")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="S1-S6: worker processes [the cores]")
+@click.option("--seeds", type=click.IntRange(min=1), default=None,
+              help="S3: model workloads to average each cell over [3]")
+@click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="S6: the KTH SP2 trace [KTH-SP2-1996*.swf* in $GANG_TRACES or ./traces]")
+def experiment(name: str, out: Path, seconds: float, jobs: int, workers: int | None, seeds: int | None,
+               trace: Path | None) -> None:
+    """Rerun an experiment of the papers: L1-L5 live, S1-S6 simulated."""
     chosen = EXPERIMENTS[name.upper()]
+    options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace or _kth_trace(),
+                                seeds=seeds or chosen.seeds)
+    if chosen.name == "S6" and options.trace is None:
+        raise click.UsageError("S6 simulates the KTH SP2 trace: give --trace PATH or set GANG_TRACES")
     out.mkdir(parents=True, exist_ok=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task(f"{chosen.name}: {chosen.title}", total=chosen.runs)
+        task = progress.add_task(f"{chosen.name}: {chosen.title}", total=chosen.runs * (options.seeds or 1))
 
         def advance(what: str) -> None:
             progress.update(task, advance=1, description=f"{chosen.name}: {what} done")
 
-        table = chosen.run(out, seconds, advance)
+        table = chosen.run(out, options, advance)
     report = f"# {chosen.name}: {chosen.title}\n\n{table}\n"
     path = out / f"{chosen.name.lower()}.md"
     path.write_text(report)

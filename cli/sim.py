@@ -22,7 +22,7 @@ from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.lublin import lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
-from gangsched.workload.swf import SwfJob, modelled_job, read_swf, write_swf
+from gangsched.workload.swf import SwfError, SwfJob, modelled_job, read_swf, write_swf
 
 console = Console()
 
@@ -187,7 +187,10 @@ def _workload(trace: Path | None, model: str | None, count: int, procs: int | No
     if (trace is None) == (model is None):
         raise click.UsageError("give a TRACE or --model, not both")
     if trace is not None:
-        loaded = read_swf(trace)
+        try:
+            loaded = read_swf(trace)
+        except (SwfError, OSError, UnicodeDecodeError) as error:
+            raise click.ClickException(f"cannot read {trace}: {error}") from None
         size = procs or loaded.max_procs()
         if size is None:
             raise click.UsageError(f"{trace} names no MaxProcs/MaxNodes: give --procs")

@@ -20,7 +20,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
-from typing import Generic, TypeVar
 
 from gangsched.policy.interface import Decision, Job
 from gangsched.policy.profile import Profile

@@ -41,6 +41,7 @@ Invariants: no cell holds two jobs; a job has the same columns in every row it
 appears in; every running job has a home row, so it runs in every cycle.
 """
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from enum import StrEnum
 
 from gangsched.policy.interface import Decision, Job
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row, lowest_columns
+from gangsched.policy.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -180,20 +182,39 @@ class MatrixPolicy:
     # CollapseMatrix
 
     def _collapse(self, now: float, event: _Event, migrate: bool) -> None:
+        """Without migration any move that fits is free; with migration, a row is emptied or left alone:
+        moving a job that costs a checkpoint, where no row disappears, buys nothing sure."""
         matrix = self.matrix
         for source in sorted(matrix.rows, key=lambda row: row.population):
             # moves only make the source emptier and the targets fuller: the targets stay valid
             targets = sorted((row for row in matrix.rows if row.population > source.population),
                              key=lambda row: -row.population)
-            for placed in list(source.homes.values()) if targets else ():
-                for target in targets:
-                    if self._move(placed, target, now, event, migrate):
-                        self._freed = True
-                        self._roomier.add(source)
-                        break
+            if not targets or not source.homes:
+                continue
+            if migrate:
+                self._empty(source, targets, now, event)
+                continue
+            for placed in list(source.homes.values()):
+                if any(self._move(placed, target, now, event, migrate=False) for target in targets):
+                    self._freed = True
+                    self._roomier.add(source)
         for row in matrix.drop_empty_rows():
             for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
                 del self.reservations[job_id]
+
+    def _empty(self, source: Row, targets: list[Row], now: float, event: _Event) -> None:
+        """Move every job of ``source`` into the targets, migrating where needed, or none at all."""
+        full = self.matrix.full
+        if source.population > sum(target.free(full).bit_count() for target in targets):
+            return
+        undo = _Snapshot.of(self, event)
+        for placed in list(source.homes.values()):
+            if not (any(self._move(placed, target, now, event, migrate=False) for target in targets)
+                    or any(self._move(placed, target, now, event, migrate=True) for target in targets)):
+                undo.restore(self, event)
+                return
+        self._freed = True
+        self._roomier.add(source)
 
     def _move(self, placed: Placed, target: Row, now: float, event: _Event, migrate: bool) -> bool:
         in_the_way = placed.columns & target.occupied
@@ -429,6 +450,31 @@ class MatrixPolicy:
             self.stats.seconds += elapsed
             self.stats.slot_seconds += len(self.matrix.rows) * elapsed
         self._last_event = now
+
+
+@dataclass
+class _Snapshot:
+    """What a tentative collapse may change, to put back if the row cannot be emptied."""
+
+    rows: list[tuple[Row, int, dict[int, Placed], Profile]]
+    jobs: list[tuple[Placed, int, Row]]
+    budget: float
+    extra_work: dict[int, float]
+    stats: MatrixStats
+
+    @classmethod
+    def of(cls, policy: "MatrixPolicy", event: _Event) -> "_Snapshot":
+        return cls([(row, row.occupied, dict(row.homes), row.profile.copy()) for row in policy.matrix.rows],
+                   [(placed, placed.columns, placed.home) for placed in policy.matrix.placed.values()],
+                   event.budget, dict(event.extra_work), dataclasses.replace(policy.stats))
+
+    def restore(self, policy: "MatrixPolicy", event: _Event) -> None:
+        for row, occupied, homes, profile in self.rows:
+            row.occupied, row.homes, row.profile = occupied, homes, profile
+        for placed, columns, home in self.jobs:
+            placed.columns, placed.home = columns, home
+        event.budget, event.extra_work = self.budget, self.extra_work
+        policy.stats = self.stats
 
 
 def _union(placed: list[Placed]) -> int:

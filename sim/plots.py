@@ -1,6 +1,7 @@
-"""Sweep results as CSV and PNG (matplotlib is imported only here, so `gang sim` starts fast)."""
+"""Simulation results as CSV and PNG (matplotlib is imported only here, so `gang sim` starts fast)."""
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -18,24 +19,46 @@ AXES: dict[str, Callable[[Point], float]] = {
 }
 
 
+@dataclass
+class Panel:
+    title: str
+    x: str
+    y: str
+    curves: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    log_y: bool = False
+
+    def add(self, label: str, x: float, y: float) -> None:
+        self.curves.setdefault(label, []).append((x, y))
+
+
+def save_panels(path: Path, panels: Sequence[Panel], columns: int = 2) -> Path:
+    rows = -(-len(panels) // columns)
+    figure = Figure(figsize=(5.2 * min(columns, len(panels)), 4.0 * rows))
+    for index, panel in enumerate(panels):
+        axes = figure.add_subplot(rows, min(columns, len(panels)), index + 1)
+        for label, curve in panel.curves.items():
+            curve = sorted(curve)
+            axes.plot([x for x, _ in curve], [y for _, y in curve], marker="o", markersize=3, label=label)
+        axes.set_title(panel.title, fontsize=10)
+        axes.set_xlabel(panel.x)
+        axes.set_ylabel(panel.y)
+        if panel.log_y:
+            axes.set_yscale("log")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    return path
+
+
 def write_sweep(points: Sequence[Point], out: Path, name: str, x: str = "utilization",
                 metrics: Sequence[str] = ("bounded_slowdown", "wait_s")) -> list[Path]:
     """The points as CSV and as a PNG with one panel per metric, one curve per policy."""
     csv_path = out / f"{name}.csv"
     write_csv(csv_path, point_rows(points))
-    figure = Figure(figsize=(5.5 * len(metrics), 4.2))
-    for index, metric in enumerate(metrics):
-        axes = figure.add_subplot(1, len(metrics), index + 1)
-        for label in dict.fromkeys(point.label for point in points):
-            curve = sorted((AXES[x](point), AXES[metric](point)) for point in points if point.label == label)
-            axes.plot([along for along, _ in curve], [value for _, value in curve], marker="o", label=label)
-        axes.set_xlabel(x.replace("_", " "))
-        axes.set_ylabel(metric.replace("_", " "))
-        if metric == "bounded_slowdown":
-            axes.set_yscale("log")
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize=8)
-    figure.tight_layout()
-    png_path = out / f"{name}.png"
-    figure.savefig(png_path, dpi=110)
-    return [csv_path, png_path]
+    panels = [Panel(metric.replace("_", " "), x.replace("_", " "), metric.replace("_", " "),
+                    log_y=metric == "bounded_slowdown") for metric in metrics]
+    for point in points:
+        for panel, metric in zip(panels, metrics):
+            panel.add(point.label, AXES[x](point), AXES[metric](point))
+    return [csv_path, save_panels(out / f"{name}.png", panels, columns=len(panels))]
