@@ -1,5 +1,6 @@
 """`gang bench`: start a fresh local cluster, measure, print the figures, tear it down."""
 
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,11 @@ from rich.table import Table
 from gangsched.bench.mix import run_mix
 from gangsched.bench.report import write_csv
 from gangsched.bench.switch import run_switch, unscheduled_cpu_rate
+from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_options
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.master.client import MasterClient
 
 console = Console()
 
@@ -32,9 +35,10 @@ def bench() -> None:
 @click.option("--compute-ms", type=float, default=10.0, show_default=True, help="CPU ms per compute iteration")
 @click.option("--io-writes", type=int, default=20, show_default=True, help="writes per I/O iteration")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+@DOCKER
 @cluster_options
 def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_ms: float,
-        io_writes: int, csv_path: Path | None, **shape: Any) -> None:
+        io_writes: int, csv_path: Path | None, docker: bool, **shape: Any) -> None:
     """Barriers/s per job for a mix of I/O- and compute-bound jobs, each on every node."""
     if io_jobs + compute_jobs == 0:
         raise click.UsageError("the mix needs at least one job")
@@ -42,7 +46,7 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
     config.mpl = max(config.mpl, io_jobs + compute_jobs)
     jobs = [SyntheticJob("io", io_writes=io_writes)] * io_jobs
     jobs += [SyntheticJob("compute", compute_ms=compute_ms)] * compute_jobs
-    with temporary_cluster(config) as client:
+    with _cluster(config, docker) as client:
         results = run_mix(client, jobs, config.nodes, seconds, warmup)
     table = Table(title=f"mix io={io_jobs} compute={compute_jobs}, {config.nodes} nodes, "
                         f"{config.policy}, quantum {config.quantum_ms} ms")
@@ -61,12 +65,13 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
 @click.option("--baseline-s", type=float, default=20.0, show_default=True,
               help="seconds the tasks run unscheduled, for the overhead")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+@DOCKER
 @cluster_options
-def switch(switches: int, baseline_s: float, csv_path: Path | None, **shape: Any) -> None:
+def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool, **shape: Any) -> None:
     """Switch latency (master send -> last node applied), master CPU and overhead."""
     config = ClusterConfig(**shape)
     baseline = unscheduled_cpu_rate(2 * config.nodes, baseline_s)
-    with temporary_cluster(config) as client:
+    with _cluster(config, docker) as client:
         result = run_switch(client, config.nodes, switches, config.quantum_ms, baseline)
     table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
     for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):
@@ -111,6 +116,15 @@ def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_pat
     console.print(table)
     if csv_path:
         _write_csv(csv_path, rows)
+
+
+def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:
+    """A fresh cluster for one benchmark: local processes, or compose containers with --docker."""
+    if docker:
+        from gangsched.deploy.compose import temporary_docker_cluster
+
+        return temporary_docker_cluster(config)
+    return temporary_cluster(config)
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -12,17 +12,30 @@ from gangsched.deploy.local import ClusterConfig, ClusterError, LocalCluster
 console = Console()
 
 
+DOCKER = click.option("--docker", is_flag=True,
+                      help="the docker-compose cluster (containers as nodes) instead of local processes")
+
+
 @click.group()
 def cluster() -> None:
-    """The embedded local cluster: master, node daemons and I/O server as processes."""
+    """A cluster to run on: local processes (the default) or docker-compose containers."""
 
 
 @cluster.command("up")
+@DOCKER
+@click.option("--build", is_flag=True, help="--docker: rebuild the image first (after a source change)")
 @cluster_options
-def cluster_up(**shape: Any) -> None:
-    """Start a local cluster and wait until every node has registered."""
-    local = LocalCluster()
+def cluster_up(docker: bool, build: bool, **shape: Any) -> None:
+    """Start a cluster and wait until every node has registered."""
     try:
+        if docker:
+            from gangsched.deploy.compose import DockerCluster
+
+            state = DockerCluster().up(ClusterConfig(**shape), build=build)
+            console.print(f"docker cluster up: {shape['nodes']} node containers, quantum {shape['quantum_ms']} ms, "
+                          f"master at {state.master}; logs: docker-compose -p gangsched logs")
+            return
+        local = LocalCluster()
         state = local.up(ClusterConfig(**shape))
     except ClusterError as error:
         raise click.ClickException(str(error)) from None
@@ -31,15 +44,34 @@ def cluster_up(**shape: Any) -> None:
 
 
 @cluster.command("down")
-def cluster_down() -> None:
-    """Stop the local cluster; the node daemons end every task first."""
-    stopped = LocalCluster().down()
-    console.print(f"stopped: {', '.join(stopped)}" if stopped else "no local cluster was running")
+@DOCKER
+def cluster_down(docker: bool) -> None:
+    """Stop the cluster; the node daemons end every task first."""
+    if docker:
+        from gangsched.deploy.compose import DockerCluster
+
+        try:
+            stopped = DockerCluster().down()
+        except ClusterError as error:
+            raise click.ClickException(str(error)) from None
+        console.print("docker cluster down" if stopped else "no docker cluster was running")
+        return
+    names = LocalCluster().down()
+    console.print(f"stopped: {', '.join(names)}" if names else "no local cluster was running")
 
 
 @cluster.command("status")
-def cluster_status() -> None:
-    """Which daemons of the local cluster are alive."""
+@DOCKER
+def cluster_status(docker: bool) -> None:
+    """Which daemons of the cluster are alive."""
+    if docker:
+        from gangsched.deploy.compose import DockerCluster
+
+        try:
+            console.print(DockerCluster().compose("ps"))
+        except ClusterError as error:
+            raise click.ClickException(str(error)) from None
+        return
     local = LocalCluster()
     state = local.state()
     if state is None:

@@ -32,11 +32,16 @@ def _master_endpoint(explicit: str | None) -> str:
     if os.environ.get("GANG_MASTER"):
         return os.environ["GANG_MASTER"]
     state = LocalCluster().state()
-    if state is None:
-        raise click.ClickException(
-            "no master: start a local one with `gang cluster up`, or give --master / GANG_MASTER"
-        )
-    return state.master
+    if state is not None:
+        return state.master
+    from gangsched.deploy.compose import DockerCluster
+
+    docker = DockerCluster().state()
+    if docker is not None:
+        return docker.master
+    raise click.ClickException(
+        "no master: start one with `gang cluster up [--docker]`, or give --master / GANG_MASTER"
+    )
 
 
 def with_master(command: Callable[..., Any]) -> Callable[..., Any]:

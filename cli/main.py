@@ -18,6 +18,7 @@ class LazyGroup(click.Group):
         "noded": "gangsched.cli.daemons:noded",
         "ioserver": "gangsched.cli.daemons:ioserver",
         "cluster": "gangsched.cli.cluster:cluster",
+        "image": "gangsched.cli.image:image",
         "submit": "gangsched.cli.jobs:submit",
         "queue": "gangsched.cli.jobs:queue",
         "cancel": "gangsched.cli.jobs:cancel",

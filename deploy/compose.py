@@ -1,0 +1,137 @@
+"""The docker-compose cluster: the project's docker-compose.yml run as project ``gangsched``.
+
+The host's `gang` reaches the master on 127.0.0.1 (the published port); the
+cluster's shape goes to compose as environment variables. Each node gets an
+even share of the host's cores as its CFS quota, with a 10 ms period.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gangsched.deploy.image import IMAGE, build_image, image_exists
+from gangsched.deploy.local import ClusterConfig, ClusterError, default_home
+from gangsched.master.client import MasterClient, MasterUnreachable
+
+PROJECT = "gangsched"
+CFS_PERIOD_US = 10_000
+
+
+@dataclass(frozen=True)
+class DockerState:
+    master: str
+    project_dir: str
+    config: ClusterConfig
+
+
+def project_dir() -> Path:
+    """The source checkout holding docker-compose.yml: the working folder or the package's own."""
+    candidates = [Path.cwd(), *Path(__file__).resolve().parents]
+    for folder in candidates:
+        if (folder / "docker-compose.yml").exists() and (folder / "pyproject.toml").exists():
+            return folder
+    raise ClusterError("no docker-compose.yml here: run from the gangsched source folder")
+
+
+class DockerCluster:
+    def __init__(self, home: Path | None = None, port: int = 7070) -> None:
+        self.home = (home or default_home()).resolve()
+        self.port = port
+        self._state_file = self.home / "docker.json"
+
+    def state(self) -> DockerState | None:
+        if not self._state_file.exists():
+            return None
+        raw = json.loads(self._state_file.read_text())
+        return DockerState(raw["master"], raw["project_dir"], ClusterConfig(**raw["config"]))
+
+    def up(self, config: ClusterConfig, timeout_s: float = 60.0, build: bool = False) -> DockerState:
+        folder = project_dir()
+        if build or not image_exists(IMAGE):
+            build_image(folder, log=lambda line: None)
+        state = DockerState(f"tcp://127.0.0.1:{self.port}", str(folder), config)
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._state_file.write_text(json.dumps(asdict(state), indent=2))
+        self.compose("up", "-d", "--scale", f"node={config.nodes}")
+        self._wait_for_nodes(state, timeout_s)
+        return state
+
+    def down(self) -> bool:
+        """Stop the nodes first (each ends its tasks on SIGTERM), then everything, volumes included."""
+        state = self.state()
+        if state is None:
+            return False
+        self.compose("stop", "-t", "10", "node")
+        self.compose("down", "-v", "-t", "10")
+        self._state_file.unlink(missing_ok=True)
+        return True
+
+    def containers(self, service: str) -> list[str]:
+        """The ids of a service's containers, by their number."""
+        output = self.compose("ps", "-q", service)
+        return [line for line in output.split() if line]
+
+    def compose(self, *arguments: str) -> str:
+        state = self.state()
+        config = state.config if state else ClusterConfig()
+        folder = Path(state.project_dir) if state else project_dir()
+        compose = shutil.which("docker-compose")
+        if compose is None:
+            raise ClusterError("docker-compose is not installed: apt-get install -y docker-compose")
+        result = subprocess.run([compose, "-p", PROJECT, "-f", str(folder / "docker-compose.yml"), *arguments],
+                                capture_output=True, text=True, env={**os.environ, **self._variables(config)})
+        if result.returncode != 0:
+            raise ClusterError(f"docker-compose {arguments[0]} failed: {result.stderr.strip()[-1500:]}")
+        return result.stdout
+
+    def _variables(self, config: ClusterConfig) -> dict[str, str]:
+        share = (os.cpu_count() or 1) / config.nodes
+        return {
+            "GANG_PORT": str(self.port),
+            "GANG_QUANTUM_MS": str(config.quantum_ms),
+            "GANG_HEARTBEAT_MS": str(config.heartbeat_ms),
+            "GANG_HEARTBEAT_MISSES": str(config.heartbeat_misses),
+            "GANG_MPL": str(config.mpl),
+            "GANG_POLICY": config.policy,
+            "GANG_MATCHING": config.matching,
+            "GANG_SHARP_CHANGE": str(config.sharp_change),
+            "GANG_IO_MODE": config.io_mode,
+            "GANG_IO_SERVICE_US": str(config.io_service_us),
+            "GANG_KILL_GRACE_S": str(config.kill_grace_s),
+            "GANG_NODE_CPUS": f"{share:.4f}",
+            "GANG_NODE_CPU_QUOTA": f"{max(1000, int(CFS_PERIOD_US * share))}us",
+        }
+
+    def _wait_for_nodes(self, state: DockerState, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with MasterClient(state.master, timeout_s=1.0) as client:
+            while time.monotonic() < deadline:
+                try:
+                    if sum(node.state == "up" for node in client.nodes()) >= state.config.nodes:
+                        return
+                except MasterUnreachable:
+                    pass
+                time.sleep(0.2)
+        logs = self.compose("logs", "--tail", "20")
+        self.down()
+        raise ClusterError(f"the nodes did not register within {timeout_s:g} s:\n{logs[-3000:]}")
+
+
+@contextmanager
+def temporary_docker_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
+    """A fresh compose cluster, taken down with its volumes afterwards."""
+    cluster = DockerCluster()
+    if cluster.state() is not None:
+        raise ClusterError("a docker cluster is already up: `gang cluster down --docker` first")
+    try:
+        state = cluster.up(config)
+        with MasterClient(state.master) as client:
+            yield client
+    finally:
+        cluster.down()
