@@ -16,10 +16,12 @@ import psutil
 
 from gangsched.bench.mix import job_spec, running
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.noded.tasks import DIE_WITH_PARENT
 from gangsched.master.client import MasterClient
 
 # the spinning program, started here with no node daemon
-SPIN = [sys.executable, *SyntheticJob("spin").argv()[1:]]
+# the spinners die with the benchmark, however it ends
+SPIN = [*DIE_WITH_PARENT, sys.executable, *SyntheticJob("spin").argv()[1:]]
 
 
 @dataclass(frozen=True)

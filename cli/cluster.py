@@ -23,17 +23,16 @@ def cluster() -> None:
 
 @cluster.command("up")
 @DOCKER
-@click.option("--build", is_flag=True, help="--docker: rebuild the image first (after a source change)")
 @cluster_options
-def cluster_up(docker: bool, build: bool, **shape: Any) -> None:
+def cluster_up(docker: bool, **shape: Any) -> None:
     """Start a cluster and wait until every node has registered."""
     try:
         if docker:
             from gangsched.deploy.compose import DockerCluster
 
-            state = DockerCluster().up(ClusterConfig(**shape), build=build)
+            docker_state = DockerCluster().up(ClusterConfig(**shape))  # (re)builds the image, cached
             console.print(f"docker cluster up: {shape['nodes']} node containers, quantum {shape['quantum_ms']} ms, "
-                          f"master at {state.master}; logs: docker-compose -p gangsched logs")
+                          f"master at {docker_state.master}; logs: docker-compose -p gangsched logs")
             return
         local = LocalCluster()
         state = local.up(ClusterConfig(**shape))

@@ -1,13 +1,18 @@
 """`gang master|noded|ioserver`: run one daemon in the foreground."""
 
+import getpass
+from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from gangsched.cli.options import build, settings_options
 from gangsched.jobs.ioserver import IoServerSettings
 from gangsched.master.settings import MasterSettings
 from gangsched.noded.settings import NodeSettings
+
+console = Console()
 
 
 @click.command()
@@ -44,3 +49,16 @@ def ioserver(**given: Any) -> None:
     settings = build(IoServerSettings, given)
     setup_logging("ioserver", settings.log_level)
     run_ioserver(settings)
+
+
+@click.command()
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--user", "users", multiple=True, help="a CLI user to make a key for [you]; repeatable")
+def keygen(folder: Path, users: tuple[str, ...]) -> None:
+    """Make CURVE keys: the master's, the nodes', and one per user, all but the master's authorized."""
+    from gangsched.daemon.curve import keygen as make_keys
+
+    made = make_keys(folder, list(users) or [getpass.getuser()])
+    console.print(f"made {len(made)} key pair(s) in {folder}" if made else f"the keys in {folder} were all there")
+    console.print(f"master: --keys {folder}; nodes: --keys {folder} (they need node.key_secret and master.key); "
+                  f"clients: --keys {folder} or GANG_KEYS={folder}")

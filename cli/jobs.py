@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 
 from gangsched.cli import views
+from gangsched.daemon.curve import CurveError
 from gangsched.deploy.local import LocalCluster
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
@@ -26,19 +28,22 @@ from gangsched.protocol.messages import JobSpec
 console = Console()
 
 
-def _master_endpoint(explicit: str | None) -> str:
+def _master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
+    """The master to talk to, and the CURVE keys to talk with."""
+    keys = keys or (Path(os.environ["GANG_KEYS"]) if os.environ.get("GANG_KEYS") else None)
     if explicit:
-        return explicit
+        return explicit, keys
     if os.environ.get("GANG_MASTER"):
-        return os.environ["GANG_MASTER"]
+        return os.environ["GANG_MASTER"], keys
     state = LocalCluster().state()
     if state is not None:
-        return state.master
+        return state.master, keys
     from gangsched.deploy.compose import DockerCluster
 
-    docker = DockerCluster().state()
-    if docker is not None:
-        return docker.master
+    docker = DockerCluster()
+    docker_state = docker.state()
+    if docker_state is not None:
+        return docker_state.master, keys or docker.keys
     raise click.ClickException(
         "no master: start one with `gang cluster up [--docker]`, or give --master / GANG_MASTER"
     )
@@ -48,12 +53,15 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
     """Give the command a connected client; turn the master's refusals into one-line errors."""
 
     @click.option("--master", "master_endpoint", default=None, help="the master's endpoint")
+    @click.option("--keys", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="CURVE key folder (gang keygen) [$GANG_KEYS]")
     @functools.wraps(command)
-    def wrapper(master_endpoint: str | None, **kwargs: Any) -> Any:
+    def wrapper(master_endpoint: str | None, keys: Path | None, **kwargs: Any) -> Any:
         try:
-            with MasterClient(_master_endpoint(master_endpoint)) as client:
+            endpoint, key_folder = _master(master_endpoint, keys)
+            with MasterClient(endpoint, keys=key_folder) as client:
                 return command(client, **kwargs)
-        except (MasterUnreachable, RequestRefused) as error:
+        except (MasterUnreachable, RequestRefused, CurveError) as error:
             raise click.ClickException(str(error)) from None
 
     return wrapper

@@ -17,6 +17,7 @@ class LazyGroup(click.Group):
         "master": "gangsched.cli.daemons:master",
         "noded": "gangsched.cli.daemons:noded",
         "ioserver": "gangsched.cli.daemons:ioserver",
+        "keygen": "gangsched.cli.daemons:keygen",
         "cluster": "gangsched.cli.cluster:cluster",
         "image": "gangsched.cli.image:image",
         "submit": "gangsched.cli.jobs:submit",

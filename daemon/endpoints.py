@@ -15,3 +15,12 @@ def connectable(bound: str, via: str) -> str:
         return bound
     via_host = via.partition("://")[2].rpartition(":")[0]
     return f"tcp://{via_host}:{port}"
+
+
+def is_local(endpoint: str) -> bool:
+    """Whether only this machine can reach ``endpoint`` (ipc, inproc, or tcp on loopback)."""
+    scheme, _, address = endpoint.partition("://")
+    if scheme in ("ipc", "inproc"):
+        return True
+    host = address.rpartition(":")[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")

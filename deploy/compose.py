@@ -5,6 +5,7 @@ cluster's shape goes to compose as environment variables. Each node gets an
 even share of the host's cores as its CFS quota, with a 10 ms period.
 """
 
+import getpass
 import json
 import os
 import shutil
@@ -15,7 +16,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gangsched.deploy.image import IMAGE, build_image, image_exists
+from gangsched.daemon.curve import keygen
+from gangsched.deploy.image import build_image
 from gangsched.deploy.local import ClusterConfig, ClusterError, default_home
 from gangsched.master.client import MasterClient, MasterUnreachable
 
@@ -40,10 +42,12 @@ def project_dir() -> Path:
 
 
 class DockerCluster:
-    def __init__(self, home: Path | None = None, port: int = 7070) -> None:
+    def __init__(self, home: Path | None = None, port: int = 7070, project: str = PROJECT) -> None:
         self.home = (home or default_home()).resolve()
         self.port = port
+        self.project = project
         self._state_file = self.home / "docker.json"
+        self.keys = self.home / "keys"  # CURVE keys, mounted into the containers
 
     def state(self) -> DockerState | None:
         if not self._state_file.exists():
@@ -51,12 +55,12 @@ class DockerCluster:
         raw = json.loads(self._state_file.read_text())
         return DockerState(raw["master"], raw["project_dir"], ClusterConfig(**raw["config"]))
 
-    def up(self, config: ClusterConfig, timeout_s: float = 60.0, build: bool = False) -> DockerState:
+    def up(self, config: ClusterConfig, timeout_s: float = 60.0) -> DockerState:
         folder = project_dir()
-        if build or not image_exists(IMAGE):
-            build_image(folder, log=lambda line: None)
+        build_image(folder, log=lambda line: None)  # cached: seconds when nothing changed
         state = DockerState(f"tcp://127.0.0.1:{self.port}", str(folder), config)
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        keygen(self.keys, [getpass.getuser()])
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
         self.compose("up", "-d", "--scale", f"node={config.nodes}")
         self._wait_for_nodes(state, timeout_s)
@@ -84,7 +88,7 @@ class DockerCluster:
         compose = shutil.which("docker-compose")
         if compose is None:
             raise ClusterError("docker-compose is not installed: apt-get install -y docker-compose")
-        result = subprocess.run([compose, "-p", PROJECT, "-f", str(folder / "docker-compose.yml"), *arguments],
+        result = subprocess.run([compose, "-p", self.project, "-f", str(folder / "docker-compose.yml"), *arguments],
                                 capture_output=True, text=True, env={**os.environ, **self._variables(config)})
         if result.returncode != 0:
             raise ClusterError(f"docker-compose {arguments[0]} failed: {result.stderr.strip()[-1500:]}")
@@ -93,6 +97,7 @@ class DockerCluster:
     def _variables(self, config: ClusterConfig) -> dict[str, str]:
         share = (os.cpu_count() or 1) / config.nodes
         return {
+            "GANG_KEYS": str(self.keys),
             "GANG_PORT": str(self.port),
             "GANG_QUANTUM_MS": str(config.quantum_ms),
             "GANG_HEARTBEAT_MS": str(config.heartbeat_ms),
@@ -110,7 +115,7 @@ class DockerCluster:
 
     def _wait_for_nodes(self, state: DockerState, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        with MasterClient(state.master, timeout_s=1.0) as client:
+        with MasterClient(state.master, timeout_s=1.0, keys=self.keys) as client:
             while time.monotonic() < deadline:
                 try:
                     if sum(node.state == "up" for node in client.nodes()) >= state.config.nodes:
@@ -131,7 +136,7 @@ def temporary_docker_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
         raise ClusterError("a docker cluster is already up: `gang cluster down --docker` first")
     try:
         state = cluster.up(config)
-        with MasterClient(state.master) as client:
+        with MasterClient(state.master, keys=cluster.keys) as client:
             yield client
     finally:
         cluster.down()

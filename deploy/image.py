@@ -14,6 +14,7 @@ One image serves the master, the node daemons and the I/O server.
 """
 
 import hashlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -125,8 +126,19 @@ def _project_wheel(project: Path, into: Path, log: Log) -> None:
     log("building the project wheel")
     into.mkdir(parents=True)
     env = {**os.environ, "SOURCE_DATE_EPOCH": REPRODUCIBLE_EPOCH}
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into), str(project)],
+    # a fresh build environment costs a round of PyPI lookups: use ours when it can build wheels
+    isolation = ["--no-build-isolation"] if _setuptools_builds_wheels() else []
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *isolation, "-w", str(into), str(project)],
          "pip wheel", env=env)
+
+
+def _setuptools_builds_wheels() -> bool:
+    try:
+        version = importlib.metadata.version("setuptools")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) >= (70, 1)
 
 
 def _docker() -> str:

@@ -1,11 +1,14 @@
 """Talking to a master from a client: one request, one reply, a clear error otherwise."""
 
+import getpass
 import uuid
+from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
 import zmq
 
+from gangsched.daemon.curve import KeyFolder
 from gangsched.protocol import ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
     Cancel,
@@ -44,15 +47,21 @@ class RequestRefused(Exception):
 
 
 class MasterClient:
-    def __init__(self, endpoint: str, timeout_s: float = 5.0) -> None:
+    def __init__(self, endpoint: str, timeout_s: float = 5.0, keys: Path | None = None,
+                 user: str | None = None) -> None:
+        """``keys``: a CURVE key folder; the client presents ``user``'s key (default: the login name)."""
         self.endpoint = endpoint
         self._timeout_ms = int(timeout_s * 1000)
+        self._keys = KeyFolder(keys) if keys is not None else None
+        self._user = user or getpass.getuser()
         self._socket = self._connect()
 
     def _connect(self) -> zmq.Socket[bytes]:
         socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
         socket.setsockopt(zmq.ROUTING_ID, f"client-{uuid.uuid4().hex[:12]}".encode())
+        if self._keys is not None:
+            self._keys.connect_as(socket, self._user)
         socket.connect(self.endpoint)
         return socket
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import zmq
 
+from gangsched.daemon.curve import CurveError, KeyFolder
+from gangsched.daemon.endpoints import is_local
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.master.core import MasterConfig, MasterCore
@@ -49,13 +51,27 @@ class MasterDaemon:
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
         self._context = zmq_context(priority if realtime else None)
+        self._authenticator = None
         self._router = self._context.socket(zmq.ROUTER)
+        self._pub = self._context.socket(zmq.PUB)
+        if settings.keys is not None:
+            keys = KeyFolder(settings.keys)
+            self._authenticator = keys.authenticator(self._context)
+            keys.serve(self._router)
+            keys.serve(self._pub)
+            log.info("CURVE on: only the keys in %s may connect", settings.keys / "authorized")
+        else:
+            open_binds = [bind for bind in (settings.bind, settings.switch_bind) if not is_local(bind)]
+            if open_binds:
+                raise CurveError(f"{', '.join(open_binds)} is reachable from other hosts: give --keys "
+                                "(make them with `gang keygen`), or bind to 127.0.0.1 or ipc://")
+            log.warning("no authentication: anyone who can reach %s may submit and cancel (loopback only)",
+                        settings.bind)
         self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._router.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a restarted node takes its name back
         self._router.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.bind(settings.bind)
-        self._pub = self._context.socket(zmq.PUB)
         self._pub.setsockopt(zmq.LINGER, 0)
         self._pub.bind(settings.switch_bind)
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -113,15 +129,21 @@ class MasterDaemon:
     def close(self) -> None:
         self._router.close()
         self._pub.close()
+        if self._authenticator is not None:
+            self._authenticator.stop()
         self._context.term()
 
     def _receive_all(self) -> None:
         # EVENTS, not zmq.Again: an exception per wake-up is costly on the switch path
         while self._router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-            self._handle(self._router.recv_multipart())
+            if self._authenticator is None:
+                self._handle(self._router.recv_multipart())
+            else:  # the user is the one the key belongs to, not the one the message names
+                frames = self._router.recv_multipart(copy=False)
+                self._handle([frame.bytes for frame in frames], frames[-1].get("User-Id"))
             self._flush_outbox()
 
-    def _handle(self, frames: list[bytes]) -> None:
+    def _handle(self, frames: list[bytes], user: str | None = None) -> None:
         # [sender, body] from a DEALER, [sender, b"", body] from a REQ
         envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
         body = frames[len(envelope):]
@@ -135,6 +157,8 @@ class MasterDaemon:
             log.warning("bad message from %r: %s", envelope[0], error)
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
+        if user is not None:
+            message = _as_user(message, user)
         handler = self._handlers.get(type(message))
         if handler is None:
             reason = f"the master does not take {message.type!r} messages"
@@ -168,10 +192,18 @@ class MasterDaemon:
                 self._core.node_unreachable(name)
 
 
+def _as_user(message: Message, user: str) -> Message:
+    if isinstance(message, Submit):
+        return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
+    if isinstance(message, Cancel):
+        return message.model_copy(update={"user": user})
+    return message
+
+
 def run_master(settings: MasterSettings) -> None:
     try:
         daemon = MasterDaemon(settings)
-    except StoreError as error:
+    except (StoreError, CurveError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
     daemon.run()

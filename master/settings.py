@@ -10,8 +10,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class MasterSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_MASTER_")
 
-    bind: str = Field("tcp://*:7070", description="ROUTER endpoint for nodes and clients")
-    switch_bind: str = Field("tcp://*:7071", description="PUB endpoint the slot switches go out on")
+    bind: str = Field("tcp://127.0.0.1:7070", description="ROUTER endpoint for nodes and clients")
+    switch_bind: str = Field("tcp://127.0.0.1:7071", description="PUB endpoint the slot switches go out on")
+    keys: Path | None = Field(
+        None, description="CURVE key folder (gang keygen); without it only loopback and ipc binds are allowed"
+    )
     state_dir: Path = Field(
         Path.home() / ".gangsched" / "master", description="where the job store (SQLite) lives"
     )
@@ -30,6 +33,8 @@ class MasterSettings(BaseSettings):
     )
     io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
     realtime_priority: int = Field(
-        20, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
+        # above the node daemons' 30: where they share cores, the switch must reach every node
+        # before the first to get it preempts the master's sending thread
+        40, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")

@@ -19,6 +19,7 @@ from typing import Any
 
 import zmq
 
+from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import connectable
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
@@ -60,6 +61,9 @@ class NodeDaemon:
         self._dealer.setsockopt(zmq.ROUTING_ID, self.name.encode())
         self._dealer.setsockopt(zmq.LINGER, 0)
         self._dealer.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        self._keys = KeyFolder(settings.keys) if settings.keys is not None else None
+        if self._keys is not None:
+            self._keys.connect_as(self._dealer, NODE_USER)
         self._dealer.connect(settings.master)
         self._sub: zmq.Socket[bytes] | None = None
         self._switch_endpoint: str | None = None
@@ -192,6 +196,8 @@ class NodeDaemon:
         self._sub.setsockopt(zmq.LINGER, 0)
         self._sub.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
         self._sub.setsockopt(zmq.SUBSCRIBE, b"")
+        if self._keys is not None:
+            self._keys.connect_as(self._sub, NODE_USER)
         self._sub.connect(endpoint)
         self._poller.register(self._sub, zmq.POLLIN)
         self._switch_endpoint = endpoint
@@ -313,4 +319,9 @@ class NodeDaemon:
 
 
 def run_node(settings: NodeSettings) -> None:
-    NodeDaemon(settings).run()
+    try:
+        daemon = NodeDaemon(settings)
+    except CurveError as error:
+        log.error("%s", error)
+        raise SystemExit(2) from None
+    daemon.run()

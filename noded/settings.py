@@ -13,6 +13,7 @@ class NodeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_NODE_")
 
     master: str = Field("tcp://127.0.0.1:7070", description="the master's ROUTER endpoint")
+    keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
     name: str = Field(socket.gethostname(), description="node name, unique in the cluster")
     cpus: float = Field(
         float(os.cpu_count() or 1), gt=0, description="CPU share utilization is measured against"

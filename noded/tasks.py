@@ -22,7 +22,7 @@ PROGRESS_BYTES = 8
 
 # The kernel SIGKILLs the task when the daemon that started it dies, even kill -9'd
 # and even while the task is stopped, so a dead node daemon leaves no task behind.
-_DIE_WITH_DAEMON = ["setpriv", "--pdeathsig", "KILL", "--"]
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
 @dataclass
@@ -113,7 +113,7 @@ def launch(
     output = _output_path(spec, cwd, spool, stem)
     with open(output, "ab") as log:
         process = subprocess.Popen(
-            _DIE_WITH_DAEMON + spec.argv,
+            DIE_WITH_PARENT + spec.argv,
             cwd=cwd,
             env=environment,
             stdin=subprocess.DEVNULL,

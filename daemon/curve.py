@@ -1,0 +1,92 @@
+"""ZeroMQ CURVE: who may talk to the master, and as whom.
+
+A key folder, made by `gang keygen DIR`:
+
+    master.key  master.key_secret     the master's key pair
+    node.key    node.key_secret       the key pair the node daemons present
+    users/NAME.key  NAME.key_secret   one key pair per user of the CLI
+    authorized/                       the public keys the master lets in
+
+The master's ROUTER and PUB are CURVE servers: a peer whose public key is not
+in ``authorized/`` completes no handshake, so it can neither register, submit,
+cancel nor hear a switch. The master takes a client's user name from its key
+(the key file's name), not from what the client says, so a user may cancel
+only their own jobs (``root`` anyone's).
+"""
+
+import shutil
+from pathlib import Path
+
+import zmq
+import zmq.auth
+from zmq.auth.thread import ThreadAuthenticator
+
+NODE_USER = "node"
+
+
+class CurveError(Exception):
+    """A key folder that is missing a file it needs."""
+
+
+def keygen(folder: Path, users: list[str]) -> list[Path]:
+    """Make the master's, the nodes' and each user's key pairs; authorize all but the master's."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (folder / "users").mkdir(mode=0o700, exist_ok=True)
+    authorized = folder / "authorized"
+    authorized.mkdir(mode=0o700, exist_ok=True)
+    made = []
+    for name, where in [("master", folder), (NODE_USER, folder), *((user, folder / "users") for user in users)]:
+        if not (where / f"{name}.key_secret").exists():
+            zmq.auth.create_certificates(where, name)
+            made.append(where / f"{name}.key_secret")
+        if name != "master":
+            shutil.copy(where / f"{name}.key", authorized / f"{name}.key")
+    return made
+
+
+class KeyFolder:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not (path / "master.key").exists():
+            raise CurveError(f"{path} holds no master.key: make the keys with `gang keygen {path}`")
+
+    def serve(self, socket: zmq.Socket[bytes]) -> None:
+        """Make ``socket`` a CURVE server with the master's key (before it binds)."""
+        public, secret = self._pair(self.path / "master.key_secret")
+        socket.curve_publickey, socket.curve_secretkey = public, secret
+        socket.curve_server = True
+
+    def connect_as(self, socket: zmq.Socket[bytes], name: str) -> None:
+        """Make ``socket`` a CURVE client presenting ``name``'s key (before it connects)."""
+        secret_file = self.path / f"{name}.key_secret" if name == NODE_USER else self.path / "users" / f"{name}.key_secret"
+        public, secret = self._pair(secret_file)
+        socket.curve_publickey, socket.curve_secretkey = public, secret
+        socket.curve_serverkey = zmq.auth.load_certificate(self.path / "master.key")[0]
+
+    def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> ThreadAuthenticator:
+        """Started: lets in the keys of ``authorized/``, each as the user its file is named after."""
+        names = {}
+        for key_file in sorted((self.path / "authorized").glob("*.key")):
+            names[zmq.auth.load_certificate(key_file)[0]] = key_file.stem
+        authenticator = _NamingAuthenticator(names, context)
+        authenticator.start()
+        authenticator.configure_curve(domain="*", location=str(self.path / "authorized"))
+        return authenticator
+
+    @staticmethod
+    def _pair(secret_file: Path) -> tuple[bytes, bytes]:
+        if not secret_file.exists():
+            raise CurveError(f"no key {secret_file}: make it with `gang keygen`")
+        public, secret = zmq.auth.load_certificate(secret_file)
+        if secret is None:
+            raise CurveError(f"{secret_file} holds no secret key")
+        return public, secret
+
+
+class _NamingAuthenticator(ThreadAuthenticator):
+    def __init__(self, names: dict[bytes, str], context: zmq.Context[zmq.Socket[bytes]]) -> None:
+        super().__init__(context)
+        self._names = names
+
+    def curve_user_id(self, client_public_key: bytes) -> str:
+        return self._names.get(zmq.utils.z85.encode(client_public_key), "?")

@@ -1,0 +1,87 @@
+"""CURVE between master, nodes and clients: real daemons on loopback TCP, real keys."""
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gangsched.daemon.curve import keygen
+from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
+from gangsched.protocol.messages import JobSpec
+
+from .conftest import wait_until
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def daemon(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "gangsched.cli", *args], stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def secured(tmp_path):
+    """A master with CURVE keys on loopback, its key folder, and a second, foreign key folder."""
+    keys, foreign = tmp_path / "keys", tmp_path / "foreign"
+    keygen(keys, ["alice", "bob"])
+    keygen(foreign, ["alice"])
+    port = free_port()
+    master = daemon("master", "--bind", f"tcp://127.0.0.1:{port}", "--switch-bind", f"tcp://127.0.0.1:{free_port()}",
+                    "--state-dir", str(tmp_path / "state"), "--keys", str(keys), "--heartbeat-ms", "100")
+    started: list[subprocess.Popen[str]] = [master]
+    try:
+        yield f"tcp://127.0.0.1:{port}", keys, foreign, tmp_path, started
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.communicate(timeout=15)
+
+
+def node(endpoint: str, keys: Path | None, name: str, tmp_path: Path) -> subprocess.Popen[str]:
+    args = ["noded", "--master", endpoint, "--name", name, "--spool-dir", str(tmp_path / name),
+            "--peer-transport", "ipc"]
+    return daemon(*args, *(["--keys", str(keys)] if keys else []))
+
+
+def spec(user: str) -> JobSpec:
+    return JobSpec(name="sleep", user=user, nodes=1, argv=["sleep", "30"], cwd="/", env={})
+
+
+def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered(secured):
+    endpoint, keys, foreign, tmp_path, started = secured
+    started += [node(endpoint, keys, "trusted", tmp_path), node(endpoint, foreign, "intruder", tmp_path),
+                node(endpoint, None, "plain", tmp_path)]
+    with MasterClient(endpoint, keys=keys, user="alice") as alice:
+        wait_until(lambda: [n.name for n in alice.nodes()] == ["trusted"], 15, "the trusted node")
+        job_id = alice.submit(spec("alice"))
+        assert job_id == 1
+    for stranger in (MasterClient(endpoint, timeout_s=1.0, keys=foreign, user="alice"),
+                     MasterClient(endpoint, timeout_s=1.0)):
+        with stranger, pytest.raises(MasterUnreachable):
+            stranger.nodes()
+    with MasterClient(endpoint, keys=keys, user="alice") as alice:
+        assert [n.name for n in alice.nodes()] == ["trusted"], "an unauthorized node registered"
+
+
+def test_the_user_is_the_key_not_the_name_a_message_gives(secured):
+    endpoint, keys, _, tmp_path, started = secured
+    started.append(node(endpoint, keys, "trusted", tmp_path))
+    with MasterClient(endpoint, keys=keys, user="alice") as alice, \
+            MasterClient(endpoint, keys=keys, user="bob") as bob:
+        wait_until(lambda: alice.nodes(), 15, "the node")
+        job_id = bob.submit(spec("alice"))  # bob claims to be alice
+        assert [job.spec.user for job in alice.jobs([job_id])] == ["bob"]
+        with pytest.raises(RequestRefused, match="belongs to bob"):
+            alice.cancel(job_id, "bob")  # alice claims to be bob
+        bob.cancel(job_id, "whoever")
+
+
+def test_a_master_without_keys_refuses_an_open_address(tmp_path):
+    master = daemon("master", "--bind", f"tcp://0.0.0.0:{free_port()}", "--state-dir", str(tmp_path))
+    _, log = master.communicate(timeout=15)
+    assert master.returncode == 2 and "reachable from other hosts: give --keys" in log

@@ -1,0 +1,136 @@
+"""The docker-compose cluster, with real containers: faults a real cluster meets.
+
+Each test brings up its own compose project (4 node containers, 200 ms quanta
+and heartbeats) and takes it down with its volumes. The engine, the image and
+the keys are made as a user's `gang cluster up --docker` makes them.
+"""
+
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gangsched.bench.mix import job_spec, wait_until_running
+from gangsched.deploy.compose import DockerCluster, project_dir
+from gangsched.deploy.local import ClusterConfig
+from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.master.client import MasterClient
+from gangsched.protocol.messages import JobState, NodeState
+
+from .conftest import wait_until
+
+pytestmark = pytest.mark.docker
+
+HEARTBEAT_S = 0.2
+QUANTUM_S = 0.2
+FOREVER = SyntheticJob("compute", iterations=0)
+
+
+class Compose:
+    def __init__(self, cluster: DockerCluster, client: MasterClient) -> None:
+        self.cluster, self.client = cluster, client
+
+    def node_container(self, index: int = 0) -> tuple[str, str]:
+        """A node container's id and the node name it registered as (its hostname)."""
+        container = self.cluster.containers("node")[index]
+        return container, docker("inspect", "-f", "{{.Config.Hostname}}", container).strip()
+
+    def node_state(self, name: str) -> NodeState | None:
+        return next((node.state for node in self.client.nodes() if node.name == name), None)
+
+    def job(self, job_id: int):  # -> JobInfo
+        return self.client.jobs([job_id], include_finished=True)[0]
+
+
+def docker(*args: str) -> str:
+    return subprocess.run(["docker", *args], check=True, capture_output=True, text=True).stdout
+
+
+def task_commands(container: str) -> list[str]:
+    """The synthetic tasks alive in a container, with their process states."""
+    listing = docker("exec", container, "ps", "-eo", "stat=,args=")
+    return [line for line in listing.splitlines() if "gangsched.jobs.synthetic" in line]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def docker_engine() -> None:
+    """A running engine with a real-time budget: installed and started if this machine has none."""
+    subprocess.run(["sh", str(project_dir() / "deploy" / "ensure-docker.sh")], check=True)
+
+
+@pytest.fixture
+def compose() -> Iterator[Compose]:
+    home = Path(tempfile.mkdtemp(prefix="gang-d-"))
+    cluster = DockerCluster(home, port=7170, project="gangsched-test")
+    config = ClusterConfig(nodes=4, quantum_ms=int(QUANTUM_S * 1000), heartbeat_ms=int(HEARTBEAT_S * 1000),
+                           kill_grace_s=1.0)
+    try:
+        state = cluster.up(config)
+        with MasterClient(state.master, keys=cluster.keys) as client:
+            yield Compose(cluster, client)
+    finally:
+        cluster.down()
+        assert not docker("ps", "-aq", "--filter", "label=com.docker.compose.project=gangsched-test").strip()
+
+
+def test_a_killed_node_container_is_down_within_three_heartbeats_and_the_rest_go_on(compose):
+    client = compose.client
+    job_id = client.submit(job_spec(FOREVER, 4))
+    wait_until_running(client, [job_id], 30)
+    container, name = compose.node_container()
+    docker("kill", container)
+    killed = time.monotonic()
+    wait_until(lambda: compose.node_state(name) is NodeState.DOWN, 10, "the node to be marked down")
+    assert time.monotonic() - killed <= 3 * HEARTBEAT_S + QUANTUM_S + 0.5
+    wait_until(lambda: compose.job(job_id).state is JobState.NODE_FAIL, 5, "its job to fail")
+    survivor = client.submit(job_spec(SyntheticJob("compute", iterations=20), 3))
+    wait_until(lambda: compose.job(survivor).state is JobState.COMPLETED, 30, "a job on the other nodes")
+
+
+def test_a_restarted_master_loses_no_job(compose):
+    client = compose.client
+    jobs = [client.submit(job_spec(FOREVER, 4)) for _ in range(2)]
+    queued = client.submit(job_spec(FOREVER, 4).model_copy(update={"exclusive": True}))
+    before = {job.job_id: job.barriers for job in wait_until_running(client, jobs, 30)}
+    compose.cluster.compose("restart", "-t", "5", "master")
+    wait_until(lambda: sum(node.state is NodeState.UP for node in _nodes(client)) == 4, 30, "nodes back")
+    wait_until(lambda: all(job.barriers > before[job.job_id] + 5 for job in client.jobs(jobs)), 30,
+               "the running jobs to go on")
+    assert {job.job_id: job.state for job in client.jobs([*jobs, queued])}.keys() == {*jobs, queued}
+
+
+def test_a_node_cut_from_the_network_is_lost_and_rejoins_empty(compose):
+    client = compose.client
+    job_id = client.submit(job_spec(FOREVER, 4))
+    wait_until_running(client, [job_id], 30)
+    container, name = compose.node_container()
+    network = f"{compose.cluster.project}_default"
+    docker("network", "disconnect", network, container)
+    wait_until(lambda: compose.node_state(name) is NodeState.DOWN, 10, "the cut node to be marked down")
+    wait_until(lambda: compose.job(job_id).state is JobState.NODE_FAIL, 5, "its job to fail")
+    assert task_commands(container), "the cut node's task should still run until it hears from the master"
+    docker("network", "connect", network, container)
+    wait_until(lambda: compose.node_state(name) is NodeState.UP, 30, "the node to rejoin")
+    wait_until(lambda: not task_commands(container), 10, "its orphaned task to be killed")
+
+
+def test_a_node_daemon_restarting_in_its_container_leaves_no_task_behind(compose):
+    client = compose.client
+    job_id = client.submit(job_spec(FOREVER, 4))
+    wait_until_running(client, [job_id], 30)
+    container, name = compose.node_container()
+    assert task_commands(container)
+    docker("restart", "-t", "5", container)
+    wait_until(lambda: compose.node_state(name) is NodeState.UP, 30, "the node to come back")
+    assert not task_commands(container), "a task outlived its node daemon"
+    assert compose.job(job_id).state.is_final
+
+
+def _nodes(client: MasterClient) -> list:
+    try:
+        return client.nodes()
+    except Exception:  # the master is still starting
+        return []
