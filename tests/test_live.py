@@ -125,7 +125,8 @@ def test_a_killed_node_daemon_is_marked_down_and_leaves_no_task(start_cluster):
     # three heartbeats, plus the quantum in which expiry is checked and this test's polling
     assert time.monotonic() - killed <= 3 * 0.2 + 0.1 + 0.3
     wait_until(lambda: not task_processes(cluster.home), 10, "every task of the job to end")
-    info = cluster.client.job(job)
+    # the job ends when the master has heard every other rank's exit, a moment after they die
+    info = wait_until(lambda: (found := cluster.client.job(job)).state.is_final and found, 10, "the job to end")
     assert info.state is JobState.NODE_FAIL and "node2" in info.reason
     assert [n.state for n in cluster.client.nodes()] == ["up", "down", "up", "up"]
 
