@@ -11,8 +11,8 @@ The matrix is rebuilt at every scheduling event (an arrival or a departure):
    while the MPL allows. GS stops at the first job that does not fit.
 4. With migration: CollapseMatrix-2, where a job may also move to other
    columns of the target row (option 2) or push the jobs in its way to other
-   columns (option 1), whichever costs less, at most Q tasks per time slice; then
-   Schedule-2.
+   columns (option 1), whichever costs less, at most Q tasks per time slice; a
+   row is emptied whole or not touched. Then Schedule-2, if a row was emptied.
 5. FillMatrix-1: running jobs, in start order, are copied into rows where
    their columns are free, one row per job per pass, until nothing changes;
    with migration FillMatrix-2 also pushes aside jobs that appear nowhere
@@ -158,9 +158,8 @@ class MatrixPolicy:
         matrix.clean()
         self._collapse(now, event, migrate=False)
         self._schedule_queues(now)
-        if settings.migration:
-            self._collapse(now, event, migrate=True)
-            self._schedule_queues(now)
+        if settings.migration and self._collapse(now, event, migrate=True):
+            self._schedule_queues(now)  # only a row emptied by migration makes new room
         self._fill(event, migrate=False)
         if settings.migration:
             self._fill(event, migrate=True)
@@ -181,10 +180,12 @@ class MatrixPolicy:
 
     # CollapseMatrix
 
-    def _collapse(self, now: float, event: _Event, migrate: bool) -> None:
+    def _collapse(self, now: float, event: _Event, migrate: bool) -> bool:
         """Without migration any move that fits is free; with migration, a row is emptied or left alone:
-        moving a job that costs a checkpoint, where no row disappears, buys nothing sure."""
+        moving a job that costs a checkpoint, where no row disappears, buys nothing sure.
+        True if a row was emptied by migration."""
         matrix = self.matrix
+        emptied = False
         for source in sorted(matrix.rows, key=lambda row: row.population):
             # moves only make the source emptier and the targets fuller: the targets stay valid
             targets = sorted((row for row in matrix.rows if row.population > source.population),
@@ -192,7 +193,7 @@ class MatrixPolicy:
             if not targets or not source.homes:
                 continue
             if migrate:
-                self._empty(source, targets, now, event)
+                emptied |= self._empty(source, targets, now, event)
                 continue
             for placed in list(source.homes.values()):
                 if any(self._move(placed, target, now, event, migrate=False) for target in targets):
@@ -201,20 +202,22 @@ class MatrixPolicy:
         for row in matrix.drop_empty_rows():
             for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
                 del self.reservations[job_id]
+        return emptied
 
-    def _empty(self, source: Row, targets: list[Row], now: float, event: _Event) -> None:
+    def _empty(self, source: Row, targets: list[Row], now: float, event: _Event) -> bool:
         """Move every job of ``source`` into the targets, migrating where needed, or none at all."""
         full = self.matrix.full
         if source.population > sum(target.free(full).bit_count() for target in targets):
-            return
+            return False
         undo = _Snapshot.of(self, event)
         for placed in list(source.homes.values()):
             if not (any(self._move(placed, target, now, event, migrate=False) for target in targets)
                     or any(self._move(placed, target, now, event, migrate=True) for target in targets)):
                 undo.restore(self, event)
-                return
+                return False
         self._freed = True
         self._roomier.add(source)
+        return True
 
     def _move(self, placed: Placed, target: Row, now: float, event: _Event, migrate: bool) -> bool:
         in_the_way = placed.columns & target.occupied

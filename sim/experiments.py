@@ -61,18 +61,18 @@ def _write(out: Path, name: str, rows: list[dict[str, Any]]) -> None:
     write_csv(out / f"{name}.csv", rows)
 
 
-def _highest_acceptable(points: Sequence[Point]) -> float:
+def _highest_acceptable(points: Sequence[Point]) -> str:
     """The utilization at which mean bounded slowdown reaches the acceptable 20, interpolated."""
     curve = sorted((AXES["utilization"](point), AXES["bounded_slowdown"](point)) for point in points)
     previous: tuple[float, float] | None = None
     for utilization, slowdown in curve:
         if slowdown > ACCEPTABLE_SLOWDOWN:
             if previous is None:
-                return utilization
+                return f"< {utilization:.2f}"  # too slow already at the lightest load
             (low_u, low_s) = previous
-            return low_u + (utilization - low_u) * (ACCEPTABLE_SLOWDOWN - low_s) / (slowdown - low_s)
+            return f"{low_u + (utilization - low_u) * (ACCEPTABLE_SLOWDOWN - low_s) / (slowdown - low_s):.2f}"
         previous = (utilization, slowdown)
-    return curve[-1][0]  # never too slow in the range: at least the highest reached
+    return f"≥ {curve[-1][0]:.2f}"  # never too slow in the range
 
 
 # ---------------------------------------------------------------- S1
@@ -144,7 +144,7 @@ def s2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
                       and p.scenario.choice.mpl == mpl and p.scenario.choice.context_switch == cs]
             key = "conservative" if policy == "conservative" else f"{policy}-{mpl}"
             paper = S2_PAPER_HIGHEST.get(key) if cs == 0.0 else None
-            rows.append([f"{cs:.0%}", _s2_label(chosen[0].scenario.choice), f"{_highest_acceptable(chosen):.2f}",
+            rows.append([f"{cs:.0%}", _s2_label(chosen[0].scenario.choice), _highest_acceptable(chosen),
                          "" if paper is None else f"{paper:.2f}",
                          f"{statistics.fmean(AXES['loss_of_capacity'](p) for p in chosen):.3f}"])
     return ("The highest utilization with mean bounded slowdown ≤ 20 (interpolated), beside the paper's "
