@@ -35,7 +35,10 @@ from gangsched.policy.interface import Job
 from gangsched.policy.profile import Profile
 
 _LOWEST_PRIORITY = 0.01  # a floor for ratios of priorities
-_LEAST_SLACK_S = 1.0  # a floor for the used-slack factor s0 / s
+# s0 / s, the share of slack used, is read as (s0 + 1 s) / (s + 1 s): 1 while nothing is used,
+# growing as the slack runs out, and 1 (not 0) for a job that never had slack, so that moving
+# such a job up still earns what its size, time and priority are worth
+_SLACK_SMOOTHING_S = 1.0
 
 
 class Heuristic(StrEnum):
@@ -170,7 +173,8 @@ class SlackPolicy(PlanningPolicy[SlackPlan]):
     def _cost(self, plan: SlackPlan, delay: float, newcomer: _Newcomer) -> float:
         settings = self.settings
         priorities = max(plan.priority, _LOWEST_PRIORITY) / max(newcomer.priority, _LOWEST_PRIORITY)
-        used = 1.0 if math.isinf(plan.initial_slack) else plan.initial_slack / max(plan.slack, _LEAST_SLACK_S)
+        used = 1.0 if math.isinf(plan.initial_slack) else (
+            (plan.initial_slack + _SLACK_SMOOTHING_S) / (plan.slack + _SLACK_SMOOTHING_S))
         return (plan.job.procs ** settings.utilization_weight * _power(delay, settings.time_weight)
                 * priorities ** settings.priority_weight * used ** settings.fairness_weight)
 
