@@ -20,6 +20,7 @@ from gangsched.sim.runner import POLICY_NAMES, Choice, Outcome, prioritize, run_
 from gangsched.sim.sweep import point_rows, sweep
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.estimates import beta_estimates
+from gangsched.workload.hyper_erlang import classes_from_json, hyper_erlang_jobs
 from gangsched.workload.lublin import lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, modelled_job, read_swf, write_swf
@@ -47,8 +48,10 @@ def sim() -> None:
 def workload_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False),
-        click.option("--model", type=click.Choice(["lublin", "downey"]), default=None,
+        click.option("--model", type=click.Choice(["lublin", "downey", "hyper-erlang"]), default=None,
                      help="generate the workload instead of reading a trace"),
+        click.option("--model-params", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="hyper-erlang: its size classes as JSON (see the README)"),
         click.option("--jobs", "count", type=click.IntRange(min=1), default=10_000, show_default=True,
                      help="jobs to generate"),
         click.option("--procs", type=click.IntRange(min=1), default=None,
@@ -105,11 +108,11 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
               help="every N-th job gets user and political priority 1 (slack)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
 @click.option("--swf-out", type=click.Path(path_type=Path), default=None, help="the schedule as SWF")
-def run_command(trace: Path | None, model: str | None, count: int, procs: int | None, beta: float | None,
-                seed: int, policy: str, load: float | None, run_factor: float | None, priority_every: int | None,
+def run_command(trace: Path | None, model: str | None, model_params: Path | None, count: int,
+                procs: int | None, beta: float | None, seed: int, policy: str, load: float | None, run_factor: float | None, priority_every: int | None,
                 csv_path: Path | None, swf_out: Path | None, **given: Any) -> None:
     """Simulate one policy and print the metrics of SPEC §8."""
-    records, size = _workload(trace, model, count, procs, beta, seed)
+    records, size = _workload(trace, model, model_params, count, procs, beta, seed)
     if load is not None:
         records = at_load(records, size, load)
     if run_factor is not None:
@@ -149,11 +152,11 @@ def run_command(trace: Path | None, model: str | None, count: int, procs: int | 
               show_default=True, help="how the load is raised")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="worker processes [the cores]")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-def sweep_command(trace: Path | None, model: str | None, count: int, procs: int | None, beta: float | None,
-                  seed: int, policies: str, loads: str, scaling: str, workers: int | None, out: Path,
+def sweep_command(trace: Path | None, model: str | None, model_params: Path | None, count: int,
+                  procs: int | None, beta: float | None, seed: int, policies: str, loads: str, scaling: str, workers: int | None, out: Path,
                   **given: Any) -> None:
     """Run policies over a range of loads in parallel and plot slowdown and wait against utilization."""
-    records, size = _workload(trace, model, count, procs, beta, seed)
+    records, size = _workload(trace, model, model_params, count, procs, beta, seed)
     names = [name.strip() for name in policies.split(",") if name.strip()]
     unknown = [name for name in names if name not in POLICY_NAMES]
     if unknown:
@@ -182,10 +185,12 @@ def sweep_command(trace: Path | None, model: str | None, count: int, procs: int 
     console.print("wrote " + ", ".join(str(path) for path in paths))
 
 
-def _workload(trace: Path | None, model: str | None, count: int, procs: int | None, beta: float | None,
-              seed: int) -> tuple[list[SwfJob], int]:
+def _workload(trace: Path | None, model: str | None, model_params: Path | None, count: int, procs: int | None,
+              beta: float | None, seed: int) -> tuple[list[SwfJob], int]:
     if (trace is None) == (model is None):
         raise click.UsageError("give a TRACE or --model, not both")
+    if (model == "hyper-erlang") != (model_params is not None):
+        raise click.UsageError("--model hyper-erlang takes its classes from --model-params FILE, and only it")
     if trace is not None:
         try:
             loaded = read_swf(trace)
@@ -197,8 +202,17 @@ def _workload(trace: Path | None, model: str | None, count: int, procs: int | No
         records = loaded.jobs
     else:
         size = procs or 128
-        records = (lublin_jobs(count, size, seed) if model == "lublin"
-                   else downey_jobs(count, 0.7, seed, DowneyParameters(procs=size)))
+        if model == "lublin":
+            records = lublin_jobs(count, size, seed)
+        elif model == "downey":
+            records = downey_jobs(count, 0.7, seed, DowneyParameters(procs=size))
+        else:
+            assert model_params is not None
+            try:
+                classes = classes_from_json(model_params.read_text())
+            except ValueError as error:
+                raise click.ClickException(f"{model_params}: {error}") from None
+            records = hyper_erlang_jobs(count, classes, seed)
     if beta is not None:
         records = beta_estimates(records, beta, seed)
     return records, size

@@ -90,6 +90,19 @@ def test_migration_moves_a_job_to_other_columns_to_empty_a_row():
     assert decision.rates == {1: 1.0, 3: 1.0}
 
 
+def test_mbgs_migrates_like_mgs_when_no_reservation_stands_in_the_way():
+    """As above, with backfilling: job 3 may join row 0 only because nothing is reserved there."""
+    policy = matrix_policy(MatrixPolicyKind.MBGS, 4, mpl=2, migration_cost_s=10)
+    policy.submit(SimJob(1, 0, 100, 100, 2), 0)
+    policy.submit(SimJob(2, 0, 100, 100, 2), 0)
+    policy.schedule(0)
+    policy.submit(SimJob(3, 1, 100, 100, 1), 1)
+    policy.schedule(1)
+    policy.finish(SimJob(2, 0, 100, 100, 2), 2)
+    decision = policy.schedule(2)
+    assert table(policy) == [[1, 1, 3, None]] and decision.extra_work == {3: 10, 1: 5}
+
+
 def test_the_large_job_queue_lets_at_most_j_max_large_jobs_share_a_processor():
     large = LargeJobs(threshold_s=50, most_sharing=1)
     policy = matrix_policy(MatrixPolicyKind.GS_LARGE_QUEUE, 4, large=large)

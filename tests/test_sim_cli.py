@@ -69,3 +69,15 @@ def test_an_experiment_writes_its_table_csv_and_plot(tmp_path):
     report = (tmp_path / "s3.md").read_text()
     assert "MBGS ≤ BGS in" in report and "(1693.3)" in report  # the paper's figure beside ours
     assert (tmp_path / "s3.csv").exists() and (tmp_path / "s3.png").stat().st_size > 0
+
+
+def test_a_hyper_erlang_workload_comes_from_the_classes_given(tmp_path):
+    erlang = {"order": 2, "p": 0.5, "rate1": 0.02, "rate2": 0.002}
+    params = tmp_path / "classes.json"
+    params.write_text(f'[{{"max_size": 4, "arrivals": {erlang}, "service": {erlang}}}]'.replace("'", '"'))
+    code, output = gang("sim", "--model", "hyper-erlang", "--model-params", str(params), "--jobs", "300",
+                        "--procs", "8", "--policy", "easy")
+    assert code == 0 and "300 jobs" in output, output
+    params.write_text('[{"max_size": 4}]')
+    code, output = gang("sim", "--model", "hyper-erlang", "--model-params", str(params), "--procs", "8")
+    assert code == 1 and "arrivals: Field required" in output

@@ -13,6 +13,8 @@ import heapq
 import random
 from dataclasses import dataclass
 
+from pydantic import TypeAdapter, ValidationError
+
 from gangsched.workload.swf import SwfJob, modelled_job
 
 
@@ -51,3 +53,17 @@ def hyper_erlang_jobs(count: int, classes: list[HyperErlangClass], seed: int) ->
         jobs.append(modelled_job(job_id, round(now, 2), run, size))
         heapq.heappush(upcoming, (now + spec.arrivals.draw(rng), index))
     return jobs
+
+
+def classes_from_json(text: str) -> list[HyperErlangClass]:
+    """Classes as JSON: ``[{"max_size": 8, "arrivals": {"order": 2, "p": 0.5, "rate1": 0.01,
+    "rate2": 0.001}, "service": {...}}, ...]``; a ValueError says what is wrong."""
+    try:
+        classes = TypeAdapter(list[HyperErlangClass]).validate_json(text)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise ValueError(f"{where}: {first['msg']}") from None
+    if not classes:
+        raise ValueError("no size classes")
+    return classes
