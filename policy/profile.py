@@ -55,8 +55,8 @@ class Profile:
     def _scan(self, procs: int, duration: float, after: float, limit: float, clip: bool) -> float:
         times, free = self.times, self.free
         index = max(bisect_right(times, after) - 1, 0)
-        if limit < INFINITY and max(free[index:bisect_left(times, limit, index)], default=procs) < procs:
-            return limit  # nowhere before the limit has room: decided at C speed
+        if not clip and limit < INFINITY and max(free[index:bisect_left(times, limit, index)], default=procs) < procs:
+            return limit  # nowhere before the limit has room: decided at C speed (pays off for BGS's rows)
         start = after
         last = len(times) - 1
         while start < limit:
