@@ -75,7 +75,7 @@ def build_image(project: Path, log: Log = print) -> BuildReport:
     return BuildReport(base_built, downloaded, time.monotonic() - started)
 
 
-def image_exists(name: str = IMAGE) -> bool:
+def image_exists(name: str) -> bool:
     return subprocess.run([_docker(), "image", "inspect", name], capture_output=True).returncode == 0
 
 

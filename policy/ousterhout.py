@@ -13,7 +13,6 @@ Counting columns is exact here because a job that starts picks any free
 columns of its row.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gangsched.policy.interface import Job
@@ -124,9 +123,6 @@ class OusterhoutMatrix:
         dropped = [row for row in self.rows if not row.homes]
         self.rows = [row for row in self.rows if row.homes]
         return dropped
-
-    def rows_of(self, placed: Placed) -> Iterator[Row]:
-        return (row for row in self.rows if row.holds(placed))
 
     def blocking(self, placed: Placed, row: Row) -> list[Placed]:
         """The jobs of ``row`` on ``placed``'s columns: S(A) of seed 000 §5.4."""

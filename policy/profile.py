@@ -87,9 +87,6 @@ class Profile:
     def release(self, procs: int, start: float, end: float) -> None:
         self._add(procs, start, end)
 
-    def free_at(self, instant: float) -> int:
-        return self.free[max(bisect_right(self.times, instant) - 1, 0)]
-
     def _add(self, delta: int, start: float, end: float) -> None:
         if end <= start:
             return
