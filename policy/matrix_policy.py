@@ -259,10 +259,13 @@ class MatrixPolicy:
             for other in in_the_way:
                 event.charge(other, cost / 2)
             tasks = width
+        self._count_migration(event, tasks)
+        return True
+
+    def _count_migration(self, event: _Event, tasks: int) -> None:
         event.budget -= tasks
         self.stats.migrations += 1
         self.stats.migrated_tasks += tasks
-        return True
 
     def _push_aside(self, in_the_way: list[Placed], row: Row, room: int, event: _Event) -> None:
         for other in in_the_way:
@@ -430,9 +433,7 @@ class MatrixPolicy:
             return False
         self._push_aside(in_the_way, row, room, event)
         event.charge(placed, self.settings.migration_cost_s / 2)
-        event.budget -= pushed
-        self.stats.migrations += 1
-        self.stats.migrated_tasks += pushed
+        self._count_migration(event, pushed)
         return True
 
     # rates and statistics
