@@ -93,7 +93,7 @@ def run_dynamic(client: MasterClient, jobs: list[DynamicJob], cpu_share: float,
 
 def run_l4_case(policy: str, load: float, heterogeneous: bool, count: int, timeout_s: float,
                 seed: int = 1) -> list[DynamicResult]:
-    config = ClusterConfig(nodes=4, quantum_ms=200, policy=policy)
+    config = ClusterConfig(nodes=4, quantum_ms=200, pairing=policy)
     jobs = dynamic_workload(count, config.nodes, load, heterogeneous, seed)
     with temporary_cluster(config) as client:
         share = min(node.cpus for node in client.nodes())

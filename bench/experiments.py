@@ -39,7 +39,7 @@ def l1(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     for io in range(NODES + 1):
         for policy in ("strict", "paired"):
             jobs = [SyntheticJob("io")] * io + [SyntheticJob("compute")] * (NODES - io)
-            with temporary_cluster(ClusterConfig(nodes=NODES, quantum_ms=1000, policy=policy)) as client:
+            with temporary_cluster(ClusterConfig(nodes=NODES, quantum_ms=1000, pairing=policy)) as client:
                 results = run_mix(client, jobs, NODES, seconds, warmup_s=3.0)
             rows += [{"io_jobs": io, "policy": policy, "job": r.job, "kind": r.kind,
                       "barriers_per_s": round(r.barriers_per_s, 3)} for r in results]
@@ -90,7 +90,7 @@ def l2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     seconds = options.seconds
     rows: list[dict[str, Any]] = []
     for matching in ("best-fit", "fair"):
-        config = ClusterConfig(nodes=NODES, quantum_ms=500, policy="paired", matching=matching)
+        config = ClusterConfig(nodes=NODES, quantum_ms=500, pairing="paired", matching=matching)
         with temporary_cluster(config) as client:
             specs = [job_spec(SyntheticJob("io"), NODES) for _ in range(4)]
             with running(client, specs, warmup_s=3.0):
@@ -135,7 +135,7 @@ def l3(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     for sweep, value, nodes, compute_ms in sweeps:
         for policy in ("strict", "paired"):
             jobs = [SyntheticJob("io")] * 2 + [SyntheticJob("compute", compute_ms=compute_ms)] * 2
-            config = ClusterConfig(nodes=nodes, quantum_ms=1000, policy=policy)
+            config = ClusterConfig(nodes=nodes, quantum_ms=1000, pairing=policy)
             with temporary_cluster(config) as client:
                 results = run_mix(client, jobs, nodes, seconds, warmup_s=3.0)
             for kind in ("io", "compute"):
@@ -226,7 +226,7 @@ def l5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     rows: list[dict[str, Any]] = []
     quantum_ms = 500
     for sharp in (20.0, 0.0):
-        config = ClusterConfig(nodes=NODES, quantum_ms=quantum_ms, policy="paired", sharp_change=sharp)
+        config = ClusterConfig(nodes=NODES, quantum_ms=quantum_ms, pairing="paired", sharp_change=sharp)
         phased = SyntheticJob("phased", compute_ms=10.0, phases=12, phase_iterations=60)
         with temporary_cluster(config) as client:
             with running(client, [job_spec(phased, NODES) for _ in range(4)], warmup_s=0.0) as job_ids:

@@ -49,7 +49,7 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
     with _cluster(config, docker) as client:
         results = run_mix(client, jobs, config.nodes, seconds, warmup)
     table = Table(title=f"mix io={io_jobs} compute={compute_jobs}, {config.nodes} nodes, "
-                        f"{config.policy}, quantum {config.quantum_ms} ms")
+                        f"{config.policy}/{config.pairing}, quantum {config.quantum_ms} ms")
     for column in ("job", "kind", "barriers", "seconds", "barriers/s"):
         table.add_column(column, justify="right")
     for result in results:

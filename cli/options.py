@@ -15,6 +15,7 @@ import click
 from pydantic_settings import BaseSettings
 
 from gangsched.deploy.local import ClusterConfig
+from gangsched.policy.catalog import POLICY_NAMES
 
 Command = Callable[..., Any]
 
@@ -61,7 +62,8 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
         ("--quantum-ms", "quantum_ms", int, "time slice"),
         ("--heartbeat-ms", "heartbeat_ms", int, "node heartbeat period"),
         ("--mpl", "mpl", int, "most rows in the matrix"),
-        ("--policy", "policy", click.Choice(["strict", "paired"]), "which rows run each quantum"),
+        ("--policy", "policy", click.Choice([*POLICY_NAMES, "paired"]), "what starts where; paired: gs, paired"),
+        ("--pairing", "pairing", click.Choice(["strict", "paired"]), "which rows run each quantum"),
         ("--matching", "matching", click.Choice(["fair", "best-fit"]), "how paired rows find partners"),
         ("--sharp-change", "sharp_change", float, "utilization jump that makes a job run alone; 0: off"),
         ("--io-mode", "io_mode", click.Choice(["fixed", "fsync"]), "I/O server: fixed service time or fsync"),

@@ -16,7 +16,8 @@ from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Stat
 from gangsched.sim.prepare import prepare
-from gangsched.sim.runner import POLICY_NAMES, Choice, Outcome, prioritize, run_keeping_jobs
+from gangsched.policy.catalog import POLICY_NAMES, Choice
+from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
 from gangsched.sim.sweep import point_rows, sweep
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.estimates import beta_estimates

@@ -104,6 +104,7 @@ class DockerCluster:
             "GANG_HEARTBEAT_MISSES": str(config.heartbeat_misses),
             "GANG_MPL": str(config.mpl),
             "GANG_POLICY": config.policy,
+            "GANG_PAIRING": config.pairing,
             "GANG_MATCHING": config.matching,
             "GANG_SHARP_CHANGE": str(config.sharp_change),
             "GANG_IO_MODE": config.io_mode,

@@ -2,7 +2,8 @@
 
 Everything lives under one folder (``GANG_HOME``, default ``~/.gangsched``):
 ``cluster.json`` names the processes and the master's endpoint, ``logs/``
-holds each daemon's log, ``nodes/NAME/`` each node's task outputs. The
+holds each daemon's log, ``nodes/NAME/`` each node's task outputs,
+``checkpoints/`` the state of migrating tasks (a folder every node shares). The
 sockets are ipc files there, reachable only from this machine, so this
 cluster needs no authentication. The nodes split the machine's cores between
 them, each pinning its tasks to its own: utilization is measured against
@@ -41,7 +42,8 @@ class ClusterConfig:
     heartbeat_ms: int = 500
     heartbeat_misses: int = 3
     mpl: int = 8
-    policy: str = "strict"
+    policy: str = "gs"
+    pairing: str = "strict"
     matching: str = "fair"
     sharp_change: float = 20.0
     io_mode: str = "fixed"
@@ -94,7 +96,8 @@ class LocalCluster:
             "--heartbeat-ms", str(config.heartbeat_ms),
             "--heartbeat-misses", str(config.heartbeat_misses),
             "--mpl", str(config.mpl), "--io-addr", io_addr, "--policy", config.policy,
-            "--matching", config.matching, "--sharp-change", str(config.sharp_change),
+            "--pairing", config.pairing, "--matching", config.matching,
+            "--sharp-change", str(config.sharp_change), "--checkpoint-dir", str(self.home / "checkpoints"),
         ]
         cores = os.cpu_count() or 1
         share = cores / config.nodes

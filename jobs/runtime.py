@@ -5,11 +5,23 @@ GANG_JOB_ID, GANG_RANK, GANG_SIZE, GANG_NODE, GANG_BARRIER_ADDR (rank 0 also
 GANG_BARRIER_BIND), GANG_PROGRESS_FILE and, when the cluster has one,
 GANG_IO_ADDR. Waits block in the kernel, never spin, so they show as non-CPU
 time in the utilization the node daemon measures.
+
+Migration is checkpoint and restart. A task that can save its state says so
+with ``on_checkpoint(save)``; the master then may ask for a checkpoint (the
+node daemon sends SIGUSR1, and GANG_CHECKPOINT names the file for this rank's
+state). It is taken at a barrier, so that every rank saves the same iteration:
+rank 0, asked, answers the barrier with "checkpoint", every rank writes
+``save()`` and exits with ``CHECKPOINTED``. Restarted on its new node with
+GANG_RESTORE=1, the task reads its state back with ``restored()``.
 """
 
 import mmap
 import os
+import signal
+import sys
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 import zmq
 
@@ -26,8 +38,15 @@ def job_id() -> int:
     return int(os.environ.get("GANG_JOB_ID", "0"))
 
 
+CHECKPOINTED = 75  # the exit status of a task that saved its state to migrate (EX_TEMPFAIL)
+_GO, _CHECKPOINT = b"", b"c"
+
+
 class Barrier:
-    """Every rank sends to rank 0 and blocks for its reply; rank 0 replies once all arrived."""
+    """Every rank sends to rank 0 and blocks for its reply; rank 0 replies once all arrived.
+
+    ``wait`` returns whether the job checkpoints at this barrier: rank 0 decides, from ``asked``.
+    """
 
     def __init__(self, my_rank: int, job_size: int, address: str, bind: str | None) -> None:
         self._rank = my_rank
@@ -44,16 +63,17 @@ class Barrier:
             self._socket.connect(address)
         self._socket.setsockopt(zmq.LINGER, 0)
 
-    def wait(self) -> None:
+    def wait(self, asked: bool = False) -> bool:
         if self._socket is None:
-            return
+            return asked
         if self._rank != 0:
-            self._socket.send(b"")
-            self._socket.recv()
-            return
+            self._socket.send(_GO)
+            return self._socket.recv() == _CHECKPOINT
         arrived = [self._socket.recv_multipart()[0] for _ in range(self._others)]
+        answer = _CHECKPOINT if asked else _GO
         for identity in arrived:
-            self._socket.send_multipart([identity, b""])
+            self._socket.send_multipart([identity, answer])
+        return asked
 
     def close(self) -> None:
         if self._socket is not None:
@@ -100,9 +120,49 @@ def _progress() -> Progress:
     return Progress(os.environ.get("GANG_PROGRESS_FILE"))
 
 
+class _Checkpointing:
+    save: Callable[[], bytes] | None = None
+    asked = False
+
+
+def on_checkpoint(save: Callable[[], bytes]) -> None:
+    """Make this task migratable: ``save`` returns its state, to be given back by ``restored``."""
+    _Checkpointing.save = save
+    signal.signal(signal.SIGUSR1, _asked)
+
+
+def _asked(signum: int, frame: object) -> None:
+    _Checkpointing.asked = True
+
+
+def restored() -> bytes | None:
+    """The state saved before this task migrated, or None on a first start."""
+    path = os.environ.get("GANG_CHECKPOINT")
+    if not path or os.environ.get("GANG_RESTORE") != "1":
+        return None
+    return Path(path).read_bytes()
+
+
 def barrier() -> None:
-    """Wait until every rank of the job has called ``barrier`` as often as this one."""
-    _barrier().wait()
+    """Wait until every rank of the job has called ``barrier`` as often as this one.
+
+    If the job is migrating, every rank saves its state here and exits instead.
+    """
+    if _barrier().wait(_Checkpointing.asked and _Checkpointing.save is not None):
+        _save_and_exit()
+
+
+def _save_and_exit() -> None:
+    save, path = _Checkpointing.save, os.environ.get("GANG_CHECKPOINT")
+    if save is None or not path:
+        raise RuntimeError("asked to checkpoint, but this task has no checkpoint hook or GANG_CHECKPOINT")
+    state = save()
+    temporary = Path(f"{path}.tmp")
+    temporary.parent.mkdir(parents=True, exist_ok=True)
+    temporary.write_bytes(state)
+    temporary.replace(path)  # a restart never reads half a state
+    sys.stdout.flush()
+    os._exit(CHECKPOINTED)
 
 
 def progress(count: int) -> None:

@@ -7,8 +7,14 @@ I/O server, then a blocking wait of ``--wait-ms`` (communication or I/O on a
 device of its own: like such I/O, it goes on while the task is stopped), then
 a barrier. The wait sets a compute job's utilization without I/O contention. ``phased``: ``--phases`` short I/O phases
 alternating with longer compute phases, then a long I/O phase (QCRD-like).
+``timed``: each iteration is ``--run-ms`` of time runnable (not stopped) spent
+asleep, then a barrier: a job of a given run time whose progress follows its
+quanta and not the CPU contention of emulated nodes (``gang replay``).
 ``spin``: pure CPU, no barrier, for overhead benchmarks. ``--iterations 0``
 runs until the task is ended.
+
+Every kind but ``spin`` can migrate: its state is the iterations done, saved
+at a barrier and taken back on restart (jobs/runtime.py ``on_checkpoint``).
 
 Usage: python -m gangsched.jobs.synthetic KIND [options]
 """
@@ -19,9 +25,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gangsched.jobs.runtime import barrier, io_write, progress
+from gangsched.jobs.runtime import barrier, io_write, on_checkpoint, progress, restored
 
-KINDS = ("compute", "io", "mixed", "phased", "spin")
+KINDS = ("compute", "io", "mixed", "phased", "timed", "spin")
+_SLEEP_STEP_S = 0.005
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,11 @@ class SyntheticJob:
     wait_ms: float = 0.0
     phases: int = 12
     phase_iterations: int = 20
+    run_ms: float = 100.0
+
+    @property
+    def migratable(self) -> bool:
+        return self.kind != "spin"
 
     def argv(self) -> list[str]:
         # python3 is the node daemon's own interpreter: it puts its folder first on PATH
@@ -44,7 +56,7 @@ class SyntheticJob:
             "--iterations", str(self.iterations), "--compute-ms", str(self.compute_ms),
             "--io-writes", str(self.io_writes), "--io-bytes", str(self.io_bytes),
             "--wait-ms", str(self.wait_ms), "--phases", str(self.phases),
-            "--phase-iterations", str(self.phase_iterations),
+            "--phase-iterations", str(self.phase_iterations), "--run-ms", str(self.run_ms),
         ]
 
 
@@ -54,6 +66,20 @@ def burn_cpu(cpu_ms: float) -> None:
     while time.thread_time_ns() < target:
         for _ in range(2000):
             pass
+
+
+def run_for(run_ms: float) -> None:
+    """Spend ``run_ms`` of runnable time asleep: time spent stopped does not count.
+
+    A step that took much longer than asked was cut by a stop: it counts as two
+    steps at most, so a stop costs this one short step of error at most.
+    """
+    left = run_ms / 1000
+    while left > 0:
+        step = min(left, _SLEEP_STEP_S)
+        began = time.monotonic()
+        time.sleep(step)
+        left -= min(time.monotonic() - began, 2 * step)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,6 +92,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--wait-ms", type=float, default=0.0, help="blocking wait per iteration")
     parser.add_argument("--phases", type=int, default=12, help="phased: compute phases")
     parser.add_argument("--phase-iterations", type=int, default=20, help="phased: iterations of a compute phase")
+    parser.add_argument("--run-ms", type=float, default=100.0, help="timed: runnable ms per iteration")
     return parser.parse_args(argv)
 
 
@@ -90,19 +117,36 @@ def _steps(args: argparse.Namespace) -> Iterator[tuple[float, int]]:
     return ((compute, writes) for _ in _iterations(args.iterations))
 
 
+class _Done:
+    """The iterations passed: the whole state a synthetic task migrates with."""
+
+    count = 0
+
+    @classmethod
+    def save(cls) -> bytes:
+        return str(cls.count).encode()
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     if args.kind == "spin":
         while True:
             burn_cpu(1000)
+    on_checkpoint(_Done.save)
+    state = restored()
+    done = int(state) if state else 0
     block = bytes(args.io_bytes)
-    for count, (compute_ms, writes) in enumerate(_steps(args), start=1):
+    for count, (compute_ms, writes) in enumerate(itertools.islice(_steps(args), done, None), start=done + 1):
         burn_cpu(compute_ms)
         for _ in range(writes):
             io_write(block)
         if args.wait_ms:
             time.sleep(args.wait_ms / 1000)
+        if args.kind == "timed":
+            run_for(args.run_ms)
+        _Done.count = count - 1  # a checkpoint at this barrier resumes with this iteration's barrier
         barrier()
+        _Done.count = count
         progress(count)
 
 

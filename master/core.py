@@ -2,32 +2,49 @@
 
 Every public method is one event (a message arrived, a quantum ended) and
 returns the reply for the sender, if any; messages for nodes are appended to
-``outbox`` for the daemon to send. The clock is passed in, so tests and the
-simulator drive this class without real time.
+``outbox`` for the daemon to send. The clock is passed in, so tests drive this
+class without real time.
 
-A job's life: PENDING -> RUNNING (placed in the matrix, its tasks launched)
+The decisions are the batch policy's, the same code the simulator runs
+(master/scheduling.py puts it in node names): at each scheduling event (an
+arrival, a departure, a node up or lost, a time the policy asked to be woken
+at) it says which jobs start and which migrate; at each quantum boundary the
+quantum planner chooses which of its rows run.
+
+A job's life: PENDING -> RUNNING (placed by the policy, its tasks launched)
 -> a final state once every rank has exited. The final state is decided by
 the first thing that goes wrong (``Job.ending``): a rank that fails, a cancel,
-a lost node (NODE_FAIL, or back to PENDING if the user asked for requeue).
+the time limit (TIMEOUT: the quanta it ran in add up to its estimate), a lost
+node (NODE_FAIL, or back to PENDING if the user asked for requeue). A job
+leaves the policy as soon as its end is decided.
+
+A migration: the job's tasks checkpoint at their next barrier
+(``CheckpointTask``), exit with CHECKPOINTED and start again on their new
+nodes from the saved state; the time from the request to the restart is the
+measured cost, fed back to the policy as its C.
 """
 
 import logging
+import statistics
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
+from gangsched.jobs.runtime import CHECKPOINTED
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
-from gangsched.master.jobs import Job
+from gangsched.master.jobs import Job, Migration
 from gangsched.master.nodes import Node, NodeRegistry
+from gangsched.master.scheduling import LiveScheduler, PolicyJob
 from gangsched.master.store import JobStore
-from gangsched.policy.gang import Placement, Request, never_fits, schedule
-from gangsched.policy.matrix import Matrix
+from gangsched.policy.catalog import Choice
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.policy.quantum import Matching, PlanInput, Selection, planner
+from gangsched.policy.quantum import Matching, Pairing, PlanInput, Selection, planner
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
+    CheckpointTask,
     ErrorReply,
     ExitAck,
     Heartbeat,
@@ -68,12 +85,16 @@ class MasterConfig:
     quantum_ms: int
     heartbeat_ms: int
     heartbeat_misses: int
-    mpl: int
     switch_endpoint: str
     io_addr: str | None
-    policy: str = "strict"  # strict | paired
+    choice: Choice = field(default_factory=lambda: Choice(policy="gs", mpl=8))
+    pairing: Pairing = "strict"
     matching: Matching = "fair"
     sharp_change: float | None = 20.0  # points; None: no sharp-change detection
+    default_estimate_s: float = 86_400.0  # the time limit of a job submitted without one
+    over_time_s: float = 2.0  # how long past its limit a job may run before it is killed
+    longest_estimate_s: float = 86_400.0  # t_max of the large-job queue
+    checkpoint_dir: str | None = None  # shared by every node; None: no job migrates
 
 
 @dataclass
@@ -92,24 +113,30 @@ class MasterCore:
         self._clock = clock
         self._jobs: dict[int, Job] = {}  # pending and running only
         self._nodes = NodeRegistry()
-        self._matrix = Matrix()
         self._barriers = BarrierEndpoints()
+        self._scheduler = LiveScheduler(config.choice, config.longest_estimate_s)
+        self._planner = planner(config.pairing, config.matching)
+        self._dirty = False  # a scheduling event happened: the policy must decide again
+        self._wake_at: float | None = None
+        self._unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
         self._quantum = 0
-        self._planner = planner(config.policy, config.matching)
         self._selection = Selection(())
+        self._ran: list[int] = []  # the jobs the last switch ran
+        self._last_tick: float | None = None
         self._busy_quanta = 0
         self._partner_quanta: list[int] = []
         self._switches: dict[int, _Switch] = {}
         self._switch_order: deque[int] = deque()
+        self._migration_costs: list[float] = []
         self._restore()
 
     # ------------------------------------------------------------ clients
 
     def submit(self, message: Submit) -> Submitted | ErrorReply:
         spec = message.spec
-        refusal = never_fits(spec.nodes, self._nodes.count())
-        if refusal:
-            return ErrorReply(code=ErrorCode.NEVER_FITS, reason=refusal)
+        if spec.nodes > self._nodes.count():
+            reason = f"needs {spec.nodes} nodes, the cluster has {self._nodes.count()}"
+            return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
         job = Job(
             job_id=self._store.next_job_id(),
             spec=spec,
@@ -120,7 +147,9 @@ class MasterCore:
         self._jobs[job.job_id] = job
         self._store.save(job)
         log.info("job %d submitted by %s: %s on %d nodes", job.job_id, spec.user, spec.name, spec.nodes)
-        self._reschedule()
+        self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
+        self._dirty = True
+        self._settle()
         return Submitted(job_id=job.job_id)
 
     def cancel(self, message: Cancel) -> Cancelled | ErrorReply:
@@ -139,10 +168,13 @@ class MasterCore:
             )
         reason = f"cancelled by {message.user}"
         if job.state is JobState.PENDING:
+            self._scheduler.withdraw(job.job_id, self._clock.monotonic())
             job.reason = reason
             self._close(job, JobState.CANCELLED)
+            self._dirty = True
         else:
             self._decide_end(job, JobState.CANCELLED, reason)
+        self._settle()
         return Cancelled(job_id=job.job_id, state=job.ending or job.state)
 
     def query_jobs(self, message: JobQuery) -> JobList:
@@ -164,12 +196,13 @@ class MasterCore:
 
     def query_matrix(self) -> MatrixView:
         nodes = self._nodes.names()
+        name = self._scheduler.name
         return MatrixView(
             quantum=self._quantum,
             quantum_ms=self.config.quantum_ms,
-            policy=self._planner.name,
+            policy=name if self._planner.name == "strict" else f"{name}/{self._planner.name}",
             nodes=nodes,
-            rows=self._matrix.table(nodes),
+            rows=[[row.get(node) for node in nodes] for row in self._scheduler.rows],
             running=list(self._selection.rows),
             alternates=list(self._selection.alternates),
         )
@@ -200,7 +233,8 @@ class MasterCore:
         for exit_ in hello.exits:
             self.outbox.append((hello.node, self.task_exit(exit_)))
         self._reconcile_tasks(hello)
-        self._reschedule()
+        self._follow_nodes()
+        self._settle()
         return NodeWelcome(
             node=hello.node,
             switch_endpoint=self.config.switch_endpoint,
@@ -219,12 +253,14 @@ class MasterCore:
             job.cpu_ns += message.cpu_ns
             if message.rank == 0:
                 job.record_progress(self._clock.monotonic(), self._clock.time(), message.progress)
-            failed = message.error is not None or message.returncode != 0
             ending = None
-            if failed:
+            if job.migration is not None and message.error is None and message.returncode == CHECKPOINTED:
+                job.migration.checkpointed.add(message.rank)
+            elif message.error is not None or message.returncode != 0:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
             self._ranks_gone(job, {message.rank}, ending, exit_code=message.returncode)
+        self._settle()
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport) -> ErrorReply | None:
@@ -253,38 +289,40 @@ class MasterCore:
 
     def node_unreachable(self, name: str) -> None:
         self._lose_node(name, f"node {name} became unreachable")
+        self._settle()
 
     # ------------------------------------------------------------ time
 
     def tick(self) -> SlotSwitch:
-        """A quantum boundary: drop silent nodes, choose the rows, build the switch."""
+        """A quantum boundary: drop silent nodes, enforce time limits, choose the rows, build the switch."""
+        now = self._clock.monotonic()
         timeout = self.config.heartbeat_ms * self.config.heartbeat_misses / 1000
-        for name in self._nodes.expired(self._clock.monotonic(), timeout):
+        for name in self._nodes.expired(now, timeout):
             self._lose_node(name, f"node {name} missed {self.config.heartbeat_misses} heartbeats")
+        self._count_run_time(now)
+        if self._wake_at is not None and now >= self._wake_at:
+            self._dirty = True
+        self._settle()
         self._quantum += 1
-        up = self._nodes.up()
         running = [job for job in self._jobs.values() if job.state is JobState.RUNNING]
+        predictions = {job.job_id: job.predictor.predict() for job in running}
+        scheduler = self._scheduler
         self._selection = self._planner.select(PlanInput(
-            matrix=self._matrix,
-            predictions={job.job_id: job.predictor.predict() for job in running},
+            layout=scheduler.layout,
+            predictions=predictions,
             exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
-            nodes=up,
-            mpl=self.config.mpl,
+            columns=(1 << len(scheduler.nodes)) - 1,
+            regroup=lambda: scheduler.regroup(predictions, now),
         ))
         if self._selection.rows:
             self._busy_quanta += 1
         for partner in self._selection.rows[1:]:
             self._partner_quanta += [0] * (partner + 1 - len(self._partner_quanta))
             self._partner_quanta[partner] += 1
-        run = self._matrix.runnable(self._selection.rows, up)
-        for job_id in self._selection.alternates:
-            for node in self._matrix.nodes_of(job_id):
-                run[node].append(job_id)
+        run = self._runnable(self._selection)
         # built from the core's own typed values: no need to validate them again
-        switch = SlotSwitch.model_construct(
-            quantum=self._quantum, sent_ns=self._clock.monotonic_ns(), run=run
-        )
-        self._remember_switch(switch, len(up))
+        switch = SlotSwitch.model_construct(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(), run=run)
+        self._remember_switch(switch, len(scheduler.nodes))
         return switch
 
     # ------------------------------------------------------------ internals
@@ -296,14 +334,10 @@ class MasterCore:
             job.predictor = self._predictor()
             self._jobs[job.job_id] = job
             if job.state is not JobState.RUNNING:
+                self._scheduler.submit(self._policy_job(job), now)
                 continue
             job.live_ranks = set(range(len(job.node_names)))
-            row = next(
-                (r for r in range(len(self._matrix.rows))
-                 if len(self._matrix.free_nodes(r, job.node_names)) == len(job.node_names)),
-                len(self._matrix.rows),
-            )
-            self._matrix.place(job.job_id, row, job.node_names)
+            self._unadopted[job.job_id] = job
             for node in job.node_names:
                 self._nodes.expect(node, now)
             if job.barrier_port is not None:
@@ -313,6 +347,34 @@ class MasterCore:
 
     def _predictor(self) -> UtilizationPredictor:
         return UtilizationPredictor(self.config.sharp_change)
+
+    def _monotonic(self, unix_time: float) -> float:
+        return self._clock.monotonic() - (self._clock.time() - unix_time)
+
+    def _policy_job(self, job: Job) -> PolicyJob:
+        spec = job.spec
+        return PolicyJob(
+            job_id=job.job_id,
+            submit=self._monotonic(job.submit_time),
+            procs=spec.nodes,
+            estimate=spec.estimate_s or self.config.default_estimate_s,
+            user_priority=spec.priority,
+            migratable=spec.migratable and self.config.checkpoint_dir is not None,
+        )
+
+    def _follow_nodes(self) -> None:
+        """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
+        up = self._nodes.up()
+        adopted = [job for job in self._unadopted.values() if set(job.node_names) <= set(up)]
+        if up == self._scheduler.nodes and not adopted:
+            return
+        self._scheduler.rebuild(up, self._clock.monotonic(), [
+            (self._policy_job(job), job.node_names, self._monotonic(job.start_time or job.submit_time))
+            for job in adopted
+        ])
+        for job in adopted:
+            del self._unadopted[job.job_id]
+        self._dirty = True
 
     def _reconcile_tasks(self, hello: NodeHello) -> None:
         reported = {(task.job_id, task.rank) for task in hello.tasks}
@@ -337,46 +399,67 @@ class MasterCore:
         log.warning("%s: marked down", reason)
         for job in list(self._jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
-            if ranks:
+            if ranks or name in self._scheduler.nodes_of(job.job_id):  # on it, or migrating to it
                 self._ranks_gone(job, ranks, (_lost_state(job), reason))
-        self._reschedule()
+        self._follow_nodes()
 
-    def _reschedule(self) -> None:
-        pending = sorted(
-            (job for job in self._jobs.values() if job.state is JobState.PENDING),
-            key=lambda job: job.job_id,
-        )
-        queue = [Request(job.job_id, job.spec.nodes) for job in pending]
-        placements = schedule(self._matrix, queue, self._nodes.up(), self.config.mpl)
-        for placement in placements:
-            self._start(self._jobs[placement.job_id], placement)
-        for position, job in enumerate(pending[len(placements):]):
-            job.reason = "Resources" if position == 0 else "Priority"
-
-    def _start(self, job: Job, placement: Placement) -> None:
-        rank0 = placement.nodes[0]
-        node = self._nodes.get(rank0)
-        try:
-            if node is None or node.peer is None:
-                raise NoFreePort(f"node {rank0} has not said where tasks may bind")
-            address, bind, port = self._barriers.allocate(job.job_id, rank0, node.peer)
-        except NoFreePort as error:
-            self._matrix.remove(job.job_id)
-            job.reason = str(error)
+    def _settle(self) -> None:
+        """After the events of one message or one tick: let the policy decide if one of them asks for it."""
+        if not self._dirty:
             return
+        now = self._clock.monotonic()
+        while self._dirty:
+            self._dirty = False
+            changes = self._scheduler.schedule(now)
+            self._wake_at = changes.wake_at
+            for job_id, nodes in changes.starts.items():
+                self._start(self._jobs[job_id], nodes)
+            for job_id, nodes in changes.moves.items():
+                self._migrate(self._jobs[job_id], nodes, now)
+        self._explain_waiting()
+
+    def _explain_waiting(self) -> None:
+        waiting = sorted((job for job in self._jobs.values() if job.state is JobState.PENDING),
+                         key=lambda job: job.job_id)
+        up = len(self._scheduler.nodes)
+        first = True
+        for job in waiting:
+            if self._scheduler.is_held(job.job_id):
+                job.reason = f"needs {job.spec.nodes} nodes, {up} up"
+            elif not job.reason.startswith("requeued"):
+                job.reason = "Resources" if first else "Priority"
+                first = False
+
+    def _start(self, job: Job, nodes: list[str]) -> None:
         job.state = JobState.RUNNING
         job.start_time = self._clock.time()
-        job.node_names = list(placement.nodes)
-        job.live_ranks = set(range(len(placement.nodes)))
-        job.barrier_port = port
         job.reason = ""
+        if self._launch(job, nodes, restore=False):
+            log.info("job %d starts on %s", job.job_id, ",".join(nodes))
+
+    def _launch(self, job: Job, nodes: list[str], restore: bool) -> bool:
+        """Send the job's tasks to ``nodes``; on failure the job fails, with the reason."""
+        rank0 = self._nodes.get(nodes[0])
+        try:
+            if rank0 is None or rank0.peer is None:
+                raise NoFreePort(f"node {nodes[0]} has not said where tasks may bind")
+            address, bind, port = self._barriers.allocate(job.job_id, nodes[0], rank0.peer)
+        except NoFreePort as error:
+            job.node_names, job.live_ranks = [], set()
+            job.reason = f"could not start: {error}"
+            self._scheduler.finish(job.job_id, self._clock.monotonic())
+            self._close(job, JobState.FAILED)
+            self._dirty = True
+            return False
+        job.node_names = list(nodes)
+        job.live_ranks = set(range(len(nodes)))
+        job.barrier_port = port
         self._store.save(job)
-        log.info("job %d starts in row %d on %s", job.job_id, placement.row, ",".join(placement.nodes))
-        for rank, name in enumerate(placement.nodes):
+        for rank, name in enumerate(nodes):
             task = TaskSpec(
                 job_id=job.job_id,
                 rank=rank,
-                size=len(placement.nodes),
+                size=len(nodes),
                 argv=job.spec.argv,
                 cwd=job.spec.cwd,
                 env=job.spec.env,
@@ -384,15 +467,72 @@ class MasterCore:
                 barrier_bind=bind,
                 io_addr=self.config.io_addr,
                 output=job.spec.output,
+                checkpoint=self._checkpoint_path(job, rank),
+                restore=restore,
             )
             self.outbox.append((name, LaunchTask(task=task)))
+        return True
+
+    def _checkpoint_path(self, job: Job, rank: int) -> str | None:
+        folder = self.config.checkpoint_dir
+        if folder is None or not job.spec.migratable:
+            return None
+        return str(Path(folder) / f"job-{job.job_id}" / f"rank-{rank}")
+
+    def _migrate(self, job: Job, nodes: list[str], now: float) -> None:
+        if job.migration is not None:  # moved again before it arrived
+            job.migration.target = nodes
+            return
+        log.info("job %d migrates from %s to %s", job.job_id, ",".join(job.node_names), ",".join(nodes))
+        job.migration = Migration(target=nodes, asked=now)
+        for rank in sorted(job.live_ranks):
+            self.outbox.append((job.node_names[rank], CheckpointTask(job_id=job.job_id)))
+
+    def _restart(self, job: Job, migration: Migration) -> None:
+        cost = self._clock.monotonic() - migration.asked
+        job.migration = None
+        job.migration_s.append(cost)
+        self._migration_costs.append(cost)
+        self._scheduler.set_migration_cost(statistics.fmean(self._migration_costs))
+        if self._launch(job, migration.target, restore=True):
+            log.info("job %d restarts on %s after %.3f s", job.job_id, ",".join(migration.target), cost)
+
+    def _count_run_time(self, now: float) -> None:
+        """Charge the jobs of the last switch with the quantum that ended; kill those past their limit."""
+        if self._last_tick is not None:
+            elapsed = now - self._last_tick
+            for job_id in self._ran:
+                job = self._jobs.get(job_id)
+                if job is not None:
+                    job.ran_s += elapsed
+        self._last_tick = now
+        for job in list(self._jobs.values()):
+            limit = job.spec.estimate_s or self.config.default_estimate_s
+            if job.state is JobState.RUNNING and job.ending is None and job.ran_s > limit + self.config.over_time_s:
+                self._decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s")
+
+    def _runnable(self, selection: Selection) -> dict[str, list[int]]:
+        """For every node up, the jobs whose tasks run in the coming quantum."""
+        scheduler = self._scheduler
+        run: dict[str, list[int]] = {name: [] for name in scheduler.nodes}
+        for row in selection.rows:
+            for name, job_id in scheduler.rows[row].items():
+                run[name].append(job_id)
+        for job_id in selection.alternates:
+            for name in scheduler.nodes_of(job_id):
+                run[name].append(job_id)
+        self._ran = sorted({job_id for jobs in run.values() for job_id in jobs})
+        return run
 
     def _decide_end(self, job: Job, state: JobState, reason: str) -> None:
-        """The first cause decides how a running job ends; its other tasks are killed."""
+        """The first cause decides how a running job ends: it leaves the policy, its other tasks are killed."""
         if job.ending is not None:
             return
         job.ending, job.reason = state, reason
+        job.migration = None
         log.info("job %d ends as %s: %s", job.job_id, state, reason)
+        self._scheduler.finish(job.job_id, self._clock.monotonic())
+        self._dirty = True
         for rank in sorted(job.live_ranks):
             self.outbox.append((job.node_names[rank], KillTask(job_id=job.job_id, reason=reason)))
 
@@ -410,22 +550,30 @@ class MasterCore:
             self._decide_end(job, *ending)
         if job.live_ranks:
             return
-        self._matrix.remove(job.job_id)
+        self._unadopted.pop(job.job_id, None)
         self._barriers.release(job.node_names[0], job.barrier_port)
+        migration = job.migration
+        if migration is not None and len(migration.checkpointed) == len(job.node_names):
+            self._restart(job, migration)
+            return
+        if job.ending is None:  # every rank ended well: the job is done
+            self._scheduler.finish(job.job_id, self._clock.monotonic())
+            self._dirty = True
         if job.ending is JobState.PENDING:
             self._requeue(job)
         else:
             self._close(job, job.ending or JobState.COMPLETED)
-        self._reschedule()
 
     def _requeue(self, job: Job) -> None:
         job.state, job.ending = JobState.PENDING, None
         job.requeues += 1
         job.node_names, job.start_time, job.barrier_port = [], None, None
-        job.util_pct, job.quantum_utils = None, {}
+        job.util_pct, job.quantum_utils, job.ran_s = None, {}, 0.0
         job.predictor = self._predictor()
         job.reason = f"requeued: {job.reason}"
         self._store.save(job)
+        self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
+        self._dirty = True
 
     def _close(self, job: Job, state: JobState) -> None:
         job.state = state
@@ -455,4 +603,3 @@ def _describe(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         return f"signal {-returncode}"
     return f"status {returncode}"
-

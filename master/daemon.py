@@ -22,6 +22,8 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.master.core import MasterConfig, MasterCore
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
+from gangsched.policy.catalog import Choice
+from gangsched.policy.slack import SlackSettings
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
     Cancel,
@@ -76,17 +78,7 @@ class MasterDaemon:
         self._pub.bind(settings.switch_bind)
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
-        config = MasterConfig(
-            quantum_ms=settings.quantum_ms,
-            heartbeat_ms=settings.heartbeat_ms,
-            heartbeat_misses=settings.heartbeat_misses,
-            mpl=settings.mpl,
-            switch_endpoint=self.switch_endpoint,
-            io_addr=settings.io_addr,
-            policy=settings.policy,
-            matching=settings.matching,
-            sharp_change=settings.sharp_change or None,
-        )
+        config = master_config(settings, self.switch_endpoint)
         self._core = MasterCore(config, JobStore(settings.state_dir / "jobs.db"), time)
         self._handlers: dict[type, Handler] = {
             NodeHello: lambda identity, m: self._core.hello(identity, m),
@@ -198,6 +190,32 @@ def _as_user(message: Message, user: str) -> Message:
     if isinstance(message, Cancel):
         return message.model_copy(update={"user": user})
     return message
+
+
+def master_config(settings: MasterSettings, switch_endpoint: str) -> MasterConfig:
+    paired = settings.policy == "paired"
+    choice = Choice(
+        policy="gs" if paired else settings.policy, mpl=settings.mpl,
+        migrate_per_slice=settings.migrate_per_slice, migration_cost_s=settings.migration_cost_s,
+        time_slice_s=settings.time_slice_s, alpha=settings.alpha, most_large=settings.most_large,
+        large_backfill=settings.large_backfill,
+        slack=SlackSettings(slack_factor=settings.slack_factor, average_wait_s=settings.average_wait_s),
+    )
+    return MasterConfig(
+        quantum_ms=settings.quantum_ms,
+        heartbeat_ms=settings.heartbeat_ms,
+        heartbeat_misses=settings.heartbeat_misses,
+        switch_endpoint=switch_endpoint,
+        io_addr=settings.io_addr,
+        choice=choice,
+        pairing="paired" if paired else settings.pairing,
+        matching=settings.matching,
+        sharp_change=settings.sharp_change or None,
+        default_estimate_s=settings.default_estimate_s,
+        over_time_s=settings.over_time_s,
+        longest_estimate_s=settings.longest_estimate_s,
+        checkpoint_dir=None if settings.checkpoint_dir is None else str(settings.checkpoint_dir),
+    )
 
 
 def run_master(settings: MasterSettings) -> None:

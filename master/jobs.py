@@ -10,6 +10,15 @@ _RATE_WINDOW_S = 10.0
 
 
 @dataclass
+class Migration:
+    """A move in flight: the tasks checkpoint on their old nodes, then start on ``target``."""
+
+    target: list[str]
+    asked: float  # monotonic seconds
+    checkpointed: set[int] = field(default_factory=set)  # ranks that saved their state
+
+
+@dataclass
 class Job:
     job_id: int
     spec: JobSpec
@@ -25,6 +34,9 @@ class Job:
     # What follows lives only while the master runs.
     live_ranks: set[int] = field(default_factory=set)
     ending: JobState | None = None  # the final state decided while tasks still exit
+    ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
+    migration: Migration | None = None
+    migration_s: list[float] = field(default_factory=list)
     util_pct: float | None = None
     cpu_ns: int = 0
     barriers: int = 0
@@ -78,4 +90,6 @@ class Job:
             barriers_time=self.barriers_time,
             barriers_per_s=self.barriers_per_s(),
             requeues=self.requeues,
+            ran_s=self.ran_s,
+            migration_s=self.migration_s,
         )

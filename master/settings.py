@@ -3,8 +3,10 @@
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from gangsched.policy.catalog import POLICY_NAMES
 
 
 class MasterSettings(BaseSettings):
@@ -21,13 +23,34 @@ class MasterSettings(BaseSettings):
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
-    mpl: int = Field(8, ge=1, description="multiprogramming level: most rows in the matrix")
-    policy: Literal["strict", "paired"] = Field(
-        "strict", description="strict: one row a quantum; paired: two complementary rows"
+    policy: str = Field(
+        "gs", description=f"what starts and where: {', '.join(POLICY_NAMES)}; paired: gs with --pairing paired"
+    )
+    pairing: Literal["strict", "paired"] = Field(
+        "strict", description="which rows run each quantum: one in turn (strict) or two complementary (paired)"
     )
     matching: Literal["fair", "best-fit"] = Field(
         "fair", description="how paired rows find partners: once a round (fair) or each switch"
     )
+    mpl: int = Field(8, ge=1, description="multiprogramming level: most rows in the matrix")
+    default_estimate_s: float = Field(
+        86_400.0, gt=0, description="the time limit (estimate) of a job submitted without --estimate"
+    )
+    over_time_s: float = Field(2.0, ge=0, description="how long past its time limit a job runs before it is killed")
+    checkpoint_dir: Path | None = Field(
+        None, description="a folder every node shares, where migrating tasks save their state; none: no migration"
+    )
+    migration_cost_s: float = Field(
+        1.0, ge=0, description="C of MGS/MBGS until a migration was measured (then the measured mean)"
+    )
+    migrate_per_slice: int | None = Field(None, ge=1, description="Q of MGS/MBGS: tasks that may migrate per slice")
+    time_slice_s: float = Field(200.0, gt=0, description="the slice Q counts over")
+    alpha: float = Field(0.5, ge=0, le=1, description="gs-largeq: large above alpha x --longest-estimate-s")
+    longest_estimate_s: float = Field(86_400.0, gt=0, description="gs-largeq: t_max, the longest estimate expected")
+    most_large: int = Field(2, ge=1, description="gs-largeq: j_max, large jobs sharing a node at most")
+    large_backfill: bool = Field(False, description="gs-largeq: backfill the large-job queue")
+    slack_factor: float = Field(3.0, ge=0, description="slack: SF")
+    average_wait_s: float = Field(2401.0, gt=0, description="slack: AWT, the site's average wait")
     sharp_change: float = Field(
         20.0, ge=0, description="utilization jump (points) that makes a job run alone; 0: off"
     )
@@ -38,3 +61,10 @@ class MasterSettings(BaseSettings):
         40, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, policy: str) -> str:
+        if policy not in [*POLICY_NAMES, "paired"]:
+            raise ValueError(f"no policy {policy!r}: one of {', '.join(POLICY_NAMES)}, paired")
+        return policy

@@ -27,6 +27,7 @@ from gangsched.noded.settings import NodeSettings
 from gangsched.noded.tasks import Task, launch
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
+    CheckpointTask,
     ErrorReply,
     ExitAck,
     Heartbeat,
@@ -82,6 +83,7 @@ class NodeDaemon:
             NodeWelcome: self._welcome,
             LaunchTask: self._launch,
             KillTask: self._kill,
+            CheckpointTask: self._checkpoint,
             ExitAck: self._exit_acknowledged,
             ErrorReply: self._error,
         }
@@ -125,7 +127,7 @@ class NodeDaemon:
 
     def _apply(self, switch: SlotSwitch) -> None:
         self._desired = set(switch.run.get(self.name, ()))
-        to_stop = [t for t in self._tasks.values() if t.runnable and t.job_id not in self._desired]
+        to_stop = [t for t in self._tasks.values() if t.runnable and not t.leaving and t.job_id not in self._desired]
         to_resume = [t for t in self._tasks.values() if not t.runnable and t.job_id in self._desired]
         was_runnable = {task.job_id for task in self._tasks.values() if task.runnable}
         for task in to_stop:
@@ -225,6 +227,12 @@ class NodeDaemon:
         if task is not None and task.kill_deadline is None:
             log.info("ending job %d: %s", message.job_id, message.reason)
             task.terminate(self._settings.kill_grace_s)
+
+    def _checkpoint(self, message: CheckpointTask) -> None:
+        task = self._tasks.get(message.job_id)
+        if task is not None and not task.leaving:
+            log.info("job %d rank %d checkpoints to migrate", task.job_id, task.rank)
+            task.checkpoint()
 
     def _exit_acknowledged(self, ack: ExitAck) -> None:
         self._unacknowledged.pop((ack.job_id, ack.rank), None)

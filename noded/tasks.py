@@ -37,10 +37,16 @@ class Task:
     cpu_ns: int = 0  # CPU time at the last reading
     runnable_since_ns: int = 0  # when the current runnable stretch was last sampled
     kill_deadline: float | None = None  # monotonic seconds; SIGKILL the group then
+    checkpointing: bool = False
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    @property
+    def leaving(self) -> bool:
+        """Ending or migrating: it runs, whatever the switches say, until it exits."""
+        return self.kill_deadline is not None or self.checkpointing
 
     def read_cpu_ns(self) -> int:
         """The task's CPU time now; the last reading once the process is gone."""
@@ -77,6 +83,15 @@ class Task:
 
     def kill(self) -> None:
         self._signal(signal.SIGKILL)
+
+    def checkpoint(self) -> None:
+        """Ask the task (its leader only: a child would die of SIGUSR1) to save its state and exit."""
+        try:
+            os.kill(self.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            return
+        self.checkpointing = True
+        self.resume()
 
     def reap(self) -> int:
         """The exit status of a task whose pidfd became readable; the group goes with it."""
@@ -169,4 +184,9 @@ def _environment(spec: TaskSpec, node: str, progress_path: Path) -> dict[str, st
         environment["GANG_BARRIER_BIND"] = spec.barrier_bind
     if spec.io_addr:
         environment["GANG_IO_ADDR"] = spec.io_addr
+    if spec.checkpoint:
+        environment["GANG_CHECKPOINT"] = spec.checkpoint
+        Path(spec.checkpoint).parent.mkdir(parents=True, exist_ok=True)
+    if spec.restore:
+        environment["GANG_RESTORE"] = "1"
     return environment

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from gangsched.policy.columns import ColumnBook, Layout
 from gangsched.policy.interface import Decision, Job
 from gangsched.policy.profile import Profile
 
@@ -30,21 +31,33 @@ _EPSILON = 1e-9
 @dataclass
 class _SpaceSharing:
     procs: int
-    free: int = 0
     queue: list[Job] = field(default_factory=list)
     ends: dict[int, tuple[float, int]] = field(default_factory=dict)  # running: estimated end, procs
+    columns: ColumnBook = field(init=False)
 
     def __post_init__(self) -> None:
-        self.free = self.procs
+        self.columns = ColumnBook(self.procs)
+
+    @property
+    def free(self) -> int:
+        return self.columns.free.bit_count()
 
     def submit(self, job: Job, now: float) -> None:
         self.queue.append(job)
 
     def finish(self, job: Job, now: float) -> None:
-        self.free += self.ends.pop(job.job_id)[1]
+        del self.ends[job.job_id]
+        self.columns.give(job.job_id)
+
+    def layout(self) -> Layout:
+        return self.columns.layout()
+
+    def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
+        self.columns.hold(job.job_id, columns)
+        self.ends[job.job_id] = (started + job.estimate, job.procs)
 
     def _start(self, job: Job, now: float, started: Decision) -> None:
-        self.free -= job.procs
+        self.columns.take(job.job_id, job.procs)
         self.ends[job.job_id] = (now + job.estimate, job.procs)
         started.rates[job.job_id] = 1.0
 
@@ -115,24 +128,39 @@ class PlanningPolicy(Generic[PlanT]):
 
     def __init__(self, procs: int) -> None:
         self.profile = Profile(procs)
+        self.columns = ColumnBook(procs)
         self.planned: dict[int, PlanT] = {}  # arrival order
         self.running: dict[int, tuple[float, int]] = {}  # estimated end, procs
 
     def finish(self, job: Job, now: float) -> None:
         end, procs = self.running.pop(job.job_id)
+        self.columns.give(job.job_id)
         if end > now:
             self.profile.advance(now)
             self.profile.release(procs, now, end)
             self._replan(now)
 
+    def layout(self) -> Layout:
+        return self.columns.layout()
+
+    def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
+        self.columns.hold(job.job_id, columns)
+        end = started + job.estimate
+        self.running[job.job_id] = (end, job.procs)
+        if end > now:
+            self.profile.advance(now)
+            self.profile.reserve(job.procs, now, end)
+
     def schedule(self, now: float) -> Decision:
         started = Decision()
         next_start = math.inf
         for job_id, plan in self.planned.items():
-            if plan.start <= now + _EPSILON:
+            # a live job may overrun its estimate until it is killed: then a due plan waits for its end
+            if plan.start <= now + _EPSILON and self.columns.fits(plan.job.procs):
                 started.rates[job_id] = 1.0
                 self.running[job_id] = (plan.end, plan.job.procs)
-            elif plan.start < next_start:
+                self.columns.take(job_id, plan.job.procs)
+            elif plan.start > now + _EPSILON and plan.start < next_start:
                 next_start = plan.start
         for job_id in started.rates:
             del self.planned[job_id]

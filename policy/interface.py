@@ -8,10 +8,17 @@ changed, and may ask to be woken at a later instant (a planned start). A
 policy that migrates jobs also charges them the work lost to
 checkpoint and restart. Policies read the clock they are given and nothing
 else, so one workload always gives one schedule.
+
+The live master needs two things more (``LivePolicy``): the columns each job
+holds in each time slot (``layout``), to name the nodes its tasks run on, and
+``adopt``, to take over jobs that already run on given columns when the policy
+is rebuilt (a master restart, a node lost or added).
 """
 
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from gangsched.policy.columns import Layout
 
 
 class Job(Protocol):
@@ -23,6 +30,7 @@ class Job(Protocol):
     estimate: float
     user_priority: float  # seed 002's UP and PP; PP -1 marks a user over quota
     political_priority: float
+    migratable: bool  # it can checkpoint and restart elsewhere; a policy never moves it otherwise
 
 
 @dataclass
@@ -41,3 +49,10 @@ class Policy(Protocol):
 
     def schedule(self, now: float) -> Decision: ...
 
+
+
+class LivePolicy(Policy, Protocol):
+    def layout(self) -> Layout: ...
+
+    def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
+        """Take over ``job``, running on ``columns`` since ``started``."""

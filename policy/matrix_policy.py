@@ -43,12 +43,15 @@ appears in; every running job has a home row, so it runs in every cycle.
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gangsched.policy.columns import Layout, lowest_columns
 from gangsched.policy.interface import Decision, Job
-from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row, lowest_columns
+from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
+from gangsched.policy.paired import BAND, band_breakers, within_band
+from gangsched.policy.predictor import ALONE
 from gangsched.policy.profile import Profile
 
 
@@ -168,6 +171,52 @@ class MatrixPolicy:
         self._migration_budget = event.budget
         return Decision(rates=self._rate_changes(), extra_work=event.extra_work)
 
+    def layout(self) -> Layout:
+        return self.matrix.layout()
+
+    def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
+        """Into the fullest row where its columns are free, else a new row (even past the MPL: it runs)."""
+        matrix = self.matrix
+        rows = [row for row in matrix.rows if not columns & row.occupied]
+        row = max(rows, key=lambda row: row.population) if rows else matrix.new_row()
+        end = started + job.estimate * self._slots_for_estimates()
+        matrix.start(job, row, columns, now, end)
+        self.rates[job.job_id] = 0.0
+
+    def set_migration_cost(self, seconds: float) -> None:
+        """C as measured on the live cluster."""
+        self.settings = dataclasses.replace(self.settings, migration_cost_s=seconds)
+
+    def homogenize(self, predictions: Mapping[int, float], now: float, band: float = BAND) -> None:
+        """Slot homogeneity, for paired gang scheduling (seed 003 §2.5, SPEC §3.4).
+
+        A job predicted ``band`` or more above the lowest of its row moves, on
+        its own columns, to another row whose band it fits, else to a new row
+        while the MPL allows, else it stays. Reservations are respected. The
+        copies of FillMatrix are cleaned and not made again before the next
+        scheduling event: they ignore bands, and alternate scheduling fills
+        idle cells within the band instead.
+        """
+        matrix, mpl = self.matrix, self.settings.mpl
+        matrix.clean()
+        for row in list(matrix.rows):
+            for job_id in band_breakers(row.homes, predictions, band):
+                placed = row.homes[job_id]
+                utilization = predictions.get(job_id, ALONE)
+                target = next((
+                    other for other in matrix.rows
+                    if other is not row and not placed.columns & other.occupied
+                    and within_band(other.homes, predictions, utilization, band)
+                    and other.admits(placed.columns.bit_count(), now, placed.estimated_end)
+                ), None)
+                if target is None and (mpl is None or len(matrix.rows) < mpl):
+                    target = matrix.new_row()
+                if target is not None:
+                    matrix.move(placed, target, now)
+                    self._roomier.add(row)
+        self._drop_empty_rows()
+        self._rate_changes()
+
     def _budget(self, now: float) -> float:
         """The tasks that may still migrate in the current time slice."""
         limit = self.settings.migrate_per_slice
@@ -199,10 +248,13 @@ class MatrixPolicy:
                 if any(self._move(placed, target, now, event, migrate=False) for target in targets):
                     self._freed = True
                     self._roomier.add(source)
-        for row in matrix.drop_empty_rows():
+        self._drop_empty_rows()
+        return emptied
+
+    def _drop_empty_rows(self) -> None:
+        for row in self.matrix.drop_empty_rows():
             for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
                 del self.reservations[job_id]
-        return emptied
 
     def _empty(self, source: Row, targets: list[Row], now: float, event: _Event) -> bool:
         """Move every job of ``source`` into the targets, migrating where needed, or none at all."""
@@ -241,9 +293,9 @@ class MatrixPolicy:
         pushed = sum(other.columns.bit_count() for other in in_the_way)
         room_beside = (free | _union(in_the_way)) & ~placed.columns
         options = []
-        if pushed <= event.budget and room_beside.bit_count() >= pushed:
+        if pushed <= event.budget and room_beside.bit_count() >= pushed and _migratable(in_the_way):
             options.append((cost / 2 * width + cost * pushed, 1))
-        if width <= event.budget and free.bit_count() >= width:
+        if width <= event.budget and free.bit_count() >= width and placed.job.migratable:
             options.append((cost * width + cost / 2 * pushed, 2))
         if not options:
             return False
@@ -425,7 +477,7 @@ class MatrixPolicy:
             return False
         copied = _union(list(row.copies.values()))
         in_the_way = self.matrix.blocking(placed, row)
-        if copied & placed.columns or any(other.copies for other in in_the_way):
+        if copied & placed.columns or any(other.copies for other in in_the_way) or not _migratable(in_the_way):
             return False
         pushed = sum(other.columns.bit_count() for other in in_the_way)
         room = (row.free(self.matrix.full) | _union(in_the_way)) & ~placed.columns
@@ -481,6 +533,10 @@ class _Snapshot:
         policy.stats = self.stats
 
 
+def _migratable(placed: list[Placed]) -> bool:
+    return all(each.job.migratable for each in placed)
+
+
 def _union(placed: list[Placed]) -> int:
     columns = 0
     for each in placed:
@@ -490,7 +546,7 @@ def _union(placed: list[Placed]) -> int:
 
 def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,
                   migration_cost_s: float = 0.0, migrate_per_slice: int | None = None,
-                  large: LargeJobs | None = None) -> MatrixPolicy:
+                  time_slice_s: float = 200.0, large: LargeJobs | None = None) -> MatrixPolicy:
     """One of the papers' matrix policies by name."""
     settings = MatrixSettings(
         mpl=None if kind is MatrixPolicyKind.GS_LARGE_QUEUE else mpl,
@@ -499,6 +555,7 @@ def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_swit
         context_switch=context_switch,
         migration_cost_s=migration_cost_s,
         migrate_per_slice=migrate_per_slice,
+        time_slice_s=time_slice_s,
         large=large if kind is MatrixPolicyKind.GS_LARGE_QUEUE else None,
     )
     return MatrixPolicy(procs, settings, name=kind.value)

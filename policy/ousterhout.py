@@ -15,20 +15,9 @@ columns of its row.
 
 from dataclasses import dataclass, field
 
+from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Job
 from gangsched.policy.profile import Profile
-
-
-def lowest_columns(mask: int, count: int) -> int:
-    """The ``count`` lowest columns of ``mask`` (which has at least that many)."""
-    if mask.bit_count() == count:
-        return mask
-    chosen = 0
-    for _ in range(count):
-        column = mask & -mask
-        chosen |= column
-        mask ^= column
-    return chosen
 
 
 @dataclass(eq=False)
@@ -123,6 +112,9 @@ class OusterhoutMatrix:
         dropped = [row for row in self.rows if not row.homes]
         self.rows = [row for row in self.rows if row.homes]
         return dropped
+
+    def layout(self) -> Layout:
+        return [{job_id: placed.columns for job_id, placed in (row.homes | row.copies).items()} for row in self.rows]
 
     def blocking(self, placed: Placed, row: Row) -> list[Placed]:
         """The jobs of ``row`` on ``placed``'s columns: S(A) of seed 000 §5.4."""

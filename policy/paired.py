@@ -8,18 +8,19 @@
 * ``best_fit_partner`` — the unfair alternative kept for comparison: at each
   switch, the pairable row of highest utilization, ties (within ``TIE``) to
   the last scanned.
-* ``homogenize`` — slot homogeneity (§2.5): a job whose utilization is M or
-  more above its slot's lowest leaves for a slot whose band it fits.
+* ``band_breakers`` and ``within_band`` — slot homogeneity (§2.5): a job whose
+  utilization is M or more above its slot's lowest leaves for a slot whose band
+  it fits (``MatrixPolicy.homogenize``: the matrix policy owns the rows).
 * ``alternates`` — alternate scheduling (§2.6): jobs whose tasks all sit on
   nodes idle in both selected rows, within the running row's band, run too.
 
 Rows holding an exclusive job are never paired. Every function is pure: it
-reads the matrix and the predictions and returns a decision.
+reads the layout of the rows and the predictions and returns a decision.
 """
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from gangsched.policy.matrix import Matrix
+from gangsched.policy.columns import Layout
 from gangsched.policy.predictor import ALONE
 
 MARGIN = 1.0
@@ -30,13 +31,9 @@ BAND = 20.0
 TIE = 1.0
 
 
-def row_utilizations(matrix: Matrix, predictions: Mapping[int, float]) -> list[float]:
+def row_utilizations(layout: Layout, predictions: Mapping[int, float]) -> list[float]:
     """max_util of each row: its most CPU-hungry job's prediction (unknown jobs run alone)."""
-    return [
-        max((predictions.get(job, ALONE) for job in set(cells.values())), default=0.0)
-        for cells in matrix.rows
-    ]
-
+    return [max((predictions.get(job, ALONE) for job in row), default=0.0) for row in layout]
 
 def pairable(util_x: float, util_y: float, margin: float = MARGIN) -> bool:
     return util_x + util_y + margin < 100.0
@@ -85,72 +82,46 @@ def best_fit_partner(
     return best
 
 
-def homogenize(
-    matrix: Matrix, predictions: Mapping[int, float], nodes: Sequence[str], mpl: int, band: float = BAND
-) -> list[tuple[int, int, int]]:
-    """Move jobs out of slots whose band they break; returns (job, from row, to row) moves.
-
-    A job keeps its nodes: it moves to the first other row where they are free
-    and its utilization is within ``band`` of every job there, else to a new
-    row while the MPL allows, else it stays.
-    """
-    moves: list[tuple[int, int, int]] = []
-    for row in range(len(matrix.rows)):
-        for job in _band_breakers(matrix.rows[row], predictions, band):
-            job_nodes = matrix.nodes_of(job)
-            target = next(
-                (other for other in range(len(matrix.rows))
-                 if other != row
-                 and len(matrix.free_nodes(other, job_nodes)) == len(job_nodes)
-                 and _within_band(matrix.rows[other], predictions, predictions.get(job, ALONE), band)),
-                len(matrix.rows) if len(matrix.rows) < mpl else None,
-            )
-            if target is None:
-                continue
-            for node in job_nodes:
-                del matrix.rows[row][node]
-            matrix.place(job, target, job_nodes)
-            moves.append((job, row, target))
-    matrix.rows = [cells for cells in matrix.rows if cells]
-    return moves
-
-
 def alternates(
-    matrix: Matrix,
+    layout: Layout,
     selected: Sequence[int],
-    nodes: Sequence[str],
+    columns: int,
     predictions: Mapping[int, float],
     exclusive_jobs: Collection[int],
     band: float = BAND,
 ) -> list[int]:
-    """Jobs of other rows that may also run on the nodes both selected rows leave idle."""
-    busy = {node for row in selected for node in matrix.rows[row]}
-    idle = set(nodes) - busy
+    """Jobs of other rows that may also run on the ``columns`` both selected rows leave idle."""
+    busy = 0
+    for row in selected:
+        for held in layout[row].values():
+            busy |= held
+    idle = columns & ~busy
     if not selected or not idle:  # the usual quantum on the switch path: nothing to fill
         return []
-    running = matrix.rows[selected[0]]
-    already = {job for row in selected for job in matrix.rows[row].values()}
+    running = layout[selected[0]]
+    already = {job for row in selected for job in layout[row]}
+    others = {job: held for row in layout for job, held in row.items() if job not in already}
     chosen: list[int] = []
-    for job in matrix.jobs():
-        if job in exclusive_jobs or job in already:
-            continue
-        job_nodes = set(matrix.nodes_of(job))
-        if job_nodes <= idle and _within_band(running, predictions, predictions.get(job, ALONE), band):
+    for job in sorted(others):
+        held = others[job]
+        if job not in exclusive_jobs and not held & ~idle and within_band(
+            running, predictions, predictions.get(job, ALONE), band
+        ):
             chosen.append(job)
-            idle -= job_nodes
+            idle &= ~held
     return chosen
 
 
-def _band_breakers(cells: Mapping[str, int], predictions: Mapping[int, float], band: float) -> list[int]:
-    jobs = sorted(set(cells.values()))
+def band_breakers(jobs: Iterable[int], predictions: Mapping[int, float], band: float = BAND) -> list[int]:
+    """The jobs of one row whose utilization is ``band`` or more above the row's lowest."""
+    jobs = sorted(jobs)
     if len(jobs) < 2:
         return []
     lowest = min(predictions.get(job, ALONE) for job in jobs)
     return [job for job in jobs if predictions.get(job, ALONE) >= lowest + band]
 
 
-def _within_band(
-    cells: Mapping[str, int], predictions: Mapping[int, float], utilization: float, band: float
+def within_band(
+    jobs: Iterable[int], predictions: Mapping[int, float], utilization: float, band: float = BAND
 ) -> bool:
-    others = [predictions.get(job, ALONE) for job in set(cells.values())]
-    return all(abs(utilization - other) < band for other in others)
+    return all(abs(utilization - predictions.get(job, ALONE)) < band for job in jobs)

@@ -1,38 +1,34 @@
 """Which rows run in the next quantum: strict (one row in turn) or paired (two rows).
 
-Under paired gang scheduling (seed 003 §2) the row whose turn it is runs with
-a partner whose predicted utilization complements its own, and jobs of other
-rows may fill the nodes both rows leave idle (alternate scheduling). With
-fair matching the partners are chosen once per round, after slot homogeneity
-has moved jobs that break their slot's band; with best-fit, at every switch.
+The batch policy (GS, BGS, ...) decides what is in the rows; the quantum
+planner only chooses which rows run. Under paired gang scheduling (seed 003 §2)
+the row whose turn it is runs with a partner whose predicted utilization
+complements its own, and jobs of other rows may fill the nodes both rows leave
+idle (alternate scheduling). With fair matching the partners are chosen once
+per round, after slot homogeneity has regrouped the rows; with best-fit, at
+every switch.
 """
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from gangsched.policy.gang import round_robin
-from gangsched.policy.matrix import Matrix
-from gangsched.policy.paired import (
-    alternates,
-    best_fit_partner,
-    fair_matching,
-    homogenize,
-    row_utilizations,
-)
+from gangsched.policy.columns import Layout
+from gangsched.policy.paired import alternates, best_fit_partner, fair_matching, row_utilizations
 
 Matching = Literal["fair", "best-fit"]
+Pairing = Literal["strict", "paired"]
 
 
 @dataclass(frozen=True)
 class PlanInput:
     """What a planner sees at a quantum boundary."""
 
-    matrix: Matrix  # homogenize may move jobs between its rows
+    layout: Layout
     predictions: Mapping[int, float]  # predicted utilization of each running job
     exclusive_jobs: Collection[int]
-    nodes: Sequence[str]  # the nodes up
-    mpl: int
+    columns: int  # the columns of the nodes up
+    regroup: Callable[[], Layout]  # slot homogeneity: the layout once the policy regrouped its rows
 
 
 @dataclass(frozen=True)
@@ -42,43 +38,50 @@ class Selection:
 
 
 class QuantumPlanner(Protocol):
-    name: str
+    name: Pairing
 
     def select(self, given: PlanInput) -> Selection: ...
 
 
+def round_robin(row_count: int, previous: int | None) -> int | None:
+    """The row whose turn is next (none when the matrix is empty)."""
+    if row_count == 0:
+        return None
+    return 0 if previous is None else (previous + 1) % row_count
+
+
 @dataclass
 class StrictPlanner:
-    name: str = "strict"
+    name: Pairing = "strict"
     _previous: int | None = None
 
     def select(self, given: PlanInput) -> Selection:
-        rows = round_robin(len(given.matrix.rows), self._previous)
-        self._previous = rows[0] if rows else None
-        return Selection(rows)
+        self._previous = round_robin(len(given.layout), self._previous)
+        return Selection(() if self._previous is None else (self._previous,))
 
 
 @dataclass
 class PairedPlanner:
     matching: Matching = "fair"
-    name: str = "paired"
+    name: Pairing = "paired"
     _previous: int | None = None
     _partners: dict[int, int] = field(default_factory=dict)
 
     def select(self, given: PlanInput) -> Selection:
-        matrix, predictions = given.matrix, given.predictions
-        turn = round_robin(len(matrix.rows), self._previous)
-        if not turn:
+        layout, predictions = given.layout, given.predictions
+        row = round_robin(len(layout), self._previous)
+        if row is None:
             self._previous = None
             return Selection(())
-        (row,) = turn
         if self._previous is None or row <= self._previous:  # a new round begins
-            homogenize(matrix, predictions, given.nodes, given.mpl)
+            layout = given.regroup()
             row = 0
-        utilizations = row_utilizations(matrix, predictions)
+            if not layout:
+                self._previous = None
+                return Selection(())
+        utilizations = row_utilizations(layout, predictions)
         exclusive_rows = {
-            index for index, cells in enumerate(matrix.rows)
-            if any(job in given.exclusive_jobs for job in cells.values())
+            index for index, jobs in enumerate(layout) if any(job in given.exclusive_jobs for job in jobs)
         }
         if self.matching == "fair":
             if row == 0:
@@ -87,12 +90,12 @@ class PairedPlanner:
         else:
             partner = best_fit_partner(row, utilizations, exclusive_rows)
         self._previous = row
-        rows = (row,) if partner is None or partner >= len(matrix.rows) else (row, partner)
-        extra = alternates(matrix, rows, given.nodes, predictions, given.exclusive_jobs)
+        rows = (row,) if partner is None or partner >= len(layout) else (row, partner)
+        extra = alternates(layout, rows, given.columns, predictions, given.exclusive_jobs)
         return Selection(rows, tuple(extra))
 
 
-def planner(policy: str, matching: Matching) -> QuantumPlanner:
-    if policy == "paired":
+def planner(pairing: Pairing, matching: Matching) -> QuantumPlanner:
+    if pairing == "paired":
         return PairedPlanner(matching)
     return StrictPlanner()

@@ -4,7 +4,7 @@ Three conversations share these models:
 
 * node daemon <-> master, over the node's DEALER and the master's ROUTER:
   ``NodeHello`` / ``NodeWelcome``, ``Heartbeat``, ``LaunchTask``, ``KillTask``,
-  ``TaskExit`` / ``ExitAck`` and ``QuantumReport``;
+  ``CheckpointTask``, ``TaskExit`` / ``ExitAck`` and ``QuantumReport``;
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 class _Model(BaseModel):
@@ -38,6 +38,7 @@ class JobState(StrEnum):
     FAILED = "failed"  # a task exited non-zero, or could not start
     CANCELLED = "cancelled"
     NODE_FAIL = "node_fail"  # a node of the job was lost and the job was not requeued
+    TIMEOUT = "timeout"  # it ran for its estimate (its time limit) and was killed
 
     @property
     def is_final(self) -> bool:
@@ -54,7 +55,9 @@ class JobSpec(_Model):
     cwd: str | None = None  # used where it exists on the node, else the node's spool folder
     env: dict[str, str] = {}
     exclusive: bool = False  # never paired with another slot
-    estimate_s: float | None = Field(default=None, gt=0)
+    estimate_s: float | None = Field(default=None, gt=0)  # time limit; None: the master's default
+    priority: float = Field(default=0.0, ge=0, le=1)  # the user's priority UP (slack backfilling)
+    migratable: bool = False  # its tasks checkpoint at barriers (jobs/runtime.py on_checkpoint)
     requeue: bool = False  # on the loss of a node, back to the queue instead of NODE_FAIL
     output: str | None = None  # file pattern for each task's stdout+stderr, %j job, %t rank
 
@@ -96,6 +99,8 @@ class TaskSpec(_Model):
     barrier_bind: str  # what rank 0 binds (differs from barrier_addr for tcp)
     io_addr: str | None  # the I/O server the synthetic I/O jobs write to
     output: str | None
+    checkpoint: str | None = None  # where this rank saves its state when the job migrates
+    restore: bool = False  # restarted from that state
 
 
 class TaskSample(_Model):
@@ -124,6 +129,8 @@ class JobInfo(_Model):
     barriers_time: float | None = None  # when ``barriers`` was read
     barriers_per_s: float | None = None  # over the last few seconds
     requeues: int = 0
+    ran_s: float = 0.0  # time in the quanta it ran in: what its estimate limits
+    migration_s: list[float] = []  # each migration's cost: checkpoint asked -> restarted
 
 
 class NodeState(StrEnum):
@@ -194,6 +201,13 @@ class KillTask(_Model):
     type: Literal["kill_task"] = "kill_task"
     job_id: int
     reason: str
+
+
+class CheckpointTask(_Model):
+    """Migrate: let the task run to its next barrier, where it saves its state and exits."""
+
+    type: Literal["checkpoint_task"] = "checkpoint_task"
+    job_id: int
 
 
 class ExitAck(_Model):
@@ -318,6 +332,7 @@ Message = Annotated[
     | Heartbeat
     | LaunchTask
     | KillTask
+    | CheckpointTask
     | TaskExit
     | ExitAck
     | SlotSwitch

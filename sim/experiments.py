@@ -22,7 +22,7 @@ from gangsched.bench.report import Advance, Experiment, ExperimentOptions, markd
 from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.plots import AXES, Panel, save_panels
-from gangsched.sim.runner import Choice
+from gangsched.policy.catalog import Choice
 from gangsched.sim.sweep import Point, Scenario, point_rows, run_scenarios
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.lublin import lublin_jobs

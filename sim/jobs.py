@@ -12,5 +12,6 @@ class SimJob:
     procs: int
     user_priority: float = 0.0  # seed 002's UP and PP, in [0, 1]; PP -1 marks a user over quota
     political_priority: float = 0.0
+    migratable: bool = True
     start: float | None = None
     end: float | None = None

@@ -15,7 +15,8 @@ from typing import Literal
 
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.prepare import prepare
-from gangsched.sim.runner import Choice, Outcome, prioritize, run_keeping_jobs
+from gangsched.policy.catalog import Choice
+from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
 from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.scaling import at_load, scale_run_times
 from gangsched.workload.swf import SwfJob

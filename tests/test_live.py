@@ -68,7 +68,7 @@ def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_clu
 
 
 def test_paired_scheduling_keeps_a_compute_and_an_io_job_runnable_together(start_cluster):
-    cluster = start_cluster(nodes=4, quantum_ms=200, policy="paired")
+    cluster = start_cluster(nodes=4, quantum_ms=200, pairing="paired")
     compute = cluster.client.submit(spec("compute", 4))
     io = cluster.client.submit(spec("io", 4))
     wait_until_running(cluster.client, [compute, io], timeout_s=20)

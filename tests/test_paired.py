@@ -2,20 +2,14 @@
 
 import pytest
 
-from gangsched.policy.gang import Request, schedule
-from gangsched.policy.matrix import Matrix
-from gangsched.policy.paired import (
-    alternates,
-    best_fit_partner,
-    fair_matching,
-    homogenize,
-    pairable,
-    row_utilizations,
-)
+from gangsched.policy.columns import Layout
+from gangsched.policy.matrix_policy import MatrixPolicyKind, matrix_policy
+from gangsched.policy.paired import alternates, best_fit_partner, fair_matching, pairable, row_utilizations
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.policy.quantum import PairedPlanner, PlanInput, StrictPlanner
+from gangsched.sim.jobs import SimJob
 
-NODES = ["n1", "n2", "n3", "n4"]
+ALL = 0b1111  # four nodes
 
 
 def predictor_after(*measurements: float, sharp_change: float | None = 20.0) -> UtilizationPredictor:
@@ -89,47 +83,51 @@ def test_exclusive_rows_are_never_paired():
     assert best_fit_partner(0, [5, 5], exclusive_rows={1}) is None
 
 
-def matrix_of(*widths: int) -> Matrix:
-    matrix = Matrix()
-    schedule(matrix, [Request(job, width) for job, width in enumerate(widths, start=1)], NODES, mpl=8)
-    return matrix
+def gs_of(*widths: int):  # type: ignore[no-untyped-def]
+    policy = matrix_policy(MatrixPolicyKind.GS, 4, mpl=8)
+    for job, width in enumerate(widths, start=1):
+        policy.submit(SimJob(job, 0.0, 10.0, 10.0, width), 0.0)
+    policy.schedule(0.0)
+    return policy
+
+
+def plan(layout: Layout, predictions: dict[int, float], exclusive: set[int] = set()) -> PlanInput:
+    return PlanInput(layout, predictions, exclusive, ALL, regroup=lambda: layout)
 
 
 def test_slot_homogeneity_moves_a_job_out_of_a_band_it_breaks():
-    matrix = matrix_of(2, 2)  # jobs 1 and 2 share row 0
-    moves = homogenize(matrix, {1: 5.0, 2: 90.0}, NODES, mpl=8)
-    assert moves == [(2, 0, 1)]
-    assert matrix.table(NODES) == [[1, 1, None, None], [None, None, 2, 2]]
-    assert homogenize(matrix, {1: 5.0, 2: 90.0}, NODES, mpl=8) == []  # stable
+    policy = gs_of(2, 2)  # jobs 1 and 2 share row 0
+    assert policy.layout() == [{1: 0b0011, 2: 0b1100}]
+    policy.homogenize({1: 5.0, 2: 90.0}, now=1.0)
+    assert policy.layout() == [{1: 0b0011}, {2: 0b1100}]
+    policy.homogenize({1: 5.0, 2: 90.0}, now=2.0)
+    assert policy.layout() == [{1: 0b0011}, {2: 0b1100}]  # stable
 
 
 def test_alternates_fill_idle_nodes_within_the_running_rows_band():
-    matrix = Matrix()
-    matrix.place(1, 0, NODES[:2])  # row 0: job 1 on n1, n2
-    matrix.place(2, 1, NODES)  # row 1: job 2 everywhere
-    matrix.place(3, 2, NODES[2:])  # row 2: job 3 on n3, n4
-    assert alternates(matrix, (0,), NODES, {1: 50, 2: 50, 3: 55}, exclusive_jobs=()) == [3]
-    assert alternates(matrix, (0,), NODES, {1: 50, 2: 50, 3: 90}, exclusive_jobs=()) == []
-    assert alternates(matrix, (0, 1), NODES, {1: 50, 2: 5, 3: 55}, exclusive_jobs=()) == []
+    layout = [{1: 0b0011}, {2: 0b1111}, {3: 0b1100}]
+    assert alternates(layout, (0,), ALL, {1: 50, 2: 50, 3: 55}, exclusive_jobs=()) == [3]
+    assert alternates(layout, (0,), ALL, {1: 50, 2: 50, 3: 90}, exclusive_jobs=()) == []
+    assert alternates(layout, (0, 1), ALL, {1: 50, 2: 5, 3: 55}, exclusive_jobs=()) == []
 
 
 def test_the_paired_planner_runs_each_row_with_its_partner_in_turn():
-    matrix = matrix_of(4, 4, 4)
+    layout = gs_of(4, 4, 4).layout()
     predictions = {1: 90.0, 2: 5.0, 3: 95.0}
     planner = PairedPlanner("fair")
-    chosen = [planner.select(PlanInput(matrix, predictions, set(), NODES, 8)).rows for _ in range(6)]
+    chosen = [planner.select(plan(layout, predictions)).rows for _ in range(6)]
     assert chosen == [(0, 1), (1, 0), (2,), (0, 1), (1, 0), (2,)]
-    assert row_utilizations(matrix, predictions) == [90.0, 5.0, 95.0]
+    assert row_utilizations(layout, predictions) == [90.0, 5.0, 95.0]
 
 
 def test_the_paired_planner_never_pairs_an_exclusive_job():
-    matrix = matrix_of(4, 4)
+    layout = gs_of(4, 4).layout()
     planner = PairedPlanner("fair")
-    rows = [planner.select(PlanInput(matrix, {1: 5.0, 2: 5.0}, {1}, NODES, 8)).rows for _ in range(4)]
+    rows = [planner.select(plan(layout, {1: 5.0, 2: 5.0}, {1})).rows for _ in range(4)]
     assert rows == [(0,), (1,), (0,), (1,)]
 
 
 def test_the_strict_planner_runs_one_row_at_a_time():
-    matrix = matrix_of(4, 4)
+    layout = gs_of(4, 4).layout()
     planner = StrictPlanner()
-    assert [planner.select(PlanInput(matrix, {}, set(), NODES, 8)).rows for _ in range(3)] == [(0,), (1,), (0,)]
+    assert [planner.select(plan(layout, {})).rows for _ in range(3)] == [(0,), (1,), (0,)]

@@ -1,79 +1,117 @@
-"""The strict gang policy as pure code: matrix, best-fit placement, rotation."""
+"""The batch policies in node names, as the live master runs them (master/scheduling.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gangsched.policy.gang import Request, never_fits, round_robin, schedule
-from gangsched.policy.matrix import Matrix
+from gangsched.master.scheduling import LiveScheduler, PolicyJob
+from gangsched.policy.catalog import Choice
+from gangsched.policy.quantum import round_robin
 
 NODES = ["n1", "n2", "n3", "n4"]
 
 
-def test_a_job_goes_to_the_fullest_row_that_holds_it():
-    matrix = Matrix()
-    schedule(matrix, [Request(1, 3), Request(2, 1), Request(3, 2)], NODES, mpl=4)
-    # 1 fills 3 columns of row 0, 2 takes its last; 3 needs a new row
-    assert matrix.table(NODES) == [[1, 1, 1, 2], [3, 3, None, None]]
-    placements = schedule(matrix, [Request(4, 2)], NODES, mpl=4)
-    assert placements[0].row == 1 and placements[0].nodes == ("n3", "n4")
+def scheduler(policy: str = "gs", mpl: int = 4, nodes: list[str] = NODES) -> LiveScheduler:
+    live = LiveScheduler(Choice(policy=policy, mpl=mpl), longest_estimate=100.0)
+    live.rebuild(nodes, 0.0)
+    return live
+
+
+def job(job_id: int, procs: int, estimate: float = 10.0) -> PolicyJob:
+    return PolicyJob(job_id=job_id, submit=0.0, procs=procs, estimate=estimate)
+
+
+def scheduled(policy: str, *widths: int, mpl: int = 4) -> LiveScheduler:
+    """Jobs 1, 2, ... of these widths submitted and scheduled at time 0."""
+    live = scheduler(policy, mpl)
+    for job_id, width in enumerate(widths, start=1):
+        live.submit(job(job_id, width), 0.0)
+    live.schedule(0.0)
+    return live
+
+
+def table(live: LiveScheduler) -> list[list[int | None]]:
+    return [[row.get(node) for node in live.nodes] for row in live.rows]
+
+
+def test_a_job_goes_to_the_fullest_row_that_holds_it_on_named_nodes():
+    live = scheduler()
+    for job_id, width in [(1, 3), (2, 1), (3, 2)]:
+        live.submit(job(job_id, width), 0.0)
+    starts = live.schedule(0.0).starts
+    assert starts == {1: ["n1", "n2", "n3"], 2: ["n4"], 3: ["n1", "n2"]}
+    assert table(live)[0] == [1, 1, 1, 2]
 
 
 def test_plain_gs_stops_at_the_first_job_that_does_not_fit():
-    matrix = Matrix()
-    placed = schedule(matrix, [Request(1, 4), Request(2, 4), Request(3, 1)], NODES, mpl=1)
-    assert [p.job_id for p in placed] == [1]  # 3 would fit nowhere either, but 2 blocks it first
+    live = scheduled("gs", 4, 4, 1, mpl=1)
+    assert live.nodes_of(1) == NODES
+    assert live.is_waiting(2) and live.is_waiting(3)
 
 
-def test_the_mpl_caps_the_rows():
-    matrix = Matrix()
-    placed = schedule(matrix, [Request(job, 4) for job in range(1, 6)], NODES, mpl=3)
-    assert len(placed) == 3 and len(matrix.rows) == 3
+def test_space_sharing_policies_name_nodes_too():
+    live = scheduler("easy")
+    for job_id, width in [(1, 3), (2, 2), (3, 1)]:
+        live.submit(job(job_id, width), 0.0)
+    assert live.schedule(0.0).starts == {1: ["n1", "n2", "n3"], 3: ["n4"]}
+    live.finish(1, 5.0)
+    assert live.schedule(5.0).starts == {2: ["n1", "n2"]}
 
 
-def test_an_emptied_row_is_dropped():
-    matrix = Matrix()
-    schedule(matrix, [Request(1, 4), Request(2, 4)], NODES, mpl=2)
-    matrix.remove(1)
-    assert matrix.table(NODES) == [[2, 2, 2, 2]]
+def test_a_job_wider_than_the_nodes_up_waits_until_they_are():
+    live = scheduler(nodes=NODES[:2])
+    live.submit(job(1, 3), 0.0)
+    assert live.schedule(0.0).starts == {} and live.is_held(1)
+    live.rebuild(NODES, 1.0)
+    assert live.schedule(1.0).starts == {1: ["n1", "n2", "n3"]}
 
 
-def test_runnable_names_every_node():
-    matrix = Matrix()
-    schedule(matrix, [Request(1, 2), Request(2, 4)], NODES, mpl=2)
-    assert matrix.runnable((0,), NODES) == {"n1": [1], "n2": [1], "n3": [], "n4": []}
+def test_a_rebuild_keeps_running_jobs_on_their_nodes():
+    live = scheduled("bgs", 2, 2)
+    live.finish(1, 1.0)
+    live.rebuild(["n3", "n4", "n5"], 1.0)  # n1, n2 gone; n5 new
+    assert live.nodes_of(2) == ["n3", "n4"]
+    live.submit(job(3, 3), 1.0)
+    assert live.schedule(1.0).starts == {3: ["n3", "n4", "n5"]}  # a second row
 
 
-def test_a_cell_cannot_hold_two_jobs():
-    matrix = Matrix()
-    matrix.place(1, 0, ["n1"])
+def test_a_rebuild_refuses_a_running_job_on_a_lost_node():
+    live = scheduled("gs", 4)
     with pytest.raises(ValueError):
-        matrix.place(2, 0, ["n1"])
+        live.rebuild(NODES[:3], 1.0)
 
 
-def test_never_fits_only_when_wider_than_the_cluster():
-    assert never_fits(5, 4) and never_fits(4, 4) is None
+def test_a_withdrawn_job_never_starts():
+    live = scheduled("conservative", 4, 4)
+    live.withdraw(2, 1.0)
+    live.finish(1, 2.0)
+    assert live.schedule(2.0).starts == {}
 
 
 def test_round_robin_visits_every_row_in_turn():
     rows, chosen = 3, []
     previous = None
     for _ in range(7):
-        (previous,) = round_robin(rows, previous)
+        previous = round_robin(rows, previous)
         chosen.append(previous)
     assert chosen == [0, 1, 2, 0, 1, 2, 0]
-    assert round_robin(0, 5) == ()
-    assert round_robin(2, 4) == (1,)  # rows went away: carry on from what is left
+    assert round_robin(0, 5) is None
+    assert round_robin(2, 4) == 1  # rows went away: carry on from what is left
 
 
-@given(st.lists(st.integers(min_value=1, max_value=4), max_size=12), st.integers(1, 4))
-def test_placements_never_share_a_cell_and_keep_their_columns(widths, mpl):
-    matrix = Matrix()
-    queue = [Request(job, width) for job, width in enumerate(widths, start=1)]
-    placed = schedule(matrix, queue, NODES, mpl)
-    assert [p.job_id for p in placed] == [r.job_id for r in queue[: len(placed)]]
-    assert len(matrix.rows) <= mpl
-    for placement in placed:
-        assert len(placement.nodes) == len(set(placement.nodes))
-        assert matrix.nodes_of(placement.job_id) == sorted(placement.nodes)
-        assert matrix.rows_of(placement.job_id) == [placement.row]
+@given(st.lists(st.integers(min_value=1, max_value=4), max_size=12), st.integers(1, 4),
+       st.sampled_from(["gs", "bgs", "easy", "conservative", "slack"]))
+def test_no_two_jobs_share_a_node_in_a_row_and_a_job_keeps_its_nodes(widths, mpl, policy):
+    live = scheduler(policy, mpl)
+    for job_id, width in enumerate(widths, start=1):
+        live.submit(job(job_id, width), 0.0)
+    starts = live.schedule(0.0).starts
+    assert len(live.rows) <= mpl
+    for row in live.layout:
+        taken = 0
+        for columns in row.values():
+            assert not columns & taken
+            taken |= columns
+    for job_id, nodes in starts.items():
+        assert len(nodes) == widths[job_id - 1] == len(set(nodes))
+        assert live.nodes_of(job_id) == nodes

@@ -1,0 +1,51 @@
+"""Every policy by name, with its parameters: what `gang sim`, the experiments and the live master build.
+
+A choice is plain, picklable values, so that sweeps can send runs to worker
+processes and the master can take it from its settings.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
+from gangsched.policy.interface import LivePolicy
+from gangsched.policy.matrix_policy import LargeJobs, MatrixPolicyKind, matrix_policy
+from gangsched.policy.slack import SlackPolicy, SlackSettings
+
+SPACE_SHARING: dict[str, Callable[[int], LivePolicy]] = {
+    "fcfs": FcfsPolicy, "easy": EasyPolicy, "conservative": ConservativePolicy,
+}
+POLICY_NAMES = [*SPACE_SHARING, "slack", *(kind.value for kind in MatrixPolicyKind)]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A policy and its parameters (SPEC §4-6); each policy reads the ones it knows."""
+
+    policy: str = "easy"
+    mpl: int = 5
+    context_switch: float = 0.0  # CS, a fraction of the slice
+    migrate_per_slice: int | None = None  # Q
+    migration_cost_s: float = 0.0  # C
+    time_slice_s: float = 200.0  # the period over which at most Q tasks migrate
+    alpha: float = 0.5  # large: estimate > alpha * the longest estimate
+    most_large: int = 2  # j_max
+    large_backfill: bool = False
+    slack: SlackSettings = field(default_factory=SlackSettings)
+
+    def label(self) -> str:
+        return self.policy if self.policy in SPACE_SHARING or self.policy == "slack" else f"{self.policy}-{self.mpl}"
+
+
+def build_policy(choice: Choice, procs: int, longest_estimate: float) -> LivePolicy:
+    """``longest_estimate`` is t_max of the large-job queue: the workload's longest, or a configured bound."""
+    if choice.policy in SPACE_SHARING:
+        return SPACE_SHARING[choice.policy](procs)
+    if choice.policy == "slack":
+        return SlackPolicy(procs, choice.slack)
+    return matrix_policy(
+        MatrixPolicyKind(choice.policy), procs, mpl=choice.mpl, context_switch=choice.context_switch,
+        migration_cost_s=choice.migration_cost_s, migrate_per_slice=choice.migrate_per_slice,
+        time_slice_s=choice.time_slice_s,
+        large=LargeJobs(choice.alpha * longest_estimate, choice.most_large, choice.large_backfill),
+    )
