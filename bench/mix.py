@@ -24,8 +24,9 @@ class MixResult:
     barriers_per_s: float
 
 
-def job_spec(job: SyntheticJob, nodes: int) -> JobSpec:
-    return JobSpec(name=f"bench-{job.kind}", user=getpass.getuser(), nodes=nodes, argv=job.argv())
+def job_spec(job: SyntheticJob, nodes: int, estimate_s: float | None = None) -> JobSpec:
+    return JobSpec(name=f"bench-{job.kind}", user=getpass.getuser(), nodes=nodes, argv=job.argv(),
+                   estimate_s=estimate_s, migratable=job.migratable)
 
 
 def wait_until_running(client: MasterClient, job_ids: list[int], timeout_s: float) -> list[JobInfo]:

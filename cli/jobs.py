@@ -71,8 +71,13 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("-n", "--nodes", type=click.IntRange(min=1), required=True, help="nodes, one task each")
 @click.option("--name", default=None, help="job name [the command's name]")
 @click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
-@click.option("--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="estimated run time in seconds")
+@click.option("-t", "--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="estimated run time in seconds, and its time limit: past it the job ends as TIMEOUT "
+              "[the master's --default-estimate-s]")
+@click.option("--priority", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="your priority for this job (slack-based backfilling's UP)")
+@click.option("--migratable", is_flag=True,
+              help="the command checkpoints at barriers (jobs/runtime.py on_checkpoint); synthetic jobs always do")
 @click.option("--requeue", is_flag=True, help="back to the queue if a node of the job is lost")
 @click.option("--output", default=None, help="stdout+stderr file per task, %j job, %t rank "
               "[the node's spool folder]")
@@ -88,17 +93,22 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--phases", type=int, default=12, show_default=True, help="phased: compute phases")
 @click.option("--phase-iterations", type=int, default=20, show_default=True,
               help="phased: iterations of a compute phase")
+@click.option("--run-ms", type=float, default=100.0, show_default=True,
+              help="timed: runnable ms per iteration")
 @click.argument("command", nargs=-1)
 @with_master
 def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None, **options: Any) -> None:
     """Submit a job: `gang submit -n 4 -- ./prog args` or `gang submit -n 4 --synthetic io`."""
     if bool(command) == bool(synthetic):
         raise click.UsageError("give either a command after -- or --synthetic KIND")
+    migratable = options["migratable"]
     if synthetic:
-        argv = SyntheticJob(
+        program = SyntheticJob(
             synthetic, options["iterations"], options["compute_ms"], options["io_writes"],
             options["io_bytes"], options["wait_ms"], options["phases"], options["phase_iterations"],
-        ).argv()
+            options["run_ms"],
+        )
+        argv, migratable = program.argv(), program.migratable
     else:
         argv = list(command)
         if client.endpoint.startswith("ipc://") and not shutil.which(argv[0]):
@@ -118,6 +128,8 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
         env=env,
         exclusive=options["exclusive"],
         estimate_s=options["estimate"],
+        priority=options["priority"],
+        migratable=migratable,
         requeue=options["requeue"],
         output=options["output"],
     )

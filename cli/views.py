@@ -8,7 +8,7 @@ from gangsched.protocol.messages import JobInfo, MatrixView, NodeInfo
 
 _STATE_STYLE = {
     "pending": "yellow", "running": "green", "completed": "dim", "failed": "red",
-    "cancelled": "magenta", "node_fail": "red", "up": "green", "down": "red",
+    "cancelled": "magenta", "node_fail": "red", "timeout": "red", "up": "green", "down": "red",
 }
 
 
@@ -30,16 +30,17 @@ def _number(value: float | None, digits: int = 1) -> str:
 
 def jobs(jobs: list[JobInfo], now: float) -> Table:
     table = Table(box=None, header_style="bold")
-    numeric = ("JOBID", "NODES", "UTIL%", "PRED%", "BARRIERS", "BAR/S")
-    for column in ("JOBID", "NAME", "USER", "STATE", "NODES", "ELAPSED", "UTIL%", "PRED%",
-                   "BARRIERS", "BAR/S", "NODELIST(REASON)"):
+    numeric = ("JOBID", "NODES", "RAN", "LIMIT", "UTIL%", "PRED%", "BARRIERS", "BAR/S", "MIGR")
+    for column in ("JOBID", "NAME", "USER", "STATE", "NODES", "ELAPSED", "RAN", "LIMIT", "UTIL%", "PRED%",
+                   "BARRIERS", "BAR/S", "MIGR", "NODELIST(REASON)"):
         table.add_column(column, justify="right" if column in numeric else "left")
     for job in jobs:
         where = ",".join(job.node_names) if job.state == "running" else f"({job.reason})" if job.reason else ""
         table.add_row(
             str(job.job_id), job.spec.name, job.spec.user, _state(job.state), str(job.spec.nodes),
-            _elapsed(job, now), _number(job.util_pct), _number(job.predicted_pct), str(job.barriers),
-            _number(job.barriers_per_s, 2), where,
+            _elapsed(job, now), f"{job.ran_s:.0f}", _number(job.spec.estimate_s, 0), _number(job.util_pct),
+            _number(job.predicted_pct), str(job.barriers), _number(job.barriers_per_s, 2),
+            str(len(job.migration_s)), where,
         )
     return table
 

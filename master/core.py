@@ -569,6 +569,7 @@ class MasterCore:
         job.requeues += 1
         job.node_names, job.start_time, job.barrier_port = [], None, None
         job.util_pct, job.quantum_utils, job.ran_s = None, {}, 0.0
+        job.barriers, job.progress_history = 0, deque(maxlen=job.progress_history.maxlen)
         job.predictor = self._predictor()
         job.reason = f"requeued: {job.reason}"
         self._store.save(job)

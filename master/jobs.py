@@ -61,6 +61,9 @@ class Job:
             del self.quantum_utils[done]
 
     def record_progress(self, now: float, wall: float, barriers: int) -> None:
+        """Rank 0's counter; a lower reading is a task just restarted from a checkpoint, not yet caught up."""
+        if barriers < self.barriers:
+            return
         self.barriers, self.barriers_time = barriers, wall
         self.progress_history.append((now, barriers))
         while self.progress_history and now - self.progress_history[0][0] > _RATE_WINDOW_S:

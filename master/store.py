@@ -25,15 +25,17 @@ CREATE TABLE IF NOT EXISTS jobs (
     requeues INTEGER NOT NULL,
     barrier_port INTEGER,
     barriers INTEGER NOT NULL,
-    cpu_ns INTEGER NOT NULL
+    cpu_ns INTEGER NOT NULL,
+    ran_s REAL NOT NULL,
+    migration_s TEXT NOT NULL
 )
 """
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
-    " node_names, exit_code, requeues, barrier_port, barriers, cpu_ns"
+    " node_names, exit_code, requeues, barrier_port, barriers, cpu_ns, ran_s, migration_s"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class StoreError(Exception):
@@ -64,7 +66,7 @@ class JobStore:
 
     def save(self, job: Job) -> None:
         self._db.execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -79,6 +81,8 @@ class JobStore:
                 job.barrier_port,
                 job.barriers,
                 job.cpu_ns,
+                job.ran_s,
+                json.dumps(job.migration_s),
             ),
         )
 
@@ -105,7 +109,7 @@ class JobStore:
 
 def _job(row: tuple) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, exit_code, requeues, port,
-     barriers, cpu_ns) = row
+     barriers, cpu_ns, ran_s, migration_s) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -120,4 +124,6 @@ def _job(row: tuple) -> Job:
         barrier_port=port,
         barriers=barriers,
         cpu_ns=cpu_ns,
+        ran_s=ran_s,
+        migration_s=json.loads(migration_s),
     )
