@@ -10,7 +10,6 @@ checkpoint at a barrier and restart on the new node from their state.
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
@@ -26,13 +25,13 @@ class MigrationRun:
     moved_from: list[str]
     moved_to: list[str]
     barriers_before: int  # A's barriers just before B ended
-    checkpointed_at: int  # the iteration count A saved
+    checkpointed_at: int  # the iterations A had passed when it saved its state
     barriers_after_restart: int  # A's barriers shortly after it restarted
     seconds_to_catch_up: float  # from the restart to the first barrier past the checkpoint
     cost_s: float  # checkpoint asked -> restarted, as the master measured it
 
 
-def run_migration(client: MasterClient, checkpoints: Path, short_iterations: int = 40,
+def run_migration(client: MasterClient, short_iterations: int = 40,
                   run_ms: float = 100.0, timeout_s: float = 60.0) -> MigrationRun:
     forever = SyntheticJob("timed", iterations=0, run_ms=run_ms)
     short = SyntheticJob("timed", iterations=short_iterations, run_ms=run_ms)
@@ -54,7 +53,7 @@ def run_migration(client: MasterClient, checkpoints: Path, short_iterations: int
                 raise RuntimeError(f"job {a} did not migrate within {timeout_s:g} s")
             time.sleep(0.01)
         restarted = time.monotonic()
-        saved = int((checkpoints / f"job-{a}" / "rank-0").read_bytes())
+        saved = info.barriers  # rank 0's counter as it exited to migrate: the iterations it saved
         while (after := client.job(a)).barriers <= saved:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"job {a} made no progress after its restart")

@@ -118,6 +118,33 @@ def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_pat
         _write_csv(csv_path, rows)
 
 
+@bench.command()
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, help="migrations to measure")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+def migrate(runs: int, csv_path: Path | None) -> None:
+    """A live migration under MGS on 4 nodes: where the job went, its barriers, the measured cost."""
+    from gangsched.bench.migration import NODES, run_migration
+
+    table = Table(title=f"live migration under MGS, {NODES} nodes, quantum 100 ms")
+    columns = ("run", "from", "to", "barriers_before", "checkpointed_at", "after_restart", "catch_up_s", "cost_s")
+    for column in columns:
+        table.add_column(column, justify="right")
+    rows = []
+    for run in range(1, runs + 1):
+        config = ClusterConfig(nodes=NODES, quantum_ms=100, policy="mgs")
+        with temporary_cluster(config) as client:
+            result = run_migration(client)
+        row = {"run": run, "from": ",".join(result.moved_from), "to": ",".join(result.moved_to),
+               "barriers_before": result.barriers_before, "checkpointed_at": result.checkpointed_at,
+               "after_restart": result.barriers_after_restart,
+               "catch_up_s": round(result.seconds_to_catch_up, 3), "cost_s": round(result.cost_s, 3)}
+        table.add_row(*(str(row[column]) for column in columns))
+        rows.append(row)
+    console.print(table)
+    if csv_path:
+        _write_csv(csv_path, rows)
+
+
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:
     """A fresh cluster for one benchmark: local processes, or compose containers with --docker."""
     if docker:

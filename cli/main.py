@@ -25,9 +25,11 @@ class LazyGroup(click.Group):
         "cancel": "gangsched.cli.jobs:cancel",
         "nodes": "gangsched.cli.jobs:nodes",
         "matrix": "gangsched.cli.jobs:matrix",
+        "admin": "gangsched.cli.admin:admin",
         "bench": "gangsched.cli.bench:bench",
         "experiment": "gangsched.cli.experiment:experiment",
         "sim": "gangsched.cli.sim:sim",
+        "replay": "gangsched.cli.replay:replay",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -1,7 +1,5 @@
 """`gang sim`: run a policy over a trace or a model workload; `gang sim sweep`: a load sweep."""
 
-import csv
-import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +15,7 @@ from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Stat
 from gangsched.sim.prepare import prepare
 from gangsched.policy.catalog import POLICY_NAMES, Choice
+from gangsched.sim.output import write_jobs, write_schedule
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
 from gangsched.sim.sweep import point_rows, sweep
 from gangsched.workload.downey import DowneyParameters, downey_jobs
@@ -24,7 +23,7 @@ from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.hyper_erlang import classes_from_json, hyper_erlang_jobs
 from gangsched.workload.lublin import lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
-from gangsched.workload.swf import SwfError, SwfJob, modelled_job, read_swf, write_swf
+from gangsched.workload.swf import SwfError, SwfJob, read_swf
 
 console = Console()
 
@@ -136,10 +135,9 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
     for what, how_many in sorted(prepared.awkward.items()):
         console.print(f"  {how_many:>6}  {what}")
     if csv_path:
-        _write_jobs(csv_path, scheduled)
+        write_jobs(csv_path, scheduled)
     if swf_out:
-        write_swf(swf_out, [_scheduled(job) for job in scheduled],
-                  [f"; MaxProcs: {size}", f"; Note: scheduled by gangsched {choice.label()}"])
+        write_schedule(swf_out, scheduled, size, f"scheduled by gangsched {choice.label()}")
 
 
 @sim.command("sweep")
@@ -186,6 +184,18 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
     console.print("wrote " + ", ".join(str(path) for path in paths))
 
 
+def read_trace(trace: Path, procs: int | None) -> tuple[list[SwfJob], int]:
+    """A trace's records and its machine's size (``procs`` overrides the header); one-line errors."""
+    try:
+        loaded = read_swf(trace)
+    except (SwfError, OSError, UnicodeDecodeError) as error:
+        raise click.ClickException(f"cannot read {trace}: {error}") from None
+    size = procs or loaded.max_procs()
+    if size is None:
+        raise click.UsageError(f"{trace} names no MaxProcs/MaxNodes: give --procs")
+    return loaded.jobs, size
+
+
 def _workload(trace: Path | None, model: str | None, model_params: Path | None, count: int, procs: int | None,
               beta: float | None, seed: int) -> tuple[list[SwfJob], int]:
     if (trace is None) == (model is None):
@@ -193,14 +203,7 @@ def _workload(trace: Path | None, model: str | None, model_params: Path | None, 
     if (model == "hyper-erlang") != (model_params is not None):
         raise click.UsageError("--model hyper-erlang takes its classes from --model-params FILE, and only it")
     if trace is not None:
-        try:
-            loaded = read_swf(trace)
-        except (SwfError, OSError, UnicodeDecodeError) as error:
-            raise click.ClickException(f"cannot read {trace}: {error}") from None
-        size = procs or loaded.max_procs()
-        if size is None:
-            raise click.UsageError(f"{trace} names no MaxProcs/MaxNodes: give --procs")
-        records = loaded.jobs
+        records, size = read_trace(trace, procs)
     else:
         size = procs or 128
         if model == "lublin":
@@ -217,23 +220,6 @@ def _workload(trace: Path | None, model: str | None, model_params: Path | None, 
     if beta is not None:
         records = beta_estimates(records, beta, seed)
     return records, size
-
-
-def _write_jobs(path: Path, jobs: list[SimJob]) -> None:
-    with open(path, "w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(["job_id", "submit", "start", "end", "wait", "procs", "run_time", "estimate"])
-        for job in jobs:
-            writer.writerow([job.job_id, job.submit, job.start, job.end,
-                             None if job.start is None else job.start - job.submit,
-                             job.procs, job.run_time, job.estimate])
-
-
-def _scheduled(job: SimJob) -> SwfJob:
-    """The job as the schedule ran it: its wait filled in."""
-    wait = -1.0 if job.start is None else round(job.start - job.submit, 2)
-    record = modelled_job(job.job_id, job.submit, job.run_time, job.procs)
-    return dataclasses.replace(record, wait=wait, req_time=job.estimate)
 
 
 def _table(outcome: Outcome, procs: int, load: float) -> Table:

@@ -9,7 +9,9 @@ a barrier. The wait sets a compute job's utilization without I/O contention. ``p
 alternating with longer compute phases, then a long I/O phase (QCRD-like).
 ``timed``: each iteration is ``--run-ms`` of time runnable (not stopped) spent
 asleep, then a barrier: a job of a given run time whose progress follows its
-quanta and not the CPU contention of emulated nodes (``gang replay``).
+quanta and not the CPU contention of emulated nodes (``gang replay``). Its
+run time counts from its launch, as a real program's would: the time the
+interpreter took to start is taken off the first iteration.
 ``spin``: pure CPU, no barrier, for overhead benchmarks. ``--iterations 0``
 runs until the task is ended.
 
@@ -21,6 +23,7 @@ Usage: python -m gangsched.jobs.synthetic KIND [options]
 
 import argparse
 import itertools
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -82,6 +85,14 @@ def run_for(run_ms: float) -> None:
         left -= min(time.monotonic() - began, 2 * step)
 
 
+def seconds_since_launch() -> float:
+    """Since the kernel started this process (clock ticks since boot, /proc/self/stat field 22)."""
+    with open("/proc/self/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gangsched.jobs.synthetic")
     parser.add_argument("kind", choices=KINDS)
@@ -136,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     state = restored()
     done = int(state) if state else 0
     block = bytes(args.io_bytes)
+    launch_ms = seconds_since_launch() * 1000 if args.kind == "timed" and not done else 0.0
     for count, (compute_ms, writes) in enumerate(itertools.islice(_steps(args), done, None), start=done + 1):
         burn_cpu(compute_ms)
         for _ in range(writes):
@@ -143,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.wait_ms:
             time.sleep(args.wait_ms / 1000)
         if args.kind == "timed":
-            run_for(args.run_ms)
+            run_for(args.run_ms - launch_ms)
+            launch_ms = max(0.0, launch_ms - args.run_ms)
         _Done.count = count - 1  # a checkpoint at this barrier resumes with this iteration's barrier
         barrier()
         _Done.count = count

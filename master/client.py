@@ -24,10 +24,14 @@ from gangsched.protocol.messages import (
     NodeInfo,
     NodeList,
     NodeQuery,
+    SetUser,
     Submit,
     Submitted,
     SwitchStats,
     SwitchStatsQuery,
+    UserInfo,
+    UserList,
+    UserQuery,
 )
 
 Reply = TypeVar("Reply")
@@ -89,6 +93,15 @@ class MasterClient:
 
     def cancel(self, job_id: int, user: str) -> Cancelled:
         return self.request(Cancel(job_id=job_id, user=user), Cancelled)
+
+    def set_user(self, user: str, political_priority: float | None = None, quota_node_s: float | None = None,
+                 clear_quota: bool = False) -> list[UserInfo]:
+        message = SetUser(admin=self._user, user=user, political_priority=political_priority,
+                          quota_node_s=quota_node_s, clear_quota=clear_quota)
+        return self.request(message, UserList).users
+
+    def users(self) -> list[UserInfo]:
+        return self.request(UserQuery(), UserList).users
 
     def jobs(self, job_ids: list[int] | None = None, include_finished: bool = False) -> list[JobInfo]:
         query = JobQuery(job_ids=job_ids, include_finished=include_finished)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gangsched.jobs.runtime import CHECKPOINTED
+from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.jobs import Job, Migration
 from gangsched.master.nodes import Node, NodeRegistry
@@ -59,12 +60,14 @@ from gangsched.protocol.messages import (
     NodeList,
     NodeWelcome,
     QuantumReport,
+    SetUser,
     SlotSwitch,
     Submit,
     Submitted,
     SwitchStats,
     TaskExit,
     TaskSpec,
+    UserList,
 )
 
 log = logging.getLogger("gangsched.master")
@@ -128,6 +131,7 @@ class MasterCore:
         self._switches: dict[int, _Switch] = {}
         self._switch_order: deque[int] = deque()
         self._migration_costs: list[float] = []
+        self._accounts = {account.user: account for account in store.accounts()}
         self._restore()
 
     # ------------------------------------------------------------ clients
@@ -206,6 +210,24 @@ class MasterCore:
             running=list(self._selection.rows),
             alternates=list(self._selection.alternates),
         )
+
+    def set_user(self, message: SetUser) -> UserList | ErrorReply:
+        """The administrator's word on a user: it counts for the jobs they submit from now on."""
+        if message.admin != "root":
+            return ErrorReply(code=ErrorCode.PERMISSION_DENIED,
+                              reason=f"only root sets users' priorities and quotas, not {message.admin}")
+        account = self._account(message.user)
+        if message.political_priority is not None:
+            account.political_priority = message.political_priority
+        if message.quota_node_s is not None or message.clear_quota:
+            account.quota_node_s = message.quota_node_s
+        self._store.save_account(account)
+        log.info("user %s: political priority %g, quota %s node-s", account.user, account.political_priority,
+                 account.quota_node_s)
+        return self.query_users()
+
+    def query_users(self) -> UserList:
+        return UserList(users=[self._accounts[user].info() for user in sorted(self._accounts)])
 
     def switch_stats(self, last: int) -> SwitchStats:
         complete = [
@@ -351,6 +373,9 @@ class MasterCore:
     def _monotonic(self, unix_time: float) -> float:
         return self._clock.monotonic() - (self._clock.time() - unix_time)
 
+    def _account(self, user: str) -> Account:
+        return self._accounts.setdefault(user, Account(user))
+
     def _policy_job(self, job: Job) -> PolicyJob:
         spec = job.spec
         return PolicyJob(
@@ -359,6 +384,7 @@ class MasterCore:
             procs=spec.nodes,
             estimate=spec.estimate_s or self.config.default_estimate_s,
             user_priority=spec.priority,
+            political_priority=self._account(spec.user).priority_for_policy,
             migratable=spec.migratable and self.config.checkpoint_dir is not None,
         )
 
@@ -583,6 +609,10 @@ class MasterCore:
             job.exit_code = 0
         self._store.save(job)
         del self._jobs[job.job_id]
+        if job.ran_s:
+            account = self._account(job.spec.user)
+            account.used_node_s += job.ran_s * job.spec.nodes
+            self._store.save_account(account)
         log.info("job %d %s", job.job_id, state)
 
     def _remember_switch(self, switch: SlotSwitch, expected: int) -> None:

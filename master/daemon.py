@@ -35,9 +35,11 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeQuery,
     QuantumReport,
+    SetUser,
     Submit,
     SwitchStatsQuery,
     TaskExit,
+    UserQuery,
 )
 
 log = logging.getLogger("gangsched.master")
@@ -91,6 +93,8 @@ class MasterDaemon:
             NodeQuery: lambda _, m: self._core.query_nodes(),
             MatrixQuery: lambda _, m: self._core.query_matrix(),
             SwitchStatsQuery: lambda _, m: self._core.switch_stats(m.last),
+            SetUser: lambda _, m: self._core.set_user(m),
+            UserQuery: lambda _, m: self._core.query_users(),
         }
         log.info("listening on %s, switches on %s, quantum %d ms",
                  self.endpoint, self.switch_endpoint, settings.quantum_ms)
@@ -189,6 +193,8 @@ def _as_user(message: Message, user: str) -> Message:
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
     if isinstance(message, Cancel):
         return message.model_copy(update={"user": user})
+    if isinstance(message, SetUser):
+        return message.model_copy(update={"admin": user})
     return message
 
 

@@ -1,13 +1,15 @@
 """Jobs persisted in SQLite (WAL, synchronous FULL): a master restart loses no job.
 
-Only lifecycle changes are written (submit, start, end, requeue), never
-per-quantum measurements, so the store stays off the switch path.
+Only lifecycle changes are written (submit, start, end, requeue) and the
+administrator's settings of users, never per-quantum measurements, so the
+store stays off the switch path.
 """
 
 import json
 import sqlite3
 from pathlib import Path
 
+from gangsched.master.accounts import Account
 from gangsched.master.jobs import Job
 from gangsched.protocol.messages import JobSpec, JobState
 
@@ -28,7 +30,13 @@ CREATE TABLE IF NOT EXISTS jobs (
     cpu_ns INTEGER NOT NULL,
     ran_s REAL NOT NULL,
     migration_s TEXT NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS users (
+    user TEXT PRIMARY KEY,
+    political_priority REAL NOT NULL,
+    quota_node_s REAL,
+    used_node_s REAL NOT NULL
+);
 """
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
@@ -51,7 +59,7 @@ class JobStore:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
         (tables,) = self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         if tables == 0:
-            self._db.execute(_SCHEMA)
+            self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         elif version != SCHEMA_VERSION:
             self._db.close()
@@ -102,6 +110,16 @@ class JobStore:
     def get(self, job_id: int) -> Job | None:
         row = self._db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return _job(row) if row else None
+
+    def save_account(self, account: Account) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO users (user, political_priority, quota_node_s, used_node_s) VALUES (?,?,?,?)",
+            (account.user, account.political_priority, account.quota_node_s, account.used_node_s),
+        )
+
+    def accounts(self) -> list[Account]:
+        rows = self._db.execute("SELECT user, political_priority, quota_node_s, used_node_s FROM users ORDER BY user")
+        return [Account(*row) for row in rows]
 
     def close(self) -> None:
         self._db.close()

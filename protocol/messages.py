@@ -8,7 +8,8 @@ Three conversations share these models:
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
-  ``SwitchStatsQuery``, each answered by its reply model or by ``ErrorReply``.
+  ``SwitchStatsQuery``, ``SetUser``, ``UserQuery``, each answered by its reply
+  model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -144,6 +145,16 @@ class NodeInfo(_Model):
     cpus: float
     jobs: list[int]
     seen_ago_s: float
+
+
+class UserInfo(_Model):
+    """A user as the administrator set them (seed 002's political priority) and what they used."""
+
+    user: str
+    political_priority: float  # PP, in [0, 1]
+    quota_node_s: float | None  # node-seconds the user may use; None: no quota
+    used_node_s: float  # nodes x time run, of the user's ended jobs
+    over_quota: bool  # then the user's new jobs get PP = -1: infinite slack
 
 
 # ------------------------------------------------------- node <-> master
@@ -320,6 +331,26 @@ class SwitchStats(_Model):
     partner_quanta: list[int] = []  # [slot]: quanta it ran as a partner
 
 
+class SetUser(_Model):
+    """The administrator (root) sets a user's political priority and quota (``gang admin``)."""
+
+    type: Literal["set_user"] = "set_user"
+    admin: str
+    user: str = Field(min_length=1, max_length=64)
+    political_priority: float | None = Field(default=None, ge=0, le=1)
+    quota_node_s: float | None = Field(default=None, ge=0)
+    clear_quota: bool = False
+
+
+class UserQuery(_Model):
+    type: Literal["user_query"] = "user_query"
+
+
+class UserList(_Model):
+    type: Literal["user_list"] = "user_list"
+    users: list[UserInfo]
+
+
 class ErrorReply(_Model):
     type: Literal["error"] = "error"
     code: ErrorCode
@@ -349,6 +380,9 @@ Message = Annotated[
     | MatrixView
     | SwitchStatsQuery
     | SwitchStats
+    | SetUser
+    | UserQuery
+    | UserList
     | ErrorReply,
     Field(discriminator="type"),
 ]

@@ -1,4 +1,8 @@
-"""The policy core on a real local cluster: migration by checkpoint/restart, time limits."""
+"""The policy core on a real local cluster: migration by checkpoint/restart, time limits, replay."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -6,6 +10,7 @@ from gangsched.bench.migration import run_migration
 from gangsched.bench.mix import job_spec
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.protocol.messages import JobState
+from gangsched.workload.swf import modelled_job, read_swf, write_swf
 from tests.conftest import task_processes, wait_until
 
 pytestmark = pytest.mark.live
@@ -13,9 +18,11 @@ pytestmark = pytest.mark.live
 
 def test_a_job_migrates_between_nodes_and_continues_from_its_checkpoint(start_cluster):
     cluster = start_cluster(nodes=4, policy="mgs")
-    run = run_migration(cluster.client, cluster.home / "checkpoints")
+    run = run_migration(cluster.client)
     assert run.moved_from == ["node1"] and run.moved_to == ["node4"]
     assert run.checkpointed_at >= run.barriers_before >= 5  # saved where it stood, not from scratch
+    saved = cluster.home / "checkpoints" / f"job-{run.job}" / "rank-0"
+    assert int(saved.read_bytes()) == run.checkpointed_at
     # from zero it would need checkpointed_at iterations of 100 ms to get past the checkpoint
     assert run.seconds_to_catch_up < min(1.5, run.checkpointed_at * 0.1 / 2)
     assert 0 < run.cost_s < 5
@@ -30,3 +37,21 @@ def test_a_job_past_its_time_limit_ends_as_timeout(start_cluster):
     assert info.state is JobState.TIMEOUT and "time limit is 1 s" in info.reason
     assert info.ran_s >= 1.0
     wait_until(lambda: not task_processes(cluster.home, job), 10, "its tasks to end")
+
+
+def test_gang_replay_runs_a_trace_live_and_prints_the_prediction_beside_it(tmp_path):
+    trace = tmp_path / "tiny.swf"
+    records = [modelled_job(job_id, submit, run, procs)
+               for job_id, (submit, run, procs) in enumerate([(0, 2, 2), (0.5, 1, 1), (1, 1, 2), (1.2, 1, 1)], 1)]
+    write_swf(trace, records, ["; MaxProcs: 2"])
+    result = subprocess.run(
+        [sys.executable, "-m", "gangsched.cli", "replay", str(trace), "--speedup", "1", "--min-run-s", "0.5",
+         "--nodes", "2", "--policy", "easy", "--quantum-ms", "100", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "live run vs the simulator's prediction" in result.stdout
+    completed = next(line for line in result.stdout.splitlines() if "jobs completed" in line)
+    assert completed.split("│")[2].strip() == "4.00"  # every job ended well, live
+    live = read_swf(tmp_path / "out" / "replay-live.swf").jobs
+    assert len(live) == 4 and all(job.wait >= 0 for job in live)

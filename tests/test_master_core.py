@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.master.accounts import OVER_QUOTA, Account
 from gangsched.master.core import MasterConfig, MasterCore
 from gangsched.master.store import JobStore
 from gangsched.policy.catalog import Choice
@@ -20,6 +21,7 @@ from gangsched.protocol.messages import (
     NodeHello,
     PeerEndpoint,
     QuantumReport,
+    SetUser,
     Submit,
     TaskExit,
     TaskRef,
@@ -175,3 +177,22 @@ def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):
     kills = sent(core2, KillTask)
     assert ("n4", KillTask(job_id=77, reason="orphaned task")) in kills
     assert {m.job_id for _, m in kills} == {77, first, second}
+
+
+def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    refused = core.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
+    assert isinstance(refused, ErrorReply) and refused.code is ErrorCode.PERMISSION_DENIED
+    core.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_node_s=2.0))
+    job = submit(core, nodes=2)
+    core.tick()
+    clock.now += 0.25
+    core.tick()  # job ran 0.25 s on 2 nodes: half a node-second
+    for rank, node in enumerate(["n1", "n2"]):
+        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+    (alice,) = core.query_users().users
+    assert alice.used_node_s == pytest.approx(0.5) and not alice.over_quota
+    assert Account("alice", 0.5, 2.0, alice.used_node_s).priority_for_policy == 0.5
+    assert Account("alice", 0.5, 2.0, 2.0).priority_for_policy == OVER_QUOTA
+    restarted = make_core(tmp_path, clock, nodes=0)
+    assert restarted.query_users().users == [alice]  # the store keeps it

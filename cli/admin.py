@@ -1,0 +1,65 @@
+"""`gang admin`: the administrator's settings of users, like Slurm's sacctmgr (root only).
+
+A user's political priority (0-1) and quota (node-seconds) feed slack-based
+backfilling: a user over quota gets PP = -1, so their new jobs have infinite
+slack and yield to everyone else's.
+"""
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from gangsched.cli.jobs import with_master
+from gangsched.master.client import MasterClient
+from gangsched.protocol.messages import UserInfo
+
+console = Console()
+
+
+@click.group()
+def admin() -> None:
+    """Users' political priorities and quotas (root only), and their use."""
+
+
+@admin.command()
+@click.argument("user")
+@click.argument("priority", type=click.FloatRange(0, 1))
+@with_master
+def priority(client: MasterClient, user: str, priority: float) -> None:
+    """Set USER's political priority (PP), 0 to 1."""
+    console.print(_users(client.set_user(user, political_priority=priority)))
+
+
+@admin.command()
+@click.argument("user")
+@click.argument("node_seconds")
+@with_master
+def quota(client: MasterClient, user: str, node_seconds: str) -> None:
+    """Set USER's quota in node-seconds, or `none` to lift it."""
+    if node_seconds == "none":
+        users = client.set_user(user, clear_quota=True)
+    else:
+        try:
+            value = float(node_seconds)
+        except ValueError:
+            raise click.UsageError(f"a quota is node-seconds or none, not {node_seconds!r}") from None
+        users = client.set_user(user, quota_node_s=value)
+    console.print(_users(users))
+
+
+@admin.command()
+@with_master
+def users(client: MasterClient) -> None:
+    """List the users the master knows: priority, quota, use."""
+    console.print(_users(client.users()))
+
+
+def _users(users: list[UserInfo]) -> Table:
+    table = Table(box=None, header_style="bold")
+    for column in ("USER", "PP", "QUOTA(node-s)", "USED(node-s)", "STATE"):
+        table.add_column(column)
+    for user in users:
+        quota = "-" if user.quota_node_s is None else f"{user.quota_node_s:g}"
+        table.add_row(user.user, f"{user.political_priority:g}", quota, f"{user.used_node_s:.0f}",
+                      "OVER QUOTA" if user.over_quota else "ok")
+    return table
