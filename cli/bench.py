@@ -126,7 +126,7 @@ def migrate(runs: int, csv_path: Path | None) -> None:
     from gangsched.bench.migration import NODES, run_migration
 
     table = Table(title=f"live migration under MGS, {NODES} nodes, quantum 100 ms")
-    columns = ("run", "from", "to", "barriers_before", "checkpointed_at", "after_restart", "catch_up_s", "cost_s")
+    columns = ("run", "from", "to", "barriers_before", "checkpointed_at", "barriers_after", "cost_s")
     for column in columns:
         table.add_column(column, justify="right")
     rows = []
@@ -136,8 +136,7 @@ def migrate(runs: int, csv_path: Path | None) -> None:
             result = run_migration(client)
         row = {"run": run, "from": ",".join(result.moved_from), "to": ",".join(result.moved_to),
                "barriers_before": result.barriers_before, "checkpointed_at": result.checkpointed_at,
-               "after_restart": result.barriers_after_restart,
-               "catch_up_s": round(result.seconds_to_catch_up, 3), "cost_s": round(result.cost_s, 3)}
+               "barriers_after": result.barriers_after, "cost_s": round(result.cost_s, 3)}
         table.add_row(*(str(row[column]) for column in columns))
         rows.append(row)
     console.print(table)

@@ -20,8 +20,9 @@ leaves the policy as soon as its end is decided.
 
 A migration: the job's tasks checkpoint at their next barrier
 (``CheckpointTask``), exit with CHECKPOINTED and start again on their new
-nodes from the saved state; the time from the request to the restart is the
-measured cost, fed back to the policy as its C.
+nodes from the saved state; the time from the request until rank 0 passes a
+barrier beyond the saved ones is the measured cost, fed back to the policy as
+its C.
 """
 
 import logging
@@ -276,8 +277,9 @@ class MasterCore:
             if message.rank == 0:
                 job.record_progress(self._clock.monotonic(), self._clock.time(), message.progress)
             ending = None
-            if job.migration is not None and message.error is None and message.returncode == CHECKPOINTED:
-                job.migration.checkpointed.add(message.rank)
+            migration = job.migration
+            if migration and not migration.restarted and message.error is None and message.returncode == CHECKPOINTED:
+                migration.checkpointed.add(message.rank)
             elif message.error is not None or message.returncode != 0:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
@@ -304,6 +306,7 @@ class MasterCore:
                 job.add_utilization(report.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * cpus))
             if job.node_names and job.node_names[0] == report.node:
                 job.record_progress(now, wall, sample.progress)
+                self._migrated(job, sample.progress)
         return None
 
     def node(self, name: str) -> Node | None:
@@ -506,7 +509,7 @@ class MasterCore:
         return str(Path(folder) / f"job-{job.job_id}" / f"rank-{rank}")
 
     def _migrate(self, job: Job, nodes: list[str], now: float) -> None:
-        if job.migration is not None:  # moved again before it arrived
+        if job.migration is not None and not job.migration.restarted:  # moved again before it left
             job.migration.target = nodes
             return
         log.info("job %d migrates from %s to %s", job.job_id, ",".join(job.node_names), ",".join(nodes))
@@ -515,13 +518,21 @@ class MasterCore:
             self.outbox.append((job.node_names[rank], CheckpointTask(job_id=job.job_id)))
 
     def _restart(self, job: Job, migration: Migration) -> None:
+        migration.saved = job.barriers
+        if self._launch(job, migration.target, restore=True):
+            log.info("job %d restarts on %s from barrier %d", job.job_id, ",".join(migration.target), job.barriers)
+
+    def _migrated(self, job: Job, progress: int) -> None:
+        """Rank 0 reported ``progress``: past the checkpoint, the migration is over and its cost known."""
+        migration = job.migration
+        if migration is None or migration.saved is None or progress <= migration.saved:
+            return
         cost = self._clock.monotonic() - migration.asked
         job.migration = None
         job.migration_s.append(cost)
         self._migration_costs.append(cost)
         self._scheduler.set_migration_cost(statistics.fmean(self._migration_costs))
-        if self._launch(job, migration.target, restore=True):
-            log.info("job %d restarts on %s after %.3f s", job.job_id, ",".join(migration.target), cost)
+        log.info("job %d migrated in %.3f s", job.job_id, cost)
 
     def _count_run_time(self, now: float) -> None:
         """Charge the jobs of the last switch with the quantum that ended; kill those past their limit."""
@@ -579,7 +590,7 @@ class MasterCore:
         self._unadopted.pop(job.job_id, None)
         self._barriers.release(job.node_names[0], job.barrier_port)
         migration = job.migration
-        if migration is not None and len(migration.checkpointed) == len(job.node_names):
+        if migration and not migration.restarted and len(migration.checkpointed) == len(job.node_names):
             self._restart(job, migration)
             return
         if job.ending is None:  # every rank ended well: the job is done

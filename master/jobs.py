@@ -11,11 +11,17 @@ _RATE_WINDOW_S = 10.0
 
 @dataclass
 class Migration:
-    """A move in flight: the tasks checkpoint on their old nodes, then start on ``target``."""
+    """A move in flight: the tasks checkpoint on their old nodes, start on ``target``, and it is
+    over when rank 0 passes a barrier beyond the ``saved`` ones: the job makes progress again."""
 
     target: list[str]
     asked: float  # monotonic seconds
     checkpointed: set[int] = field(default_factory=set)  # ranks that saved their state
+    saved: int | None = None  # the barriers passed at the checkpoint, once restarted
+
+    @property
+    def restarted(self) -> bool:
+        return self.saved is not None
 
 
 @dataclass

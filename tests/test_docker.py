@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.bench.migration import run_migration
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.local import ClusterConfig
@@ -62,11 +63,12 @@ def docker_engine() -> None:
 
 
 @pytest.fixture
-def compose() -> Iterator[Compose]:
+def compose(request: pytest.FixtureRequest) -> Iterator[Compose]:
+    """A compose cluster under policy gs, or the one the test names as the fixture's parameter."""
     home = Path(tempfile.mkdtemp(prefix="gang-d-"))
     cluster = DockerCluster(home, port=7170, project="gangsched-test")
     config = ClusterConfig(nodes=4, quantum_ms=int(QUANTUM_S * 1000), heartbeat_ms=int(HEARTBEAT_S * 1000),
-                           kill_grace_s=1.0)
+                           kill_grace_s=1.0, policy=getattr(request, "param", "gs"))
     try:
         state = cluster.up(config)
         with MasterClient(state.master, keys=cluster.keys) as client:
@@ -127,6 +129,16 @@ def test_a_node_daemon_restarting_in_its_container_leaves_no_task_behind(compose
     wait_until(lambda: compose.node_state(name) is NodeState.UP, 30, "the node to come back")
     assert not task_commands(container), "a task outlived its node daemon"
     assert compose.job(job_id).state.is_final
+
+
+@pytest.mark.parametrize("compose", ["mgs"], indirect=True)
+def test_a_job_migrates_between_node_containers_through_the_shared_volume(compose):
+    run = run_migration(compose.client)
+    names = sorted(node.name for node in compose.client.nodes())
+    assert run.moved_from == names[:1] and run.moved_to == names[3:]
+    assert run.checkpointed_at >= run.barriers_before >= 5
+    assert run.checkpointed_at < run.barriers_after <= run.checkpointed_at + 3  # not from zero
+    assert 0 < run.cost_s < run.checkpointed_at * 0.1 / 2
 
 
 def _nodes(client: MasterClient) -> list:

@@ -23,9 +23,9 @@ def test_a_job_migrates_between_nodes_and_continues_from_its_checkpoint(start_cl
     assert run.checkpointed_at >= run.barriers_before >= 5  # saved where it stood, not from scratch
     saved = cluster.home / "checkpoints" / f"job-{run.job}" / "rank-0"
     assert int(saved.read_bytes()) == run.checkpointed_at
-    # from zero it would need checkpointed_at iterations of 100 ms to get past the checkpoint
-    assert run.seconds_to_catch_up < min(1.5, run.checkpointed_at * 0.1 / 2)
-    assert 0 < run.cost_s < 5
+    # going on from the checkpoint; from zero it would need checkpointed_at iterations of 100 ms
+    assert run.checkpointed_at < run.barriers_after <= run.checkpointed_at + 3
+    assert 0 < run.cost_s < min(2.0, run.checkpointed_at * 0.1 / 2)
     assert [p.environ()["GANG_NODE"] for p in task_processes(cluster.home, run.job)] == []  # cancelled
 
 
