@@ -47,6 +47,7 @@ from gangsched.protocol.messages import (
 log = logging.getLogger("gangsched.noded")
 
 _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
+_REPORT_DELAY_S = 0.001
 
 
 class NodeDaemon:
@@ -78,6 +79,8 @@ class NodeDaemon:
         self._master_unreachable = False
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._next_heartbeat = 0.0
+        self._report: QuantumReport | None = None  # measured at the switch, sent a little later
+        self._report_due = 0.0
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any], None]] = {
             NodeWelcome: self._welcome,
@@ -141,15 +144,16 @@ class NodeDaemon:
         ]
         if self._registered:
             # built from this daemon's own typed values: no need to validate them again
-            report = QuantumReport.model_construct(
+            self._report = QuantumReport.model_construct(
                 node=self.name,
                 quantum=switch.quantum,
                 switch_sent_ns=switch.sent_ns,
                 switch_applied_ns=applied_ns,
                 samples=samples,
             )
-            self._send(report)
-            self._next_heartbeat = time.monotonic() + self._heartbeat_s  # a report proves life
+            # sending costs a trip through the network stack: where nodes share cores, it would
+            # delay the other nodes' switch, so it waits until they have had time to apply theirs
+            self._report_due = time.monotonic() + _REPORT_DELAY_S
 
     @staticmethod
     def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
@@ -270,6 +274,10 @@ class NodeDaemon:
 
     def _on_timers(self) -> None:
         now = time.monotonic()
+        if self._report is not None and now >= self._report_due:
+            self._send(self._report)
+            self._report = None
+            self._next_heartbeat = now + self._heartbeat_s  # a report proves life
         for task in self._tasks.values():
             if task.kill_deadline is not None and now >= task.kill_deadline:
                 task.kill()
@@ -279,6 +287,8 @@ class NodeDaemon:
 
     def _wait_ms(self) -> int:
         deadlines = [self._next_heartbeat]
+        if self._report is not None:
+            deadlines.append(self._report_due)
         deadlines += [t.kill_deadline for t in self._tasks.values() if t.kill_deadline is not None]
         return max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1)
 
