@@ -6,6 +6,7 @@ overhead is the job CPU time lost against the same tasks run unscheduled
 for the same wall time (measured first, with no daemon running).
 """
 
+import dataclasses
 import statistics
 import subprocess
 import sys
@@ -30,7 +31,13 @@ class SwitchResult:
     median_ms: float
     p99_ms: float
     cpu: float  # the master's CPU, % of one core
-    overhead_pct: float
+    job_cpu_rate: float  # CPU seconds per second the scheduled tasks got
+    overhead_pct: float | None = None  # once set beside the unscheduled rate
+
+    def against(self, baselines: list[float]) -> "SwitchResult":
+        """With the overhead against the mean of the unscheduled rates measured."""
+        baseline = statistics.fmean(baselines)
+        return dataclasses.replace(self, overhead_pct=100 * (1 - self.job_cpu_rate / baseline))
 
 
 def unscheduled_cpu_rate(tasks: int, seconds: float) -> float:
@@ -52,7 +59,7 @@ def _cpu(handles: list[psutil.Process]) -> float:
     return sum(sum(handle.cpu_times()[:2]) for handle in handles)
 
 
-def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int, baseline: float) -> SwitchResult:
+def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int) -> SwitchResult:
     spec = job_spec(SyntheticJob("spin"), nodes)
     with running(client, [spec, spec], warmup_s=3 * quantum_ms / 1000) as job_ids:
         before, master_before, start = _job_cpu(client, job_ids), client.switch_stats(1), time.monotonic()
@@ -65,7 +72,7 @@ def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int,
         median_ms=statistics.median(latencies),
         p99_ms=latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
         cpu=100 * (stats.master_cpu_ns - master_before.master_cpu_ns) / 1e9 / elapsed,
-        overhead_pct=100 * (1 - scheduled / baseline),
+        job_cpu_rate=scheduled,
     )
 
 

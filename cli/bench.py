@@ -63,21 +63,22 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
 @bench.command()
 @click.option("--switches", type=click.IntRange(min=10), default=1000, show_default=True)
 @click.option("--baseline-s", type=float, default=20.0, show_default=True,
-              help="seconds the tasks run unscheduled, for the overhead")
+              help="seconds the tasks run unscheduled, before and after, for the overhead")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 @DOCKER
 @cluster_options
 def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool, **shape: Any) -> None:
     """Switch latency (master send -> last node applied), master CPU and overhead."""
     config = ClusterConfig(**shape)
-    baseline = unscheduled_cpu_rate(2 * config.nodes, baseline_s)
+    before = unscheduled_cpu_rate(2 * config.nodes, baseline_s)
     with _cluster(config, docker) as client:
-        result = run_switch(client, config.nodes, switches, config.quantum_ms, baseline)
+        scheduled = run_switch(client, config.nodes, switches, config.quantum_ms)
+    result = scheduled.against([before, unscheduled_cpu_rate(2 * config.nodes, baseline_s)])
     table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
     for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):
         table.add_column(column, justify="right")
     table.add_row(f"{result.median_ms:.3f}", f"{result.p99_ms:.3f}", f"{result.cpu:.2f}",
-                  f"{result.overhead_pct:.2f}")
+                  f"{result.overhead_pct or 0.0:.2f}")
     console.print(table)
     if csv_path:
         _write_csv(csv_path, [asdict(result)])

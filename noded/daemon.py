@@ -47,7 +47,6 @@ from gangsched.protocol.messages import (
 log = logging.getLogger("gangsched.noded")
 
 _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
-_REPORT_DELAY_S = 0.001
 
 
 class NodeDaemon:
@@ -151,9 +150,9 @@ class NodeDaemon:
                 switch_applied_ns=applied_ns,
                 samples=samples,
             )
-            # sending costs a trip through the network stack: where nodes share cores, it would
-            # delay the other nodes' switch, so it waits until they have had time to apply theirs
-            self._report_due = time.monotonic() + _REPORT_DELAY_S
+            # sending costs a trip through the network stack: where nodes share cores, it may
+            # delay the other nodes' switch, so it can wait until they have had time to apply theirs
+            self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
 
     @staticmethod
     def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
@@ -327,9 +326,15 @@ class NodeDaemon:
         for task in self._tasks.values():
             task.terminate(self._settings.kill_grace_s)
         deadline = time.monotonic() + self._settings.kill_grace_s
+        # only the tasks' pidfds: an unread message would make every poll return at once, and
+        # a real-time daemon spinning until the grace ends starves the machine
+        exits = zmq.Poller()
+        for pidfd in self._by_pidfd:
+            exits.register(pidfd, zmq.POLLIN)
         while self._tasks and time.monotonic() < deadline:
-            for fd, _ in self._poller.poll(100):
+            for fd, _ in exits.poll(100):
                 if fd in self._by_pidfd:
+                    exits.unregister(fd)
                     self._exited(self._by_pidfd[fd])
         for task in list(self._tasks.values()):
             task.kill()

@@ -35,6 +35,10 @@ class NodeSettings(BaseSettings):
     realtime_priority: int = Field(
         30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
     )
+    report_delay_ms: int = Field(
+        0, ge=0, le=50, description="send the quantum report this long after applying a switch: where "
+        "many nodes share few cores (containers), so that the others apply theirs first; 0: at once"
+    )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
 
     def cpu_set(self) -> set[int] | None:
