@@ -125,7 +125,7 @@ class MasterCore:
         self._unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
         self._quantum = 0
         self._selection = Selection(())
-        self._ran: list[int] = []  # the jobs the last switch ran
+        self._ran: set[int] = set()  # the jobs the last switch ran
         self._last_tick: float | None = None
         self._busy_quanta = 0
         self._partner_quanta: list[int] = []
@@ -535,17 +535,19 @@ class MasterCore:
         log.info("job %d migrated in %.3f s", job.job_id, cost)
 
     def _count_run_time(self, now: float) -> None:
-        """Charge the jobs of the last switch with the quantum that ended; kill those past their limit."""
-        if self._last_tick is not None:
-            elapsed = now - self._last_tick
-            for job_id in self._ran:
-                job = self._jobs.get(job_id)
-                if job is not None:
-                    job.ran_s += elapsed
+        """Charge the jobs of the last switch with the quantum that ended; kill those past their limit.
+
+        Only a job that ran can have passed its limit since the last boundary.
+        """
+        elapsed = 0.0 if self._last_tick is None else now - self._last_tick
         self._last_tick = now
-        for job in list(self._jobs.values()):
+        for job_id in self._ran:
+            job = self._jobs.get(job_id)
+            if job is None or job.state is not JobState.RUNNING:
+                continue
+            job.ran_s += elapsed
             limit = job.spec.estimate_s or self.config.default_estimate_s
-            if job.state is JobState.RUNNING and job.ending is None and job.ran_s > limit + self.config.over_time_s:
+            if job.ending is None and job.ran_s > limit + self.config.over_time_s:
                 self._decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s")
 
     def _runnable(self, selection: Selection) -> dict[str, list[int]]:
@@ -558,7 +560,7 @@ class MasterCore:
         for job_id in selection.alternates:
             for name in scheduler.nodes_of(job_id):
                 run[name].append(job_id)
-        self._ran = sorted({job_id for jobs in run.values() for job_id in jobs})
+        self._ran = {job_id for jobs in run.values() for job_id in jobs}
         return run
 
     def _decide_end(self, job: Job, state: JobState, reason: str) -> None:

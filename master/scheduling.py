@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gangsched.policy.catalog import Choice, build_policy
-from gangsched.policy.columns import Layout, column_list
+from gangsched.policy.columns import Layout, column_list, mask_of
 from gangsched.policy.interface import LivePolicy
 from gangsched.policy.matrix_policy import MatrixPolicy
 
@@ -102,7 +102,7 @@ class LiveScheduler:
         for job, names, started in [*known, *adopt]:
             if any(name not in column for name in names):
                 raise ValueError(f"job {job.job_id} runs on a node that is not up: end it before the rebuild")
-            running[job.job_id] = _Running(job, _mask(column[name] for name in names), started)
+            running[job.job_id] = _Running(job, mask_of(column[name] for name in names), started)
         waiting = sorted([*self._waiting.values(), *self._held.values()], key=lambda job: job.job_id)
         self.nodes, self._policy, self._running = list(nodes), self._build(len(nodes)), running
         self._waiting, self._held = {}, {}
@@ -153,9 +153,3 @@ class LiveScheduler:
     def _names(self, columns: int) -> list[str]:
         return [self.nodes[column] for column in column_list(columns)]
 
-
-def _mask(columns: Iterable[int]) -> int:
-    mask = 0
-    for column in columns:
-        mask |= 1 << column
-    return mask

@@ -5,6 +5,7 @@ job runs on, so every policy keeps its jobs' columns; a set of columns is one
 integer, so "are these free" is one AND, whatever the machine's size.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 Layout = list[dict[int, int]]
@@ -32,6 +33,14 @@ def column_list(mask: int) -> list[int]:
         columns.append(column.bit_length() - 1)
         mask ^= column
     return columns
+
+
+def mask_of(columns: Iterable[int]) -> int:
+    """The mask of these column numbers."""
+    mask = 0
+    for column in columns:
+        mask |= 1 << column
+    return mask
 
 
 @dataclass
