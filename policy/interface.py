@@ -27,7 +27,7 @@ class Job(Protocol):
     job_id: int
     submit: float
     procs: int
-    estimate: float
+    estimate: float  # > 0: a job holds its processors for some time, or plans could double-book them
     user_priority: float  # seed 002's UP and PP; PP -1 marks a user over quota
     political_priority: float
     migratable: bool  # it can checkpoint and restart elsewhere; a policy never moves it otherwise

@@ -15,3 +15,7 @@ class SimJob:
     migratable: bool = True
     start: float | None = None
     end: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.estimate <= 0:
+            raise ValueError(f"job {self.job_id}: an estimate must be above 0, got {self.estimate}")

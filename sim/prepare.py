@@ -6,6 +6,8 @@ What is done with awkward records (SPEC §9, traces/README.md):
 * wider than the machine: dropped;
 * unknown run time (< 0): dropped; zero run time: kept (it ends as it starts);
 * no estimate (requested time <= 0): the run time is the estimate;
+* an estimate of 0 (no estimate, zero run time): 1 s, the trace's time unit,
+  since a job planned for no time would not hold its processors in the plan;
 * run time above the estimate: the estimate is raised to the run time (the
   trace's run time already shows what the real scheduler allowed);
 * cancelled jobs (status 5) that ran are kept, like any other.
@@ -51,6 +53,9 @@ def prepare(records: list[SwfJob], procs: int) -> Prepared:
         elif record.run_time > estimate:
             estimate = record.run_time
             awkward["ran past its estimate: estimate raised"] += 1
+        if estimate == 0:
+            estimate = 1
+            awkward["zero estimate: 1 s"] += 1
         if record.status == 5:
             awkward["cancelled, kept as it ran"] += 1
         jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size))

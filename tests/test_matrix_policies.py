@@ -14,6 +14,7 @@ from gangsched.policy.matrix_policy import (
 )
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
+from tests.workloads import estimated, workloads
 
 
 def table(policy: MatrixPolicy) -> list[list[int | None]]:
@@ -139,10 +140,8 @@ class Checked(MatrixPolicy):
         return decision
 
 
-workloads = st.lists(
-    st.tuples(st.integers(0, 40), st.integers(1, 8), st.integers(0, 20), st.integers(0, 30)),
-    min_size=1, max_size=25,
-)
+
+WORKLOADS = workloads(last_submit=40)
 
 
 def checked(kind: MatrixPolicyKind, mpl: int) -> Checked:
@@ -152,9 +151,9 @@ def checked(kind: MatrixPolicyKind, mpl: int) -> Checked:
 
 
 @settings(max_examples=150, deadline=None)
-@given(workloads, st.sampled_from(KINDS), st.integers(1, 4))
+@given(WORKLOADS, st.sampled_from(KINDS), st.integers(1, 4))
 def test_matrix_invariants_hold_and_every_job_finishes_once(rows, kind, mpl):
-    jobs = [SimJob(i, submit, run, run + slack, procs) for i, (submit, procs, run, slack) in enumerate(rows, 1)]
+    jobs = estimated(rows)
     simulate(jobs, checked(kind, mpl))
     for job in jobs:
         assert job.start is not None and job.end is not None and job.start >= job.submit
@@ -162,9 +161,9 @@ def test_matrix_invariants_hold_and_every_job_finishes_once(rows, kind, mpl):
 
 
 @settings(max_examples=50, deadline=None)
-@given(workloads, st.sampled_from(KINDS))
+@given(WORKLOADS, st.sampled_from(KINDS))
 def test_a_workload_gives_one_schedule(rows, kind):
-    jobs = [SimJob(i, submit, run, run + slack, procs) for i, (submit, procs, run, slack) in enumerate(rows, 1)]
+    jobs = estimated(rows)
     first, second = copy.deepcopy(jobs), copy.deepcopy(jobs)
     simulate(first, checked(kind, 3))
     simulate(second, checked(kind, 3))

@@ -12,6 +12,7 @@ from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.prepare import prepare
 from gangsched.workload.swf import modelled_job
+from tests.workloads import estimated, workloads
 
 
 def jobs_of(*rows: tuple[float, int, float, float]) -> list[SimJob]:
@@ -86,29 +87,24 @@ def test_a_job_ending_early_frees_its_processors_at_once():
 
 
 def test_preparing_a_trace_counts_what_it_changes():
-    records = [modelled_job(1, 0, 10, 4), modelled_job(2, 5, 10, 0), modelled_job(3, 6, 10, 9)]
+    records = [modelled_job(1, 0, 10, 4), modelled_job(2, 5, 10, 0), modelled_job(3, 6, 10, 9),
+               modelled_job(4, 7, 0, 2)]
     prepared = prepare(records, procs=8)
-    assert [job.job_id for job in prepared.jobs] == [1] and prepared.dropped == 2
+    assert [job.job_id for job in prepared.jobs] == [1, 4] and prepared.dropped == 2
     assert prepared.awkward["dropped: wider than the machine"] == 1
-    assert prepared.awkward["no estimate: used the run time"] == 1
+    assert prepared.awkward["no estimate: used the run time"] == 2
+    assert prepared.awkward["zero estimate: 1 s"] == 1 and prepared.jobs[1].estimate == 1
 
 
-workloads = st.lists(
-    st.tuples(st.integers(0, 50), st.integers(1, 8), st.integers(0, 20), st.integers(0, 30)),
-    min_size=1, max_size=25,
-)
+WORKLOADS = workloads(last_submit=50)
 
 
 SPACE_SHARING = [FcfsPolicy, EasyPolicy, ConservativePolicy, SlackPolicy,
                  lambda procs: SlackPolicy(procs, SlackSettings(heuristic=Heuristic.DC, average_wait_s=20))]
 
 
-def estimated(rows: list[tuple[int, int, int, int]]) -> list[SimJob]:
-    return jobs_of(*[(submit, procs, run, run + slack) for submit, procs, run, slack in rows])
-
-
 @settings(max_examples=200, deadline=None)
-@given(workloads, st.sampled_from(SPACE_SHARING))
+@given(WORKLOADS, st.sampled_from(SPACE_SHARING))
 def test_every_job_runs_once_for_its_run_time_within_the_machine(rows, policy):
     jobs = estimated(rows)
     simulate(jobs, policy(8))
@@ -135,7 +131,7 @@ class RecordingEasy(EasyPolicy):
 
 
 @settings(max_examples=200, deadline=None)
-@given(workloads)
+@given(WORKLOADS)
 def test_easy_never_delays_the_head_past_its_reservation(rows):
     jobs = estimated(rows)
     policy = RecordingEasy(8)
@@ -164,7 +160,7 @@ class RecordingConservative(ConservativePolicy):
 
 
 @settings(max_examples=200, deadline=None)
-@given(workloads)
+@given(WORKLOADS)
 def test_conservative_never_delays_a_job_past_its_first_reservation(rows):
     jobs = estimated(rows)
     policy = RecordingConservative(8)
@@ -186,7 +182,7 @@ class RecordingSlack(SlackPolicy):
 
 
 @settings(max_examples=150, deadline=None)
-@given(workloads, st.sampled_from(list(Heuristic)))
+@given(WORKLOADS, st.sampled_from(list(Heuristic)))
 def test_slack_is_never_exceeded(rows, heuristic):
     jobs = estimated(rows)
     policy = RecordingSlack(8, heuristic)
