@@ -25,6 +25,11 @@ PROGRESS_BYTES = 8
 DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
+def process_cpu_ns(pid: int) -> int:
+    """The CPU time of process ``pid`` (all its threads), from its CPU clock."""
+    return time.clock_gettime_ns(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the process
+
+
 @dataclass
 class Task:
     job_id: int
@@ -51,7 +56,7 @@ class Task:
     def read_cpu_ns(self) -> int:
         """The task's CPU time now; the last reading once the process is gone."""
         try:
-            self.cpu_ns = time.clock_gettime_ns(((~self.pid) << 3) | 2)
+            self.cpu_ns = process_cpu_ns(self.pid)
         except OSError:
             pass
         return self.cpu_ns
