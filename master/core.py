@@ -330,14 +330,13 @@ class MasterCore:
         self._settle()
         self._quantum += 1
         running = [job for job in self._jobs.values() if job.state is JobState.RUNNING]
-        predictions = {job.job_id: job.predictor.predict() for job in running}
         scheduler = self._scheduler
         self._selection = self._planner.select(PlanInput(
             layout=scheduler.layout,
-            predictions=predictions,
+            predict=lambda: {job.job_id: job.predictor.predict() for job in running},
             exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
             columns=(1 << len(scheduler.nodes)) - 1,
-            regroup=lambda: scheduler.regroup(predictions, now),
+            regroup=lambda predictions: scheduler.regroup(predictions, now),
         ))
         if self._selection.rows:
             self._busy_quanta += 1
@@ -345,8 +344,7 @@ class MasterCore:
             self._partner_quanta += [0] * (partner + 1 - len(self._partner_quanta))
             self._partner_quanta[partner] += 1
         run = self._runnable(self._selection)
-        # built from the core's own typed values: no need to validate them again
-        switch = SlotSwitch.model_construct(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(), run=run)
+        switch = SlotSwitch(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(), run=run)
         self._remember_switch(switch, len(scheduler.nodes))
         return switch
 

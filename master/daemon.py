@@ -17,7 +17,7 @@ import zmq
 
 from gangsched.daemon.curve import CurveError, KeyFolder
 from gangsched.daemon.endpoints import is_local
-from gangsched.daemon.realtime import raise_priority, zmq_context
+from gangsched.daemon.realtime import has_message, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.master.core import MasterConfig, MasterCore
 from gangsched.master.settings import MasterSettings
@@ -43,6 +43,10 @@ from gangsched.protocol.messages import (
 )
 
 log = logging.getLogger("gangsched.master")
+
+# how long after a switch the master waits to read the nodes' reports in one go;
+# a client's request waits as long at most
+_REPORT_WINDOW_S = 0.005
 
 # The table routes each message type to the handler written for that type,
 # so a handler may take its own message class rather than the whole union.
@@ -101,23 +105,30 @@ class MasterDaemon:
 
     def run(self) -> None:
         quantum = self._settings.quantum_ms / 1000
+        report_window = min(_REPORT_WINDOW_S, quantum / 4)
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
-            poller = zmq.Poller()
-            poller.register(self._router, zmq.POLLIN)
-            poller.register(signals.fileno(), zmq.POLLIN)
-            next_switch = time.monotonic()
+            listening = zmq.Poller()
+            listening.register(self._router, zmq.POLLIN)
+            listening.register(signals.fileno(), zmq.POLLIN)
+            deaf = zmq.Poller()
+            deaf.register(signals.fileno(), zmq.POLLIN)
+            next_switch = listen_at = time.monotonic()
             while True:
-                wait_ms = math.ceil(max(0.0, next_switch - time.monotonic()) * 1000)
-                ready = dict(poller.poll(wait_ms))
+                # the nodes' reports come within a few ms of a switch: they are read in one
+                # wake-up at the end of that window rather than one wake-up each
+                now = time.monotonic()
+                poller, until = (listening, next_switch) if now >= listen_at else (deaf, listen_at)
+                ready = dict(poller.poll(math.ceil(max(0.0, until - now) * 1000)))
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down")
                     break
-                if self._router in ready:
-                    self._receive_all()
                 now = time.monotonic()
+                if now >= listen_at:
+                    self._receive_all()
                 if now >= next_switch:
                     self._pub.send(encode(self._core.tick()))
                     self._flush_outbox()
+                    listen_at = now + report_window
                     # a late boundary does not make the next quanta shorter
                     next_switch = max(next_switch + quantum, now + quantum / 2)
         self.close()
@@ -130,8 +141,7 @@ class MasterDaemon:
         self._context.term()
 
     def _receive_all(self) -> None:
-        # EVENTS, not zmq.Again: an exception per wake-up is costly on the switch path
-        while self._router.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while has_message(self._router):
             if self._authenticator is None:
                 self._handle(self._router.recv_multipart())
             else:  # the user is the one the key belongs to, not the one the message names

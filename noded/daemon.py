@@ -21,7 +21,7 @@ import zmq
 
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import connectable
-from gangsched.daemon.realtime import raise_priority, zmq_context
+from gangsched.daemon.realtime import has_message, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.tasks import Task, launch
@@ -142,8 +142,7 @@ class NodeDaemon:
             for task in self._tasks.values()
         ]
         if self._registered:
-            # built from this daemon's own typed values: no need to validate them again
-            self._report = QuantumReport.model_construct(
+            self._report = QuantumReport(
                 node=self.name,
                 quantum=switch.quantum,
                 switch_sent_ns=switch.sent_ns,
@@ -158,18 +157,17 @@ class NodeDaemon:
     def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
         runnable_ns = now_ns - task.runnable_since_ns if was_runnable else 0
         task.runnable_since_ns = now_ns
-        return TaskSample.model_construct(
+        return TaskSample(
             job_id=task.job_id,
             cpu_ns=task.take_cpu_ns(),
             runnable_ns=runnable_ns,
-            progress=task.read_progress(),
+            progress=task.read_progress() if task.rank == 0 else 0,  # only rank 0 counts barriers
         )
 
     # ------------------------------------------------------------ messages from the master
 
     def _receive_all(self) -> None:
-        # EVENTS, not zmq.Again: an exception per wake-up is costly on the switch path
-        while self._dealer.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while has_message(self._dealer):
             try:
                 message = decode(self._dealer.recv())
             except ProtocolError as error:

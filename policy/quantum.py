@@ -25,10 +25,11 @@ class PlanInput:
     """What a planner sees at a quantum boundary."""
 
     layout: Layout
-    predictions: Mapping[int, float]  # predicted utilization of each running job
+    predict: Callable[[], Mapping[int, float]]  # each running job's predicted utilization, when asked
     exclusive_jobs: Collection[int]
     columns: int  # the columns of the nodes up
-    regroup: Callable[[], Layout]  # slot homogeneity: the layout once the policy regrouped its rows
+    # slot homogeneity: the layout once the policy regrouped its rows by these predictions
+    regroup: Callable[[Mapping[int, float]], Layout]
 
 
 @dataclass(frozen=True)
@@ -68,13 +69,14 @@ class PairedPlanner:
     _partners: dict[int, int] = field(default_factory=dict)
 
     def select(self, given: PlanInput) -> Selection:
-        layout, predictions = given.layout, given.predictions
+        layout = given.layout
         row = round_robin(len(layout), self._previous)
         if row is None:
             self._previous = None
             return Selection(())
+        predictions = given.predict()
         if self._previous is None or row <= self._previous:  # a new round begins
-            layout = given.regroup()
+            layout = given.regroup(predictions)
             row = 0
             if not layout:
                 self._previous = None

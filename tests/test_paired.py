@@ -92,7 +92,7 @@ def gs_of(*widths: int):  # type: ignore[no-untyped-def]
 
 
 def plan(layout: Layout, predictions: dict[int, float], exclusive: set[int] = set()) -> PlanInput:
-    return PlanInput(layout, predictions, exclusive, ALL, regroup=lambda: layout)
+    return PlanInput(layout, lambda: predictions, exclusive, ALL, regroup=lambda _: layout)
 
 
 def test_slot_homogeneity_moves_a_job_out_of_a_band_it_breaks():
