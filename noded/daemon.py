@@ -4,7 +4,8 @@ The switch path (``_apply``) is the hot path: it compares the desired state
 (the jobs the switch names for this node) with the applied one (what the
 daemon last signalled), stops first and continues second so two slots never
 overlap, and never waits for a process to show as stopped. Only then does it
-read the CPU clocks and send the report for the quantum that ended.
+read the CPU clocks of the tasks that ran and send the report for the quantum
+that ended.
 
 Task exits arrive on each task's pidfd; an exit is resent with every hello
 until the master acknowledges it, so a master restart loses none.
@@ -128,19 +129,18 @@ class NodeDaemon:
             self._apply(switch)
 
     def _apply(self, switch: SlotSwitch) -> None:
-        self._desired = set(switch.run.get(self.name, ()))
-        to_stop = [t for t in self._tasks.values() if t.runnable and not t.leaving and t.job_id not in self._desired]
-        to_resume = [t for t in self._tasks.values() if not t.runnable and t.job_id in self._desired]
-        was_runnable = {task.job_id for task in self._tasks.values() if task.runnable}
-        for task in to_stop:
-            task.stop()
-        for task in to_resume:
+        self._desired = desired = set(switch.run.get(self.name, ()))
+        ran = [task for task in self._tasks.values() if task.runnable]  # in the quantum that just ended
+        resumed = [task for task in self._tasks.values() if not task.runnable and task.job_id in desired]
+        for task in ran:
+            if not task.leaving and task.job_id not in desired:
+                task.stop()
+        for task in resumed:
             task.resume()
         applied_ns = time.monotonic_ns()
-        samples = [
-            self._sample(task, task.job_id in was_runnable, applied_ns)
-            for task in self._tasks.values()
-        ]
+        samples = [self._sample(task, applied_ns) for task in ran]
+        for task in resumed:
+            task.runnable_since_ns = applied_ns
         if self._registered:
             self._report = QuantumReport(
                 node=self.name,
@@ -154,8 +154,13 @@ class NodeDaemon:
             self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
 
     @staticmethod
-    def _sample(task: Task, was_runnable: bool, now_ns: int) -> TaskSample:
-        runnable_ns = now_ns - task.runnable_since_ns if was_runnable else 0
+    def _sample(task: Task, now_ns: int) -> TaskSample:
+        """A runnable task's use of the quantum that ended at ``now_ns``.
+
+        A stopped task is not read: what it ran after its stop signal is counted
+        in its next runnable quantum.
+        """
+        runnable_ns = now_ns - task.runnable_since_ns
         task.runnable_since_ns = now_ns
         return TaskSample(
             job_id=task.job_id,

@@ -248,7 +248,7 @@ class QuantumReport(_Model):
     quantum: int  # the quantum whose switch was just applied
     switch_sent_ns: int  # echoed from that switch
     switch_applied_ns: int  # when this node had sent all its signals for it
-    samples: list[TaskSample]  # for the quantum before it
+    samples: list[TaskSample]  # for each task runnable in the quantum before it (SPEC §2 step 4)
 
 
 # ------------------------------------------------------- client <-> master
