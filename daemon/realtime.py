@@ -10,7 +10,6 @@ machine (the kernel's RT throttling leaves the rest 5 %).
 
 import logging
 import os
-from typing import cast
 
 import zmq
 
@@ -57,15 +56,3 @@ def zmq_context(realtime_priority: int | None) -> zmq.Context:
         context.set(zmq.THREAD_PRIORITY, realtime_priority)
     return context
 
-
-_POLLIN = int(zmq.POLLIN)  # a plain int: `&` on pyzmq's flag enum runs Python code
-
-
-def has_message(socket: zmq.Socket[bytes]) -> bool:
-    """Whether a message waits on ``socket``, without receiving it.
-
-    EVENTS rather than a receive that raises zmq.Again: the daemons ask after
-    every message they take, and an exception per wake-up is costly on the
-    switch path.
-    """
-    return bool(cast(int, socket.getsockopt(zmq.EVENTS)) & _POLLIN)

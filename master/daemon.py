@@ -17,8 +17,9 @@ import zmq
 
 from gangsched.daemon.curve import CurveError, KeyFolder
 from gangsched.daemon.endpoints import is_local
-from gangsched.daemon.realtime import has_message, raise_priority, zmq_context
+from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
+from gangsched.daemon.sockets import has_message
 from gangsched.master.core import MasterConfig, MasterCore
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError

@@ -22,8 +22,9 @@ import zmq
 
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import connectable
-from gangsched.daemon.realtime import has_message, raise_priority, zmq_context
+from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
+from gangsched.daemon.sockets import has_message
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.tasks import Task, launch
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
