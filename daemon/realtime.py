@@ -55,4 +55,3 @@ def zmq_context(realtime_priority: int | None) -> zmq.Context:
         context.set(zmq.THREAD_SCHED_POLICY, os.SCHED_FIFO)
         context.set(zmq.THREAD_PRIORITY, realtime_priority)
     return context
-

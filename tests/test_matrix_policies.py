@@ -140,7 +140,6 @@ class Checked(MatrixPolicy):
         return decision
 
 
-
 WORKLOADS = workloads(last_submit=40)
 
 
