@@ -374,6 +374,10 @@ class MasterCore:
     def _monotonic(self, unix_time: float) -> float:
         return self._clock.monotonic() - (self._clock.time() - unix_time)
 
+    def _time_limit(self, job: Job) -> float:
+        """The job's estimate, which is also its time limit."""
+        return job.spec.estimate_s or self.config.default_estimate_s
+
     def _account(self, user: str) -> Account:
         return self._accounts.setdefault(user, Account(user))
 
@@ -383,7 +387,7 @@ class MasterCore:
             job_id=job.job_id,
             submit=self._monotonic(job.submit_time),
             procs=spec.nodes,
-            estimate=spec.estimate_s or self.config.default_estimate_s,
+            estimate=self._time_limit(job),
             user_priority=spec.priority,
             political_priority=self._account(spec.user).priority_for_policy,
             migratable=spec.migratable and self.config.checkpoint_dir is not None,
@@ -544,7 +548,7 @@ class MasterCore:
             if job is None or job.state is not JobState.RUNNING:
                 continue
             job.ran_s += elapsed
-            limit = job.spec.estimate_s or self.config.default_estimate_s
+            limit = self._time_limit(job)
             if job.ending is None and job.ran_s > limit + self.config.over_time_s:
                 self._decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s")
 

@@ -50,7 +50,6 @@ class Policy(Protocol):
     def schedule(self, now: float) -> Decision: ...
 
 
-
 class LivePolicy(Policy, Protocol):
     def layout(self) -> Layout: ...
 

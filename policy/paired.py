@@ -35,6 +35,7 @@ def row_utilizations(layout: Layout, predictions: Mapping[int, float]) -> list[f
     """max_util of each row: its most CPU-hungry job's prediction (unknown jobs run alone)."""
     return [max((predictions.get(job, ALONE) for job in row), default=0.0) for row in layout]
 
+
 def pairable(util_x: float, util_y: float, margin: float = MARGIN) -> bool:
     return util_x + util_y + margin < 100.0
 
