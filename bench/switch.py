@@ -22,9 +22,6 @@ from gangsched.master.client import MasterClient
 # the spinners die with the benchmark, however it ends
 SPIN = [*DIE_WITH_PARENT, sys.executable, *SyntheticJob("spin").argv()[1:]]
 
-# after a switch, until every node's report on it has reached the master and been read
-_REPORTS_IN_S = 0.02
-
 
 @dataclass(frozen=True)
 class SwitchResult:
@@ -82,14 +79,13 @@ def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int)
 def _job_cpu_after_switch(client: MasterClient, job_ids: list[int]) -> tuple[float, float]:
     """The jobs' CPU time, and when, read at the same point of a quantum at both ends.
 
-    The master learns a task's CPU time from the node's report after each switch, so
-    a reading at a random moment lags by up to a quantum: about ±0.1 % of the
-    overhead over a 100 s run. Read just after a switch's reports are in, the
+    The master learns a task's CPU time from the node's report after each switch, and
+    reads the reports just before the next switch, so a reading at a random moment
+    lags by one to two quanta: about ±0.1 % of the overhead over a 100 s run. Read
+    just after a switch, it counts up to the switch before at both ends, and the
     interval between the readings covers whole quanta.
     """
     quantum = client.matrix().quantum
     while client.matrix().quantum == quantum:
         time.sleep(0.002)
-    switched = time.monotonic()
-    time.sleep(_REPORTS_IN_S)
-    return sum(job.cpu_s for job in client.jobs(job_ids)), switched
+    return sum(job.cpu_s for job in client.jobs(job_ids)), time.monotonic()

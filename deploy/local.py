@@ -92,6 +92,7 @@ class LocalCluster:
         }
         commands["master"] = [
             "master", "--bind", master, "--switch-bind", self._ipc("switch.sock"),
+            "--report-bind", self._ipc("report.sock"),
             "--state-dir", str(self.home / "master"), "--quantum-ms", str(config.quantum_ms),
             "--heartbeat-ms", str(config.heartbeat_ms),
             "--heartbeat-misses", str(config.heartbeat_misses),

@@ -90,6 +90,7 @@ class MasterConfig:
     heartbeat_ms: int
     heartbeat_misses: int
     switch_endpoint: str
+    report_endpoint: str
     io_addr: str | None
     choice: Choice = field(default_factory=lambda: Choice(policy="gs", mpl=8))
     pairing: Pairing = "strict"
@@ -261,6 +262,7 @@ class MasterCore:
         return NodeWelcome(
             node=hello.node,
             switch_endpoint=self.config.switch_endpoint,
+            report_endpoint=self.config.report_endpoint,
             heartbeat_ms=self.config.heartbeat_ms,
             quantum_ms=self.config.quantum_ms,
         )

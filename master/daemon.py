@@ -1,9 +1,14 @@
 """The master daemon: a ZeroMQ loop around ``MasterCore``.
 
-One ROUTER socket takes node daemons and clients alike; one PUB socket sends
-the slot switch at every quantum boundary. Every message is routed by its
-type through a table; a bad frame or a failing handler gets an error reply and
-a log line, and the loop lives on. SIGTERM and SIGINT end the loop.
+One ROUTER socket takes clients and the nodes' hellos and carries the
+master's replies and orders to the nodes; one PUB socket sends the slot switch
+at every quantum boundary; one PULL socket takes what the nodes send unasked
+(quantum reports, heartbeats, task exits). The loop wakes for clients at once
+but reads the PULL socket only just before each switch (and at least once a
+heartbeat period): four nodes' reports then cost one wake-up, not four, and
+the decision sees every report of the quantum that ends. Every message is
+routed by its type through a table; a bad frame or a failing handler gets an
+error reply or a log line, and the loop lives on. SIGTERM and SIGINT end it.
 """
 
 import logging
@@ -45,13 +50,10 @@ from gangsched.protocol.messages import (
 
 log = logging.getLogger("gangsched.master")
 
-# how long after a switch the master waits to read the nodes' reports in one go;
-# a client's request waits as long at most
-_REPORT_WINDOW_S = 0.005
-
-# The table routes each message type to the handler written for that type,
+# The tables route each message type to the handler written for that type,
 # so a handler may take its own message class rather than the whole union.
 Handler = Callable[[bytes, Any], Message | None]
+NodeHandler = Callable[[Any], Message | None]
 
 
 class MasterDaemon:
@@ -63,14 +65,17 @@ class MasterDaemon:
         self._authenticator = None
         self._router = self._context.socket(zmq.ROUTER)
         self._pub = self._context.socket(zmq.PUB)
+        self._pull = self._context.socket(zmq.PULL)
         if settings.keys is not None:
             keys = KeyFolder(settings.keys)
             self._authenticator = keys.authenticator(self._context)
             keys.serve(self._router)
             keys.serve(self._pub)
+            keys.serve(self._pull)
             log.info("CURVE on: only the keys in %s may connect", settings.keys / "authorized")
         else:
-            open_binds = [bind for bind in (settings.bind, settings.switch_bind) if not is_local(bind)]
+            binds = (settings.bind, settings.switch_bind, settings.report_bind)
+            open_binds = [bind for bind in binds if not is_local(bind)]
             if open_binds:
                 raise CurveError(f"{', '.join(open_binds)} is reachable from other hosts: give --keys "
                                 "(make them with `gang keygen`), or bind to 127.0.0.1 or ipc://")
@@ -83,15 +88,21 @@ class MasterDaemon:
         self._router.bind(settings.bind)
         self._pub.setsockopt(zmq.LINGER, 0)
         self._pub.bind(settings.switch_bind)
+        self._pull.setsockopt(zmq.LINGER, 0)
+        self._pull.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        self._pull.bind(settings.report_bind)
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
-        config = master_config(settings, self.switch_endpoint)
+        self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
+        config = master_config(settings, self.switch_endpoint, self.report_endpoint)
         self._core = MasterCore(config, JobStore(settings.state_dir / "jobs.db"), time)
+        self._node_handlers: dict[type, NodeHandler] = {
+            QuantumReport: self._core.report,
+            Heartbeat: self._core.heartbeat,
+            TaskExit: self._core.task_exit,
+        }
         self._handlers: dict[type, Handler] = {
             NodeHello: lambda identity, m: self._core.hello(identity, m),
-            Heartbeat: lambda _, m: self._core.heartbeat(m),
-            TaskExit: lambda _, m: self._core.task_exit(m),
-            QuantumReport: lambda _, m: self._core.report(m),
             Submit: lambda _, m: self._core.submit(m),
             Cancel: lambda _, m: self._core.cancel(m),
             JobQuery: lambda _, m: self._core.query_jobs(m),
@@ -101,35 +112,34 @@ class MasterDaemon:
             SetUser: lambda _, m: self._core.set_user(m),
             UserQuery: lambda _, m: self._core.query_users(),
         }
-        log.info("listening on %s, switches on %s, quantum %d ms",
-                 self.endpoint, self.switch_endpoint, settings.quantum_ms)
+        log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
+                 self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)
 
     def run(self) -> None:
         quantum = self._settings.quantum_ms / 1000
-        report_window = min(_REPORT_WINDOW_S, quantum / 4)
+        # a heartbeat is read within one period of its sending, so a long quantum does not
+        # make a live node look silent
+        read_every = min(quantum, self._settings.heartbeat_ms / 1000)
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
-            listening = zmq.Poller()
-            listening.register(self._router, zmq.POLLIN)
-            listening.register(signals.fileno(), zmq.POLLIN)
-            deaf = zmq.Poller()
-            deaf.register(signals.fileno(), zmq.POLLIN)
-            next_switch = listen_at = time.monotonic()
+            poller = zmq.Poller()
+            poller.register(self._router, zmq.POLLIN)
+            poller.register(signals.fileno(), zmq.POLLIN)
+            next_switch = next_read = time.monotonic()
             while True:
-                # the nodes' reports come within a few ms of a switch: they are read in one
-                # wake-up at the end of that window rather than one wake-up each
-                now = time.monotonic()
-                poller, until = (listening, next_switch) if now >= listen_at else (deaf, listen_at)
-                ready = dict(poller.poll(math.ceil(max(0.0, until - now) * 1000)))
+                wait_s = min(next_switch, next_read) - time.monotonic()
+                ready = dict(poller.poll(math.ceil(max(0.0, wait_s) * 1000)))
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down")
                     break
-                now = time.monotonic()
-                if now >= listen_at:
+                if self._router in ready:
                     self._receive_all()
+                now = time.monotonic()
+                if now >= next_read or now >= next_switch:
+                    self._read_nodes()
+                    next_read = now + read_every
                 if now >= next_switch:
                     self._pub.send(encode(self._core.tick()))
                     self._flush_outbox()
-                    listen_at = now + report_window
                     # a late boundary does not make the next quanta shorter
                     next_switch = max(next_switch + quantum, now + quantum / 2)
         self.close()
@@ -137,6 +147,7 @@ class MasterDaemon:
     def close(self) -> None:
         self._router.close()
         self._pub.close()
+        self._pull.close()
         if self._authenticator is not None:
             self._authenticator.stop()
         self._context.term()
@@ -149,6 +160,26 @@ class MasterDaemon:
                 frames = self._router.recv_multipart(copy=False)
                 self._handle([frame.bytes for frame in frames], frames[-1].get("User-Id"))
             self._flush_outbox()
+
+    def _read_nodes(self) -> None:
+        while has_message(self._pull):
+            frame = self._pull.recv()
+            try:
+                message = decode(frame)
+            except ProtocolError as error:
+                log.warning("bad message on the report socket: %s", error)
+                continue
+            if not isinstance(message, (QuantumReport, Heartbeat, TaskExit)):
+                log.warning("ignored a %s message on the report socket: not from a node", message.type)
+                continue
+            try:
+                reply = self._node_handlers[type(message)](message)
+            except Exception:
+                log.exception("handling %s failed", message.type)
+                continue
+            if reply is not None:  # every node's routing id is its name
+                self._reply([message.node.encode()], reply)
+        self._flush_outbox()
 
     def _handle(self, frames: list[bytes], user: str | None = None) -> None:
         # [sender, body] from a DEALER, [sender, b"", body] from a REQ
@@ -209,7 +240,7 @@ def _as_user(message: Message, user: str) -> Message:
     return message
 
 
-def master_config(settings: MasterSettings, switch_endpoint: str) -> MasterConfig:
+def master_config(settings: MasterSettings, switch_endpoint: str, report_endpoint: str) -> MasterConfig:
     paired = settings.policy == "paired"
     choice = Choice(
         policy="gs" if paired else settings.policy, mpl=settings.mpl,
@@ -223,6 +254,7 @@ def master_config(settings: MasterSettings, switch_endpoint: str) -> MasterConfi
         heartbeat_ms=settings.heartbeat_ms,
         heartbeat_misses=settings.heartbeat_misses,
         switch_endpoint=switch_endpoint,
+        report_endpoint=report_endpoint,
         io_addr=settings.io_addr,
         choice=choice,
         pairing="paired" if paired else settings.pairing,

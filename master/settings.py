@@ -14,6 +14,9 @@ class MasterSettings(BaseSettings):
 
     bind: str = Field("tcp://127.0.0.1:7070", description="ROUTER endpoint for nodes and clients")
     switch_bind: str = Field("tcp://127.0.0.1:7071", description="PUB endpoint the slot switches go out on")
+    report_bind: str = Field(
+        "tcp://127.0.0.1:7073", description="PULL endpoint the nodes' quantum reports, heartbeats and exits come in on"
+    )
     keys: Path | None = Field(
         None, description="CURVE key folder (gang keygen); without it only loopback and ipc binds are allowed"
     )

@@ -9,6 +9,11 @@ that ended.
 
 Task exits arrive on each task's pidfd; an exit is resent with every hello
 until the master acknowledges it, so a master restart loses none.
+
+The hello goes over the DEALER, which also brings the master's orders and
+answers; reports, heartbeats and exits go over a PUSH socket to the master's
+PULL socket, which the master reads once a quantum. One socket keeps them in
+order, so no exit overtakes the last report of its task.
 """
 
 import logging
@@ -60,18 +65,19 @@ class NodeDaemon:
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
         self._context = zmq_context(priority if realtime else None)
-        self._dealer = self._context.socket(zmq.DEALER)
-        self._dealer.setsockopt(zmq.ROUTING_ID, self.name.encode())
-        self._dealer.setsockopt(zmq.LINGER, 0)
-        self._dealer.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
         self._keys = KeyFolder(settings.keys) if settings.keys is not None else None
-        if self._keys is not None:
-            self._keys.connect_as(self._dealer, NODE_USER)
+        self._dealer = self._socket(zmq.DEALER)
+        self._dealer.setsockopt(zmq.ROUTING_ID, self.name.encode())  # the master's name for it
         self._dealer.connect(settings.master)
-        self._sub: zmq.Socket[bytes] | None = None
-        self._switch_endpoint: str | None = None
+        # the master's welcome says where to connect these two
+        self._sub = self._socket(zmq.SUB)
+        self._sub.setsockopt(zmq.CONFLATE, 1)  # a late node jumps to the newest decision
+        self._sub.setsockopt(zmq.SUBSCRIBE, b"")
+        self._push = self._socket(zmq.PUSH)
+        self._endpoints: dict[zmq.Socket[bytes], str] = {}
         self._poller = zmq.Poller()
         self._poller.register(self._dealer, zmq.POLLIN)
+        self._poller.register(self._sub, zmq.POLLIN)
         self._tasks: dict[int, Task] = {}  # by job id: one task of a job per node
         self._by_pidfd: dict[int, Task] = {}
         self._desired: set[int] = set()
@@ -100,8 +106,8 @@ class NodeDaemon:
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
-                if self._sub is not None and self._sub in ready:
-                    self._switch(self._sub)
+                if self._sub in ready:
+                    self._switch()
                 if self._dealer in ready:
                     self._receive_all()
                 for fd in [fd for fd in ready if fd in self._by_pidfd]:
@@ -111,16 +117,23 @@ class NodeDaemon:
         self.close()
 
     def close(self) -> None:
-        self._dealer.close()
-        if self._sub is not None:
-            self._sub.close()
+        for socket in (self._dealer, self._sub, self._push):
+            socket.close()
         self._context.term()
+
+    def _socket(self, kind: int) -> zmq.Socket[bytes]:
+        socket = self._context.socket(kind)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        if self._keys is not None:
+            self._keys.connect_as(socket, NODE_USER)
+        return socket
 
     # ------------------------------------------------------------ the switch path
 
-    def _switch(self, sub: zmq.Socket[bytes]) -> None:
+    def _switch(self) -> None:
         try:
-            switch = decode(sub.recv(zmq.NOBLOCK))  # CONFLATE: only the newest
+            switch = decode(self._sub.recv(zmq.NOBLOCK))  # CONFLATE: only the newest
         except zmq.Again:
             return
         except ProtocolError as error:
@@ -191,25 +204,20 @@ class NodeDaemon:
     def _welcome(self, welcome: NodeWelcome) -> None:
         self._registered = True
         self._heartbeat_s = welcome.heartbeat_ms / 1000
-        endpoint = connectable(welcome.switch_endpoint, self._settings.master)
-        if endpoint != self._switch_endpoint:
-            self._subscribe(endpoint)
-        log.info("registered with the master; switches from %s", endpoint)
+        switches = self._follow(self._sub, welcome.switch_endpoint)
+        reports = self._follow(self._push, welcome.report_endpoint)
+        log.info("registered with the master; switches from %s, reports to %s", switches, reports)
 
-    def _subscribe(self, endpoint: str) -> None:
-        if self._sub is not None:
-            self._poller.unregister(self._sub)
-            self._sub.close()
-        self._sub = self._context.socket(zmq.SUB)
-        self._sub.setsockopt(zmq.CONFLATE, 1)  # a late node jumps to the newest decision
-        self._sub.setsockopt(zmq.LINGER, 0)
-        self._sub.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
-        self._sub.setsockopt(zmq.SUBSCRIBE, b"")
-        if self._keys is not None:
-            self._keys.connect_as(self._sub, NODE_USER)
-        self._sub.connect(endpoint)
-        self._poller.register(self._sub, zmq.POLLIN)
-        self._switch_endpoint = endpoint
+    def _follow(self, socket: zmq.Socket[bytes], bound: str) -> str:
+        """Connect ``socket`` to the master's ``bound`` endpoint, leaving the one it had."""
+        endpoint = connectable(bound, self._settings.master)
+        previous = self._endpoints.get(socket)
+        if endpoint != previous:
+            if previous is not None:
+                socket.disconnect(previous)
+            socket.connect(endpoint)
+            self._endpoints[socket] = endpoint
+        return endpoint
 
     def _launch(self, message: LaunchTask) -> None:
         spec = message.task
@@ -273,12 +281,12 @@ class NodeDaemon:
                          error=error, cpu_ns=cpu_ns, progress=progress)
         self._unacknowledged[(job_id, rank)] = exit_
         if self._registered:
-            self._send(exit_)
+            self._send(self._push, exit_)
 
     def _on_timers(self) -> None:
         now = time.monotonic()
         if self._report is not None and now >= self._report_due:
-            self._send(self._report)
+            self._send(self._push, self._report)
             self._report = None
             self._next_heartbeat = now + self._heartbeat_s  # a report proves life
         for task in self._tasks.values():
@@ -286,7 +294,10 @@ class NodeDaemon:
                 task.kill()
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + self._heartbeat_s
-            self._send(Heartbeat(node=self.name) if self._registered else self._hello())
+            if self._registered:
+                self._send(self._push, Heartbeat(node=self.name))
+            else:
+                self._send(self._dealer, self._hello())
 
     def _wait_ms(self) -> int:
         deadlines = [self._next_heartbeat]
@@ -313,9 +324,9 @@ class NodeDaemon:
             transport="tcp", host=self._settings.peer_host, ports=(int(low), int(high or low))
         )
 
-    def _send(self, message: Message) -> None:
+    def _send(self, socket: zmq.Socket[bytes], message: Message) -> None:
         try:
-            self._dealer.send(encode(message), zmq.NOBLOCK)
+            socket.send(encode(message), zmq.NOBLOCK)
         except zmq.Again:
             if not self._master_unreachable:
                 log.warning("master unreachable: messages are dropped until it answers")

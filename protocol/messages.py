@@ -3,8 +3,10 @@
 Three conversations share these models:
 
 * node daemon <-> master, over the node's DEALER and the master's ROUTER:
-  ``NodeHello`` / ``NodeWelcome``, ``Heartbeat``, ``LaunchTask``, ``KillTask``,
-  ``CheckpointTask``, ``TaskExit`` / ``ExitAck`` and ``QuantumReport``;
+  ``NodeHello`` / ``NodeWelcome``, ``LaunchTask``, ``KillTask``,
+  ``CheckpointTask``, ``ExitAck`` and ``ErrorReply``;
+* node daemon -> master, over PUSH/PULL: ``QuantumReport``, ``Heartbeat`` and
+  ``TaskExit``, in the order the node sent them;
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 class _Model(BaseModel):
@@ -192,6 +194,7 @@ class NodeWelcome(_Model):
     type: Literal["node_welcome"] = "node_welcome"
     node: str
     switch_endpoint: str  # the master's PUB socket, as bound
+    report_endpoint: str  # the master's PULL socket for reports, heartbeats and exits, as bound
     heartbeat_ms: int
     quantum_ms: int
 

@@ -32,7 +32,8 @@ def secured(tmp_path):
     keygen(foreign, ["alice"])
     port = free_port()
     master = daemon("master", "--bind", f"tcp://127.0.0.1:{port}", "--switch-bind", f"tcp://127.0.0.1:{free_port()}",
-                    "--state-dir", str(tmp_path / "state"), "--keys", str(keys), "--heartbeat-ms", "100")
+                    "--report-bind", f"tcp://127.0.0.1:{free_port()}", "--state-dir", str(tmp_path / "state"),
+                    "--keys", str(keys), "--heartbeat-ms", "100")
     started: list[subprocess.Popen[str]] = [master]
     try:
         yield f"tcp://127.0.0.1:{port}", keys, foreign, tmp_path, started

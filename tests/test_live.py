@@ -159,7 +159,15 @@ def test_malformed_bytes_get_an_error_reply_and_the_master_lives_on(start_cluste
     socket = zmq.Context.instance().socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
     socket.connect(cluster.client.endpoint)
+    reports = zmq.Context.instance().socket(zmq.PUSH)  # no one to reply to there: a log line
+    reports.setsockopt(zmq.LINGER, 0)
+    reports.connect(f"ipc://{cluster.home}/report.sock")
     try:
+        reports.send(b"\xc1garbage")
+        reports.send(encode(NodeQuery()))
+        master_log = cluster.local.log_path("master")
+        wait_until(lambda: "bad message on the report socket" in master_log.read_text(), 5, "a log line")
+        wait_until(lambda: "ignored a node_query message" in master_log.read_text(), 5, "a log line")
         for frame, code in [(b"\xc1garbage", ErrorCode.BAD_MESSAGE),
                             (b"\x81\xa1v\x63", ErrorCode.VERSION_MISMATCH),  # {"v": 99}
                             (encode(ErrorReply(code=ErrorCode.INTERNAL, reason="?")), ErrorCode.UNEXPECTED)]:
@@ -173,14 +181,16 @@ def test_malformed_bytes_get_an_error_reply_and_the_master_lives_on(start_cluste
         assert socket.poll(3000) and decode(socket.recv()).type == "node_list"
     finally:
         socket.close()
+        reports.close()
 
 
 def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
     """A real node daemon facing a hand-driven master socket that sends it garbage."""
     context = zmq.Context.instance()
-    router, pub = context.socket(zmq.ROUTER), context.socket(zmq.PUB)
+    router, pub, pull = context.socket(zmq.ROUTER), context.socket(zmq.PUB), context.socket(zmq.PULL)
     router.bind(f"ipc://{tmp_path}/m.sock")
     pub.bind(f"ipc://{tmp_path}/s.sock")
+    pull.bind(f"ipc://{tmp_path}/r.sock")
     node = subprocess.Popen(
         [sys.executable, "-m", "gangsched.cli", "noded", "--master", f"ipc://{tmp_path}/m.sock",
          "--name", "lone", "--spool-dir", str(tmp_path / "spool"), "--peer-transport", "ipc"],
@@ -192,12 +202,13 @@ def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
         assert decode(frame).type == "node_hello"
         router.send_multipart([identity, b"\xc1not msgpack"])
         router.send_multipart([identity, encode(NodeWelcome(
-            node="lone", switch_endpoint=f"ipc://{tmp_path}/s.sock", heartbeat_ms=100, quantum_ms=100))])
+            node="lone", switch_endpoint=f"ipc://{tmp_path}/s.sock", report_endpoint=f"ipc://{tmp_path}/r.sock",
+            heartbeat_ms=100, quantum_ms=100))])
 
         def switch_reported(quantum: int) -> bool:
             pub.send(encode(SlotSwitch(quantum=quantum, sent_ns=time.monotonic_ns(), run={"lone": []})))
-            while router.poll(100):
-                message = decode(router.recv_multipart()[1])
+            while pull.poll(100):
+                message = decode(pull.recv())
                 if message.type == "quantum_report" and message.quantum == quantum:
                     return True
             return False
@@ -212,6 +223,7 @@ def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
         _, log = node.communicate(timeout=10)
         router.close()
         pub.close()
+        pull.close()
     assert "bad message from the master" in log and "bad switch message" in log
 
 

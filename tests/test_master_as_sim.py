@@ -39,7 +39,7 @@ def replay_on_master(jobs: list[SimJob], choice: Choice, tmp_path: Path) -> dict
     clock.now = 0.0
     # time limits off: the fake clock jumps, and the quanta between events are not simulated
     config = MasterConfig(quantum_ms=100, heartbeat_ms=10**9, heartbeat_misses=1, switch_endpoint="ipc:///tmp/s",
-                          io_addr=None, choice=choice, over_time_s=float("inf"),
+                          report_endpoint="ipc:///tmp/r", io_addr=None, choice=choice, over_time_s=float("inf"),
                           longest_estimate_s=max(job.estimate for job in jobs))
     core = MasterCore(config, JobStore(tmp_path / "jobs.db"), clock)
     for index in range(1, NODES + 1):

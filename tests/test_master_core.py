@@ -29,7 +29,7 @@ from gangsched.protocol.messages import (
 )
 
 CONFIG = MasterConfig(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, choice=Choice(policy="gs", mpl=2),
-                      switch_endpoint="ipc:///tmp/s", io_addr=None)
+                      switch_endpoint="ipc:///tmp/s", report_endpoint="ipc:///tmp/r", io_addr=None)
 
 
 class FakeClock:

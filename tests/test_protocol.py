@@ -4,18 +4,47 @@ import msgpack
 import pytest
 
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
+import typing
+
 from gangsched.protocol.messages import (
     PROTOCOL_VERSION,
     Cancel,
+    Cancelled,
+    CheckpointTask,
+    ErrorReply,
+    ExitAck,
+    Heartbeat,
+    JobInfo,
+    JobList,
+    JobQuery,
     JobSpec,
+    JobState,
+    KillTask,
+    LaunchTask,
+    MatrixQuery,
+    MatrixView,
+    Message,
     NodeHello,
+    NodeInfo,
+    NodeList,
+    NodeQuery,
+    NodeState,
+    NodeWelcome,
     PeerEndpoint,
     QuantumReport,
+    SetUser,
     SlotSwitch,
     Submit,
+    Submitted,
+    SwitchStats,
+    SwitchStatsQuery,
     TaskExit,
     TaskRef,
     TaskSample,
+    TaskSpec,
+    UserInfo,
+    UserList,
+    UserQuery,
 )
 
 SPEC = JobSpec(name="j", user="u", nodes=2, argv=["true"])
@@ -27,9 +56,41 @@ MESSAGES = [
     NodeHello(node="n1", cpus=0.5, pid=42, peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
               tasks=[TaskRef(job_id=1, rank=0)],
               exits=[TaskExit(node="n1", job_id=2, rank=1, returncode=-9)]),
+    NodeWelcome(node="n1", switch_endpoint="ipc:///s", report_endpoint="ipc:///r",
+                heartbeat_ms=500, quantum_ms=100),
+    Heartbeat(node="n1"),
+    LaunchTask(task=TaskSpec(job_id=1, rank=0, size=2, argv=["true"], cwd=None, env={"A": "b"},
+                             barrier_addr="ipc:///b", barrier_bind="ipc:///b", io_addr=None,
+                             output="%j.out", checkpoint="/c", restore=True)),
+    KillTask(job_id=1, reason="cancelled"),
+    CheckpointTask(job_id=1),
+    TaskExit(node="n1", job_id=2, rank=1, returncode=None, error="no such file", cpu_ns=3),
+    ExitAck(job_id=2, rank=1),
     Submit(spec=SPEC),
+    Submitted(job_id=3),
     Cancel(job_id=3, user="u"),
+    Cancelled(job_id=3, state=JobState.CANCELLED),
+    JobQuery(job_ids=[1, 2], include_finished=True),
+    JobList(jobs=[JobInfo(job_id=1, spec=SPEC, state=JobState.RUNNING, submit_time=1.5,
+                          node_names=["n1", "n2"], util_pct=97.5, migration_s=[0.25])]),
+    NodeQuery(),
+    NodeList(nodes=[NodeInfo(name="n1", state=NodeState.UP, cpus=0.5, jobs=[1], seen_ago_s=0.1)]),
+    MatrixQuery(),
+    MatrixView(quantum=9, quantum_ms=100, policy="strict", nodes=["n1", "n2"],
+               rows=[[1, None], [2, 2]], running=[0], alternates=[3]),
+    SwitchStatsQuery(last=10),
+    SwitchStats(latencies_ns=[600_000], master_cpu_ns=5, quantum=9, partner_quanta=[1, 0]),
+    SetUser(admin="root", user="u", political_priority=0.5, clear_quota=True),
+    UserQuery(),
+    UserList(users=[UserInfo(user="u", political_priority=0.5, quota_node_s=None, used_node_s=2.0,
+                             over_quota=False)]),
+    ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7"),
 ]
+
+
+def test_every_message_type_has_an_example():
+    union = typing.get_args(typing.get_args(Message)[0])
+    assert {model.__name__ for model in union} == {type(message).__name__ for message in MESSAGES}
 
 
 @pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.type)
