@@ -300,11 +300,13 @@ class NodeDaemon:
                 self._send(self._dealer, self._hello())
 
     def _wait_ms(self) -> int:
-        deadlines = [self._next_heartbeat]
+        deadline = self._next_heartbeat
         if self._report is not None:
-            deadlines.append(self._report_due)
-        deadlines += [t.kill_deadline for t in self._tasks.values() if t.kill_deadline is not None]
-        return max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1)
+            deadline = min(deadline, self._report_due)
+        for task in self._tasks.values():
+            if task.kill_deadline is not None:
+                deadline = min(deadline, task.kill_deadline)
+        return max(0, int((deadline - time.monotonic()) * 1000) + 1)
 
     def _hello(self) -> NodeHello:
         return NodeHello(
