@@ -20,7 +20,7 @@ from typing import Any
 
 import zmq
 
-from gangsched.daemon.curve import CurveError, KeyFolder
+from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import is_local
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
@@ -154,23 +154,30 @@ class MasterDaemon:
 
     def _receive_all(self) -> None:
         while has_message(self._router):
-            if self._authenticator is None:
-                self._handle(self._router.recv_multipart())
-            else:  # the user is the one the key belongs to, not the one the message names
-                frames = self._router.recv_multipart(copy=False)
-                self._handle([frame.bytes for frame in frames], frames[-1].get("User-Id"))
+            self._handle(*self._receive(self._router))
             self._flush_outbox()
+
+    def _receive(self, socket: zmq.Socket[bytes]) -> tuple[list[bytes], str | None]:
+        """The frames of the next message, and the user whose key sent it (None without keys)."""
+        if self._authenticator is None:
+            return socket.recv_multipart(), None
+        # the user is the one the key belongs to, not the one the message names
+        frames = socket.recv_multipart(copy=False)
+        return [frame.bytes for frame in frames], str(frames[-1].get("User-Id"))
 
     def _read_nodes(self) -> None:
         while has_message(self._pull):
-            frame = self._pull.recv()
+            frames, user = self._receive(self._pull)
             try:
-                message = decode(frame)
+                if len(frames) != 1:
+                    raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(frames)}")
+                message = decode(frames[0])
             except ProtocolError as error:
                 log.warning("bad message on the report socket: %s", error)
                 continue
-            if not isinstance(message, (QuantumReport, Heartbeat, TaskExit)):
-                log.warning("ignored a %s message on the report socket: not from a node", message.type)
+            if not isinstance(message, (QuantumReport, Heartbeat, TaskExit)) or user not in (None, NODE_USER):
+                log.warning("ignored a %s message on the report socket (key: %s): only nodes report there",
+                            message.type, user or "none")
                 continue
             try:
                 reply = self._node_handlers[type(message)](message)
@@ -196,6 +203,10 @@ class MasterDaemon:
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
         if user is not None:
+            if isinstance(message, NodeHello) and user != NODE_USER:
+                reason = f"{user}'s key is a user's: only a node's key registers a node"
+                self._reply(envelope, ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason))
+                return
             message = _as_user(message, user)
         handler = self._handlers.get(type(message))
         if handler is None:

@@ -3,13 +3,17 @@
 import socket
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import zmq
 
-from gangsched.daemon.curve import keygen
+from gangsched.daemon.curve import KeyFolder, keygen
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.protocol.messages import JobSpec
+from gangsched.protocol import encode
+from gangsched.protocol.messages import JobSpec, JobState, NodeHello, NodeWelcome, PeerEndpoint, TaskExit
 
 from .conftest import wait_until
 
@@ -24,21 +28,31 @@ def daemon(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "gangsched.cli", *args], stderr=subprocess.PIPE, text=True)
 
 
+@dataclass
+class Secured:
+    """A master with CURVE keys on loopback, its key folder, and a second, foreign key folder."""
+
+    endpoint: str
+    reports: str
+    keys: Path
+    foreign: Path
+    started: list[subprocess.Popen[str]] = field(default_factory=list)  # ended by the fixture
+
+
 @pytest.fixture
 def secured(tmp_path):
-    """A master with CURVE keys on loopback, its key folder, and a second, foreign key folder."""
     keys, foreign = tmp_path / "keys", tmp_path / "foreign"
     keygen(keys, ["alice", "bob"])
     keygen(foreign, ["alice"])
-    port = free_port()
-    master = daemon("master", "--bind", f"tcp://127.0.0.1:{port}", "--switch-bind", f"tcp://127.0.0.1:{free_port()}",
-                    "--report-bind", f"tcp://127.0.0.1:{free_port()}", "--state-dir", str(tmp_path / "state"),
+    master_at, reports = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    master = daemon("master", "--bind", master_at, "--switch-bind", f"tcp://127.0.0.1:{free_port()}",
+                    "--report-bind", reports, "--state-dir", str(tmp_path / "state"),
                     "--keys", str(keys), "--heartbeat-ms", "100")
-    started: list[subprocess.Popen[str]] = [master]
+    cluster = Secured(master_at, reports, keys, foreign, [master])
     try:
-        yield f"tcp://127.0.0.1:{port}", keys, foreign, tmp_path, started
+        yield cluster
     finally:
-        for process in reversed(started):
+        for process in reversed(cluster.started):
             process.terminate()
             process.communicate(timeout=15)
 
@@ -53,8 +67,8 @@ def spec(user: str) -> JobSpec:
     return JobSpec(name="sleep", user=user, nodes=1, argv=["sleep", "30"], cwd="/", env={})
 
 
-def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered(secured):
-    endpoint, keys, foreign, tmp_path, started = secured
+def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered(secured, tmp_path):
+    endpoint, keys, foreign, started = secured.endpoint, secured.keys, secured.foreign, secured.started
     started += [node(endpoint, keys, "trusted", tmp_path), node(endpoint, foreign, "intruder", tmp_path),
                 node(endpoint, None, "plain", tmp_path)]
     with MasterClient(endpoint, keys=keys, user="alice") as alice:
@@ -69,9 +83,9 @@ def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered
         assert [n.name for n in alice.nodes()] == ["trusted"], "an unauthorized node registered"
 
 
-def test_the_user_is_the_key_not_the_name_a_message_gives(secured):
-    endpoint, keys, _, tmp_path, started = secured
-    started.append(node(endpoint, keys, "trusted", tmp_path))
+def test_the_user_is_the_key_not_the_name_a_message_gives(secured, tmp_path):
+    endpoint, keys = secured.endpoint, secured.keys
+    secured.started.append(node(endpoint, keys, "trusted", tmp_path))
     with MasterClient(endpoint, keys=keys, user="alice") as alice, \
             MasterClient(endpoint, keys=keys, user="bob") as bob:
         wait_until(lambda: alice.nodes(), 15, "the node")
@@ -80,6 +94,29 @@ def test_the_user_is_the_key_not_the_name_a_message_gives(secured):
         with pytest.raises(RequestRefused, match="belongs to bob"):
             alice.cancel(job_id, "bob")  # alice claims to be bob
         bob.cancel(job_id, "whoever")
+
+
+def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
+    endpoint, keys = secured.endpoint, secured.keys
+    secured.started.append(node(endpoint, keys, "trusted", tmp_path))
+    forged = zmq.Context.instance().socket(zmq.PUSH)
+    forged.setsockopt(zmq.LINGER, 0)
+    KeyFolder(keys).connect_as(forged, "alice")
+    forged.connect(secured.reports)
+    try:
+        with MasterClient(endpoint, keys=keys, user="alice") as alice:
+            wait_until(lambda: alice.nodes(), 15, "the node")
+            job_id = alice.submit(spec("alice"))
+            wait_until(lambda: alice.job(job_id).state is JobState.RUNNING, 15, "the job to start")
+            fake = NodeHello(node="fake", cpus=1.0, pid=1, peer=PeerEndpoint(transport="ipc", host="/tmp"))
+            with pytest.raises(RequestRefused, match="only a node's key registers a node"):
+                alice.request(fake, NodeWelcome)
+            forged.send(encode(TaskExit(node="trusted", job_id=job_id, rank=0, returncode=1)))
+            time.sleep(1.0)  # the master reads its report socket every 100 ms heartbeat period
+            assert alice.job(job_id).state is JobState.RUNNING, "a user's key ended a task"
+            assert [n.name for n in alice.nodes()] == ["trusted"]
+    finally:
+        forged.close()
 
 
 def test_a_master_without_keys_refuses_an_open_address(tmp_path):
