@@ -98,6 +98,7 @@ class MasterConfig:
     sharp_change: float | None = 20.0  # points; None: no sharp-change detection
     default_estimate_s: float = 86_400.0  # the time limit of a job submitted without one
     over_time_s: float = 2.0  # how long past its limit a job may run before it is killed
+    rejoin_s: float = 10.0  # how long a restarted master waits for the nodes of its running jobs
     longest_estimate_s: float = 86_400.0  # t_max of the large-job queue
     checkpoint_dir: str | None = None  # shared by every node; None: no job migrates
 
@@ -324,8 +325,10 @@ class MasterCore:
         """A quantum boundary: drop silent nodes, enforce time limits, choose the rows, build the switch."""
         now = self._clock.monotonic()
         timeout = self.config.heartbeat_ms * self.config.heartbeat_misses / 1000
-        for name in self._nodes.expired(now, timeout):
+        for name in self._nodes.silent(now, timeout):
             self._lose_node(name, f"node {name} missed {self.config.heartbeat_misses} heartbeats")
+        for name in self._nodes.not_back(now, self.config.rejoin_s):
+            self._lose_node(name, f"node {name} did not come back within {self.config.rejoin_s:g} s of a master restart")
         self._count_run_time(now)
         if self._wake_at is not None and now >= self._wake_at:
             self._dirty = True

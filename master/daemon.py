@@ -264,6 +264,7 @@ def master_config(settings: MasterSettings, switch_endpoint: str, report_endpoin
         quantum_ms=settings.quantum_ms,
         heartbeat_ms=settings.heartbeat_ms,
         heartbeat_misses=settings.heartbeat_misses,
+        rejoin_s=settings.rejoin_s,
         switch_endpoint=switch_endpoint,
         report_endpoint=report_endpoint,
         io_addr=settings.io_addr,

@@ -25,7 +25,7 @@ class NodeRegistry:
         return node
 
     def expect(self, name: str, now: float) -> None:
-        """A node that ran tasks before the master restarted: up until it fails to say hello."""
+        """A node that ran tasks before the master restarted: up until it fails to say hello in time."""
         if name not in self._nodes:
             self._nodes[name] = Node(name, b"", 1.0, None, NodeState.UP, now)
 
@@ -40,12 +40,19 @@ class NodeRegistry:
         node.last_seen = now
         return True
 
-    def expired(self, now: float, timeout: float) -> list[str]:
-        """Up nodes silent for longer than ``timeout`` seconds."""
+    def silent(self, now: float, timeout: float) -> list[str]:
+        """Up nodes that said hello and then nothing for longer than ``timeout`` seconds."""
+        return self._quiet(now, timeout, registered=True)
+
+    def not_back(self, now: float, rejoin: float) -> list[str]:
+        """Nodes expected after a restart that have not said hello within ``rejoin`` seconds."""
+        return self._quiet(now, rejoin, registered=False)
+
+    def _quiet(self, now: float, limit: float, registered: bool) -> list[str]:
         return sorted(
             name
             for name, node in self._nodes.items()
-            if node.state is NodeState.UP and now - node.last_seen > timeout
+            if node.state is NodeState.UP and (node.peer is not None) == registered and now - node.last_seen > limit
         )
 
     def mark_down(self, name: str) -> bool:

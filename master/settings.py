@@ -26,6 +26,9 @@ class MasterSettings(BaseSettings):
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
+    rejoin_s: float = Field(
+        10.0, gt=0, description="after a restart, how long the nodes of running jobs have to say hello again"
+    )
     policy: str = Field(
         "gs", description=f"what starts and where: {', '.join(POLICY_NAMES)}; paired: gs with --pairing paired"
     )

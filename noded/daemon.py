@@ -54,6 +54,10 @@ from gangsched.protocol.messages import (
 log = logging.getLogger("gangsched.noded")
 
 _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
+# A connection attempt to a host that is gone (a master container restarting, a
+# host rebooting) gets no refusal: it waits out SYN retries of 1 s, then 3 s. Far
+# above a cluster network's round trip, this makes the node try again at once.
+_CONNECT_TIMEOUT_MS = 250
 
 
 class NodeDaemon:
@@ -124,6 +128,7 @@ class NodeDaemon:
     def _socket(self, kind: int) -> zmq.Socket[bytes]:
         socket = self._context.socket(kind)
         socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.CONNECT_TIMEOUT, _CONNECT_TIMEOUT_MS)
         socket.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
         if self._keys is not None:
             self._keys.connect_as(socket, NODE_USER)

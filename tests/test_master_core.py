@@ -179,6 +179,26 @@ def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):
     assert {m.job_id for _, m in kills} == {77, first, second}
 
 
+def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tmp_path, clock):
+    job = submit(make_core(tmp_path, clock))
+    restarted = make_core(tmp_path, clock, nodes=0)
+    for rank, node in enumerate(["n1", "n2", "n3"]):
+        hello(restarted, node, [TaskRef(job_id=job, rank=rank)])
+
+    def after(seconds: float) -> list[str]:
+        clock.now += seconds
+        for node in ["n1", "n2", "n3"]:
+            restarted.heartbeat(Heartbeat(node=node))
+        restarted.tick()
+        return [n.state for n in restarted.query_nodes().nodes]
+
+    assert after(1.0) == ["up"] * 4  # n4 is past 3 heartbeats, but its reconnect may take that long
+    assert not sent(restarted, KillTask)
+    assert after(CONFIG.rejoin_s) == ["up", "up", "up", "down"]
+    assert {node for node, _ in sent(restarted, KillTask)} == {"n1", "n2", "n3"}
+    assert "n4 did not come back" in infos(restarted, [job])[0].reason
+
+
 def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
     core = make_core(tmp_path, clock)
     refused = core.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
