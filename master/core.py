@@ -327,8 +327,9 @@ class MasterCore:
         timeout = self.config.heartbeat_ms * self.config.heartbeat_misses / 1000
         for name in self._nodes.silent(now, timeout):
             self._lose_node(name, f"node {name} missed {self.config.heartbeat_misses} heartbeats")
-        for name in self._nodes.not_back(now, self.config.rejoin_s):
-            self._lose_node(name, f"node {name} did not come back within {self.config.rejoin_s:g} s of a master restart")
+        rejoin = self.config.rejoin_s
+        for name in self._nodes.not_back(now, rejoin):
+            self._lose_node(name, f"node {name} did not come back within {rejoin:g} s of a master restart")
         self._count_run_time(now)
         if self._wake_at is not None and now >= self._wake_at:
             self._dirty = True

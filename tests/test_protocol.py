@@ -1,11 +1,11 @@
 """The wire format against bytes: round trips, and every kind of bad input."""
 
+import typing
+
 import msgpack
 import pytest
 
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
-import typing
-
 from gangsched.protocol.messages import (
     PROTOCOL_VERSION,
     Cancel,
