@@ -75,7 +75,7 @@ def run_dynamic(client: MasterClient, jobs: list[DynamicJob], cpu_share: float,
     job_ids = []
     for job in jobs:
         time.sleep(max(0.0, start + job.arrival_s - time.monotonic()))
-        spec = JobSpec(name="l4", user=getpass.getuser(), nodes=job.nodes,
+        spec = JobSpec(name="l4", user=getpass.getuser(), tasks=job.nodes,
                        argv=job.program(cpu_share).argv())
         job_ids.append(client.submit(spec))
     deadline = start + timeout_s

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from gangsched.bench.dynamic import run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
+from gangsched.bench.mpi_experiment import L6
 from gangsched.bench.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
@@ -316,4 +317,5 @@ LIVE = {
     "L4": Experiment("L4", "a dynamic Lublin workload, strict vs paired (Figs. 10-12)",
                      2 * len(LOADS) * 2, l4),
     "L5": Experiment("L5", "phased jobs with and without sharp-change detection (Fig. 13)", 2, l5),
+    "L6": L6,
 }

@@ -25,7 +25,7 @@ class MixResult:
 
 
 def job_spec(job: SyntheticJob, nodes: int, estimate_s: float | None = None) -> JobSpec:
-    return JobSpec(name=f"bench-{job.kind}", user=getpass.getuser(), nodes=nodes, argv=job.argv(),
+    return JobSpec(name=f"bench-{job.kind}", user=getpass.getuser(), tasks=nodes, argv=job.argv(),
                    estimate_s=estimate_s, migratable=job.migratable)
 
 
@@ -59,14 +59,24 @@ def running(client: MasterClient, specs: list[JobSpec], warmup_s: float) -> Iter
 def run_mix(
     client: MasterClient, jobs: list[SyntheticJob], nodes: int, seconds: float, warmup_s: float
 ) -> list[MixResult]:
-    with running(client, [job_spec(job, nodes) for job in jobs], warmup_s) as job_ids:
+    rates = measure_rates(client, [job_spec(job, nodes) for job in jobs], seconds, warmup_s)
+    return [MixResult(job_id, job.kind, passed, elapsed, rate)
+            for (job_id, passed, elapsed, rate), job in zip(rates, jobs, strict=True)]
+
+
+def measure_rates(
+    client: MasterClient, specs: list[JobSpec], seconds: float, warmup_s: float
+) -> list[tuple[int, int, float, float]]:
+    """Run the jobs together; each one's (id, barriers passed, seconds, barriers/s) over a window
+    of ``seconds`` in which all of them run (rank 0's progress counter, as the master read it)."""
+    with running(client, specs, warmup_s) as job_ids:
         start = {job.job_id: job for job in client.jobs(job_ids)}
         time.sleep(seconds)
         end = {job.job_id: job for job in client.jobs(job_ids)}
     results = []
-    for job_id, job in zip(job_ids, jobs):
+    for job_id in job_ids:
         before, after = start[job_id], end[job_id]
         elapsed = (after.barriers_time or 0) - (before.barriers_time or 0)
         passed = after.barriers - before.barriers
-        results.append(MixResult(job_id, job.kind, passed, elapsed, passed / elapsed if elapsed > 0 else 0.0))
+        results.append((job_id, passed, elapsed, passed / elapsed if elapsed > 0 else 0.0))
     return results

@@ -1,6 +1,6 @@
 """`gang experiment ID --out DIR`: rerun one of the papers' experiments (SPEC §10).
 
-L1-L5 run on fresh local clusters; S1-S6 in the simulator, in worker processes.
+L1-L6 run on fresh local clusters; S1-S6 in the simulator, in worker processes.
 """
 
 import os
@@ -40,7 +40,7 @@ def _kth_trace() -> Path | None:
               help="S6: the KTH SP2 trace [KTH-SP2-1996*.swf* in $GANG_TRACES or ./traces]")
 def experiment(name: str, out: Path, seconds: float, jobs: int, workers: int | None, seeds: int | None,
                trace: Path | None) -> None:
-    """Rerun an experiment of the papers: L1-L5 live, S1-S6 simulated."""
+    """Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs local), S1-S6 simulated."""
     chosen = EXPERIMENTS[name.upper()]
     options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace or _kth_trace(),
                                 seeds=seeds or chosen.seeds)

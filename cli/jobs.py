@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
 
@@ -23,7 +24,7 @@ from gangsched.daemon.curve import CurveError
 from gangsched.deploy.local import LocalCluster
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.protocol.messages import JobSpec
+from gangsched.protocol.messages import JobSpec, MpiKind
 
 console = Console()
 
@@ -68,7 +69,14 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
-@click.option("-n", "--nodes", type=click.IntRange(min=1), required=True, help="nodes, one task each")
+@click.option("-n", "--ntasks", "tasks", type=click.IntRange(min=1), default=None,
+              help="tasks, one per processor [-N x --ntasks-per-node, or -N, or 1]")
+@click.option("-N", "--nodes", type=click.IntRange(min=1), default=None,
+              help="spread the tasks over exactly this many nodes [as few as they fit on]")
+@click.option("--ntasks-per-node", "tasks_per_node", type=click.IntRange(min=1), default=None,
+              help="at most this many tasks on each node")
+@click.option("--mpi", type=click.Choice([kind.value for kind in MpiKind]), default=MpiKind.NONE.value,
+              show_default=True, help="pmi1: serve each task the simple PMI-1 wire protocol (MPICH, mpi4py)")
 @click.option("--name", default=None, help="job name [the command's name]")
 @click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
 @click.option("-t", "--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -119,20 +127,28 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
         if not sep or not key:
             raise click.UsageError(f"--export takes KEY=VALUE, not {export!r}")
         env[key] = value
-    spec = JobSpec(
-        name=options["name"] or synthetic or os.path.basename(argv[0]),
-        user=getpass.getuser(),
-        nodes=options["nodes"],
-        argv=argv,
-        cwd=os.getcwd(),
-        env=env,
-        exclusive=options["exclusive"],
-        estimate_s=options["estimate"],
-        priority=options["priority"],
-        migratable=migratable,
-        requeue=options["requeue"],
-        output=options["output"],
-    )
+    nodes, tasks_per_node = options["nodes"], options["tasks_per_node"]
+    tasks = options["tasks"] or (nodes or 1) * (tasks_per_node or 1)
+    try:
+        spec = JobSpec(
+            name=options["name"] or synthetic or os.path.basename(argv[0]),
+            user=getpass.getuser(),
+            tasks=tasks,
+            nodes=nodes,
+            tasks_per_node=tasks_per_node,
+            mpi=MpiKind(options["mpi"]),
+            argv=argv,
+            cwd=os.getcwd(),
+            env=env,
+            exclusive=options["exclusive"],
+            estimate_s=options["estimate"],
+            priority=options["priority"],
+            migratable=migratable,
+            requeue=options["requeue"],
+            output=options["output"],
+        )
+    except ValidationError as error:
+        raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
     console.print(f"submitted job {client.submit(spec)}")
 
 

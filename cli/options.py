@@ -59,6 +59,9 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     defaults = ClusterConfig()
     for flag, name, kind, text in reversed([
         ("--nodes", "nodes", int, "node daemons to start"),
+        ("--processors-per-node", "processors_per_node", int, "processors (matrix columns) of each node"),
+        ("--coordination", "coordination", click.Choice(["gang", "local"]),
+         "gang: stop and continue gangs; local: every task runs, each node's kernel shares its CPUs"),
         ("--quantum-ms", "quantum_ms", int, "time slice"),
         ("--heartbeat-ms", "heartbeat_ms", int, "node heartbeat period"),
         ("--mpl", "mpl", int, "most rows in the matrix"),

@@ -30,14 +30,15 @@ def _number(value: float | None, digits: int = 1) -> str:
 
 def jobs(jobs: list[JobInfo], now: float) -> Table:
     table = Table(box=None, header_style="bold")
-    numeric = ("JOBID", "NODES", "RAN", "LIMIT", "UTIL%", "PRED%", "BARRIERS", "BAR/S", "MIGR")
-    for column in ("JOBID", "NAME", "USER", "STATE", "NODES", "ELAPSED", "RAN", "LIMIT", "UTIL%", "PRED%",
+    numeric = ("JOBID", "TASKS", "RAN", "LIMIT", "UTIL%", "PRED%", "BARRIERS", "BAR/S", "MIGR")
+    for column in ("JOBID", "NAME", "USER", "STATE", "TASKS", "ELAPSED", "RAN", "LIMIT", "UTIL%", "PRED%",
                    "BARRIERS", "BAR/S", "MIGR", "NODELIST(REASON)"):
         table.add_column(column, justify="right" if column in numeric else "left")
     for job in jobs:
-        where = ",".join(job.node_names) if job.state == "running" else f"({job.reason})" if job.reason else ""
+        where = ",".join(dict.fromkeys(job.node_names)) if job.state == "running" \
+            else f"({job.reason})" if job.reason else ""
         table.add_row(
-            str(job.job_id), job.spec.name, job.spec.user, _state(job.state), str(job.spec.nodes),
+            str(job.job_id), job.spec.name, job.spec.user, _state(job.state), str(job.spec.tasks),
             _elapsed(job, now), f"{job.ran_s:.0f}", _number(job.spec.estimate_s, 0), _number(job.util_pct),
             _number(job.predicted_pct), str(job.barriers), _number(job.barriers_per_s, 2),
             str(len(job.migration_s)), where,
@@ -47,10 +48,10 @@ def jobs(jobs: list[JobInfo], now: float) -> Table:
 
 def nodes(nodes: list[NodeInfo]) -> Table:
     table = Table(box=None, header_style="bold")
-    for column in ("NODE", "STATE", "CPUS", "JOBS", "SEEN"):
+    for column in ("NODE", "STATE", "CPUS", "PROCS(U/T)", "JOBS", "SEEN"):
         table.add_column(column)
     for node in nodes:
-        table.add_row(node.name, _state(node.state), f"{node.cpus:g}",
+        table.add_row(node.name, _state(node.state), f"{node.cpus:g}", f"{node.processors_used}/{node.processors}",
                       ",".join(map(str, node.jobs)) or "-", f"{node.seen_ago_s:.1f}s ago")
     return table
 
@@ -61,8 +62,10 @@ def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
     title = f"{view.policy} gang scheduling, quantum {view.quantum} ({view.quantum_ms} ms)"
     table = Table(title=title, header_style="bold")
     table.add_column("SLOT")
-    for node in view.nodes:
-        table.add_column(node, justify="center")
+    processors = view.processors or [0] * len(view.nodes)
+    several = {node for node, index in zip(view.nodes, processors, strict=True) if index > 0}
+    for node, index in zip(view.nodes, processors, strict=True):
+        table.add_column(f"{node}:{index}" if node in several else node, justify="center")
     table.add_column("JOBS (PRED%)")
     marks = dict(zip(view.running, (">", "+")))
     for index, row in enumerate(view.rows):

@@ -105,6 +105,8 @@ class DockerCluster:
             "GANG_MPL": str(config.mpl),
             "GANG_POLICY": config.policy,
             "GANG_PAIRING": config.pairing,
+            "GANG_COORDINATION": config.coordination,
+            "GANG_PROCESSORS_PER_NODE": str(config.processors_per_node),
             "GANG_MATCHING": config.matching,
             "GANG_SHARP_CHANGE": str(config.sharp_change),
             "GANG_IO_MODE": config.io_mode,

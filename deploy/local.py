@@ -25,9 +25,13 @@ from pathlib import Path
 
 import psutil
 
+from gangsched.daemon.cores import even_share
 from gangsched.master.client import MasterClient, MasterUnreachable
 
 _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
+# each node's ports for its jobs' MASTER_PORT (the nodes share this machine's ports)
+_PORTS_FROM = 24000
+_PORTS_PER_NODE = 100
 _STOP_GRACE_S = 10.0
 
 
@@ -49,6 +53,8 @@ class ClusterConfig:
     io_mode: str = "fixed"
     io_service_us: int = 500
     kill_grace_s: float = 2.0
+    processors_per_node: int = 1
+    coordination: str = "gang"
 
 
 @dataclass
@@ -97,16 +103,19 @@ class LocalCluster:
             "--heartbeat-ms", str(config.heartbeat_ms),
             "--heartbeat-misses", str(config.heartbeat_misses),
             "--mpl", str(config.mpl), "--io-addr", io_addr, "--policy", config.policy,
-            "--pairing", config.pairing, "--matching", config.matching,
+            "--pairing", config.pairing, "--matching", config.matching, "--coordination", config.coordination,
             "--sharp-change", str(config.sharp_change), "--checkpoint-dir", str(self.home / "checkpoints"),
         ]
         cores = os.cpu_count() or 1
-        share = cores / config.nodes
+        share = cores / config.nodes  # the CPU utilization is measured against
         for index in range(1, config.nodes + 1):
             name = f"node{index}"
             commands[name] = [
                 "noded", "--master", master, "--name", name, "--cpus", f"{share:.4f}",
-                "--cpu-list", _own_cores(index - 1, config.nodes, cores),
+                "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
+                "--processors", str(config.processors_per_node),
+                "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
+                                f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
                 "--kill-grace-s", str(config.kill_grace_s),
             ]
@@ -196,19 +205,6 @@ def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
     finally:
         cluster.down()
         shutil.rmtree(home, ignore_errors=True)
-
-
-def _own_cores(node: int, nodes: int, cores: int) -> str:
-    """The cores node ``node`` (from 0) pins its tasks to: an even split of the machine.
-
-    Nodes share a core when there are more nodes than cores, so that a job's
-    ranks, like a real cluster's, each keep to their node's CPU instead of
-    racing each other over all cores (which leaves cores idle at barriers).
-    """
-    if nodes >= cores:
-        return str(node * cores // nodes)
-    per_node = cores // nodes
-    return f"{node * per_node}-{(node + 1) * per_node - 1}"
 
 
 def _is_ours(pid: int, started: float) -> bool:

@@ -20,13 +20,26 @@ class BarrierEndpoints:
         if peer.transport == "ipc":
             address = f"ipc://{peer.host}/job-{job_id}.barrier"
             return address, address, None
+        port = self._take(node, peer.ports or (1, 0))  # the protocol requires ports for tcp
+        return f"tcp://{peer.host}:{port}", f"tcp://*:{port}", port
+
+    def rendezvous(self, node: str, peer: PeerEndpoint) -> tuple[str, int] | None:
+        """``host:port`` for a job's MASTER_ADDR and MASTER_PORT on its rank-0 node, and the port;
+        None where the node offers no ports."""
+        if peer.ports is None:
+            return None
+        port = self._take(node, peer.ports)
+        host = "127.0.0.1" if peer.transport == "ipc" else peer.host  # ipc: every node is this machine
+        return f"{host}:{port}", port
+
+    def _take(self, node: str, ports: tuple[int, int]) -> int:
         used = self._ports.setdefault(node, set())
-        low, high = peer.ports or (1, 0)  # the protocol requires ports for tcp
+        low, high = ports
         port = next((port for port in range(low, high + 1) if port not in used), None)
         if port is None:
             raise NoFreePort(f"node {node} has no free port in {low}-{high}")
         used.add(port)
-        return f"tcp://{peer.host}:{port}", f"tcp://*:{port}", port
+        return port
 
     def reserve(self, node: str, port: int) -> None:
         self._ports.setdefault(node, set()).add(port)

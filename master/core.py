@@ -37,11 +37,12 @@ from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.jobs import Job, Migration
 from gangsched.master.nodes import Node, NodeRegistry
-from gangsched.master.scheduling import LiveScheduler, PolicyJob
+from gangsched.master.scheduling import LiveScheduler, PolicyJob, Processor
 from gangsched.master.store import JobStore
 from gangsched.policy.catalog import Choice
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.policy.quantum import Matching, Pairing, PlanInput, Selection, planner
+from gangsched.policy.quantum import Coordination, Matching, Pairing, PlanInput, Selection, planner
+from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     Cancel,
@@ -60,6 +61,8 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeList,
     NodeWelcome,
+    PmiFence,
+    PmiFenceDone,
     QuantumReport,
     SetUser,
     SlotSwitch,
@@ -94,6 +97,7 @@ class MasterConfig:
     io_addr: str | None
     choice: Choice = field(default_factory=lambda: Choice(policy="gs", mpl=8))
     pairing: Pairing = "strict"
+    coordination: Coordination = "gang"  # local: every placed task runs, the nodes' kernels share the CPUs
     matching: Matching = "fair"
     sharp_change: float | None = 20.0  # points; None: no sharp-change detection
     default_estimate_s: float = 86_400.0  # the time limit of a job submitted without one
@@ -121,7 +125,7 @@ class MasterCore:
         self._nodes = NodeRegistry()
         self._barriers = BarrierEndpoints()
         self._scheduler = LiveScheduler(config.choice, config.longest_estimate_s)
-        self._planner = planner(config.pairing, config.matching)
+        self._planner = planner(config.pairing, config.matching, config.coordination)
         self._dirty = False  # a scheduling event happened: the policy must decide again
         self._wake_at: float | None = None
         self._unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
@@ -141,8 +145,10 @@ class MasterCore:
 
     def submit(self, message: Submit) -> Submitted | ErrorReply:
         spec = message.spec
-        if spec.nodes > self._nodes.count():
-            reason = f"needs {spec.nodes} nodes, the cluster has {self._nodes.count()}"
+        cluster = Topology.of(self._nodes.processors())
+        if not cluster.fits((1 << cluster.width) - 1, _Shape(spec.tasks, spec.nodes, spec.tasks_per_node)):
+            reason = f"needs {_describe_shape(spec.tasks, spec.nodes, spec.tasks_per_node)}, " \
+                f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
         job = Job(
             job_id=self._store.next_job_id(),
@@ -153,7 +159,7 @@ class MasterCore:
         )
         self._jobs[job.job_id] = job
         self._store.save(job)
-        log.info("job %d submitted by %s: %s on %d nodes", job.job_id, spec.user, spec.name, spec.nodes)
+        log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)
         self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
         self._dirty = True
         self._settle()
@@ -197,19 +203,24 @@ class MasterCore:
     def query_nodes(self) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
         for job in self._jobs.values():
-            for rank in sorted(job.live_ranks):
-                jobs_by_node.setdefault(job.node_names[rank], []).append(job.job_id)
-        return NodeList(nodes=self._nodes.info(jobs_by_node, self._clock.monotonic()))
+            for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+                jobs_by_node.setdefault(node, []).append(job.job_id)
+        used: dict[str, int] = {}
+        for row in self._selection.rows[:1]:  # the slot whose turn it is
+            for processor in self._scheduler.rows[row] if row < len(self._scheduler.rows) else ():
+                used[processor.node] = used.get(processor.node, 0) + 1
+        return NodeList(nodes=self._nodes.info(jobs_by_node, used, self._clock.monotonic()))
 
     def query_matrix(self) -> MatrixView:
-        nodes = self._nodes.names()
+        columns = self._scheduler.columns
         name = self._scheduler.name
         return MatrixView(
             quantum=self._quantum,
             quantum_ms=self.config.quantum_ms,
             policy=name if self._planner.name == "strict" else f"{name}/{self._planner.name}",
-            nodes=nodes,
-            rows=[[row.get(node) for node in nodes] for row in self._scheduler.rows],
+            nodes=[processor.node for processor in columns],
+            processors=[processor.number for processor in columns],
+            rows=[[row.get(processor) for processor in columns] for row in self._scheduler.rows],
             running=list(self._selection.rows),
             alternates=list(self._selection.alternates),
         )
@@ -298,7 +309,7 @@ class MasterCore:
             switch.reported += 1
             switch.last_applied_ns = max(switch.last_applied_ns, report.switch_applied_ns)
         node = self._nodes.get(report.node)
-        cpus = node.cpus if node else 1.0
+        share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
         now, wall = self._clock.monotonic(), self._clock.time()
         for sample in report.samples:
             job = self._jobs.get(sample.job_id)
@@ -306,10 +317,26 @@ class MasterCore:
                 continue
             job.cpu_ns += sample.cpu_ns
             if sample.runnable_ns > 0:
-                job.add_utilization(report.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * cpus))
-            if job.node_names and job.node_names[0] == report.node:
+                job.add_utilization(report.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * share))
+            if sample.rank == 0:
                 job.record_progress(now, wall, sample.progress)
                 self._migrated(job, sample.progress)
+        return None
+
+    def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
+        """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put."""
+        job = self._jobs.get(fence.job_id)
+        if job is None or job.state is not JobState.RUNNING or fence.node not in job.node_names:
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
+        entered = job.fences.setdefault(fence.epoch, {})
+        entered[fence.node] = fence.kvs
+        nodes = set(job.node_names)
+        if set(entered) < nodes:
+            return None
+        merged = {key: value for kvs in entered.values() for key, value in kvs.items()}
+        del job.fences[fence.epoch]
+        for node in sorted(nodes):
+            self.outbox.append((node, PmiFenceDone(job_id=job.job_id, epoch=fence.epoch, kvs=merged)))
         return None
 
     def node(self, name: str) -> Node | None:
@@ -341,7 +368,7 @@ class MasterCore:
             layout=scheduler.layout,
             predict=lambda: {job.job_id: job.predictor.predict() for job in running},
             exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
-            columns=(1 << len(scheduler.nodes)) - 1,
+            columns=(1 << len(scheduler.columns)) - 1,
             regroup=lambda predictions: scheduler.regroup(predictions, now),
         ))
         if self._selection.rows:
@@ -369,8 +396,9 @@ class MasterCore:
             self._unadopted[job.job_id] = job
             for node in job.node_names:
                 self._nodes.expect(node, now)
-            if job.barrier_port is not None:
-                self._barriers.reserve(job.node_names[0], job.barrier_port)
+            for port in (job.barrier_port, job.rendezvous_port):
+                if port is not None:
+                    self._barriers.reserve(job.node_names[0], port)
         if self._jobs:
             log.info("recovered %d jobs from the store", len(self._jobs))
 
@@ -392,7 +420,9 @@ class MasterCore:
         return PolicyJob(
             job_id=job.job_id,
             submit=self._monotonic(job.submit_time),
-            procs=spec.nodes,
+            procs=spec.tasks,
+            nodes=spec.nodes,
+            tasks_per_node=spec.tasks_per_node,
             estimate=self._time_limit(job),
             user_priority=spec.priority,
             political_priority=self._account(spec.user).priority_for_policy,
@@ -403,10 +433,10 @@ class MasterCore:
         """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
         up = self._nodes.up()
         adopted = [job for job in self._unadopted.values() if set(job.node_names) <= set(up)]
-        if up == self._scheduler.nodes and not adopted:
+        if up == self._scheduler.processor_counts() and not adopted:
             return
         self._scheduler.rebuild(up, self._clock.monotonic(), [
-            (self._policy_job(job), job.node_names, self._monotonic(job.start_time or job.submit_time))
+            (self._policy_job(job), _processors(job), self._monotonic(job.start_time or job.submit_time))
             for job in adopted
         ])
         for job in adopted:
@@ -458,45 +488,60 @@ class MasterCore:
     def _explain_waiting(self) -> None:
         waiting = sorted((job for job in self._jobs.values() if job.state is JobState.PENDING),
                          key=lambda job: job.job_id)
-        up = len(self._scheduler.nodes)
+        up = len(self._scheduler.columns)
         first = True
         for job in waiting:
             if self._scheduler.is_held(job.job_id):
-                job.reason = f"needs {job.spec.nodes} nodes, {up} up"
+                spec = job.spec
+                job.reason = f"needs {_describe_shape(spec.tasks, spec.nodes, spec.tasks_per_node)}, {up} processors up"
             elif not job.reason.startswith("requeued"):
                 job.reason = "Resources" if first else "Priority"
                 first = False
 
-    def _start(self, job: Job, nodes: list[str]) -> None:
+    def _start(self, job: Job, processors: list[Processor]) -> None:
         job.state = JobState.RUNNING
         job.start_time = self._clock.time()
         job.reason = ""
-        if self._launch(job, nodes, restore=False):
-            log.info("job %d starts on %s", job.job_id, ",".join(nodes))
+        if self._launch(job, processors, restore=False):
+            log.info("job %d starts on %s", job.job_id, _where(processors))
 
-    def _launch(self, job: Job, nodes: list[str], restore: bool) -> bool:
-        """Send the job's tasks to ``nodes``; on failure the job fails, with the reason."""
-        rank0 = self._nodes.get(nodes[0])
+    def _launch(self, job: Job, processors: list[Processor], restore: bool) -> bool:
+        """Send the job's tasks to ``processors``; on failure the job fails, with the reason."""
+        first = processors[0].node
+        rank0 = self._nodes.get(first)
         try:
             if rank0 is None or rank0.peer is None:
-                raise NoFreePort(f"node {nodes[0]} has not said where tasks may bind")
-            address, bind, port = self._barriers.allocate(job.job_id, nodes[0], rank0.peer)
+                raise NoFreePort(f"node {first} has not said where tasks may bind")
+            address, bind, port = self._barriers.allocate(job.job_id, first, rank0.peer)
+            try:
+                rendezvous = self._barriers.rendezvous(first, rank0.peer)
+            except NoFreePort:
+                self._barriers.release(first, port)
+                raise
         except NoFreePort as error:
-            job.node_names, job.live_ranks = [], set()
+            job.node_names, job.processors, job.live_ranks = [], [], set()
             job.reason = f"could not start: {error}"
             self._scheduler.finish(job.job_id, self._clock.monotonic())
             self._close(job, JobState.FAILED)
             self._dirty = True
             return False
-        job.node_names = list(nodes)
-        job.live_ranks = set(range(len(nodes)))
+        job.node_names = [processor.node for processor in processors]
+        job.processors = [processor.number for processor in processors]
+        job.live_ranks = set(range(len(processors)))
         job.barrier_port = port
+        job.rendezvous_port = None if rendezvous is None else rendezvous[1]
+        job.fences = {}
         self._store.save(job)
-        for rank, name in enumerate(nodes):
+        block = _block(job.node_names)
+        for rank, processor in enumerate(processors):
             task = TaskSpec(
                 job_id=job.job_id,
                 rank=rank,
-                size=len(nodes),
+                size=len(processors),
+                processor=processor.number,
+                block=block,
+                mpi=job.spec.mpi,
+                rendezvous=None if rendezvous is None else rendezvous[0],
                 argv=job.spec.argv,
                 cwd=job.spec.cwd,
                 env=job.spec.env,
@@ -507,7 +552,7 @@ class MasterCore:
                 checkpoint=self._checkpoint_path(job, rank),
                 restore=restore,
             )
-            self.outbox.append((name, LaunchTask(task=task)))
+            self.outbox.append((processor.node, LaunchTask(task=task)))
         return True
 
     def _checkpoint_path(self, job: Job, rank: int) -> str | None:
@@ -516,19 +561,19 @@ class MasterCore:
             return None
         return str(Path(folder) / f"job-{job.job_id}" / f"rank-{rank}")
 
-    def _migrate(self, job: Job, nodes: list[str], now: float) -> None:
+    def _migrate(self, job: Job, processors: list[Processor], now: float) -> None:
         if job.migration is not None and not job.migration.restarted:  # moved again before it left
-            job.migration.target = nodes
+            job.migration.target = processors
             return
-        log.info("job %d migrates from %s to %s", job.job_id, ",".join(job.node_names), ",".join(nodes))
-        job.migration = Migration(target=nodes, asked=now)
-        for rank in sorted(job.live_ranks):
-            self.outbox.append((job.node_names[rank], CheckpointTask(job_id=job.job_id)))
+        log.info("job %d migrates from %s to %s", job.job_id, _where(_processors(job)), _where(processors))
+        job.migration = Migration(target=processors, asked=now)
+        for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+            self.outbox.append((node, CheckpointTask(job_id=job.job_id)))
 
     def _restart(self, job: Job, migration: Migration) -> None:
         migration.saved = job.barriers
         if self._launch(job, migration.target, restore=True):
-            log.info("job %d restarts on %s from barrier %d", job.job_id, ",".join(migration.target), job.barriers)
+            log.info("job %d restarts on %s from barrier %d", job.job_id, _where(migration.target), job.barriers)
 
     def _migrated(self, job: Job, progress: int) -> None:
         """Rank 0 reported ``progress``: past the checkpoint, the migration is over and its cost known."""
@@ -563,10 +608,11 @@ class MasterCore:
         scheduler = self._scheduler
         run: dict[str, list[int]] = {name: [] for name in scheduler.nodes}
         for row in selection.rows:
-            for name, job_id in scheduler.rows[row].items():
-                run[name].append(job_id)
+            for processor, job_id in scheduler.rows[row].items():
+                if job_id not in run[processor.node]:
+                    run[processor.node].append(job_id)
         for job_id in selection.alternates:
-            for name in scheduler.nodes_of(job_id):
+            for name in sorted(scheduler.nodes_of(job_id)):
                 run[name].append(job_id)
         self._ran = {job_id for jobs in run.values() for job_id in jobs}
         return run
@@ -580,8 +626,8 @@ class MasterCore:
         log.info("job %d ends as %s: %s", job.job_id, state, reason)
         self._scheduler.finish(job.job_id, self._clock.monotonic())
         self._dirty = True
-        for rank in sorted(job.live_ranks):
-            self.outbox.append((job.node_names[rank], KillTask(job_id=job.job_id, reason=reason)))
+        for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+            self.outbox.append((node, KillTask(job_id=job.job_id, reason=reason)))
 
     def _ranks_gone(
         self,
@@ -599,6 +645,7 @@ class MasterCore:
             return
         self._unadopted.pop(job.job_id, None)
         self._barriers.release(job.node_names[0], job.barrier_port)
+        self._barriers.release(job.node_names[0], job.rendezvous_port)
         migration = job.migration
         if migration and not migration.restarted and len(migration.checkpointed) == len(job.node_names):
             self._restart(job, migration)
@@ -614,7 +661,8 @@ class MasterCore:
     def _requeue(self, job: Job) -> None:
         job.state, job.ending = JobState.PENDING, None
         job.requeues += 1
-        job.node_names, job.start_time, job.barrier_port = [], None, None
+        job.node_names, job.processors, job.start_time = [], [], None
+        job.barrier_port, job.rendezvous_port = None, None
         job.util_pct, job.quantum_utils, job.ran_s = None, {}, 0.0
         job.barriers, job.progress_history = 0, deque(maxlen=job.progress_history.maxlen)
         job.predictor = self._predictor()
@@ -632,7 +680,7 @@ class MasterCore:
         del self._jobs[job.job_id]
         if job.ran_s:
             account = self._account(job.spec.user)
-            account.used_node_s += job.ran_s * job.spec.nodes
+            account.used_node_s += job.ran_s * job.spec.tasks
             self._store.save_account(account)
         log.info("job %d %s", job.job_id, state)
 
@@ -641,6 +689,42 @@ class MasterCore:
         self._switch_order.append(switch.quantum)
         if len(self._switch_order) > _SWITCHES_KEPT:
             del self._switches[self._switch_order.popleft()]
+
+
+def _processors(job: Job) -> list[Processor]:
+    return [Processor(node, index) for node, index in zip(job.node_names, job.processors, strict=True)]
+
+
+def _block(nodes: list[str]) -> list[int]:
+    """Ranks per node, in the order of their first rank: the policy's columns keep each node's ranks together."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        counts[node] = counts.get(node, 0) + 1
+    if sum(1 for previous, node in zip(nodes, nodes[1:]) if previous != node) != len(counts) - 1:
+        raise ValueError(f"the ranks of one node are not consecutive: {nodes}")
+    return list(counts.values())
+
+
+def _where(processors: list[Processor]) -> str:
+    return ",".join(f"{processor.node}:{processor.number}" for processor in processors)
+
+
+@dataclass
+class _Shape:
+    """A job's placement request as the topology reads it."""
+
+    procs: int
+    nodes: int | None
+    tasks_per_node: int | None
+
+
+def _describe_shape(tasks: int, nodes: int | None, tasks_per_node: int | None) -> str:
+    words = f"{tasks} processors"
+    if nodes is not None:
+        words += f" on {nodes} nodes"
+    if tasks_per_node is not None:
+        words += f", at most {tasks_per_node} a node"
+    return words
 
 
 def _lost_state(job: Job) -> JobState:

@@ -40,6 +40,7 @@ from gangsched.protocol.messages import (
     Message,
     NodeHello,
     NodeQuery,
+    PmiFence,
     QuantumReport,
     SetUser,
     Submit,
@@ -103,6 +104,7 @@ class MasterDaemon:
         }
         self._handlers: dict[type, Handler] = {
             NodeHello: lambda identity, m: self._core.hello(identity, m),
+            PmiFence: self._pmi_fence,
             Submit: lambda _, m: self._core.submit(m),
             Cancel: lambda _, m: self._core.cancel(m),
             JobQuery: lambda _, m: self._core.query_jobs(m),
@@ -203,8 +205,8 @@ class MasterDaemon:
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
         if user is not None:
-            if isinstance(message, NodeHello) and user != NODE_USER:
-                reason = f"{user}'s key is a user's: only a node's key registers a node"
+            if isinstance(message, (NodeHello, PmiFence)) and user != NODE_USER:
+                reason = f"{user}'s key is a user's: only a node's key registers a node or takes part in PMI"
                 self._reply(envelope, ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason))
                 return
             message = _as_user(message, user)
@@ -220,6 +222,11 @@ class MasterDaemon:
             reply = ErrorReply(code=ErrorCode.INTERNAL, reason=f"{type(error).__name__}: {error}")
         if reply is not None:
             self._reply(envelope, reply)
+
+    def _pmi_fence(self, identity: bytes, fence: PmiFence) -> Message | None:
+        if identity != fence.node.encode():  # every node's routing id is its name
+            return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {fence.node} speaks for itself")
+        return self._core.pmi_fence(fence)
 
     def _reply(self, envelope: list[bytes], reply: Message) -> None:
         try:
@@ -270,6 +277,7 @@ def master_config(settings: MasterSettings, switch_endpoint: str, report_endpoin
         io_addr=settings.io_addr,
         choice=choice,
         pairing="paired" if paired else settings.pairing,
+        coordination=settings.coordination,
         matching=settings.matching,
         sharp_change=settings.sharp_change or None,
         default_estimate_s=settings.default_estimate_s,

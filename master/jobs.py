@@ -3,6 +3,7 @@
 from collections import deque
 from dataclasses import dataclass, field
 
+from gangsched.master.scheduling import Processor
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import JobInfo, JobSpec, JobState
 
@@ -14,7 +15,7 @@ class Migration:
     """A move in flight: the tasks checkpoint on their old nodes, start on ``target``, and it is
     over when rank 0 passes a barrier beyond the ``saved`` ones: the job makes progress again."""
 
-    target: list[str]
+    target: list[Processor]
     asked: float  # monotonic seconds
     checkpointed: set[int] = field(default_factory=set)  # ranks that saved their state
     saved: int | None = None  # the barriers passed at the checkpoint, once restarted
@@ -34,14 +35,17 @@ class Job:
     start_time: float | None = None
     end_time: float | None = None
     node_names: list[str] = field(default_factory=list)  # rank r runs on node_names[r]
+    processors: list[int] = field(default_factory=list)  # ... on that node's processor processors[r]
     exit_code: int | None = None
     requeues: int = 0
     barrier_port: int | None = None
+    rendezvous_port: int | None = None  # MASTER_PORT on rank 0's node
     # What follows lives only while the master runs.
     live_ranks: set[int] = field(default_factory=set)
     ending: JobState | None = None  # the final state decided while tasks still exit
     ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
     migration: Migration | None = None
+    fences: dict[int, dict[str, dict[str, str]]] = field(default_factory=dict)  # PMI epoch -> node -> its puts
     migration_s: list[float] = field(default_factory=list)
     util_pct: float | None = None
     cpu_ns: int = 0
@@ -91,6 +95,7 @@ class Job:
             start_time=self.start_time,
             end_time=self.end_time,
             node_names=self.node_names,
+            processors=self.processors,
             exit_code=self.exit_code,
             util_pct=self.util_pct,
             predicted_pct=self.predictor.predict() if self.state is JobState.RUNNING else None,

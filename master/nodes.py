@@ -10,6 +10,7 @@ class Node:
     name: str
     identity: bytes  # ROUTER routing id of the node's DEALER
     cpus: float
+    processors: int
     peer: PeerEndpoint | None  # None until the node itself said hello
     state: NodeState
     last_seen: float  # monotonic seconds
@@ -20,14 +21,14 @@ class NodeRegistry:
         self._nodes: dict[str, Node] = {}
 
     def register(self, hello: NodeHello, identity: bytes, now: float) -> Node:
-        node = Node(hello.node, identity, hello.cpus, hello.peer, NodeState.UP, now)
+        node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now)
         self._nodes[hello.node] = node
         return node
 
     def expect(self, name: str, now: float) -> None:
         """A node that ran tasks before the master restarted: up until it fails to say hello in time."""
         if name not in self._nodes:
-            self._nodes[name] = Node(name, b"", 1.0, None, NodeState.UP, now)
+            self._nodes[name] = Node(name, b"", 1.0, 1, None, NodeState.UP, now)
 
     def get(self, name: str) -> Node | None:
         return self._nodes.get(name)
@@ -63,13 +64,17 @@ class NodeRegistry:
         node.state = NodeState.DOWN
         return True
 
-    def up(self) -> list[str]:
-        """Nodes that said hello and are alive: the ones that may take tasks."""
-        return sorted(
-            name
-            for name, node in self._nodes.items()
+    def up(self) -> dict[str, int]:
+        """Nodes that said hello and are alive, the ones that may take tasks, with their processors."""
+        return {
+            name: node.processors
+            for name, node in sorted(self._nodes.items())
             if node.state is NodeState.UP and node.peer is not None
-        )
+        }
+
+    def processors(self) -> list[int]:
+        """Every known node's processors, up or not, in name order."""
+        return [node.processors for _, node in sorted(self._nodes.items())]
 
     def names(self) -> list[str]:
         return sorted(self._nodes)
@@ -77,12 +82,14 @@ class NodeRegistry:
     def count(self) -> int:
         return len(self._nodes)
 
-    def info(self, jobs_by_node: dict[str, list[int]], now: float) -> list[NodeInfo]:
+    def info(self, jobs_by_node: dict[str, list[int]], used: dict[str, int], now: float) -> list[NodeInfo]:
         return [
             NodeInfo(
                 name=node.name,
                 state=node.state,
                 cpus=node.cpus,
+                processors=node.processors,
+                processors_used=used.get(node.name, 0),
                 jobs=jobs_by_node.get(node.name, []),
                 seen_ago_s=now - node.last_seen,
             )

@@ -1,7 +1,10 @@
 """The batch policy on the live cluster: the simulator's policy code, in node names.
 
-A policy sees processors 0..N-1; here column i is the i-th node up, in name
-order. When the set of nodes up changes, the policy is rebuilt for the new
+A policy sees processors 0..N-1; here the columns are the processors of the
+nodes up, node by node in name order (node1's processors, then node2's, ...),
+and the policy's topology says which columns share a node. A job's rank r
+runs on its r-th column, so ranks on one node are consecutive (block
+distribution). When the set of nodes up changes, the policy is rebuilt for the new
 set: running jobs are adopted on their nodes and waiting ones submitted again
 in their order, so reservations and slack are planned anew (a node joining or
 leaving is rare). A job withdrawn while it waits rebuilds the policy too: a
@@ -12,11 +15,20 @@ nodes up is held back from the policy until enough nodes are up.
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.columns import Layout, column_list, mask_of
 from gangsched.policy.interface import LivePolicy
 from gangsched.policy.matrix_policy import MatrixPolicy
+from gangsched.policy.topology import Topology
+
+
+class Processor(NamedTuple):
+    """One column of the matrix: a processor of a node."""
+
+    node: str
+    number: int  # 0 .. the node's processors - 1
 
 
 @dataclass
@@ -27,6 +39,8 @@ class PolicyJob:
     submit: float
     procs: int
     estimate: float
+    nodes: int | None = None
+    tasks_per_node: int | None = None
     user_priority: float = 0.0
     political_priority: float = 0.0
     migratable: bool = False
@@ -34,8 +48,8 @@ class PolicyJob:
 
 @dataclass(frozen=True)
 class Changes:
-    starts: dict[int, list[str]]  # job id -> its nodes, rank r on the r-th
-    moves: dict[int, list[str]]  # running job -> the nodes it migrates to
+    starts: dict[int, list[Processor]]  # job id -> its processors, rank r on the r-th
+    moves: dict[int, list[Processor]]  # running job -> the processors it migrates to
     wake_at: float | None  # when the policy wants to decide again
 
 
@@ -51,9 +65,11 @@ class LiveScheduler:
         self.choice = choice
         self._longest_estimate = longest_estimate
         self.nodes: list[str] = []
+        self.columns: list[Processor] = []
+        self.topology = Topology(())
         self.layout: Layout = []
-        self.rows: list[dict[str, int]] = []  # per row: node -> the job whose task runs there
-        self._policy: LivePolicy = self._build(0)
+        self.rows: list[dict[Processor, int]] = []  # per row: processor -> the job whose task runs there
+        self._policy: LivePolicy = self._build()
         self._waiting: dict[int, PolicyJob] = {}  # submitted to the policy, in order
         self._held: dict[int, PolicyJob] = {}  # wider than the nodes up
         self._running: dict[int, _Running] = {}
@@ -62,15 +78,22 @@ class LiveScheduler:
     def name(self) -> str:
         return self._policy.name
 
-    def nodes_of(self, job_id: int) -> list[str]:
+    def processors_of(self, job_id: int) -> list[Processor]:
         running = self._running.get(job_id)
         return [] if running is None else self._names(running.columns)
+
+    def nodes_of(self, job_id: int) -> set[str]:
+        return {processor.node for processor in self.processors_of(job_id)}
+
+    def could_ever_fit(self, job: PolicyJob) -> bool:
+        """Whether the nodes up hold ``job`` once they are empty."""
+        return self.topology.fits((1 << self.topology.width) - 1, job)
 
     def is_waiting(self, job_id: int) -> bool:
         return job_id in self._waiting or job_id in self._held
 
     def submit(self, job: PolicyJob, now: float) -> None:
-        if job.procs > len(self.nodes):
+        if not self.could_ever_fit(job):
             self._held[job.job_id] = job
             return
         self._waiting[job.job_id] = job
@@ -85,26 +108,31 @@ class LiveScheduler:
     def withdraw(self, job_id: int, now: float) -> None:
         """A waiting job leaves the queue (cancelled, or held back for good)."""
         if self._held.pop(job_id, None) is None and self._waiting.pop(job_id, None) is not None:
-            self.rebuild(self.nodes, now)
+            self.rebuild(self.processor_counts(), now)
 
     def is_held(self, job_id: int) -> bool:
         return job_id in self._held
 
-    def rebuild(self, nodes: list[str], now: float, adopt: Iterable[tuple[PolicyJob, list[str], float]] = ()) -> None:
-        """The nodes up changed: a new policy for them, with the jobs still running on them.
+    def rebuild(self, nodes: Mapping[str, int], now: float,
+                adopt: Iterable[tuple[PolicyJob, list[Processor], float]] = ()) -> None:
+        """The nodes up (name -> processors) changed: a new policy for them, with the jobs still running on them.
 
-        ``adopt`` adds running jobs the policy never placed (their job, nodes and start),
+        ``adopt`` adds running jobs the policy never placed (their job, processors and start),
         as after a master restart.
         """
-        column = {name: index for index, name in enumerate(nodes)}
+        names = sorted(nodes)
+        columns = [Processor(name, index) for name in names for index in range(nodes[name])]
+        column = {processor: index for index, processor in enumerate(columns)}
         known = [(each.job, self._names(each.columns), each.started) for each in self._running.values()]
         running = {}
-        for job, names, started in [*known, *adopt]:
-            if any(name not in column for name in names):
-                raise ValueError(f"job {job.job_id} runs on a node that is not up: end it before the rebuild")
-            running[job.job_id] = _Running(job, mask_of(column[name] for name in names), started)
+        for job, processors, started in [*known, *adopt]:
+            if any(processor not in column for processor in processors):
+                raise ValueError(f"job {job.job_id} runs on a processor that is not up: end it before the rebuild")
+            running[job.job_id] = _Running(job, mask_of(column[processor] for processor in processors), started)
         waiting = sorted([*self._waiting.values(), *self._held.values()], key=lambda job: job.job_id)
-        self.nodes, self._policy, self._running = list(nodes), self._build(len(nodes)), running
+        self.nodes, self.columns = names, columns
+        self.topology = Topology.of([nodes[name] for name in names])
+        self._policy, self._running = self._build(), running
         self._waiting, self._held = {}, {}
         for each in running.values():
             self._policy.adopt(each.job, each.columns, each.started, now)
@@ -140,16 +168,20 @@ class LiveScheduler:
             self._policy.set_migration_cost(seconds)
         self.choice = dataclasses.replace(self.choice, migration_cost_s=seconds)
 
-    def _build(self, procs: int) -> LivePolicy:
-        return build_policy(self.choice, procs, self._longest_estimate)
+    def _build(self) -> LivePolicy:
+        topology = self.topology
+        return build_policy(self.choice, topology.width, self._longest_estimate, topology)
+
+    def processor_counts(self) -> dict[str, int]:
+        return {name: mask.bit_count() for name, mask in zip(self.nodes, self.topology.node_columns, strict=True)}
 
     def _read_layout(self) -> None:
         self.layout = self._policy.layout()
         self.rows = [
-            {name: job_id for job_id, columns in row.items() for name in self._names(columns)}
+            {processor: job_id for job_id, columns in row.items() for processor in self._names(columns)}
             for row in self.layout
         ]
 
-    def _names(self, columns: int) -> list[str]:
-        return [self.nodes[column] for column in column_list(columns)]
+    def _names(self, columns: int) -> list[Processor]:
+        return [self.columns[column] for column in column_list(columns)]
 

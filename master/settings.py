@@ -35,6 +35,10 @@ class MasterSettings(BaseSettings):
     pairing: Literal["strict", "paired"] = Field(
         "strict", description="which rows run each quantum: one in turn (strict) or two complementary (paired)"
     )
+    coordination: Literal["gang", "local"] = Field(
+        "gang", description="gang: only the chosen rows run; local: every placed task runs at once and each "
+        "node's kernel time-shares them (the uncoordinated baseline)"
+    )
     matching: Literal["fair", "best-fit"] = Field(
         "fair", description="how paired rows find partners: once a round (fair) or each switch"
     )

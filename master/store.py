@@ -23,9 +23,11 @@ CREATE TABLE IF NOT EXISTS jobs (
     start_time REAL,
     end_time REAL,
     node_names TEXT NOT NULL,
+    processors TEXT NOT NULL,
     exit_code INTEGER,
     requeues INTEGER NOT NULL,
     barrier_port INTEGER,
+    rendezvous_port INTEGER,
     barriers INTEGER NOT NULL,
     cpu_ns INTEGER NOT NULL,
     ran_s REAL NOT NULL,
@@ -40,10 +42,11 @@ CREATE TABLE IF NOT EXISTS users (
 """
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
-    " node_names, exit_code, requeues, barrier_port, barriers, cpu_ns, ran_s, migration_s"
+    " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
+    " migration_s"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class StoreError(Exception):
@@ -74,7 +77,7 @@ class JobStore:
 
     def save(self, job: Job) -> None:
         self._db.execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -84,9 +87,11 @@ class JobStore:
                 job.start_time,
                 job.end_time,
                 json.dumps(job.node_names),
+                json.dumps(job.processors),
                 job.exit_code,
                 job.requeues,
                 job.barrier_port,
+                job.rendezvous_port,
                 job.barriers,
                 job.cpu_ns,
                 job.ran_s,
@@ -126,8 +131,8 @@ class JobStore:
 
 
 def _job(row: tuple) -> Job:
-    (job_id, spec, state, reason, submit, start, end, nodes, exit_code, requeues, port,
-     barriers, cpu_ns, ran_s, migration_s) = row
+    (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
+     rendezvous_port, barriers, cpu_ns, ran_s, migration_s) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -137,9 +142,11 @@ def _job(row: tuple) -> Job:
         start_time=start,
         end_time=end,
         node_names=json.loads(nodes),
+        processors=json.loads(processors),
         exit_code=exit_code,
         requeues=requeues,
         barrier_port=port,
+        rendezvous_port=rendezvous_port,
         barriers=barriers,
         cpu_ns=cpu_ns,
         ran_s=ran_s,

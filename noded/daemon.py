@@ -8,7 +8,10 @@ read the CPU clocks of the tasks that ran and send the report for the quantum
 that ended.
 
 Task exits arrive on each task's pidfd; an exit is resent with every hello
-until the master acknowledges it, so a master restart loses none.
+until the master acknowledges it, so a master restart loses none. An MPI
+task's PMI lines arrive on the daemon's end of its PMI_FD socket and are
+answered by the job's ``PmiJob`` (noded/pmi.py); a barrier of a job on several
+nodes goes through the master (``PmiFence``).
 
 The hello goes over the DEALER, which also brings the master's orders and
 answers; reports, heartbeats and exits go over a PUSH socket to the master's
@@ -30,8 +33,9 @@ from gangsched.daemon.endpoints import connectable
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
+from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.tasks import Task, launch
+from gangsched.noded.tasks import Task, launch, place_in_block
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
     CheckpointTask,
@@ -44,6 +48,8 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeWelcome,
     PeerEndpoint,
+    PmiFence,
+    PmiFenceDone,
     QuantumReport,
     SlotSwitch,
     TaskExit,
@@ -82,8 +88,11 @@ class NodeDaemon:
         self._poller = zmq.Poller()
         self._poller.register(self._dealer, zmq.POLLIN)
         self._poller.register(self._sub, zmq.POLLIN)
-        self._tasks: dict[int, Task] = {}  # by job id: one task of a job per node
+        self._tasks: dict[tuple[int, int], Task] = {}  # by (job id, rank)
         self._by_pidfd: dict[int, Task] = {}
+        self._by_pmi_fd: dict[int, Task] = {}
+        self._pmi_jobs: dict[int, PmiJob] = {}
+        self._processor_cores = settings.processor_cores()
         self._desired: set[int] = set()
         self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
         self._registered = False
@@ -99,6 +108,7 @@ class NodeDaemon:
             KillTask: self._kill,
             CheckpointTask: self._checkpoint,
             ExitAck: self._exit_acknowledged,
+            PmiFenceDone: self._fence_done,
             ErrorReply: self._error,
         }
 
@@ -114,6 +124,8 @@ class NodeDaemon:
                     self._switch()
                 if self._dealer in ready:
                     self._receive_all()
+                for fd in [fd for fd in ready if fd in self._by_pmi_fd]:
+                    self._pmi_readable(self._by_pmi_fd[fd])
                 for fd in [fd for fd in ready if fd in self._by_pidfd]:
                     self._exited(self._by_pidfd[fd])
                 self._on_timers()
@@ -185,6 +197,7 @@ class NodeDaemon:
             job_id=task.job_id,
             cpu_ns=task.take_cpu_ns(),
             runnable_ns=runnable_ns,
+            rank=task.rank,
             progress=task.read_progress() if task.rank == 0 else 0,  # only rank 0 counts barriers
         )
 
@@ -212,6 +225,10 @@ class NodeDaemon:
         switches = self._follow(self._sub, welcome.switch_endpoint)
         reports = self._follow(self._push, welcome.report_endpoint)
         log.info("registered with the master; switches from %s, reports to %s", switches, reports)
+        for job in self._pmi_jobs.values():  # a barrier the master may not have heard of
+            if job.pending_fence is not None:
+                fence = job.pending_fence
+                self._send(self._dealer, PmiFence(node=self.name, job_id=job.job_id, epoch=fence.epoch, kvs=fence.kvs))
 
     def _follow(self, socket: zmq.Socket[bytes], bound: str) -> str:
         """Connect ``socket`` to the master's ``bound`` endpoint, leaving the one it had."""
@@ -226,33 +243,105 @@ class NodeDaemon:
 
     def _launch(self, message: LaunchTask) -> None:
         spec = message.task
-        if spec.job_id in self._tasks:
-            log.warning("job %d already has a task here; launch ignored", spec.job_id)
+        if (spec.job_id, spec.rank) in self._tasks:
+            log.warning("job %d rank %d already runs here; launch ignored", spec.job_id, spec.rank)
             return
+        cores = self._processor_cores[spec.processor % len(self._processor_cores)]
         try:
-            task = launch(
-                spec, self.name, self._spool, spec.job_id in self._desired, self._settings.cpu_set()
-            )
-        except OSError as error:
+            task = launch(spec, self.name, self._spool, spec.job_id in self._desired, cores)
+        except (OSError, ValueError) as error:
             log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
             self._report_exit(spec.job_id, spec.rank, None, f"could not start: {error}")
             return
-        self._tasks[spec.job_id] = task
+        self._tasks[(spec.job_id, spec.rank)] = task
         self._by_pidfd[task.pidfd] = task
         self._poller.register(task.pidfd, zmq.POLLIN)
+        if task.pmi is not None:
+            if spec.job_id not in self._pmi_jobs:
+                index, _, _ = place_in_block(spec)
+                self._pmi_jobs[spec.job_id] = PmiJob(spec.job_id, spec.size, spec.block or [spec.size], index)
+            self._by_pmi_fd[task.pmi.fileno()] = task
+            self._poller.register(task.pmi.fileno(), zmq.POLLIN)
         log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
 
+    def _tasks_of(self, job_id: int) -> list[Task]:
+        return [task for task in self._tasks.values() if task.job_id == job_id]
+
     def _kill(self, message: KillTask) -> None:
-        task = self._tasks.get(message.job_id)
-        if task is not None and task.kill_deadline is None:
+        tasks = [task for task in self._tasks_of(message.job_id) if task.kill_deadline is None]
+        if tasks:
             log.info("ending job %d: %s", message.job_id, message.reason)
+        for task in tasks:
             task.terminate(self._settings.kill_grace_s)
 
     def _checkpoint(self, message: CheckpointTask) -> None:
-        task = self._tasks.get(message.job_id)
-        if task is not None and not task.leaving:
-            log.info("job %d rank %d checkpoints to migrate", task.job_id, task.rank)
-            task.checkpoint()
+        for task in self._tasks_of(message.job_id):
+            if not task.leaving:
+                log.info("job %d rank %d checkpoints to migrate", task.job_id, task.rank)
+                task.checkpoint()
+
+    # ------------------------------------------------------------ PMI
+
+    def _pmi_readable(self, task: Task) -> None:
+        assert task.pmi is not None and task.pmi_lines is not None
+        try:
+            data = task.pmi.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the task closed its end: it exited, or is done with PMI
+            self._close_pmi(task)
+            return
+        job = self._pmi_jobs[task.job_id]
+        try:
+            lines = task.pmi_lines.feed(data)
+        except PmiError as error:
+            self._pmi_failed(task, f"sent a malformed PMI line: {error}")
+            return
+        for line in lines:
+            if task.pmi is None:  # failed on an earlier line: the rest is not read
+                return
+            self._pmi_outcome(job, job.handle(task.rank, line))
+
+    def _pmi_outcome(self, job: PmiJob, outcome: Outcome) -> None:
+        for reply in outcome.replies:
+            task = self._tasks.get((job.job_id, reply.rank))
+            if task is None or task.pmi is None:
+                continue
+            try:
+                sent = task.pmi.send(reply.line)
+            except (BlockingIOError, OSError):
+                sent = -1
+            if sent != len(reply.line):  # replies are a few hundred bytes: only a task that never reads
+                self._pmi_failed(task, "does not read its PMI replies")
+        if outcome.fence is not None:
+            fence = outcome.fence
+            self._send(self._dealer, PmiFence(node=self.name, job_id=job.job_id, epoch=fence.epoch, kvs=fence.kvs))
+        if outcome.failure is not None:
+            failed = self._tasks.get((job.job_id, outcome.failure.rank))
+            if failed is not None:
+                self._pmi_failed(failed, outcome.failure.reason)
+
+    def _pmi_failed(self, task: Task, reason: str) -> None:
+        """Fail the job through this task: it is ended, and its exit carries ``reason``."""
+        log.warning("job %d rank %d %s", task.job_id, task.rank, reason)
+        task.failure = task.failure or reason
+        self._close_pmi(task)
+        if task.kill_deadline is None:
+            task.terminate(self._settings.kill_grace_s)
+
+    def _close_pmi(self, task: Task) -> None:
+        if task.pmi is not None:
+            fd = task.pmi.fileno()
+            self._poller.unregister(fd)
+            del self._by_pmi_fd[fd]
+            task.close_pmi()
+
+    def _fence_done(self, message: PmiFenceDone) -> None:
+        job = self._pmi_jobs.get(message.job_id)
+        if job is not None:
+            self._pmi_outcome(job, job.fence_done(message.epoch, message.kvs))
 
     def _exit_acknowledged(self, ack: ExitAck) -> None:
         self._unacknowledged.pop((ack.job_id, ack.rank), None)
@@ -271,12 +360,20 @@ class NodeDaemon:
     def _exited(self, task: Task) -> None:
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
-        del self._tasks[task.job_id]
+        del self._tasks[(task.job_id, task.rank)]
+        self._close_pmi(task)
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         returncode = task.reap()
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
-        self._report_exit(task.job_id, task.rank, returncode, None, cpu_ns, progress)
+        error = task.failure
+        job = self._pmi_jobs.get(task.job_id)
+        if job is not None:
+            if error is None and returncode == 0 and task.rank in job.initialized - job.finalized:
+                error = "exited before PMI finalize"  # its peers would wait for it for ever
+            if not self._tasks_of(task.job_id):
+                del self._pmi_jobs[task.job_id]
+        self._report_exit(task.job_id, task.rank, returncode, error, cpu_ns, progress)
 
     def _report_exit(
         self, job_id: int, rank: int, returncode: int | None, error: str | None,
@@ -317,6 +414,7 @@ class NodeDaemon:
         return NodeHello(
             node=self.name,
             cpus=self._settings.cpus,
+            processors=self._settings.processors,
             pid=os.getpid(),
             peer=self._peer(),
             tasks=[TaskRef(job_id=t.job_id, rank=t.rank) for t in self._tasks.values()],
@@ -324,12 +422,11 @@ class NodeDaemon:
         )
 
     def _peer(self) -> PeerEndpoint:
-        if self._settings.peer_transport == "ipc":
-            return PeerEndpoint(transport="ipc", host=str(self._spool))
         low, _, high = self._settings.peer_ports.partition("-")
-        return PeerEndpoint(
-            transport="tcp", host=self._settings.peer_host, ports=(int(low), int(high or low))
-        )
+        ports = (int(low), int(high or low))
+        if self._settings.peer_transport == "ipc":
+            return PeerEndpoint(transport="ipc", host=str(self._spool), ports=ports)
+        return PeerEndpoint(transport="tcp", host=self._settings.peer_host, ports=ports)
 
     def _send(self, socket: zmq.Socket[bytes], message: Message) -> None:
         try:

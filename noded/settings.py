@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gangsched.daemon.cores import even_share
+
 
 class NodeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_NODE_")
@@ -16,10 +18,16 @@ class NodeSettings(BaseSettings):
     keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
     name: str = Field(socket.gethostname(), description="node name, unique in the cluster")
     cpus: float = Field(
-        float(os.cpu_count() or 1), gt=0, description="CPU share utilization is measured against"
+        float(os.cpu_count() or 1), gt=0,
+        description="the node's CPU share; a task's utilization is measured against cpus/processors"
+    )
+    processors: int = Field(
+        os.cpu_count() or 1, ge=1, le=4096,
+        description="processors: the node's columns of the matrix, tasks it runs at once; a host: its cores",
     )
     cpu_list: str | None = Field(
-        None, description="CPUs the tasks are pinned to, e.g. 0-1,3: a local node's own cores"
+        None, description="CPUs the tasks are pinned to, e.g. 0-1,3, split evenly between the processors: "
+        "a local node's own cores; none: the daemon's own CPUs where there are several processors"
     )
     spool_dir: Path | None = Field(
         None, description="task outputs and progress files [~/.gangsched/nodes/NAME]"
@@ -30,7 +38,7 @@ class NodeSettings(BaseSettings):
     peer_host: str = Field(
         socket.gethostname(), description="address other nodes reach this one at (tcp)"
     )
-    peer_ports: str = Field("23000-23999", description="ports rank-0 tasks may bind (tcp)")
+    peer_ports: str = Field("23000-23999", description="ports rank-0 tasks may bind: barriers (tcp), MASTER_PORT")
     kill_grace_s: float = Field(5.0, ge=0, description="SIGTERM to SIGKILL when ending a task")
     realtime_priority: int = Field(
         30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
@@ -41,14 +49,21 @@ class NodeSettings(BaseSettings):
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
 
-    def cpu_set(self) -> set[int] | None:
-        if not self.cpu_list:
-            return None
-        cpus: set[int] = set()
-        for part in self.cpu_list.split(","):
-            low, _, high = part.partition("-")
-            cpus.update(range(int(low), int(high or low) + 1))
-        return cpus
+    def processor_cores(self) -> list[set[int] | None]:
+        """For each processor, the cores its tasks are pinned to; None: not pinned.
+
+        One processor and no ``cpu_list``: tasks run where the kernel puts them.
+        """
+        if self.cpu_list:
+            cores: set[int] = set()
+            for part in self.cpu_list.split(","):
+                low, _, high = part.partition("-")
+                cores.update(range(int(low), int(high or low) + 1))
+        elif self.processors > 1:
+            cores = os.sched_getaffinity(0)
+        else:
+            return [None]
+        return [set(even_share(index, self.processors, sorted(cores))) for index in range(self.processors)]
 
     def spool(self) -> Path:
         return self.spool_dir or Path.home() / ".gangsched" / "nodes" / self.name

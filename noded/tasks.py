@@ -10,13 +10,15 @@ counted until the leader reaps them.
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gangsched.protocol.messages import TaskSpec
+from gangsched.noded.pmi import LineReader
+from gangsched.protocol.messages import MpiKind, TaskSpec
 
 PROGRESS_BYTES = 8
 
@@ -43,6 +45,9 @@ class Task:
     runnable_since_ns: int = 0  # when the current runnable stretch was last sampled
     kill_deadline: float | None = None  # monotonic seconds; SIGKILL the group then
     checkpointing: bool = False
+    pmi: socket.socket | None = None  # the daemon's end of the task's PMI_FD
+    pmi_lines: LineReader | None = None
+    failure: str | None = None  # why the task failed, when it is not its exit status that says so
 
     @property
     def pid(self) -> int:
@@ -98,10 +103,16 @@ class Task:
         self.checkpointing = True
         self.resume()
 
+    def close_pmi(self) -> None:
+        if self.pmi is not None:
+            self.pmi.close()
+            self.pmi = None
+
     def reap(self) -> int:
         """The exit status of a task whose pidfd became readable; the group goes with it."""
         self.kill()  # whatever the leader left behind in its group, stopped or not
         returncode = self.process.wait()
+        self.close_pmi()
         os.close(self.pidfd)
         os.close(self.progress_fd)
         self.progress_path.unlink(missing_ok=True)
@@ -120,9 +131,9 @@ def launch(
     """Start the task in a process group of its own, stopped unless ``runnable``.
 
     The daemon runs at real-time priority with SCHED_RESET_ON_FORK, so the
-    kernel starts the task at normal priority. ``cpus`` pins it to the node's
-    own cores where several emulated nodes share one machine; it is set before
-    the task starts any thread, and its threads inherit it.
+    kernel starts the task at normal priority. ``cpus`` pins it to its
+    processor's cores; it is set before the task starts any thread, and its
+    threads inherit it. An MPI task gets one end of a socket pair as PMI_FD.
     """
     stem = f"job-{spec.job_id}.{spec.rank}"
     progress_path = spool / f"{stem}.progress"
@@ -131,18 +142,33 @@ def launch(
     environment = _environment(spec, node, progress_path)
     _check_command(spec.argv[0], cwd, environment["PATH"])
     output = _output_path(spec, cwd, spool, stem)
-    with open(output, "ab") as log:
-        process = subprocess.Popen(
-            DIE_WITH_PARENT + spec.argv,
-            cwd=cwd,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    ours, theirs = socket.socketpair() if spec.mpi is MpiKind.PMI1 else (None, None)
+    try:
+        if theirs is not None:
+            environment.update(PMI_FD=str(theirs.fileno()), PMI_RANK=str(spec.rank),
+                               PMI_SIZE=str(spec.size), PMI_SPAWNED="0")
+        with open(output, "ab") as log:
+            process = subprocess.Popen(
+                DIE_WITH_PARENT + spec.argv,
+                cwd=cwd,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=() if theirs is None else (theirs.fileno(),),
+            )
+    except BaseException:
+        if ours is not None:
+            ours.close()
+        raise
+    finally:
+        if theirs is not None:
+            theirs.close()
     if cpus is not None:
         os.sched_setaffinity(process.pid, cpus)
+    if ours is not None:
+        ours.setblocking(False)
     task = Task(
         job_id=spec.job_id,
         rank=spec.rank,
@@ -151,12 +177,24 @@ def launch(
         progress_path=progress_path,
         progress_fd=os.open(progress_path, os.O_RDONLY),
         runnable=True,
+        pmi=ours,
+        pmi_lines=None if ours is None else LineReader(),
     )
     if not runnable:
         task.stop()
     task.read_cpu_ns()
     task.runnable_since_ns = time.monotonic_ns()
     return task
+
+
+def place_in_block(spec: TaskSpec) -> tuple[int, int, int]:
+    """(which of the job's nodes this is, the rank among the job's ranks on it, how many there are)."""
+    first = 0
+    for index, count in enumerate(spec.block or [spec.size]):
+        if spec.rank < first + count:
+            return index, spec.rank - first, count
+        first += count
+    raise ValueError(f"rank {spec.rank} is beyond the job's layout {spec.block}")
 
 
 def _check_command(command: str, cwd: Path, path: str) -> None:
@@ -177,6 +215,7 @@ def _environment(spec: TaskSpec, node: str, progress_path: Path) -> dict[str, st
     # tasks find this installation's python and `gang` first
     environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     environment.update(spec.env)
+    _, local_rank, local_size = place_in_block(spec)
     environment.update(
         GANG_JOB_ID=str(spec.job_id),
         GANG_RANK=str(spec.rank),
@@ -184,7 +223,15 @@ def _environment(spec: TaskSpec, node: str, progress_path: Path) -> dict[str, st
         GANG_NODE=node,
         GANG_BARRIER_ADDR=spec.barrier_addr,
         GANG_PROGRESS_FILE=str(progress_path),
+        # what other launchers' programs read (torchrun's names)
+        RANK=str(spec.rank),
+        WORLD_SIZE=str(spec.size),
+        LOCAL_RANK=str(local_rank),
+        LOCAL_WORLD_SIZE=str(local_size),
     )
+    if spec.rendezvous is not None:
+        host, _, port = spec.rendezvous.rpartition(":")
+        environment.update(MASTER_ADDR=host, MASTER_PORT=port)
     if spec.rank == 0:
         environment["GANG_BARRIER_BIND"] = spec.barrier_bind
     if spec.io_addr:

@@ -21,9 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from gangsched.policy.columns import ColumnBook, Layout
+from gangsched.policy.column_book import ColumnBook
+from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job
 from gangsched.policy.profile import Profile
+from gangsched.policy.topology import Topology
 
 _EPSILON = 1e-9
 
@@ -31,12 +33,13 @@ _EPSILON = 1e-9
 @dataclass
 class _SpaceSharing:
     procs: int
+    topology: Topology | None = None  # None: one processor per node
     queue: list[Job] = field(default_factory=list)
     ends: dict[int, tuple[float, int]] = field(default_factory=dict)  # running: estimated end, procs
     columns: ColumnBook = field(init=False)
 
     def __post_init__(self) -> None:
-        self.columns = ColumnBook(self.procs)
+        self.columns = ColumnBook(self.topology or Topology.uniform(self.procs))
 
     @property
     def free(self) -> int:
@@ -57,12 +60,12 @@ class _SpaceSharing:
         self.ends[job.job_id] = (started + job.estimate, job.procs)
 
     def _start(self, job: Job, now: float, started: Decision) -> None:
-        self.columns.take(job.job_id, job.procs)
+        self.columns.take(job.job_id, job)
         self.ends[job.job_id] = (now + job.estimate, job.procs)
         started.rates[job.job_id] = 1.0
 
     def _start_from_head(self, now: float, started: Decision) -> None:
-        while self.queue and self.queue[0].procs <= self.free:
+        while self.queue and self.columns.fits(self.queue[0]):
             self._start(self.queue.pop(0), now, started)
 
 
@@ -87,7 +90,7 @@ class EasyPolicy(_SpaceSharing):
         waiting = []
         for job in self.queue[1:]:
             ends_in_time = now + job.estimate <= shadow
-            if job.procs <= self.free and (ends_in_time or job.procs <= extra):
+            if self.columns.fits(job) and (ends_in_time or job.procs <= extra):
                 self._start(job, now, started)
                 if not ends_in_time:
                     extra -= job.procs
@@ -126,9 +129,9 @@ class PlanningPolicy(Generic[PlanT]):
 
     name = "planning"
 
-    def __init__(self, procs: int) -> None:
+    def __init__(self, procs: int, topology: Topology | None = None) -> None:
         self.profile = Profile(procs)
-        self.columns = ColumnBook(procs)
+        self.columns = ColumnBook(topology or Topology.uniform(procs))
         self.planned: dict[int, PlanT] = {}  # arrival order
         self.running: dict[int, tuple[float, int]] = {}  # estimated end, procs
 
@@ -156,10 +159,10 @@ class PlanningPolicy(Generic[PlanT]):
         next_start = math.inf
         for job_id, plan in self.planned.items():
             # a live job may overrun its estimate until it is killed: then a due plan waits for its end
-            if plan.start <= now + _EPSILON and self.columns.fits(plan.job.procs):
+            if plan.start <= now + _EPSILON and self.columns.fits(plan.job):
                 started.rates[job_id] = 1.0
                 self.running[job_id] = (plan.end, plan.job.procs)
-                self.columns.take(job_id, plan.job.procs)
+                self.columns.take(job_id, plan.job)
             elif plan.start > now + _EPSILON and plan.start < next_start:
                 next_start = plan.start
         for job_id in started.rates:

@@ -11,8 +11,9 @@ from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
 from gangsched.policy.interface import LivePolicy
 from gangsched.policy.matrix_policy import LargeJobs, MatrixPolicyKind, matrix_policy
 from gangsched.policy.slack import SlackPolicy, SlackSettings
+from gangsched.policy.topology import Topology
 
-SPACE_SHARING: dict[str, Callable[[int], LivePolicy]] = {
+SPACE_SHARING: dict[str, Callable[[int, Topology | None], LivePolicy]] = {
     "fcfs": FcfsPolicy, "easy": EasyPolicy, "conservative": ConservativePolicy,
 }
 POLICY_NAMES = [*SPACE_SHARING, "slack", *(kind.value for kind in MatrixPolicyKind)]
@@ -37,15 +38,19 @@ class Choice:
         return self.policy if self.policy in SPACE_SHARING or self.policy == "slack" else f"{self.policy}-{self.mpl}"
 
 
-def build_policy(choice: Choice, procs: int, longest_estimate: float) -> LivePolicy:
-    """``longest_estimate`` is t_max of the large-job queue: the workload's longest, or a configured bound."""
+def build_policy(choice: Choice, procs: int, longest_estimate: float, topology: Topology | None = None) -> LivePolicy:
+    """``longest_estimate`` is t_max of the large-job queue: the workload's longest, or a configured bound.
+
+    ``topology`` groups the ``procs`` processors into nodes; None: one processor per node.
+    """
     if choice.policy in SPACE_SHARING:
-        return SPACE_SHARING[choice.policy](procs)
+        return SPACE_SHARING[choice.policy](procs, topology)
     if choice.policy == "slack":
-        return SlackPolicy(procs, choice.slack)
+        return SlackPolicy(procs, choice.slack, topology)
     return matrix_policy(
         MatrixPolicyKind(choice.policy), procs, mpl=choice.mpl, context_switch=choice.context_switch,
         migration_cost_s=choice.migration_cost_s, migrate_per_slice=choice.migrate_per_slice,
         time_slice_s=choice.time_slice_s,
         large=LargeJobs(choice.alpha * longest_estimate, choice.most_large, choice.large_backfill),
+        topology=topology,
     )

@@ -26,7 +26,9 @@ class Job(Protocol):
 
     job_id: int
     submit: float
-    procs: int
+    procs: int  # tasks, one per processor
+    nodes: int | None  # its tasks on exactly this many nodes (Slurm's -N); None: any
+    tasks_per_node: int | None  # at most this many on each (--ntasks-per-node); None: any
     estimate: float  # > 0: a job holds its processors for some time, or plans could double-book them
     user_priority: float  # seed 002's UP and PP; PP -1 marks a user over quota
     political_priority: float

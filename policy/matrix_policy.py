@@ -47,12 +47,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from gangsched.policy.columns import Layout, lowest_columns
+from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
 from gangsched.policy.profile import Profile
+from gangsched.policy.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,11 @@ class _Event:
 
 
 class MatrixPolicy:
-    def __init__(self, procs: int, settings: MatrixSettings, name: str = "gs") -> None:
+    def __init__(self, procs: int, settings: MatrixSettings, name: str = "gs",
+                 topology: Topology | None = None) -> None:
         self.name = name
         self.settings = settings
+        self.topology = topology or Topology.uniform(procs)
         self.matrix = OusterhoutMatrix(procs, backfilled=settings.backfill)
         self.queue: list[Job] = []
         self.large_queue: list[Job] = []
@@ -292,21 +295,24 @@ class MatrixPolicy:
         in_the_way = matrix.blocking(placed, target)
         pushed = sum(other.columns.bit_count() for other in in_the_way)
         room_beside = (free | _union(in_the_way)) & ~placed.columns
+        aside = self._places_aside(in_the_way, room_beside)
+        moved_to = self.topology.choose(free, placed.job)
         options = []
-        if pushed <= event.budget and room_beside.bit_count() >= pushed and _migratable(in_the_way):
+        if pushed <= event.budget and aside is not None and _migratable(in_the_way):
             options.append((cost / 2 * width + cost * pushed, 1))
-        if width <= event.budget and free.bit_count() >= width and placed.job.migratable:
+        if width <= event.budget and moved_to is not None and placed.job.migratable:
             options.append((cost * width + cost / 2 * pushed, 2))
         if not options:
             return False
         _, option = min(options)
         if option == 1:
-            self._push_aside(in_the_way, target, room_beside, event)
+            assert aside is not None
+            self._push_aside(aside, target, event)
             matrix.move(placed, target, now)
             event.charge(placed, cost / 2)
             tasks = pushed
         else:
-            matrix.move(placed, target, now, columns=lowest_columns(free, width))
+            matrix.move(placed, target, now, columns=moved_to)
             event.charge(placed, cost)
             for other in in_the_way:
                 event.charge(other, cost / 2)
@@ -319,12 +325,21 @@ class MatrixPolicy:
         self.stats.migrations += 1
         self.stats.migrated_tasks += tasks
 
-    def _push_aside(self, in_the_way: list[Placed], row: Row, room: int, event: _Event) -> None:
+    def _places_aside(self, in_the_way: list[Placed], room: int) -> dict[int, tuple[Placed, int]] | None:
+        """New columns in ``room`` for each job in the way, or None if they do not all fit there."""
+        places = {}
         for other in in_the_way:
-            row.occupied &= ~other.columns
-        for other in in_the_way:
-            columns = lowest_columns(room, other.columns.bit_count())
+            columns = self.topology.choose(room, other.job)
+            if columns is None:
+                return None
             room &= ~columns
+            places[other.job.job_id] = (other, columns)
+        return places
+
+    def _push_aside(self, places: dict[int, tuple[Placed, int]], row: Row, event: _Event) -> None:
+        for other, _ in places.values():
+            row.occupied &= ~other.columns
+        for other, columns in places.values():
             other.columns = columns
             row.occupied |= columns
             event.charge(other, self.settings.migration_cost_s)
@@ -367,22 +382,26 @@ class MatrixPolicy:
         return max(((row.free(self.matrix.full) & allowed).bit_count() for row in self.matrix.rows), default=0)
 
     def _place(self, job: Job, now: float, allowed: int) -> bool:
-        matrix, width = self.matrix, job.procs
+        matrix, width, topology = self.matrix, job.procs, self.topology
         end = now + job.estimate * self._slots_for_estimates()
         best: Row | None = None
-        best_free = 0
+        best_columns: int | None = None
         fewest = matrix.width + 1
         for row in matrix.rows:
             free = row.free(matrix.full) & allowed
             count = free.bit_count()
             if width <= count < fewest and row.admits(width, now, end):
-                best, best_free, fewest = row, free, count
+                columns = topology.choose(free, job)
+                if columns is not None:
+                    best, best_columns, fewest = row, columns, count
         mpl = self.settings.mpl
         if best is None:
-            if (mpl is not None and len(matrix.rows) >= mpl) or allowed.bit_count() < width:
+            best_columns = topology.choose(allowed, job)
+            if (mpl is not None and len(matrix.rows) >= mpl) or best_columns is None:
                 return False
-            best, best_free = matrix.new_row(), allowed
-        matrix.start(job, best, lowest_columns(best_free, width), now, end)
+            best = matrix.new_row()
+        assert best_columns is not None
+        matrix.start(job, best, best_columns, now, end)
         self.rates[job.job_id] = 0.0
         return True
 
@@ -481,9 +500,10 @@ class MatrixPolicy:
             return False
         pushed = sum(other.columns.bit_count() for other in in_the_way)
         room = (row.free(self.matrix.full) | _union(in_the_way)) & ~placed.columns
-        if pushed > event.budget or room.bit_count() < pushed:
+        aside = self._places_aside(in_the_way, room) if pushed <= event.budget else None
+        if aside is None:
             return False
-        self._push_aside(in_the_way, row, room, event)
+        self._push_aside(aside, row, event)
         event.charge(placed, self.settings.migration_cost_s / 2)
         self._count_migration(event, pushed)
         return True
@@ -546,7 +566,8 @@ def _union(placed: list[Placed]) -> int:
 
 def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,
                   migration_cost_s: float = 0.0, migrate_per_slice: int | None = None,
-                  time_slice_s: float = 200.0, large: LargeJobs | None = None) -> MatrixPolicy:
+                  time_slice_s: float = 200.0, large: LargeJobs | None = None,
+                  topology: Topology | None = None) -> MatrixPolicy:
     """One of the papers' matrix policies by name."""
     settings = MatrixSettings(
         mpl=None if kind is MatrixPolicyKind.GS_LARGE_QUEUE else mpl,
@@ -558,4 +579,4 @@ def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_swit
         time_slice_s=time_slice_s,
         large=large if kind is MatrixPolicyKind.GS_LARGE_QUEUE else None,
     )
-    return MatrixPolicy(procs, settings, name=kind.value)
+    return MatrixPolicy(procs, settings, name=kind.value, topology=topology)

@@ -18,6 +18,7 @@ from gangsched.policy.paired import alternates, best_fit_partner, fair_matching,
 
 Matching = Literal["fair", "best-fit"]
 Pairing = Literal["strict", "paired"]
+Coordination = Literal["gang", "local"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Selection:
 
 
 class QuantumPlanner(Protocol):
-    name: Pairing
+    name: str
 
     def select(self, given: PlanInput) -> Selection: ...
 
@@ -53,7 +54,7 @@ def round_robin(row_count: int, previous: int | None) -> int | None:
 
 @dataclass
 class StrictPlanner:
-    name: Pairing = "strict"
+    name: str = "strict"
     _previous: int | None = None
 
     def select(self, given: PlanInput) -> Selection:
@@ -64,7 +65,7 @@ class StrictPlanner:
 @dataclass
 class PairedPlanner:
     matching: Matching = "fair"
-    name: Pairing = "paired"
+    name: str = "paired"
     _previous: int | None = None
     _partners: dict[int, int] = field(default_factory=dict)
 
@@ -97,7 +98,20 @@ class PairedPlanner:
         return Selection(rows, tuple(extra))
 
 
-def planner(pairing: Pairing, matching: Matching) -> QuantumPlanner:
+@dataclass
+class EveryRowPlanner:
+    """No coordination: every row runs in every quantum, and each node's kernel time-shares
+    the tasks placed on it, as on a cluster without gang scheduling ("local scheduling")."""
+
+    name: str = "local"
+
+    def select(self, given: PlanInput) -> Selection:
+        return Selection(tuple(range(len(given.layout))))
+
+
+def planner(pairing: Pairing, matching: Matching, coordination: Coordination = "gang") -> QuantumPlanner:
+    if coordination == "local":
+        return EveryRowPlanner()
     if pairing == "paired":
         return PairedPlanner(matching)
     return StrictPlanner()

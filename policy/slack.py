@@ -33,6 +33,7 @@ from enum import StrEnum
 from gangsched.policy.backfill import Plan, PlanningPolicy, compress
 from gangsched.policy.interface import Job
 from gangsched.policy.profile import Profile
+from gangsched.policy.topology import Topology
 
 _LOWEST_PRIORITY = 0.01  # a floor for ratios of priorities
 # s0 / s, the share of slack used, is read as (s0 + 1 s) / (s + 1 s): 1 while nothing is used,
@@ -86,8 +87,8 @@ class _Trial:
 class SlackPolicy(PlanningPolicy[SlackPlan]):
     name = "slack"
 
-    def __init__(self, procs: int, settings: SlackSettings = SlackSettings()) -> None:
-        super().__init__(procs)
+    def __init__(self, procs: int, settings: SlackSettings = SlackSettings(), topology: Topology | None = None) -> None:
+        super().__init__(procs, topology)
         self.settings = settings
 
     def submit(self, job: Job, now: float) -> None:

@@ -4,7 +4,8 @@ Three conversations share these models:
 
 * node daemon <-> master, over the node's DEALER and the master's ROUTER:
   ``NodeHello`` / ``NodeWelcome``, ``LaunchTask``, ``KillTask``,
-  ``CheckpointTask``, ``ExitAck`` and ``ErrorReply``;
+  ``CheckpointTask``, ``ExitAck``, ``PmiFence`` / ``PmiFenceDone`` (an MPI
+  job's key-value space, exchanged at each PMI barrier) and ``ErrorReply``;
 * node daemon -> master, over PUSH/PULL: ``QuantumReport``, ``Heartbeat`` and
   ``TaskExit``, in the order the node sent them;
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 class _Model(BaseModel):
@@ -48,12 +49,27 @@ class JobState(StrEnum):
         return self not in (JobState.PENDING, JobState.RUNNING)
 
 
+class MpiKind(StrEnum):
+    """The process-manager interface a job's tasks speak (Slurm's ``--mpi``)."""
+
+    NONE = "none"  # the GANG_* variables only
+    PMI1 = "pmi1"  # the simple PMI wire protocol, version 1, over the socket in PMI_FD
+
+
 class JobSpec(_Model):
-    """What a user submits: a command to run as one task on each of ``nodes`` nodes."""
+    """What a user submits: ``tasks`` copies of a command, one on each of that many processors.
+
+    ``nodes`` (Slurm's ``-N``) and ``tasks_per_node`` (``--ntasks-per-node``)
+    constrain the placement: the tasks on exactly that many nodes, at most
+    that many on each. Ranks on one node are consecutive (block distribution).
+    """
 
     name: str = Field(min_length=1, max_length=128)
     user: str = Field(min_length=1, max_length=64)
-    nodes: int = Field(ge=1, le=100_000)
+    tasks: int = Field(ge=1, le=100_000)
+    nodes: int | None = Field(default=None, ge=1, le=100_000)
+    tasks_per_node: int | None = Field(default=None, ge=1, le=4096)
+    mpi: MpiKind = MpiKind.NONE
     argv: list[str] = Field(min_length=1)
     cwd: str | None = None  # used where it exists on the node, else the node's spool folder
     env: dict[str, str] = {}
@@ -63,6 +79,15 @@ class JobSpec(_Model):
     migratable: bool = False  # its tasks checkpoint at barriers (jobs/runtime.py on_checkpoint)
     requeue: bool = False  # on the loss of a node, back to the queue instead of NODE_FAIL
     output: str | None = None  # file pattern for each task's stdout+stderr, %j job, %t rank
+
+    @model_validator(mode="after")
+    def _placement_is_possible(self) -> "JobSpec":
+        if self.nodes is not None and self.nodes > self.tasks:
+            raise ValueError(f"{self.tasks} tasks cannot span {self.nodes} nodes: each node needs one")
+        if self.nodes is not None and self.tasks_per_node is not None and self.nodes * self.tasks_per_node < self.tasks:
+            raise ValueError(f"{self.nodes} nodes with at most {self.tasks_per_node} tasks each hold "
+                             f"{self.nodes * self.tasks_per_node} tasks, not {self.tasks}")
+        return self
 
 
 class TaskRef(_Model):
@@ -76,6 +101,7 @@ class PeerEndpoint(_Model):
     ``ipc``: ``host`` is a folder on a machine all peers share (the local
     cluster). ``tcp``: ``host`` is the node's address that peers on other
     nodes reach, and the master hands out ports from ``ports`` (inclusive).
+    Either way ``ports`` also gives each job a port for MASTER_PORT.
     """
 
     transport: Literal["ipc", "tcp"]
@@ -90,11 +116,20 @@ class PeerEndpoint(_Model):
 
 
 class TaskSpec(_Model):
-    """One task of a job, as the master asks a node to launch it."""
+    """One task of a job, as the master asks a node to launch it.
+
+    ``block`` is how many ranks each node of the job runs, in node order:
+    ranks are consecutive per node, so rank r's node and local rank follow
+    from it (the PMI process mapping, LOCAL_RANK).
+    """
 
     job_id: int
     rank: int
     size: int
+    processor: int = 0  # which of the node's processors: its core, where it has one
+    block: list[int] = []  # ranks per node of the job, in node order; [] is [size] on one node
+    mpi: MpiKind = MpiKind.NONE
+    rendezvous: str | None = None  # host:port of rank 0's node for MASTER_ADDR and MASTER_PORT
     argv: list[str]
     cwd: str | None
     env: dict[str, str]
@@ -110,6 +145,7 @@ class TaskSample(_Model):
     """One task's use of the quantum that just ended."""
 
     job_id: int
+    rank: int
     cpu_ns: int  # CPU time consumed while runnable in the quantum
     runnable_ns: int  # wall time it was runnable
     progress: int  # the task's own progress counter (barriers, for rank 0)
@@ -123,7 +159,8 @@ class JobInfo(_Model):
     submit_time: float
     start_time: float | None = None
     end_time: float | None = None
-    node_names: list[str] = []
+    node_names: list[str] = []  # rank r's node
+    processors: list[int] = []  # rank r's processor on its node
     exit_code: int | None = None
     util_pct: float | None = None  # CPU utilization of its last measured quantum
     predicted_pct: float | None = None  # what the paired scheduler expects of the next
@@ -145,6 +182,8 @@ class NodeInfo(_Model):
     name: str
     state: NodeState
     cpus: float
+    processors: int = 1
+    processors_used: int = 0  # in the slot whose turn it is
     jobs: list[int]
     seen_ago_s: float
 
@@ -163,7 +202,11 @@ class UserInfo(_Model):
 
 
 class TaskExit(_Model):
-    """A task ended (or never started: ``error`` says why). Resent until acknowledged."""
+    """A task ended; resent until acknowledged.
+
+    ``error`` says why it failed where its status does not: it never started,
+    it called PMI abort or spoke malformed PMI, it left before PMI finalize.
+    """
 
     type: Literal["task_exit"] = "task_exit"
     node: str
@@ -183,7 +226,8 @@ class NodeHello(_Model):
 
     type: Literal["node_hello"] = "node_hello"
     node: str = Field(min_length=1, max_length=64)
-    cpus: float = Field(gt=0)  # the CPU share utilization is measured against
+    cpus: float = Field(gt=0)  # the CPU share of the whole node
+    processors: int = Field(default=1, ge=1, le=4096)  # columns of the matrix; a task's share is cpus/processors
     pid: int
     peer: PeerEndpoint
     tasks: list[TaskRef] = []
@@ -228,6 +272,25 @@ class ExitAck(_Model):
     type: Literal["exit_ack"] = "exit_ack"
     job_id: int
     rank: int
+
+
+class PmiFence(_Model):
+    """Every local rank of ``job_id`` on ``node`` entered PMI barrier ``epoch``; ``kvs``: what they put since."""
+
+    type: Literal["pmi_fence"] = "pmi_fence"
+    node: str
+    job_id: int
+    epoch: int = Field(ge=0)
+    kvs: dict[str, str]
+
+
+class PmiFenceDone(_Model):
+    """Every node of the job is in barrier ``epoch``: ``kvs`` is what all of them put since the last one."""
+
+    type: Literal["pmi_fence_done"] = "pmi_fence_done"
+    job_id: int
+    epoch: int
+    kvs: dict[str, str]
 
 
 class SlotSwitch(_Model):
@@ -306,13 +369,14 @@ class MatrixQuery(_Model):
 
 
 class MatrixView(_Model):
-    """The Ousterhout matrix: ``rows[r][c]`` is the job in slot r on node ``nodes[c]``."""
+    """The Ousterhout matrix: ``rows[r][c]`` is the job in slot r on processor ``processors[c]`` of node ``nodes[c]``."""
 
     type: Literal["matrix_view"] = "matrix_view"
     quantum: int
     quantum_ms: int
     policy: str
     nodes: list[str]
+    processors: list[int] = []  # [] : one processor per node
     rows: list[list[int | None]]
     running: list[int]  # the rows runnable now: the row whose turn it is, then its partner
     alternates: list[int] = []  # jobs of other rows running in cells both rows leave idle
@@ -367,6 +431,8 @@ Message = Annotated[
     | LaunchTask
     | KillTask
     | CheckpointTask
+    | PmiFence
+    | PmiFenceDone
     | TaskExit
     | ExitAck
     | SlotSwitch

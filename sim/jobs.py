@@ -13,6 +13,8 @@ class SimJob:
     user_priority: float = 0.0  # seed 002's UP and PP, in [0, 1]; PP -1 marks a user over quota
     political_priority: float = 0.0
     migratable: bool = True
+    nodes: int | None = None  # the simulated machines have one processor per node: no shapes
+    tasks_per_node: int | None = None
     start: float | None = None
     end: float | None = None
 

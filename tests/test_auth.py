@@ -64,7 +64,7 @@ def node(endpoint: str, keys: Path | None, name: str, tmp_path: Path) -> subproc
 
 
 def spec(user: str) -> JobSpec:
-    return JobSpec(name="sleep", user=user, nodes=1, argv=["sleep", "30"], cwd="/", env={})
+    return JobSpec(name="sleep", user=user, tasks=1, argv=["sleep", "30"], cwd="/", env={})
 
 
 def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered(secured, tmp_path):

@@ -93,7 +93,7 @@ def test_a_job_runs_to_completion_and_counts_its_barriers(start_cluster):
 
 def test_a_command_missing_on_the_node_fails_the_job_with_the_reason(start_cluster):
     cluster = start_cluster(nodes=2)
-    job = cluster.client.submit(JobSpec(name="x", user=USER, nodes=2, argv=["no-such-program"]))
+    job = cluster.client.submit(JobSpec(name="x", user=USER, tasks=2, argv=["no-such-program"]))
     info = wait_until(lambda: (j := cluster.client.job(job)).state.is_final and j, 10, "the job to end")
     assert info.state is JobState.FAILED and "command not found" in info.reason
 

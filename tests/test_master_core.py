@@ -67,7 +67,7 @@ def hello(core: MasterCore, node: str, tasks: list[TaskRef] = ()) -> None:
 
 
 def submit(core: MasterCore, nodes: int = 4, requeue: bool = False) -> int:
-    spec = JobSpec(name="j", user="alice", nodes=nodes, argv=["true"], requeue=requeue)
+    spec = JobSpec(name="j", user="alice", tasks=nodes, argv=["true"], requeue=requeue)
     return core.submit(Submit(spec=spec)).job_id
 
 
@@ -136,7 +136,7 @@ def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
 
 def test_a_job_wider_than_the_cluster_is_refused(tmp_path, clock):
     core = make_core(tmp_path, clock)
-    reply = core.submit(Submit(spec=JobSpec(name="j", user="u", nodes=5, argv=["true"])))
+    reply = core.submit(Submit(spec=JobSpec(name="j", user="u", tasks=5, argv=["true"])))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.NEVER_FITS
 
 
@@ -153,8 +153,8 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     core = make_core(tmp_path, clock, nodes=2)
     job = submit(core, nodes=2)
     switch = core.tick()
-    for node, cpu_ms in [("n1", 90), ("n2", 80)]:
-        sample = TaskSample(job_id=job, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
+    for rank, (node, cpu_ms) in enumerate([("n1", 90), ("n2", 80)]):
+        sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
         core.report(QuantumReport(node=node, quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
                                   switch_applied_ns=switch.sent_ns + 1000, samples=[sample]))
     (info,) = infos(core, [job])

@@ -4,21 +4,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gangsched.master.scheduling import LiveScheduler, PolicyJob
+from gangsched.master.scheduling import LiveScheduler, PolicyJob, Processor
 from gangsched.policy.catalog import Choice
 from gangsched.policy.quantum import round_robin
 
 NODES = ["n1", "n2", "n3", "n4"]
 
 
-def scheduler(policy: str = "gs", mpl: int = 4, nodes: list[str] = NODES) -> LiveScheduler:
+def scheduler(policy: str = "gs", mpl: int = 4, nodes: list[str] = NODES, processors: int = 1) -> LiveScheduler:
     live = LiveScheduler(Choice(policy=policy, mpl=mpl), longest_estimate=100.0)
-    live.rebuild(nodes, 0.0)
+    live.rebuild(dict.fromkeys(nodes, processors), 0.0)
     return live
 
 
-def job(job_id: int, procs: int, estimate: float = 10.0) -> PolicyJob:
-    return PolicyJob(job_id=job_id, submit=0.0, procs=procs, estimate=estimate)
+def job(job_id: int, procs: int, estimate: float = 10.0, nodes: int | None = None,
+        per_node: int | None = None) -> PolicyJob:
+    return PolicyJob(job_id=job_id, submit=0.0, procs=procs, estimate=estimate, nodes=nodes, tasks_per_node=per_node)
+
+
+def names(starts: dict[int, list[Processor]]) -> dict[int, list[str]]:
+    """Each started job's nodes, rank by rank (one processor per node)."""
+    return {job_id: [processor.node for processor in processors] for job_id, processors in starts.items()}
 
 
 def scheduled(policy: str, *widths: int, mpl: int = 4) -> LiveScheduler:
@@ -31,21 +37,21 @@ def scheduled(policy: str, *widths: int, mpl: int = 4) -> LiveScheduler:
 
 
 def table(live: LiveScheduler) -> list[list[int | None]]:
-    return [[row.get(node) for node in live.nodes] for row in live.rows]
+    return [[row.get(processor) for processor in live.columns] for row in live.rows]
 
 
 def test_a_job_goes_to_the_fullest_row_that_holds_it_on_named_nodes():
     live = scheduler()
     for job_id, width in [(1, 3), (2, 1), (3, 2)]:
         live.submit(job(job_id, width), 0.0)
-    starts = live.schedule(0.0).starts
+    starts = names(live.schedule(0.0).starts)
     assert starts == {1: ["n1", "n2", "n3"], 2: ["n4"], 3: ["n1", "n2"]}
     assert table(live)[0] == [1, 1, 1, 2]
 
 
 def test_plain_gs_stops_at_the_first_job_that_does_not_fit():
     live = scheduled("gs", 4, 4, 1, mpl=1)
-    assert live.nodes_of(1) == NODES
+    assert live.nodes_of(1) == set(NODES)
     assert live.is_waiting(2) and live.is_waiting(3)
 
 
@@ -53,32 +59,32 @@ def test_space_sharing_policies_name_nodes_too():
     live = scheduler("easy")
     for job_id, width in [(1, 3), (2, 2), (3, 1)]:
         live.submit(job(job_id, width), 0.0)
-    assert live.schedule(0.0).starts == {1: ["n1", "n2", "n3"], 3: ["n4"]}
+    assert names(live.schedule(0.0).starts) == {1: ["n1", "n2", "n3"], 3: ["n4"]}
     live.finish(1, 5.0)
-    assert live.schedule(5.0).starts == {2: ["n1", "n2"]}
+    assert names(live.schedule(5.0).starts) == {2: ["n1", "n2"]}
 
 
 def test_a_job_wider_than_the_nodes_up_waits_until_they_are():
     live = scheduler(nodes=NODES[:2])
     live.submit(job(1, 3), 0.0)
     assert live.schedule(0.0).starts == {} and live.is_held(1)
-    live.rebuild(NODES, 1.0)
-    assert live.schedule(1.0).starts == {1: ["n1", "n2", "n3"]}
+    live.rebuild(dict.fromkeys(NODES, 1), 1.0)
+    assert names(live.schedule(1.0).starts) == {1: ["n1", "n2", "n3"]}
 
 
 def test_a_rebuild_keeps_running_jobs_on_their_nodes():
     live = scheduled("bgs", 2, 2)
     live.finish(1, 1.0)
-    live.rebuild(["n3", "n4", "n5"], 1.0)  # n1, n2 gone; n5 new
-    assert live.nodes_of(2) == ["n3", "n4"]
+    live.rebuild(dict.fromkeys(["n3", "n4", "n5"], 1), 1.0)  # n1, n2 gone; n5 new
+    assert live.nodes_of(2) == {"n3", "n4"}
     live.submit(job(3, 3), 1.0)
-    assert live.schedule(1.0).starts == {3: ["n3", "n4", "n5"]}  # a second row
+    assert names(live.schedule(1.0).starts) == {3: ["n3", "n4", "n5"]}  # a second row
 
 
 def test_a_rebuild_refuses_a_running_job_on_a_lost_node():
     live = scheduled("gs", 4)
     with pytest.raises(ValueError):
-        live.rebuild(NODES[:3], 1.0)
+        live.rebuild(dict.fromkeys(NODES[:3], 1), 1.0)
 
 
 def test_a_withdrawn_job_never_starts():
@@ -112,6 +118,33 @@ def test_no_two_jobs_share_a_node_in_a_row_and_a_job_keeps_its_nodes(widths, mpl
         for columns in row.values():
             assert not columns & taken
             taken |= columns
-    for job_id, nodes in starts.items():
-        assert len(nodes) == widths[job_id - 1] == len(set(nodes))
-        assert live.nodes_of(job_id) == nodes
+    for job_id, processors in starts.items():
+        assert len(processors) == widths[job_id - 1] == len(set(processors))
+        assert live.processors_of(job_id) == processors
+
+
+def test_tasks_fill_a_node_processors_before_the_next_node_in_rank_order():
+    live = scheduler("gs", nodes=["n1", "n2"], processors=2)
+    live.submit(job(1, 3), 0.0)
+    assert live.schedule(0.0).starts == {1: [Processor("n1", 0), Processor("n1", 1), Processor("n2", 0)]}
+
+
+@pytest.mark.parametrize("policy", ["gs", "bgs", "easy", "conservative", "slack"])
+def test_nodes_and_tasks_per_node_shape_the_placement(policy):
+    live = scheduler(policy, nodes=["n1", "n2", "n3"], processors=2)
+    live.submit(job(1, 1), 0.0)  # takes n1:0, so n1 holds only one more task
+    live.submit(job(2, 4, nodes=2), 0.0)  # two on each of two nodes: n2 and n3
+    live.submit(job(3, 3, per_node=1), 0.0)  # one on each of three nodes: waits under space sharing
+    starts = live.schedule(0.0).starts
+    assert starts[1] == [Processor("n1", 0)]
+    assert names({2: starts[2]})[2] == ["n2", "n2", "n3", "n3"]
+    if policy in ("gs", "bgs"):  # a second row has every node free
+        assert names({3: starts[3]})[3] == ["n1", "n2", "n3"]
+    else:
+        assert 3 not in starts
+
+
+def test_a_shape_the_nodes_up_can_never_hold_is_held():
+    live = scheduler("gs", nodes=["n1", "n2"], processors=2)
+    live.submit(job(1, 3, per_node=1), 0.0)  # three nodes needed
+    assert live.schedule(0.0).starts == {} and live.is_held(1)

@@ -30,7 +30,10 @@ from gangsched.protocol.messages import (
     NodeQuery,
     NodeState,
     NodeWelcome,
+    MpiKind,
     PeerEndpoint,
+    PmiFence,
+    PmiFenceDone,
     QuantumReport,
     SetUser,
     SlotSwitch,
@@ -47,23 +50,26 @@ from gangsched.protocol.messages import (
     UserQuery,
 )
 
-SPEC = JobSpec(name="j", user="u", nodes=2, argv=["true"])
+SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])
 
 MESSAGES = [
     SlotSwitch(quantum=7, sent_ns=123, run={"n1": [1, 2], "n2": []}),
     QuantumReport(node="n1", quantum=7, switch_sent_ns=1, switch_applied_ns=2,
-                  samples=[TaskSample(job_id=1, cpu_ns=5, runnable_ns=9, progress=3)]),
+                  samples=[TaskSample(job_id=1, rank=0, cpu_ns=5, runnable_ns=9, progress=3)]),
     NodeHello(node="n1", cpus=0.5, pid=42, peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
               tasks=[TaskRef(job_id=1, rank=0)],
               exits=[TaskExit(node="n1", job_id=2, rank=1, returncode=-9)]),
     NodeWelcome(node="n1", switch_endpoint="ipc:///s", report_endpoint="ipc:///r",
                 heartbeat_ms=500, quantum_ms=100),
     Heartbeat(node="n1"),
-    LaunchTask(task=TaskSpec(job_id=1, rank=0, size=2, argv=["true"], cwd=None, env={"A": "b"},
+    LaunchTask(task=TaskSpec(job_id=1, rank=0, size=2, processor=1, block=[1, 1], mpi=MpiKind.PMI1,
+                             rendezvous="10.0.0.1:24000", argv=["true"], cwd=None, env={"A": "b"},
                              barrier_addr="ipc:///b", barrier_bind="ipc:///b", io_addr=None,
                              output="%j.out", checkpoint="/c", restore=True)),
     KillTask(job_id=1, reason="cancelled"),
     CheckpointTask(job_id=1),
+    PmiFence(node="n1", job_id=1, epoch=0, kvs={"-allgather-1-0": "segments=9"}),
+    PmiFenceDone(job_id=1, epoch=0, kvs={"-allgather-1-0": "segments=9", "-allgather-1-1": "segments=9"}),
     TaskExit(node="n1", job_id=2, rank=1, returncode=None, error="no such file", cpu_ns=3),
     ExitAck(job_id=2, rank=1),
     Submit(spec=SPEC),
@@ -134,7 +140,16 @@ def test_a_tcp_peer_needs_a_port_range():
 
 def test_a_spec_with_no_command_is_refused():
     frame = msgpack.packb({"v": PROTOCOL_VERSION, "type": "submit",
-                           "spec": {"name": "j", "user": "u", "nodes": 1, "argv": []}})
+                           "spec": {"name": "j", "user": "u", "tasks": 1, "argv": []}})
     with pytest.raises(ProtocolError) as raised:
         decode(frame)
     assert "argv" in raised.value.reason
+
+
+@pytest.mark.parametrize(("shape", "words"), [
+    ({"tasks": 2, "nodes": 3}, "cannot span 3 nodes"),
+    ({"tasks": 5, "nodes": 2, "tasks_per_node": 2}, "hold 4 tasks, not 5"),
+])
+def test_a_placement_no_cluster_can_give_is_refused_at_submit(shape, words):
+    with pytest.raises(ValueError, match=words):
+        JobSpec(name="j", user="u", argv=["true"], **shape)

@@ -1,0 +1,85 @@
+"""Which processors make up each node, and where a job's tasks may go on them.
+
+A policy's columns are processors. Numbered node by node (node 0's
+processors first), the lowest free columns pack a job's tasks onto as few
+nodes as possible, and ranks in column order are consecutive on each node:
+Slurm's block distribution. A job may also ask for its tasks on exactly
+``nodes`` nodes and at most ``tasks_per_node`` on each (Slurm's ``-N`` and
+``--ntasks-per-node``); then only a choice of whole nodes with enough free
+processors fits. The simulator's machines have one processor per node, where
+every shape is just a count.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gangsched.policy.columns import lowest_columns
+
+
+class Shaped(Protocol):
+    procs: int  # tasks
+    nodes: int | None  # exactly this many nodes
+    tasks_per_node: int | None  # at most this many tasks on each
+
+
+def per_node_counts(tasks: int, nodes: int | None, tasks_per_node: int | None) -> list[int] | None:
+    """How many tasks each node of the job runs, largest first; None: any processors will do."""
+    if nodes is None and tasks_per_node is None:
+        return None
+    if nodes is None:
+        assert tasks_per_node is not None
+        full, rest = divmod(tasks, tasks_per_node)
+        return [tasks_per_node] * full + ([rest] if rest else [])
+    base, extra = divmod(tasks, nodes)
+    return [base + 1] * extra + [base] * (nodes - extra)
+
+
+@dataclass(frozen=True)
+class Topology:
+    node_columns: tuple[int, ...]  # per node, the mask of its processors' columns
+
+    @classmethod
+    def uniform(cls, nodes: int, processors: int = 1) -> "Topology":
+        return cls.of([processors] * nodes)
+
+    @classmethod
+    def of(cls, processors: Sequence[int]) -> "Topology":
+        """Nodes with these numbers of processors, numbered in that order."""
+        masks, first = [], 0
+        for count in processors:
+            masks.append(((1 << count) - 1) << first)
+            first += count
+        return cls(tuple(masks))
+
+    @property
+    def width(self) -> int:
+        return sum(mask.bit_count() for mask in self.node_columns)
+
+    @property
+    def single(self) -> bool:
+        """One processor per node: every placement is a plain count."""
+        return all(mask.bit_count() == 1 for mask in self.node_columns)
+
+    def choose(self, free: int, job: Shaped) -> int | None:
+        """The columns ``job`` takes out of ``free``, or None if it does not fit there."""
+        if free.bit_count() < job.procs:
+            return None
+        counts = None if self.single and job.tasks_per_node in (None, 1) and job.nodes in (None, job.procs) \
+            else per_node_counts(job.procs, job.nodes, job.tasks_per_node)
+        if counts is None:
+            return lowest_columns(free, job.procs)
+        # largest demand first, each to the lowest node that still holds it: a node that holds
+        # a demand holds every smaller one, so this finds a placement whenever there is one
+        chosen, used = 0, set()
+        for count in counts:
+            node = next((index for index, mask in enumerate(self.node_columns)
+                         if index not in used and (free & mask).bit_count() >= count), None)
+            if node is None:
+                return None
+            used.add(node)
+            chosen |= lowest_columns(free & self.node_columns[node], count)
+        return chosen
+
+    def fits(self, free: int, job: Shaped) -> bool:
+        return self.choose(free, job) is not None
