@@ -26,6 +26,7 @@ its C.
 """
 
 import logging
+import secrets
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
@@ -533,6 +534,9 @@ class MasterCore:
         job.fences = {}
         self._store.save(job)
         block = _block(job.node_names)
+        # MPICH names its shared memory after the key-value space, and a killed job leaves its
+        # segments behind: a name never used before keeps a later job from opening them
+        kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
         for rank, processor in enumerate(processors):
             task = TaskSpec(
                 job_id=job.job_id,
@@ -541,6 +545,7 @@ class MasterCore:
                 processor=processor.number,
                 block=block,
                 mpi=job.spec.mpi,
+                kvsname=kvsname,
                 rendezvous=None if rendezvous is None else rendezvous[0],
                 argv=job.spec.argv,
                 cwd=job.spec.cwd,

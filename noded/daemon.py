@@ -259,7 +259,8 @@ class NodeDaemon:
         if task.pmi is not None:
             if spec.job_id not in self._pmi_jobs:
                 index, _, _ = place_in_block(spec)
-                self._pmi_jobs[spec.job_id] = PmiJob(spec.job_id, spec.size, spec.block or [spec.size], index)
+                self._pmi_jobs[spec.job_id] = PmiJob(spec.job_id, spec.size, spec.block or [spec.size], index,
+                                                     spec.kvsname)
             self._by_pmi_fd[task.pmi.fileno()] = task
             self._poller.register(task.pmi.fileno(), zmq.POLLIN)
         log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)

@@ -106,10 +106,10 @@ def process_mapping(block: Sequence[int]) -> str:
 class PmiJob:
     """One job's PMI service on this node: its local ranks, their puts, the key-value space, the barrier."""
 
-    def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int) -> None:
+    def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
         self.job_id = job_id
         self.size = size
-        self.kvsname = f"gang-{job_id}"
+        self.kvsname = kvsname or f"gang-{job_id}"
         first = sum(block[:node_index])
         self.local_ranks = set(range(first, first + block[node_index]))
         self.spans_nodes = len(block) > 1

@@ -129,6 +129,8 @@ class TaskSpec(_Model):
     processor: int = 0  # which of the node's processors: its core, where it has one
     block: list[int] = []  # ranks per node of the job, in node order; [] is [size] on one node
     mpi: MpiKind = MpiKind.NONE
+    # the job's PMI key-value space: unique across launches, since MPICH names its shared memory after it
+    kvsname: str = Field(default="", max_length=256)
     rendezvous: str | None = None  # host:port of rank 0's node for MASTER_ADDR and MASTER_PORT
     argv: list[str]
     cwd: str | None
