@@ -54,6 +54,7 @@ from gangsched.protocol.messages import (
     Heartbeat,
     JobList,
     JobQuery,
+    JobSpec,
     JobState,
     KillTask,
     LaunchTask,
@@ -148,7 +149,7 @@ class MasterCore:
         spec = message.spec
         cluster = Topology.of(self._nodes.processors())
         if not cluster.fits((1 << cluster.width) - 1, _Shape(spec.tasks, spec.nodes, spec.tasks_per_node)):
-            reason = f"needs {_describe_shape(spec.tasks, spec.nodes, spec.tasks_per_node)}, " \
+            reason = f"needs {_describe_shape(spec)}, " \
                 f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
         job = Job(
@@ -493,8 +494,7 @@ class MasterCore:
         first = True
         for job in waiting:
             if self._scheduler.is_held(job.job_id):
-                spec = job.spec
-                job.reason = f"needs {_describe_shape(spec.tasks, spec.nodes, spec.tasks_per_node)}, {up} processors up"
+                job.reason = f"needs {_describe_shape(job.spec)}, {up} processors up"
             elif not job.reason.startswith("requeued"):
                 job.reason = "Resources" if first else "Priority"
                 first = False
@@ -723,12 +723,12 @@ class _Shape:
     tasks_per_node: int | None
 
 
-def _describe_shape(tasks: int, nodes: int | None, tasks_per_node: int | None) -> str:
-    words = f"{tasks} processors"
-    if nodes is not None:
-        words += f" on {nodes} nodes"
-    if tasks_per_node is not None:
-        words += f", at most {tasks_per_node} a node"
+def _describe_shape(spec: JobSpec) -> str:
+    words = f"{spec.tasks} processors"
+    if spec.nodes is not None:
+        words += f" on {spec.nodes} nodes"
+    if spec.tasks_per_node is not None:
+        words += f", at most {spec.tasks_per_node} a node"
     return words
 
 

@@ -295,12 +295,14 @@ class MatrixPolicy:
         in_the_way = matrix.blocking(placed, target)
         pushed = sum(other.columns.bit_count() for other in in_the_way)
         room_beside = (free | _union(in_the_way)) & ~placed.columns
-        aside = self._places_aside(in_the_way, room_beside)
-        moved_to = self.topology.choose(free, placed.job)
+        can_push = pushed <= event.budget and _migratable(in_the_way)
+        aside = self._places_aside(in_the_way, room_beside) if can_push else None
+        can_move = width <= event.budget and placed.job.migratable
+        moved_to = self.topology.choose(free, placed.job) if can_move else None
         options = []
-        if pushed <= event.budget and aside is not None and _migratable(in_the_way):
+        if aside is not None:
             options.append((cost / 2 * width + cost * pushed, 1))
-        if width <= event.budget and moved_to is not None and placed.job.migratable:
+        if moved_to is not None:
             options.append((cost * width + cost / 2 * pushed, 2))
         if not options:
             return False
@@ -385,23 +387,21 @@ class MatrixPolicy:
         matrix, width, topology = self.matrix, job.procs, self.topology
         end = now + job.estimate * self._slots_for_estimates()
         best: Row | None = None
-        best_columns: int | None = None
+        best_free = 0
         fewest = matrix.width + 1
         for row in matrix.rows:
             free = row.free(matrix.full) & allowed
             count = free.bit_count()
-            if width <= count < fewest and row.admits(width, now, end):
-                columns = topology.choose(free, job)
-                if columns is not None:
-                    best, best_columns, fewest = row, columns, count
+            if width <= count < fewest and row.admits(width, now, end) and topology.fits(free, job):
+                best, best_free, fewest = row, free, count
         mpl = self.settings.mpl
         if best is None:
-            best_columns = topology.choose(allowed, job)
-            if (mpl is not None and len(matrix.rows) >= mpl) or best_columns is None:
+            if (mpl is not None and len(matrix.rows) >= mpl) or not topology.fits(allowed, job):
                 return False
-            best = matrix.new_row()
-        assert best_columns is not None
-        matrix.start(job, best, best_columns, now, end)
+            best, best_free = matrix.new_row(), allowed
+        columns = topology.choose(best_free, job)
+        assert columns is not None  # it fits there
+        matrix.start(job, best, columns, now, end)
         self.rates[job.job_id] = 0.0
         return True
 

@@ -56,17 +56,11 @@ class Topology:
     def width(self) -> int:
         return sum(mask.bit_count() for mask in self.node_columns)
 
-    @property
-    def single(self) -> bool:
-        """One processor per node: every placement is a plain count."""
-        return all(mask.bit_count() == 1 for mask in self.node_columns)
-
     def choose(self, free: int, job: Shaped) -> int | None:
         """The columns ``job`` takes out of ``free``, or None if it does not fit there."""
         if free.bit_count() < job.procs:
             return None
-        counts = None if self.single and job.tasks_per_node in (None, 1) and job.nodes in (None, job.procs) \
-            else per_node_counts(job.procs, job.nodes, job.tasks_per_node)
+        counts = per_node_counts(job.procs, job.nodes, job.tasks_per_node)
         if counts is None:
             return lowest_columns(free, job.procs)
         # largest demand first, each to the lowest node that still holds it: a node that holds
@@ -82,4 +76,6 @@ class Topology:
         return chosen
 
     def fits(self, free: int, job: Shaped) -> bool:
+        if job.nodes is None and job.tasks_per_node is None:  # a count: the simulator's every job
+            return free.bit_count() >= job.procs
         return self.choose(free, job) is not None
