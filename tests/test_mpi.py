@@ -111,7 +111,9 @@ def test_local_coordination_runs_every_placed_task_at_once(start_cluster):
     cluster = start_cluster(nodes=2, coordination="local")
     jobs = [cluster.client.submit(mpi_job(python("import time; time.sleep(30)"), 2)) for _ in range(2)]
     wait_until(lambda: all(info.state is JobState.RUNNING for info in cluster.client.jobs(jobs)), 10, "both running")
-    view = wait_until(lambda: (view := cluster.client.matrix()).running and view, 10, "a switch")
+    # a switch before the second job was placed ran the one row there was: wait for one after
+    view = wait_until(lambda: len((view := cluster.client.matrix()).rows) == 2 and view.running == [0, 1] and view,
+                      10, "a switch running both rows")
     assert len(view.rows) == 2 and view.running == [0, 1]  # every row, every quantum
     wait_until(lambda: sum(len(task_processes(cluster.home, job)) for job in jobs) == 4, 10, "four tasks")
     for _ in range(20):  # over two quanta: never stopped, the nodes' kernels share the CPUs
