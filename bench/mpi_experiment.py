@@ -10,7 +10,9 @@ waits. On a fresh local cluster with one processor per core of the machine,
 2 and 3 such jobs as wide as the cluster share it under strict gang
 scheduling, paired gang scheduling and local scheduling (every rank runs at
 once; the kernel time-shares the cores). Each job's iterations per second are
-measured over a window in which all run.
+measured over a window in which all run. The same 2 jobs at 1 ms also run
+on one node per core, one processor each, where ranks talk over TCP instead
+of shared memory, under strict gang and local scheduling.
 
 Besides the mixes, L6 measures one job of
 10,000 allreduces alone under gang scheduling against the MPI wheel's
@@ -68,9 +70,19 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
                     with temporary_cluster(config) as client:
                         specs = [mpi_spec(binary, cores, 0, grain) for _ in range(jobs)]
                         rates = measure_rates(client, specs, options.seconds, warmup_s=2.0)
-                    rows += [{"mode": mode, "grain_ms": grain, "jobs": jobs, "job": index,
+                    rows += [{"layout": "shm", "mode": mode, "grain_ms": grain, "jobs": jobs, "job": index,
                               "iterations_per_s": round(rate, 2)} for index, (_, _, _, rate) in enumerate(rates)]
                     advance(f"L6 {mode} {jobs} jobs {grain} ms")
+        for mode in ("strict", "local"):
+            pairing, coordination = MODES[mode]
+            config = ClusterConfig(nodes=cores, processors_per_node=1, quantum_ms=QUANTUM_MS, pairing=pairing,
+                                   coordination=coordination)
+            with temporary_cluster(config) as client:
+                rates = measure_rates(client, [mpi_spec(binary, cores, 0, 1) for _ in range(2)], options.seconds,
+                                      warmup_s=2.0)
+            rows += [{"layout": "tcp", "mode": mode, "grain_ms": 1, "jobs": 2, "job": index,
+                      "iterations_per_s": round(rate, 2)} for index, (_, _, _, rate) in enumerate(rates)]
+            advance(f"L6 {mode} over TCP")
         alone = _alone(binary, cores)
         advance("L6 alone vs mpiexec")
         startups = [_startup(binary, nodes, processors) for nodes, processors in STARTUP_SHAPES]
@@ -80,9 +92,9 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     return _report(rows, alone, startups, cores)
 
 
-def _total(rows: list[dict[str, Any]], mode: str, jobs: int, grain: int) -> float:
-    return sum(row["iterations_per_s"] for row in rows
-               if row["mode"] == mode and row["jobs"] == jobs and row["grain_ms"] == grain)
+def _total(rows: list[dict[str, Any]], mode: str, jobs: int, grain: int, layout: str = "shm") -> float:
+    wanted = {"layout": layout, "mode": mode, "jobs": jobs, "grain_ms": grain}
+    return sum(row["iterations_per_s"] for row in rows if all(row[key] == value for key, value in wanted.items()))
 
 
 def _plot(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -157,12 +169,15 @@ def _report(rows: list[dict[str, Any]], alone: dict[str, Any], startups: list[di
             strict, paired, local = (_total(rows, mode, jobs, grain) for mode in MODES)
             table.append([jobs, grain, f"{strict:.1f}", f"{paired:.1f}", f"{local:.1f}",
                           f"{strict / local:.2f}" if local else "-", f"{paired / strict:.2f}" if strict else "-"])
+    tcp_strict, tcp_local = _total(rows, "strict", 2, 1, "tcp"), _total(rows, "local", 2, 1, "tcp")
     gang, mpiexec = alone["gang"], alone["mpiexec"]
     ratio = float(gang["iterations_per_s"]) / float(mpiexec["iterations_per_s"])
     return (
         f"{cores} processors on one node ({cores} cores), quantum {QUANTUM_MS} ms; total iterations/s of all "
         "jobs of a mix:\n\n"
         + markdown_table(["jobs", "grain (ms)", "strict", "paired", "local", "gang/local", "paired/strict"], table)
+        + f"\n\nThe 2 jobs at 1 ms on {cores} nodes of one processor (ranks talk over TCP): strict "
+        f"{tcp_strict:.1f}, local {tcp_local:.1f} (gang/local {tcp_strict / tcp_local:.2f})."
         + f"\n\nOne job of {ALONE_ITERATIONS:,} allreduces (1 ms grain) alone: {alone['state']} under strict gang "
         f"scheduling with result {gang['result']} at {gang['iterations_per_s']} iterations/s; under mpiexec "
         f"result {mpiexec['result']} at {mpiexec['iterations_per_s']} iterations/s (gang/mpiexec {ratio:.2f}).\n\n"
@@ -173,4 +188,4 @@ def _report(rows: list[dict[str, Any]], alone: dict[str, Any], startups: list[di
 
 
 L6 = Experiment("L6", "fine-grained MPI jobs: gang vs local scheduling",
-                len(MODES) * len(MIXES) * len(GRAINS_MS) + 2, l6)
+                len(MODES) * len(MIXES) * len(GRAINS_MS) + 4, l6)

@@ -2,13 +2,17 @@
 
 Two images, each built only when its inputs change:
 
-* ``gangsched-base:bookworm``: a minimal Debian bookworm with python3, made by
-  debootstrap and ``docker import`` (there is no registry to pull from).
+* ``gangsched-base:bookworm-<hash>``: a minimal Debian bookworm with python3
+  and a C compiler (MPI programs are built with the MPI wheel's ``mpicc``,
+  which wraps it), made by debootstrap and ``docker import`` (there is no
+  registry to pull from); the tag names its package list.
 * ``gangsched:latest``: the base plus a virtual environment with the
-  project's wheels. Dependencies are downloaded once per dependency list (a
-  wheelhouse keyed by its hash) and installed in their own layer; the project
-  wheel, built reproducibly (SOURCE_DATE_EPOCH), goes in the last layer, so a
-  source change redoes only that layer and no change redoes nothing.
+  project's wheels and those of its MPI extra (MPICH and mpi4py).
+  Dependencies are downloaded once per dependency list (a wheelhouse keyed by
+  its hash) and installed in their own layer; the project wheel, built
+  reproducibly (SOURCE_DATE_EPOCH), goes in the last layer with the MPI
+  programs it ships, built into ``/opt/gang/libexec``, so a source change
+  redoes only that layer and no change redoes nothing.
 
 One image serves the master, the node daemons and the I/O server.
 """
@@ -26,10 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-BASE_IMAGE = "gangsched-base:bookworm"
+BASE_PACKAGES = ["python3", "python3-venv", "procps", "iproute2", "gcc", "libc6-dev"]
+BASE_IMAGE = f"gangsched-base:bookworm-{hashlib.sha256(' '.join(BASE_PACKAGES).encode()).hexdigest()[:8]}"
 IMAGE = "gangsched:latest"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-BASE_PACKAGES = ["python3", "python3-venv", "procps", "iproute2"]
+PROGRAMS = "/opt/gang/libexec"  # the shipped MPI programs, built in the image
 REPRODUCIBLE_EPOCH = "1700000000"
 
 DOCKERFILE = f"""\
@@ -38,7 +43,8 @@ RUN python3 -m venv /opt/gang
 COPY dependencies/ /wheels/dependencies/
 RUN /opt/gang/bin/pip install --no-index --no-cache-dir /wheels/dependencies/*.whl && rm -rf /wheels
 COPY project/ /wheels/project/
-RUN /opt/gang/bin/pip install --no-index --no-cache-dir --no-deps /wheels/project/*.whl && rm -rf /wheels
+RUN /opt/gang/bin/pip install --no-index --no-cache-dir --no-deps /wheels/project/*.whl && rm -rf /wheels \
+ && /opt/gang/bin/python -m gangsched.jobs.mpi_programs {PROGRAMS}
 ENV PATH=/opt/gang/bin:$PATH PYTHONUNBUFFERED=1
 """
 
@@ -104,7 +110,8 @@ def _ensure_base(docker: str, log: Log) -> bool:
 
 def _dependencies(project: Path, into: Path, log: Log) -> bool:
     """The dependencies' wheels, downloaded once per dependency list; copied into the build context."""
-    requirements = tomllib.loads((project / "pyproject.toml").read_text())["project"]["dependencies"]
+    metadata = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    requirements = metadata["dependencies"] + metadata["optional-dependencies"]["mpi"]
     key = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:16]
     house = cache_dir() / "wheels" / key
     downloaded = False

@@ -27,6 +27,10 @@ def mpi_tool(name: str) -> str:
     return found
 
 
+def programs() -> list[str]:
+    return sorted(source.stem for source in SOURCES.glob("*.c"))
+
+
 def build(program: str, folder: Path) -> Path:
     """Compile ``program`` (``allreduce``) into ``folder``, once; the path of the binary."""
     source = SOURCES / f"{program}.c"
@@ -39,3 +43,8 @@ def build(program: str, folder: Path) -> Path:
     if built.returncode != 0:
         raise MpiUnavailable(f"mpicc failed on {source}: {built.stderr.strip()}")
     return binary
+
+
+if __name__ == "__main__":  # python -m gangsched.jobs.mpi_programs FOLDER: build them all (the image does)
+    for name in programs():
+        print(build(name, Path(sys.argv[1])))

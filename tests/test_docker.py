@@ -5,6 +5,7 @@ and heartbeats) and takes it down with its volumes. The engine, the image and
 the keys are made as a user's `gang cluster up --docker` makes them.
 """
 
+import getpass
 import subprocess
 import tempfile
 import time
@@ -19,7 +20,7 @@ from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.local import ClusterConfig
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobState, NodeState
+from gangsched.protocol.messages import JobSpec, JobState, MpiKind, NodeState
 
 from .conftest import wait_until
 
@@ -37,7 +38,10 @@ class Compose:
     def node_container(self, index: int = 0) -> tuple[str, str]:
         """A node container's id and the node name it registered as (its hostname)."""
         container = self.cluster.containers("node")[index]
-        return container, docker("inspect", "-f", "{{.Config.Hostname}}", container).strip()
+        return container, self.container_hostname(container)
+
+    def container_hostname(self, container: str) -> str:
+        return docker("inspect", "-f", "{{.Config.Hostname}}", container).strip()
 
     def node_state(self, name: str) -> NodeState | None:
         return next((node.state for node in self.client.nodes() if node.name == name), None)
@@ -139,6 +143,28 @@ def test_a_job_migrates_between_node_containers_through_the_shared_volume(compos
     assert run.checkpointed_at >= run.barriers_before >= 5
     assert run.checkpointed_at < run.barriers_after <= run.checkpointed_at + 3  # not from zero
     assert 0 < run.cost_s < run.checkpointed_at * 0.1 / 2
+
+
+MPI_PROGRAMS = {  # each prints its result on rank 0; 4 ranks, one per node container
+    "c": (["/opt/gang/libexec/allreduce", "--iterations", "200", "--grain-ms", "0"], "result=2000"),
+    "mpi4py": (["python", "-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
+                "print('total=%d' % c.allreduce(c.Get_rank() + 1))"], "total=10"),
+}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("program", MPI_PROGRAMS)
+def test_mpi_ranks_in_four_node_containers_talk_over_tcp(compose, program):
+    argv, expected = MPI_PROGRAMS[program]
+    job_id = compose.client.submit(JobSpec(name=f"mpi-{program}", user=getpass.getuser(), tasks=4, nodes=4,
+                                           mpi=MpiKind.PMI1, argv=argv, cwd="/"))
+    info = wait_until(lambda: (job := compose.job(job_id)).state.is_final and job, 60, "the MPI job to end")
+    assert info.state is JobState.COMPLETED, info.reason
+    assert len(set(info.node_names)) == 4
+    container = next(container for container in compose.cluster.containers("node")
+                     if compose.container_hostname(container) == info.node_names[0])
+    output = docker("exec", container, "cat", f"/root/.gangsched/nodes/{info.node_names[0]}/job-{job_id}.0.out")
+    assert expected in output, output
 
 
 def _nodes(client: MasterClient) -> list:

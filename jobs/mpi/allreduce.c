@@ -1,7 +1,9 @@
 /* A fine-grained MPI program: each iteration computes for --grain-ms of CPU
  * time, then every rank takes part in one MPI_Allreduce. It is what gang
- * scheduling is for: a rank that waits for a stopped peer busy-polls (MPICH's
- * default progress), so running part of a job wastes the whole quantum.
+ * scheduling is for: a rank that waits for a stopped peer polls, so running
+ * part of a job wastes the whole quantum. (MPICH's wait polls and yields the
+ * processor once per wait; over TCP its network library also blocks, which
+ * lets an uncoordinated kernel run another job's rank meanwhile.)
  *
  * CPU time, not wall time, measures the computation, so a rank that is
  * stopped does not "finish" its work while it waits. Rank 0 writes the
