@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from gangsched.bench.mix import job_spec, running
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.noded.tasks import DIE_WITH_PARENT, process_cpu_ns
 from gangsched.master.client import MasterClient
+from gangsched.noded.tasks import process_cpu_ns
 
-# the spinning program, started here with no node daemon
-# the spinners die with the benchmark, however it ends
-SPIN = [*DIE_WITH_PARENT, sys.executable, *SyntheticJob("spin").argv()[1:]]
+# the spinning program, started here with no node daemon; the kernel kills the spinners
+# when the benchmark dies, however it ends, even while they are stopped
+SPIN = ["setpriv", "--pdeathsig", "KILL", "--", sys.executable, *SyntheticJob("spin").argv()[1:]]
 
 
 @dataclass(frozen=True)

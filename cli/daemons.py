@@ -56,9 +56,13 @@ def ioserver(**given: Any) -> None:
 @click.option("--user", "users", multiple=True, help="a CLI user to make a key for [you]; repeatable")
 def keygen(folder: Path, users: tuple[str, ...]) -> None:
     """Make CURVE keys: the master's, the nodes', and one per user, all but the master's authorized."""
+    from gangsched.daemon.curve import CurveError
     from gangsched.daemon.curve import keygen as make_keys
 
-    made = make_keys(folder, list(users) or [getpass.getuser()])
+    try:
+        made = make_keys(folder, list(users) or [getpass.getuser()])
+    except CurveError as error:
+        raise click.ClickException(str(error)) from None
     console.print(f"made {len(made)} key pair(s) in {folder}" if made else f"the keys in {folder} were all there")
     console.print(f"master: --keys {folder}; nodes: --keys {folder} (they need node.key_secret and master.key); "
                   f"clients: --keys {folder} or GANG_KEYS={folder}")

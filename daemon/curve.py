@@ -28,8 +28,18 @@ class CurveError(Exception):
     """A key folder that is missing a file it needs."""
 
 
+RESERVED = ("master", NODE_USER)
+
+
 def keygen(folder: Path, users: list[str]) -> list[Path]:
-    """Make the master's, the nodes' and each user's key pairs; authorize all but the master's."""
+    """Make the master's, the nodes' and each user's key pairs; authorize all but the master's.
+
+    Secret keys are 0600. A user may not be named like the master's or the
+    nodes' key: that user's key would replace the nodes' in ``authorized/``.
+    """
+    reserved = [user for user in users if user in RESERVED]
+    if reserved:
+        raise CurveError(f"{reserved[0]!r} names the {reserved[0]}'s key, not a user's: choose another name")
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     (folder / "users").mkdir(mode=0o700, exist_ok=True)
     authorized = folder / "authorized"
@@ -39,6 +49,7 @@ def keygen(folder: Path, users: list[str]) -> list[Path]:
         if not (where / f"{name}.key_secret").exists():
             zmq.auth.create_certificates(where, name)
             made.append(where / f"{name}.key_secret")
+        (where / f"{name}.key_secret").chmod(0o600)
         if name != "master":
             shutil.copy(where / f"{name}.key", authorized / f"{name}.key")
     return made

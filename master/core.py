@@ -542,6 +542,7 @@ class MasterCore:
                 job_id=job.job_id,
                 rank=rank,
                 size=len(processors),
+                user=job.spec.user,
                 processor=processor.number,
                 block=block,
                 mpi=job.spec.mpi,

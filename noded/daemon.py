@@ -33,9 +33,10 @@ from gangsched.daemon.endpoints import connectable
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
+from gangsched.noded.containment import Containment, ContainmentError, TaskGroup
 from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.tasks import Task, launch, place_in_block
+from gangsched.noded.tasks import LaunchError, Task, launch, place_in_block
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
     CheckpointTask,
@@ -72,6 +73,10 @@ class NodeDaemon:
         self.name = settings.name
         self._spool = settings.spool()
         self._spool.mkdir(parents=True, exist_ok=True)
+        self._containment = Containment(self.name, self._spool, settings.containment)
+        log.info("tasks are held by %s", self._containment.kind
+                 + (f" ({self._containment.root})" if self._containment.root else ": a subreaper and its sweeps"))
+        self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
         self._context = zmq_context(priority if realtime else None)
@@ -136,6 +141,7 @@ class NodeDaemon:
         for socket in (self._dealer, self._sub, self._push):
             socket.close()
         self._context.term()
+        self._containment.close()
 
     def _socket(self, kind: int) -> zmq.Socket[bytes]:
         socket = self._context.socket(kind)
@@ -248,10 +254,16 @@ class NodeDaemon:
             return
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
         try:
-            task = launch(spec, self.name, self._spool, spec.job_id in self._desired, cores)
-        except (OSError, ValueError) as error:
+            spools = (self._spool, self._settings.user_spool_dir)
+            task = launch(spec, self.name, spools, self._containment, spec.job_id in self._desired, cores)
+        except (OSError, ValueError, LaunchError) as error:
             log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
             self._report_exit(spec.job_id, spec.rank, None, f"could not start: {error}")
+            return
+        except Exception as error:  # a job that never starts must not stay RUNNING for ever
+            log.exception("job %d rank %d: launching failed", spec.job_id, spec.rank)
+            self._report_exit(spec.job_id, spec.rank, None, f"could not start: internal error of node {self.name}: "
+                              f"{type(error).__name__}: {error}")
             return
         self._tasks[(spec.job_id, spec.rank)] = task
         self._by_pidfd[task.pidfd] = task
@@ -366,6 +378,9 @@ class NodeDaemon:
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         returncode = task.reap()
+        self._containment.ended(task.group)
+        if not task.group.release():
+            self._unreleased.append(task.group)
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
         error = task.failure
         job = self._pmi_jobs.get(task.job_id)
@@ -397,6 +412,8 @@ class NodeDaemon:
                 task.kill()
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + self._heartbeat_s
+            self._containment.reap_strays({(task.job_id, task.rank) for task in self._tasks.values()})
+            self._unreleased = [group for group in self._unreleased if not group.release()]
             if self._registered:
                 self._send(self._push, Heartbeat(node=self.name))
             else:
@@ -464,7 +481,7 @@ class NodeDaemon:
 def run_node(settings: NodeSettings) -> None:
     try:
         daemon = NodeDaemon(settings)
-    except CurveError as error:
+    except (CurveError, ContainmentError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
     daemon.run()

@@ -32,6 +32,10 @@ class NodeSettings(BaseSettings):
     spool_dir: Path | None = Field(
         None, description="task outputs and progress files [~/.gangsched/nodes/NAME]"
     )
+    user_spool_dir: Path = Field(
+        Path("/var/spool/gangsched"), description="where a root daemon puts other users' task outputs: "
+        "DIR/NODE/USER/, each user's own (0700)"
+    )
     peer_transport: Literal["ipc", "tcp"] = Field(
         "tcp", description="how tasks of a job reach their rank 0: ipc (one machine) or tcp"
     )
@@ -39,6 +43,10 @@ class NodeSettings(BaseSettings):
         socket.gethostname(), description="address other nodes reach this one at (tcp)"
     )
     peer_ports: str = Field("23000-23999", description="ports rank-0 tasks may bind: barriers (tcp), MASTER_PORT")
+    containment: Literal["auto", "cgroup", "process-tree"] = Field(
+        "auto", description="what holds every process of a task: a cgroup (v2, where the daemon may create "
+        "groups), or its process tree under a subreaper; auto: a cgroup where possible"
+    )
     kill_grace_s: float = Field(5.0, ge=0, description="SIGTERM to SIGKILL when ending a task")
     realtime_priority: int = Field(
         30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"

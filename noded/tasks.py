@@ -1,14 +1,19 @@
-"""One task of a job on this node: its process group, CPU clock and progress counter.
+"""One task of a job on this node: its processes, CPU clock and progress counter.
 
-CPU time is read from the process's CPU clock (nanoseconds, about 1 µs a
-read) rather than psutil's ``cpu_times()``, whose 10 ms ticks make a 100 ms
-quantum's utilization wrong by up to 9 points (MEASUREMENTS.md §4). It counts
-every thread of the task's leading process; processes the task forks are not
-counted until the leader reaps them.
+A task is started by ``noded/launcher.py``, which joins the task's group
+(``noded/containment.py``), takes the user's identity and becomes the
+command. Stopping, continuing and killing go to every process of the group.
+
+CPU time is the group's where a cgroup counts it, else the first process's
+CPU clock (nanoseconds, about 1 µs a read) rather than psutil's
+``cpu_times()``, whose 10 ms ticks make a 100 ms quantum's utilization wrong
+by up to 9 points; that clock counts every thread of the first process, and
+processes it forks once it reaps them.
 """
 
+import json
 import os
-import shutil
+import pwd
 import signal
 import socket
 import subprocess
@@ -17,14 +22,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gangsched.noded.containment import SESSION_VARIABLE, Containment, TaskGroup
 from gangsched.noded.pmi import LineReader
 from gangsched.protocol.messages import MpiKind, TaskSpec
 
 PROGRESS_BYTES = 8
+_LAUNCHER = Path(__file__).with_name("launcher.py")
+_LAUNCHER_PATH = "/usr/local/bin:/usr/bin:/bin"  # the launcher's own: nothing of the user's environment
 
-# The kernel SIGKILLs the task when the daemon that started it dies, even kill -9'd
-# and even while the task is stopped, so a dead node daemon leaves no task behind.
-DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
+
+class LaunchError(Exception):
+    """A task that cannot start on this node, with the reason for its job."""
 
 
 def process_cpu_ns(pid: int) -> int:
@@ -38,12 +46,14 @@ class Task:
     rank: int
     process: subprocess.Popen[bytes]
     pidfd: int
+    group: TaskGroup
+    status_fd: int  # the launcher's reason, where it could not start the command
     progress_path: Path
     progress_fd: int
-    runnable: bool  # the state last applied by signals, not the desired one
+    runnable: bool  # the state last applied, not the desired one
     cpu_ns: int = 0  # CPU time at the last reading
     runnable_since_ns: int = 0  # when the current runnable stretch was last sampled
-    kill_deadline: float | None = None  # monotonic seconds; SIGKILL the group then
+    kill_deadline: float | None = None  # monotonic seconds; kill the group then
     checkpointing: bool = False
     pmi: socket.socket | None = None  # the daemon's end of the task's PMI_FD
     pmi_lines: LineReader | None = None
@@ -59,9 +69,10 @@ class Task:
         return self.kill_deadline is not None or self.checkpointing
 
     def read_cpu_ns(self) -> int:
-        """The task's CPU time now; the last reading once the process is gone."""
+        """The task's CPU time now; the last reading once it is gone."""
         try:
-            self.cpu_ns = process_cpu_ns(self.pid)
+            counted = self.group.cpu_ns()
+            self.cpu_ns = counted if counted is not None else process_cpu_ns(self.pid)
         except OSError:
             pass
         return self.cpu_ns
@@ -78,24 +89,23 @@ class Task:
             return 0
 
     def stop(self) -> None:
-        self._signal(signal.SIGSTOP)
+        self.group.stop()
         self.runnable = False
 
     def resume(self) -> None:
-        self._signal(signal.SIGCONT)
+        self.group.resume()
         self.runnable = True
 
     def terminate(self, grace_s: float) -> None:
-        """SIGTERM the group and let it run to handle it; SIGKILL once ``grace_s`` passed."""
-        self._signal(signal.SIGTERM)
-        self._signal(signal.SIGCONT)
+        """SIGTERM every process and let them run to handle it; kill them once ``grace_s`` passed."""
+        self.group.send(signal.SIGTERM)
         self.kill_deadline = time.monotonic() + grace_s
 
     def kill(self) -> None:
-        self._signal(signal.SIGKILL)
+        self.group.kill()
 
     def checkpoint(self) -> None:
-        """Ask the task (its leader only: a child would die of SIGUSR1) to save its state and exit."""
+        """Ask the task (its first process only: a child would die of SIGUSR1) to save its state and exit."""
         try:
             os.kill(self.pid, signal.SIGUSR1)
         except ProcessLookupError:
@@ -109,64 +119,81 @@ class Task:
             self.pmi = None
 
     def reap(self) -> int:
-        """The exit status of a task whose pidfd became readable; the group goes with it."""
-        self.kill()  # whatever the leader left behind in its group, stopped or not
+        """The exit status of a task whose pidfd became readable; every process of it goes too.
+
+        Where the launcher could not start the command, its reason becomes the task's failure.
+        """
+        self.kill()  # whatever the first process left behind, stopped or not
         returncode = self.process.wait()
+        try:
+            reason = os.read(self.status_fd, 4096).decode(errors="replace")
+        except OSError:
+            reason = ""
+        if reason and self.failure is None:
+            self.failure = f"could not start: {reason}"
         self.close_pmi()
-        os.close(self.pidfd)
-        os.close(self.progress_fd)
+        for fd in (self.pidfd, self.status_fd, self.progress_fd):
+            os.close(fd)
         self.progress_path.unlink(missing_ok=True)
         return returncode
 
-    def _signal(self, sig: signal.Signals) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except ProcessLookupError:
-            pass  # the group is gone; its pidfd will say so
-
 
 def launch(
-    spec: TaskSpec, node: str, spool: Path, runnable: bool, cpus: set[int] | None
+    spec: TaskSpec, node: str, spools: tuple[Path, Path], containment: Containment, runnable: bool,
+    cpus: set[int] | None,
 ) -> Task:
-    """Start the task in a process group of its own, stopped unless ``runnable``.
+    """Start the task, stopped unless ``runnable``, as its user where the daemon may change user.
 
     The daemon runs at real-time priority with SCHED_RESET_ON_FORK, so the
-    kernel starts the task at normal priority. ``cpus`` pins it to its
-    processor's cores; it is set before the task starts any thread, and its
-    threads inherit it. An MPI task gets one end of a socket pair as PMI_FD.
+    kernel starts the task at normal priority. An MPI task gets one end of a
+    socket pair as PMI_FD. ``spools``: the node's own spool, and the folder of
+    other users' spools.
     """
+    account = _account(spec.user, node)
+    folder = spools[0] if account is None else _user_folder(spools[1] / node, account)
     stem = f"job-{spec.job_id}.{spec.rank}"
-    progress_path = spool / f"{stem}.progress"
+    progress_path = folder / f"{stem}.progress"
     progress_path.write_bytes(bytes(PROGRESS_BYTES))
-    cwd = Path(spec.cwd) if spec.cwd and Path(spec.cwd).is_dir() else spool
-    environment = _environment(spec, node, progress_path)
-    _check_command(spec.argv[0], cwd, environment["PATH"])
-    output = _output_path(spec, cwd, spool, stem)
+    if account is not None:
+        os.chown(progress_path, account.pw_uid, account.pw_gid)
+    environment = _environment(spec, node, progress_path, containment.session, account)
+    output = str(folder / f"{stem}.out") if spec.output is None else \
+        spec.output.replace("%j", str(spec.job_id)).replace("%t", str(spec.rank))
     ours, theirs = socket.socketpair() if spec.mpi is MpiKind.PMI1 else (None, None)
+    if theirs is not None:
+        environment.update(PMI_FD=str(theirs.fileno()), PMI_RANK=str(spec.rank),
+                           PMI_SIZE=str(spec.size), PMI_SPAWNED="0")
+    group = containment.group(spec.job_id, spec.rank)
+    launch_spec = {
+        "argv": spec.argv, "env": environment, "cwd": spec.cwd or str(folder), "fallback_cwd": str(folder),
+        "output": output, "cpus": sorted(cpus) if cpus else None, "daemon_pid": os.getpid(),
+        "cgroup": str(group.path) if group.path is not None else None,
+        "user": None if account is None else {
+            "uid": account.pw_uid, "gid": account.pw_gid, "groups": os.getgrouplist(account.pw_name, account.pw_gid)},
+    }
+    spec_fd = os.memfd_create("gang-launch")
+    status_read, status_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        if theirs is not None:
-            environment.update(PMI_FD=str(theirs.fileno()), PMI_RANK=str(spec.rank),
-                               PMI_SIZE=str(spec.size), PMI_SPAWNED="0")
-        with open(output, "ab") as log:
-            process = subprocess.Popen(
-                DIE_WITH_PARENT + spec.argv,
-                cwd=cwd,
-                env=environment,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=() if theirs is None else (theirs.fileno(),),
-            )
+        os.write(spec_fd, json.dumps(launch_spec).encode())
+        os.lseek(spec_fd, 0, os.SEEK_SET)
+        passed = (spec_fd, status_write) + (() if theirs is None else (theirs.fileno(),))
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(_LAUNCHER), str(spec_fd), str(status_write)],
+            env={"PATH": _LAUNCHER_PATH}, stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=passed,
+        )
     except BaseException:
+        os.close(status_read)
         if ours is not None:
             ours.close()
+        group.release()
         raise
     finally:
+        os.close(spec_fd)
+        os.close(status_write)
         if theirs is not None:
             theirs.close()
-    if cpus is not None:
-        os.sched_setaffinity(process.pid, cpus)
+    group.adopt(process.pid)
+    containment.started(group)
     if ours is not None:
         ours.setblocking(False)
     task = Task(
@@ -174,6 +201,8 @@ def launch(
         rank=spec.rank,
         process=process,
         pidfd=os.pidfd_open(process.pid),
+        group=group,
+        status_fd=status_read,
         progress_path=progress_path,
         progress_fd=os.open(progress_path, os.O_RDONLY),
         runnable=True,
@@ -197,23 +226,37 @@ def place_in_block(spec: TaskSpec) -> tuple[int, int, int]:
     raise ValueError(f"rank {spec.rank} is beyond the job's layout {spec.block}")
 
 
-def _check_command(command: str, cwd: Path, path: str) -> None:
-    """Refuse a command that is not there, before the task is started."""
-    found = os.access(cwd / command, os.X_OK) if "/" in command else shutil.which(command, path=path)
-    if not found:
-        raise FileNotFoundError(f"command not found on this node: {command}")
+def _account(user: str, node: str) -> pwd.struct_passwd | None:
+    """The account a root daemon runs ``user``'s task as; None: the daemon's own (it runs as that user,
+    or is not root and cannot change user)."""
+    if os.geteuid() != 0 or user == "root":
+        return None
+    try:
+        return pwd.getpwnam(user)
+    except KeyError:
+        raise LaunchError(f"user {user} has no account on node {node}") from None
 
 
-def _output_path(spec: TaskSpec, cwd: Path, spool: Path, stem: str) -> Path:
-    if spec.output is None:
-        return spool / f"{stem}.out"
-    return cwd / spec.output.replace("%j", str(spec.job_id)).replace("%t", str(spec.rank))
+def _user_folder(spool: Path, account: pwd.struct_passwd) -> Path:
+    """Where another user's task output and progress file go by default: that user's folder (0700)."""
+    spool.mkdir(mode=0o711, parents=True, exist_ok=True)
+    folder = spool / account.pw_name
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chown(folder, account.pw_uid, account.pw_gid)
+    return folder
 
 
-def _environment(spec: TaskSpec, node: str, progress_path: Path) -> dict[str, str]:
-    environment = dict(os.environ)
+def _environment(
+    spec: TaskSpec, node: str, progress_path: Path, session: str, account: pwd.struct_passwd | None
+) -> dict[str, str]:
+    # the daemon's own user's tasks inherit its environment; another user's start clean
+    environment = dict(os.environ) if account is None else \
+        {name: os.environ[name] for name in ("LANG", "LC_ALL", "TZ") if name in os.environ}
     # tasks find this installation's python and `gang` first
-    environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+    if account is not None:
+        environment.update(HOME=account.pw_dir, USER=account.pw_name, LOGNAME=account.pw_name,
+                           SHELL=account.pw_shell)
     environment.update(spec.env)
     _, local_rank, local_size = place_in_block(spec)
     environment.update(
@@ -229,6 +272,7 @@ def _environment(spec: TaskSpec, node: str, progress_path: Path) -> dict[str, st
         LOCAL_RANK=str(local_rank),
         LOCAL_WORLD_SIZE=str(local_size),
     )
+    environment[SESSION_VARIABLE] = session
     if spec.rendezvous is not None:
         host, _, port = spec.rendezvous.rpartition(":")
         environment.update(MASTER_ADDR=host, MASTER_PORT=port)

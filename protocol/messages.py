@@ -18,14 +18,15 @@ Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
 """
 
+import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 
 class _Model(BaseModel):
@@ -33,6 +34,38 @@ class _Model(BaseModel):
 
 
 # ---------------------------------------------------------------- shared parts
+
+# What a command may carry, so that every job the master accepts can start: a
+# NUL byte cannot reach execve, a variable name with '=' cannot be set, and a
+# huge command would swell every reply that shows it. A node refuses nothing
+# the master accepted for these reasons.
+MAX_COMMAND_BYTES = 64 * 1024  # argv and environment together, as they reach execve
+MAX_PATH_BYTES = 4096  # PATH_MAX
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")  # what useradd takes
+
+
+def _no_nul(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("contains a NUL byte")
+    return text
+
+
+def _printable(text: str) -> str:
+    if not text.isprintable():
+        raise ValueError("contains a control character")
+    return text
+
+
+def _user_name(text: str) -> str:
+    if not _USER_NAME.fullmatch(text):
+        raise ValueError(f"{text!r} is not a Unix user name")
+    return text
+
+
+NoNul = Annotated[str, AfterValidator(_no_nul)]
+PathText = Annotated[str, Field(min_length=1, max_length=MAX_PATH_BYTES), AfterValidator(_no_nul)]
+UserName = Annotated[str, Field(min_length=1, max_length=32), AfterValidator(_user_name)]
 
 
 class JobState(StrEnum):
@@ -64,21 +97,33 @@ class JobSpec(_Model):
     that many on each. Ranks on one node are consecutive (block distribution).
     """
 
-    name: str = Field(min_length=1, max_length=128)
-    user: str = Field(min_length=1, max_length=64)
+    name: Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]
+    user: UserName
     tasks: int = Field(ge=1, le=100_000)
     nodes: int | None = Field(default=None, ge=1, le=100_000)
     tasks_per_node: int | None = Field(default=None, ge=1, le=4096)
     mpi: MpiKind = MpiKind.NONE
-    argv: list[str] = Field(min_length=1)
-    cwd: str | None = None  # used where it exists on the node, else the node's spool folder
-    env: dict[str, str] = {}
+    argv: list[NoNul] = Field(min_length=1)
+    cwd: PathText | None = None  # used where it exists on the node, else the node's spool folder
+    env: dict[str, NoNul] = {}
     exclusive: bool = False  # never paired with another slot
     estimate_s: float | None = Field(default=None, gt=0)  # time limit; None: the master's default
     priority: float = Field(default=0.0, ge=0, le=1)  # the user's priority UP (slack backfilling)
     migratable: bool = False  # its tasks checkpoint at barriers (jobs/runtime.py on_checkpoint)
     requeue: bool = False  # on the loss of a node, back to the queue instead of NODE_FAIL
-    output: str | None = None  # file pattern for each task's stdout+stderr, %j job, %t rank
+    output: PathText | None = None  # file pattern for each task's stdout+stderr, %j job, %t rank
+
+    @model_validator(mode="after")
+    def _command_can_start(self) -> "JobSpec":
+        if not self.argv[0]:
+            raise ValueError("the command is empty")
+        bad = [name for name in self.env if not _VARIABLE_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"environment variable names must be letters, digits and _: {bad[0]!r}")
+        size = sum(len(text.encode()) + 1 for text in [*self.argv, *(f"{k}={v}" for k, v in self.env.items())])
+        if size > MAX_COMMAND_BYTES:
+            raise ValueError(f"the command and its environment take {size} bytes, over {MAX_COMMAND_BYTES}")
+        return self
 
     @model_validator(mode="after")
     def _placement_is_possible(self) -> "JobSpec":
@@ -126,6 +171,7 @@ class TaskSpec(_Model):
     job_id: int
     rank: int
     size: int
+    user: UserName  # a root node daemon runs the task as this account
     processor: int = 0  # which of the node's processors: its core, where it has one
     block: list[int] = []  # ranks per node of the job, in node order; [] is [size] on one node
     mpi: MpiKind = MpiKind.NONE

@@ -1,6 +1,9 @@
 """Fixtures that start real local clusters, and helpers to wait on and inspect them."""
 
+import os
+import pwd
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -11,6 +14,17 @@ import pytest
 
 from gangsched.deploy.local import ClusterConfig, LocalCluster
 from gangsched.master.client import MasterClient
+
+
+def unix_account(name: str) -> pwd.struct_passwd | None:
+    """The account ``name``, made (no home, /bin/sh) where the tests run as root; None elsewhere."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
+        return pwd.getpwnam(name)
 
 
 def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> object:

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import zmq
 
-from gangsched.daemon.curve import KeyFolder, keygen
+from gangsched.daemon.curve import CurveError, KeyFolder, keygen
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.protocol import encode
 from gangsched.protocol.messages import JobSpec, JobState, NodeHello, NodeWelcome, PeerEndpoint, TaskExit
 
-from .conftest import wait_until
+from .conftest import unix_account, wait_until
 
 
 def free_port() -> int:
@@ -41,9 +41,11 @@ class Secured:
 
 @pytest.fixture
 def secured(tmp_path):
+    for user in ("gangalice", "gangbob"):  # a root node daemon runs a job as its user's account
+        unix_account(user)
     keys, foreign = tmp_path / "keys", tmp_path / "foreign"
-    keygen(keys, ["alice", "bob"])
-    keygen(foreign, ["alice"])
+    keygen(keys, ["gangalice", "gangbob"])
+    keygen(foreign, ["gangalice"])
     master_at, reports = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     master = daemon("master", "--bind", master_at, "--switch-bind", f"tcp://127.0.0.1:{free_port()}",
                     "--report-bind", reports, "--state-dir", str(tmp_path / "state"),
@@ -71,29 +73,29 @@ def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered
     endpoint, keys, foreign, started = secured.endpoint, secured.keys, secured.foreign, secured.started
     started += [node(endpoint, keys, "trusted", tmp_path), node(endpoint, foreign, "intruder", tmp_path),
                 node(endpoint, None, "plain", tmp_path)]
-    with MasterClient(endpoint, keys=keys, user="alice") as alice:
-        wait_until(lambda: [n.name for n in alice.nodes()] == ["trusted"], 15, "the trusted node")
-        job_id = alice.submit(spec("alice"))
+    with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:
+        wait_until(lambda: [n.name for n in gangalice.nodes()] == ["trusted"], 15, "the trusted node")
+        job_id = gangalice.submit(spec("gangalice"))
         assert job_id == 1
-    for stranger in (MasterClient(endpoint, timeout_s=1.0, keys=foreign, user="alice"),
+    for stranger in (MasterClient(endpoint, timeout_s=1.0, keys=foreign, user="gangalice"),
                      MasterClient(endpoint, timeout_s=1.0)):
         with stranger, pytest.raises(MasterUnreachable):
             stranger.nodes()
-    with MasterClient(endpoint, keys=keys, user="alice") as alice:
-        assert [n.name for n in alice.nodes()] == ["trusted"], "an unauthorized node registered"
+    with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:
+        assert [n.name for n in gangalice.nodes()] == ["trusted"], "an unauthorized node registered"
 
 
 def test_the_user_is_the_key_not_the_name_a_message_gives(secured, tmp_path):
     endpoint, keys = secured.endpoint, secured.keys
     secured.started.append(node(endpoint, keys, "trusted", tmp_path))
-    with MasterClient(endpoint, keys=keys, user="alice") as alice, \
-            MasterClient(endpoint, keys=keys, user="bob") as bob:
-        wait_until(lambda: alice.nodes(), 15, "the node")
-        job_id = bob.submit(spec("alice"))  # bob claims to be alice
-        assert [job.spec.user for job in alice.jobs([job_id])] == ["bob"]
-        with pytest.raises(RequestRefused, match="belongs to bob"):
-            alice.cancel(job_id, "bob")  # alice claims to be bob
-        bob.cancel(job_id, "whoever")
+    with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice, \
+            MasterClient(endpoint, keys=keys, user="gangbob") as gangbob:
+        wait_until(lambda: gangalice.nodes(), 15, "the node")
+        job_id = gangbob.submit(spec("gangalice"))  # gangbob claims to be gangalice
+        assert [job.spec.user for job in gangalice.jobs([job_id])] == ["gangbob"]
+        with pytest.raises(RequestRefused, match="belongs to gangbob"):
+            gangalice.cancel(job_id, "gangbob")  # gangalice claims to be gangbob
+        gangbob.cancel(job_id, "whoever")
 
 
 def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
@@ -101,20 +103,20 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
     secured.started.append(node(endpoint, keys, "trusted", tmp_path))
     forged = zmq.Context.instance().socket(zmq.PUSH)
     forged.setsockopt(zmq.LINGER, 0)
-    KeyFolder(keys).connect_as(forged, "alice")
+    KeyFolder(keys).connect_as(forged, "gangalice")
     forged.connect(secured.reports)
     try:
-        with MasterClient(endpoint, keys=keys, user="alice") as alice:
-            wait_until(lambda: alice.nodes(), 15, "the node")
-            job_id = alice.submit(spec("alice"))
-            wait_until(lambda: alice.job(job_id).state is JobState.RUNNING, 15, "the job to start")
+        with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:
+            wait_until(lambda: gangalice.nodes(), 15, "the node")
+            job_id = gangalice.submit(spec("gangalice"))
+            wait_until(lambda: gangalice.job(job_id).state is JobState.RUNNING, 15, "the job to start")
             fake = NodeHello(node="fake", cpus=1.0, pid=1, peer=PeerEndpoint(transport="ipc", host="/tmp"))
             with pytest.raises(RequestRefused, match="only a node's key registers a node"):
-                alice.request(fake, NodeWelcome)
+                gangalice.request(fake, NodeWelcome)
             forged.send(encode(TaskExit(node="trusted", job_id=job_id, rank=0, returncode=1)))
             time.sleep(1.0)  # the master reads its report socket every 100 ms heartbeat period
-            assert alice.job(job_id).state is JobState.RUNNING, "a user's key ended a task"
-            assert [n.name for n in alice.nodes()] == ["trusted"]
+            assert gangalice.job(job_id).state is JobState.RUNNING, "a user's key ended a task"
+            assert [n.name for n in gangalice.nodes()] == ["trusted"]
     finally:
         forged.close()
 
@@ -123,3 +125,13 @@ def test_a_master_without_keys_refuses_an_open_address(tmp_path):
     master = daemon("master", "--bind", f"tcp://0.0.0.0:{free_port()}", "--state-dir", str(tmp_path))
     _, log = master.communicate(timeout=15)
     assert master.returncode == 2 and "reachable from other hosts: give --keys" in log
+
+
+def test_keygen_writes_secret_keys_for_their_owner_only_and_refuses_reserved_names(tmp_path):
+    keygen(tmp_path / "keys", ["gangalice"])
+    secrets = list((tmp_path / "keys").rglob("*.key_secret"))
+    assert len(secrets) == 3 and all(path.stat().st_mode & 0o777 == 0o600 for path in secrets)
+    node_key = (tmp_path / "keys" / "authorized" / "node.key").read_bytes()
+    with pytest.raises(CurveError, match="'node' names the node's key"):
+        keygen(tmp_path / "keys", ["node"])
+    assert (tmp_path / "keys" / "authorized" / "node.key").read_bytes() == node_key

@@ -7,6 +7,7 @@ import pytest
 
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
+    MAX_COMMAND_BYTES,
     PROTOCOL_VERSION,
     Cancel,
     Cancelled,
@@ -62,7 +63,7 @@ MESSAGES = [
     NodeWelcome(node="n1", switch_endpoint="ipc:///s", report_endpoint="ipc:///r",
                 heartbeat_ms=500, quantum_ms=100),
     Heartbeat(node="n1"),
-    LaunchTask(task=TaskSpec(job_id=1, rank=0, size=2, processor=1, block=[1, 1], mpi=MpiKind.PMI1,
+    LaunchTask(task=TaskSpec(job_id=1, rank=0, size=2, user="alice", processor=1, block=[1, 1], mpi=MpiKind.PMI1,
                              rendezvous="10.0.0.1:24000", argv=["true"], cwd=None, env={"A": "b"},
                              barrier_addr="ipc:///b", barrier_bind="ipc:///b", io_addr=None,
                              output="%j.out", checkpoint="/c", restore=True)),
@@ -153,3 +154,23 @@ def test_a_spec_with_no_command_is_refused():
 def test_a_placement_no_cluster_can_give_is_refused_at_submit(shape, words):
     with pytest.raises(ValueError, match=words):
         JobSpec(name="j", user="u", argv=["true"], **shape)
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"argv": ["echo", "a\0b"]}, "NUL byte"),
+    ({"argv": [""]}, "the command is empty"),
+    ({"env": {"A=B": "c"}}, "names must be letters, digits and _: 'A=B'"),
+    ({"env": {"A": "b\0"}}, "NUL byte"),
+    ({"cwd": "/tmp/\0x"}, "NUL byte"),
+    ({"output": "out\0%j"}, "NUL byte"),
+    ({"user": "../root"}, "not a Unix user name"),
+    ({"name": "job\nname"}, "control character"),
+    ({"argv": ["echo", "x" * MAX_COMMAND_BYTES]}, f"over {MAX_COMMAND_BYTES}"),
+    ({"env": {f"V{i}": "x" * 1000 for i in range(70)}}, f"over {MAX_COMMAND_BYTES}"),
+], ids=["nul-arg", "empty-command", "equals-in-key", "nul-value", "nul-cwd", "nul-output", "user", "name",
+        "long-arg", "big-env"])
+def test_a_command_that_could_not_start_is_refused_at_submit_with_its_reason(change, words):
+    spec = {"name": "j", "user": "u", "tasks": 1, "argv": ["true"], **change}
+    with pytest.raises(ProtocolError) as raised:
+        decode(msgpack.packb({"v": PROTOCOL_VERSION, "type": "submit", "spec": spec}))
+    assert raised.value.code is ErrorCode.BAD_MESSAGE and words in raised.value.reason, raised.value.reason

@@ -1,0 +1,79 @@
+"""Kills what a node daemon leaves behind when it dies, even by ``kill -9``.
+
+The daemon starts it as ``python -I -S watchdog.py KIND TARGET`` with a pipe
+on its standard input whose other end only the daemon holds. When the pipe
+closes (the daemon exited, however), it kills every process of the node's
+tasks and ends:
+
+* ``cgroup``: TARGET is the node's cgroup folder; ``cgroup.kill`` of each
+  task's group, then the emptied groups are removed;
+* ``process-tree``: TARGET is the daemon's session mark; every process whose
+  environment carries it is killed, until none is left.
+
+Standard library only, so it starts in milliseconds and holds no sockets.
+"""
+
+import os
+import signal
+import sys
+import time
+
+SESSION_VARIABLE = b"GANG_NODE_SESSION="
+ROUNDS = 50  # 10 ms apart: a process forking as it is killed is caught on the next round
+
+
+def main() -> None:
+    kind, target = sys.argv[1], sys.argv[2]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is for the daemon
+    while sys.stdin.buffer.read(65536):
+        pass
+    if kind == "cgroup":
+        kill_cgroups(target)
+    else:
+        kill_marked(SESSION_VARIABLE + target.encode())
+
+
+def kill_cgroups(root: str) -> None:
+    groups = [os.path.join(root, name) for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))]
+    for group in groups:
+        with open(os.path.join(group, "cgroup.kill"), "w") as kill:
+            kill.write("1")
+    for _ in range(ROUNDS):
+        for group in list(groups):
+            try:
+                os.rmdir(group)
+                groups.remove(group)
+            except FileNotFoundError:
+                groups.remove(group)
+            except OSError:
+                pass  # not empty yet
+        if not groups:
+            break
+        time.sleep(0.01)
+    try:
+        os.rmdir(root)
+    except OSError:
+        pass  # a group is still dying; the node's next daemon removes it
+
+
+def kill_marked(mark: bytes) -> None:
+    for _ in range(ROUNDS):
+        found = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as environ:
+                    marked = mark in environ.read().split(b"\0")
+                if marked:
+                    os.kill(int(name), signal.SIGKILL)
+                    found += 1
+            except OSError:
+                continue
+        if not found:
+            return
+        time.sleep(0.01)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Nothing escapes a job: children, double forks, setsid daemons and stopped children are held with their task.
+
+Each test runs under both ways a node holds tasks: a cgroup (this machine
+can make them) and the process tree under a subreaper (the way of a node
+whose cgroups are read-only, e.g. in a container).
+"""
+
+import getpass
+import os
+import signal
+import sys
+
+import psutil
+import pytest
+
+from gangsched.protocol.messages import JobSpec, JobState
+from tests.conftest import task_processes, wait_until
+
+pytestmark = pytest.mark.live
+
+# every way a process may leave its parent: 4 live processes per task once started
+ESCAPES = """
+import os, subprocess, time
+if os.fork() == 0:  # a double fork: the grandchild is orphaned
+    if os.fork() == 0:
+        time.sleep(300)
+    os._exit(0)
+subprocess.Popen(["setsid", "sleep", "300"])  # a daemon in a session of its own
+if os.fork() == 0:  # a child that stops itself
+    os.kill(os.getpid(), 19)
+    time.sleep(300)
+    os._exit(0)
+time.sleep(300)
+"""
+PER_TASK = 4
+
+
+@pytest.fixture(params=["cgroup", "process-tree"])
+def containment(request, monkeypatch) -> str:
+    monkeypatch.setenv("GANG_NODE_CONTAINMENT", request.param)  # the local cluster's node daemons read it
+    return request.param
+
+
+def escaping_job(tasks: int) -> JobSpec:
+    return JobSpec(name="escapes", user=getpass.getuser(), tasks=tasks, argv=[sys.executable, "-c", ESCAPES])
+
+
+def live(processes: list[psutil.Process]) -> list[psutil.Process]:
+    return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_every_process_of_a_task_stops_and_continues_with_it_and_ends_with_it(start_cluster, containment):
+    cluster = start_cluster(nodes=1, quantum_ms=200)
+    held, other = (cluster.client.submit(escaping_job(1)) for _ in range(2))
+    processes = wait_until(lambda: len(found := task_processes(cluster.home, held)) >= PER_TASK and found, 10,
+                           "the task's processes")
+    wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in live(processes)), 5,
+               "all of them stopped while the other job runs")
+    # a continued task is continued whole: the child that stopped itself runs too
+    wait_until(lambda: all(p.status() != psutil.STATUS_STOPPED for p in live(processes)), 5,
+               "all of them running in their turn")
+    for job in (held, other):
+        cluster.client.cancel(job, getpass.getuser())
+    wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs to end")
+    wait_until(lambda: all(info.state is JobState.CANCELLED for info in cluster.client.jobs([held, other])), 10,
+               "both jobs cancelled")
+
+
+def test_a_task_that_exits_takes_what_it_started_with_it(start_cluster, containment):
+    cluster = start_cluster(nodes=2)
+    leader_returns = ESCAPES.rsplit("time.sleep(300)", 1)[0] + "time.sleep(1)\n"
+    job = cluster.client.submit(JobSpec(name="leaves", user=getpass.getuser(), tasks=2,
+                                        argv=[sys.executable, "-c", leader_returns]))
+    wait_until(lambda: (info := cluster.client.job(job)).state.is_final and info, 15, "the job to end")
+    wait_until(lambda: not task_processes(cluster.home, job), 10, "what its tasks started to end with them")
+
+
+def test_a_killed_node_daemon_leaves_nothing_running_or_stopped(start_cluster, containment):
+    cluster = start_cluster(nodes=2, quantum_ms=200)
+    jobs = [cluster.client.submit(escaping_job(2)) for _ in range(2)]  # one runs, one is stopped
+    wait_until(lambda: len(task_processes(cluster.home)) >= 4 * PER_TASK, 10, "every task's processes")
+    for node in ("node1", "node2"):
+        os.kill(cluster.local.state().pids[node], signal.SIGKILL)
+    wait_until(lambda: not task_processes(cluster.home), 10, "every process of every task to be killed")
+    assert len(jobs) == 2

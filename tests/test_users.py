@@ -1,0 +1,57 @@
+"""Jobs run as their user: a root node daemon takes the account the job's user names."""
+
+import os
+import pwd
+from pathlib import Path
+
+import pytest
+
+from gangsched.protocol.messages import JobSpec, JobState
+from tests.conftest import unix_account, wait_until
+
+pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs a root daemon")]
+
+USER = "gangtest"
+
+
+@pytest.fixture(scope="module")
+def account() -> pwd.struct_passwd:
+    """A second Unix account, made for the tests if this machine has none."""
+    made = unix_account(USER)
+    assert made is not None
+    return made
+
+
+def ended(cluster, job: int):
+    return wait_until(lambda: (info := cluster.client.job(job)).state.is_final and info, 20, "the job to end")
+
+
+def test_a_task_runs_with_its_users_identity_and_rights(start_cluster, account, tmp_path):
+    cluster = start_cluster(nodes=1)
+    root_only = tmp_path / "root-only"
+    root_only.write_text("secret")
+    root_only.chmod(0o600)
+    script = f"id -u; id -g; echo $USER $HOME; cat {root_only} 2>/dev/null || echo denied; touch /root/x 2>&1"
+    job = cluster.client.submit(JobSpec(name="who", user=USER, tasks=1, argv=["sh", "-c", script]))
+    assert ended(cluster, job).state is JobState.FAILED  # touch /root/x fails: the last command's status
+    output = (Path("/var/spool/gangsched/node1") / USER / f"job-{job}.0.out")
+    uid, gid, names, secret, *touch = output.read_text().splitlines()
+    assert (int(uid), int(gid)) == (account.pw_uid, account.pw_gid) and int(uid) != 0
+    assert names == f"{USER} {account.pw_dir}" and secret == "denied" and "Permission denied" in touch[0]
+    assert output.stat().st_uid == account.pw_uid and output.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_an_output_path_is_opened_with_the_users_rights(start_cluster, account):
+    cluster = start_cluster(nodes=1)
+    job = cluster.client.submit(JobSpec(name="out", user=USER, tasks=1, argv=["true"],
+                                        output="/etc/gangsched-should-not-exist-%j"))
+    info = ended(cluster, job)
+    assert info.state is JobState.FAILED and "cannot open the output" in info.reason, info.reason
+    assert not Path(f"/etc/gangsched-should-not-exist-{job}").exists()
+
+
+def test_a_user_without_an_account_fails_the_job_naming_the_node(start_cluster):
+    cluster = start_cluster(nodes=1)
+    job = cluster.client.submit(JobSpec(name="nobody", user="no-such-user", tasks=1, argv=["true"]))
+    info = ended(cluster, job)
+    assert info.state is JobState.FAILED and "user no-such-user has no account on node node1" in info.reason
