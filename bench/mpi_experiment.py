@@ -62,26 +62,13 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     with tempfile.TemporaryDirectory(prefix="gang-l6-") as folder:
         binary = build("allreduce", Path(folder))
         rows: list[dict[str, Any]] = []
-        for mode, (pairing, coordination) in MODES.items():
-            config = ClusterConfig(nodes=1, processors_per_node=cores, quantum_ms=QUANTUM_MS, pairing=pairing,
-                                   coordination=coordination)
+        for mode in MODES:
             for jobs in MIXES:
-                for grain in GRAINS_MS:
-                    with temporary_cluster(config) as client:
-                        specs = [mpi_spec(binary, cores, 0, grain) for _ in range(jobs)]
-                        rates = measure_rates(client, specs, options.seconds, warmup_s=2.0)
-                    rows += [{"layout": "shm", "mode": mode, "grain_ms": grain, "jobs": jobs, "job": index,
-                              "iterations_per_s": round(rate, 2)} for index, (_, _, _, rate) in enumerate(rates)]
+                for grain in GRAINS_MS:  # one node of a processor per core: ranks share memory
+                    rows += _mix(binary, mode, "shm", jobs, grain, options.seconds)
                     advance(f"L6 {mode} {jobs} jobs {grain} ms")
-        for mode in ("strict", "local"):
-            pairing, coordination = MODES[mode]
-            config = ClusterConfig(nodes=cores, processors_per_node=1, quantum_ms=QUANTUM_MS, pairing=pairing,
-                                   coordination=coordination)
-            with temporary_cluster(config) as client:
-                rates = measure_rates(client, [mpi_spec(binary, cores, 0, 1) for _ in range(2)], options.seconds,
-                                      warmup_s=2.0)
-            rows += [{"layout": "tcp", "mode": mode, "grain_ms": 1, "jobs": 2, "job": index,
-                      "iterations_per_s": round(rate, 2)} for index, (_, _, _, rate) in enumerate(rates)]
+        for mode in ("strict", "local"):  # a node per core: ranks talk over TCP
+            rows += _mix(binary, mode, "tcp", 2, 1, options.seconds)
             advance(f"L6 {mode} over TCP")
         alone = _alone(binary, cores)
         advance("L6 alone vs mpiexec")
@@ -90,6 +77,19 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     write_csv(out / "l6.csv", rows)
     _plot(out / "l6.png", rows)
     return _report(rows, alone, startups, cores)
+
+
+def _mix(binary: Path, mode: str, layout: str, jobs: int, grain: int, seconds: float) -> list[dict[str, Any]]:
+    """Each job's iterations/s when ``jobs`` jobs as wide as the cluster share a fresh one."""
+    cores = len(os.sched_getaffinity(0))
+    pairing, coordination = MODES[mode]
+    nodes, processors = (1, cores) if layout == "shm" else (cores, 1)
+    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=QUANTUM_MS, pairing=pairing,
+                           coordination=coordination)
+    with temporary_cluster(config) as client:
+        rates = measure_rates(client, [mpi_spec(binary, cores, 0, grain) for _ in range(jobs)], seconds, warmup_s=2.0)
+    return [{"layout": layout, "mode": mode, "grain_ms": grain, "jobs": jobs, "job": index,
+             "iterations_per_s": round(rate, 2)} for index, (_, _, _, rate) in enumerate(rates)]
 
 
 def _total(rows: list[dict[str, Any]], mode: str, jobs: int, grain: int, layout: str = "shm") -> float:

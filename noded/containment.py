@@ -11,7 +11,7 @@ all of them are stopped and continued with the task and killed when it ends.
   them. (The cgroup freezer would stop them race-free too, but a freeze
   takes 0.1-0.4 ms to write and lets a task run up to 2 ms more, measured
   here, against microseconds for a signal: too slow for the switch path.)
-* ``process tree`` (elsewhere, e.g. in a container whose cgroups are read
+* ``process-tree`` (elsewhere, e.g. in a container whose cgroups are read
   only): the daemon is a child subreaper, so a process orphaned inside a task
   becomes the daemon's child instead of init's. A task's processes are its
   first process's descendants, plus the daemon's orphaned children that carry
@@ -23,7 +23,6 @@ the daemon holds: when the daemon dies, even by ``kill -9``, it kills what
 the daemon left, by cgroup or by the node's session mark in the environment.
 """
 
-import contextlib
 import ctypes
 import hashlib
 import logging
@@ -32,12 +31,12 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from gangsched.noded.watchdog import SESSION_VARIABLE, kill_cgroups, kill_marked
 
 log = logging.getLogger("gangsched.noded")
 
-SESSION_VARIABLE = "GANG_NODE_SESSION"  # "<node id>:<daemon instance>" in every task's environment
 _PR_SET_CHILD_SUBREAPER = 36
 _WATCHDOG = Path(__file__).with_name("watchdog.py")
 
@@ -129,7 +128,7 @@ class Containment:
         self.root = None if wanted == "process-tree" else _cgroup_root(self.node_id)
         if self.root is None and wanted == "cgroup":
             raise ContainmentError("no cgroup v2 folder can be made below the daemon's group on this node")
-        self.kind = "cgroup" if self.root is not None else "process tree"
+        self.kind = "cgroup" if self.root is not None else "process-tree"
         if self.root is None:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -182,29 +181,17 @@ class Containment:
     def _start_watchdog(self) -> "subprocess.Popen[bytes]":
         target = str(self.root) if self.root is not None else self.session
         return subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_WATCHDOG), self.kind.replace(" ", "-"), target],
+            [sys.executable, "-I", "-S", str(_WATCHDOG), self.kind, target],
             stdin=subprocess.PIPE, start_new_session=True, env={},
         )
 
     def _sweep_leftovers(self) -> None:
         """What an earlier daemon of this node left when its watchdog died with it (a killed container)."""
-        left = 0
         if self.root is not None:
-            for group in [group for group in self.root.iterdir() if group.is_dir()]:
-                left += len((group / "cgroup.procs").read_text().split())
-                (group / "cgroup.kill").write_text("1")
-                deadline = time.monotonic() + 2
-                while time.monotonic() < deadline and "populated 1" in (group / "cgroup.events").read_text():
-                    time.sleep(0.01)
-                with contextlib.suppress(OSError):
-                    group.rmdir()
+            left = kill_cgroups(str(self.root))
+            self.root.mkdir(exist_ok=True)
         else:
-            prefix = f"{self.node_id}:"
-            for pid in _all_pids():
-                session = _environment(pid).get(SESSION_VARIABLE, "")
-                if session.startswith(prefix) and session != self.session:
-                    _kill(pid, signal.SIGKILL)
-                    left += 1
+            left = kill_marked(f"{self.node_id}:")  # no task of this daemon's session runs yet
         if left:
             log.warning("killed %d processes an earlier daemon of this node left behind", left)
 
@@ -228,7 +215,7 @@ def _cgroup_root(node_id: str) -> Path | None:
     try:
         root.mkdir(exist_ok=True)
         (root / "probe").mkdir(exist_ok=True)
-        usable = (root / "probe" / "cgroup.kill").exists() and (root / "probe" / "cgroup.freeze").exists()
+        usable = (root / "probe" / "cgroup.kill").exists() and (root / "probe" / "cpu.stat").exists()
         (root / "probe").rmdir()
     except OSError:
         return None
@@ -270,10 +257,6 @@ def _environment(pid: int) -> dict[str, str]:
         return {}
     pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
     return {key.decode(errors="replace"): value.decode(errors="replace") for key, _, value in pairs}
-
-
-def _all_pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def _kill(pid: int, sig: signal.Signals) -> None:

@@ -10,7 +10,9 @@ tasks and ends:
 * ``process-tree``: TARGET is the daemon's session mark; every process whose
   environment carries it is killed, until none is left.
 
-Standard library only, so it starts in milliseconds and holds no sockets.
+Standard library only, so it starts in milliseconds and holds no sockets. A
+node daemon that starts calls the same two functions on what an earlier
+daemon of its node left.
 """
 
 import os
@@ -18,7 +20,7 @@ import signal
 import sys
 import time
 
-SESSION_VARIABLE = b"GANG_NODE_SESSION="
+SESSION_VARIABLE = "GANG_NODE_SESSION"  # "NODE-ID:INSTANCE", in the environment of every task a daemon starts
 ROUNDS = 50  # 10 ms apart: a process forking as it is killed is caught on the next round
 
 
@@ -30,12 +32,16 @@ def main() -> None:
     if kind == "cgroup":
         kill_cgroups(target)
     else:
-        kill_marked(SESSION_VARIABLE + target.encode())
+        kill_marked(target)
 
 
-def kill_cgroups(root: str) -> None:
+def kill_cgroups(root: str) -> int:
+    """Kill every process of the task groups in ``root`` and remove them, and ``root``; how many there were."""
     groups = [os.path.join(root, name) for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))]
+    killed = 0
     for group in groups:
+        with open(os.path.join(group, "cgroup.procs")) as procs:
+            killed += len(procs.read().split())
         with open(os.path.join(group, "cgroup.kill"), "w") as kill:
             kill.write("1")
     for _ in range(ROUNDS):
@@ -54,9 +60,14 @@ def kill_cgroups(root: str) -> None:
         os.rmdir(root)
     except OSError:
         pass  # a group is still dying; the node's next daemon removes it
+    return killed
 
 
-def kill_marked(mark: bytes) -> None:
+def kill_marked(session: str) -> int:
+    """Kill every process whose session mark starts with ``session`` (a daemon's, or ``NODE-ID:`` for all
+    of a node's), until none is left; how many were killed."""
+    mark = f"{SESSION_VARIABLE}={session}".encode()
+    killed = 0
     for _ in range(ROUNDS):
         found = 0
         for name in os.listdir("/proc"):
@@ -64,15 +75,17 @@ def kill_marked(mark: bytes) -> None:
                 continue
             try:
                 with open(f"/proc/{name}/environ", "rb") as environ:
-                    marked = mark in environ.read().split(b"\0")
+                    marked = any(entry.startswith(mark) for entry in environ.read().split(b"\0"))
                 if marked:
                     os.kill(int(name), signal.SIGKILL)
                     found += 1
             except OSError:
                 continue
+        killed += found
         if not found:
-            return
+            break
         time.sleep(0.01)
+    return killed
 
 
 if __name__ == "__main__":
