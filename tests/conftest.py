@@ -16,15 +16,36 @@ from gangsched.deploy.local import ClusterConfig, LocalCluster
 from gangsched.master.client import MasterClient
 
 
+_made_accounts: list[str] = []
+
+
 def unix_account(name: str) -> pwd.struct_passwd | None:
-    """The account ``name``, made (no home, /bin/sh) where the tests run as root; None elsewhere."""
+    """The account ``name``, made (no home, /bin/sh) where the tests run as root; None elsewhere.
+
+    Accounts made here are removed when the session ends (see ``_test_machine_state``)."""
     if os.geteuid() != 0:
         return None
     try:
         return pwd.getpwnam(name)
     except KeyError:
         subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
+        _made_accounts.append(name)
         return pwd.getpwnam(name)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_machine_state() -> Iterator[None]:
+    """Other users' task outputs go to a folder of this session's, not the machine's
+    /var/spool/gangsched, so no run reads an earlier run's files; the folder and the
+    accounts the tests made are gone afterwards."""
+    spool = Path(tempfile.mkdtemp(prefix="gang-user-spool-"))
+    spool.chmod(0o711)  # the users' own folders below it are 0700; they need to pass through
+    os.environ["GANG_NODE_USER_SPOOL_DIR"] = str(spool)
+    yield
+    del os.environ["GANG_NODE_USER_SPOOL_DIR"]
+    shutil.rmtree(spool, ignore_errors=True)
+    for name in _made_accounts:
+        subprocess.run(["userdel", name], check=False)
 
 
 def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> object:
