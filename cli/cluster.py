@@ -23,8 +23,11 @@ def cluster() -> None:
 
 @cluster.command("up")
 @DOCKER
+@click.option("--keys", is_flag=True,
+              help="local: CURVE keys (made in GANG_HOME/keys) on loopback TCP, so other accounts submit with "
+              "keys of theirs and, started as root, run as themselves; the docker cluster always has keys")
 @cluster_options
-def cluster_up(docker: bool, **shape: Any) -> None:
+def cluster_up(docker: bool, keys: bool, **shape: Any) -> None:
     """Start a cluster and wait until every node has registered."""
     try:
         if docker:
@@ -35,7 +38,7 @@ def cluster_up(docker: bool, **shape: Any) -> None:
                           f"master at {docker_state.master}; logs: docker-compose -p gangsched logs")
             return
         local = LocalCluster()
-        state = local.up(ClusterConfig(**shape))
+        state = local.up(ClusterConfig(**shape, keys=keys))
     except ClusterError as error:
         raise click.ClickException(str(error)) from None
     console.print(f"cluster up: {shape['nodes']} nodes, quantum {shape['quantum_ms']} ms, "

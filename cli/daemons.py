@@ -23,7 +23,7 @@ def master(**given: Any) -> None:
     from gangsched.master.daemon import run_master
 
     settings = build(MasterSettings, given)
-    setup_logging("master", settings.log_level)
+    setup_logging("master", settings.log_level, settings.log_file)
     run_master(settings)
 
 
@@ -35,7 +35,7 @@ def noded(**given: Any) -> None:
     from gangsched.noded.daemon import run_node
 
     settings = build(NodeSettings, given)
-    setup_logging(f"noded[{settings.name}]", settings.log_level)
+    setup_logging(f"noded[{settings.name}]", settings.log_level, settings.log_file)
     run_node(settings)
 
 
@@ -47,7 +47,7 @@ def ioserver(**given: Any) -> None:
     from gangsched.jobs.ioserver import run_ioserver
 
     settings = build(IoServerSettings, given)
-    setup_logging("ioserver", settings.log_level)
+    setup_logging("ioserver", settings.log_level, settings.log_file)
     run_ioserver(settings)
 
 

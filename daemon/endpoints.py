@@ -1,4 +1,9 @@
-"""ZeroMQ endpoint strings: from what a socket bound to what a peer connects to."""
+"""ZeroMQ endpoint strings: from what a socket bound to what a peer connects to,
+and which binds are safe without keys."""
+
+import os
+import stat
+from pathlib import Path
 
 _WILDCARDS = {"*", "0.0.0.0", "::", "[::]"}
 
@@ -17,10 +22,36 @@ def connectable(bound: str, via: str) -> str:
     return f"tcp://{via_host}:{port}"
 
 
-def is_local(endpoint: str) -> bool:
-    """Whether only this machine can reach ``endpoint`` (ipc, inproc, or tcp on loopback)."""
+# a master's default sockets: ipc in its own state folder, where nodes and clients of the
+# same account find them without being told (the state folder is 0700)
+DEFAULT_STATE_DIR = Path.home() / ".gangsched" / "master"
+MASTER_SOCKET, SWITCH_SOCKET, REPORT_SOCKET = "master.sock", "switch.sock", "report.sock"
+
+
+def default_endpoint(socket: str, state_dir: Path = DEFAULT_STATE_DIR) -> str:
+    return f"ipc://{state_dir / socket}"
+
+
+class UnsafeBind(Exception):
+    """A bind without keys that another account could reach."""
+
+
+def private_ipc(endpoint: str) -> None:
+    """Make sure only this account can reach the ipc socket ``endpoint``, or raise UnsafeBind.
+
+    Without keys the socket's folder is the only gate on who may submit and
+    cancel: TCP (loopback too) lets in every account of the machine, so only
+    ipc sockets in a folder of this account's that no other account may enter
+    pass. A missing folder is made 0700.
+    """
     scheme, _, address = endpoint.partition("://")
-    if scheme in ("ipc", "inproc"):
-        return True
-    host = address.rpartition(":")[0].strip("[]")
-    return host in ("127.0.0.1", "localhost", "::1")
+    if scheme != "ipc":
+        raise UnsafeBind(f"{endpoint} lets in every account that reaches it: without --keys (make them with "
+                         "`gang keygen`) the master binds only ipc:// sockets")
+    folder = Path(address).parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    status = folder.stat()
+    if status.st_uid != os.geteuid() or status.st_mode & 0o077:
+        raise UnsafeBind(f"{endpoint} is in {folder} (mode {stat.filemode(status.st_mode)}, uid {status.st_uid}), "
+                         "which other accounts may enter: without --keys its folder must be this account's "
+                         "and 0700")

@@ -2,18 +2,24 @@
 
 Everything lives under one folder (``GANG_HOME``, default ``~/.gangsched``):
 ``cluster.json`` names the processes and the master's endpoint, ``logs/``
-holds each daemon's log, ``nodes/NAME/`` each node's task outputs,
+holds each daemon's log (``NAME.log``, rotated; a crash before the log
+starts in ``NAME.stderr``), ``nodes/NAME/`` each node's task outputs,
 ``checkpoints/`` the state of migrating tasks (a folder every node shares). The
-sockets are ipc files there, reachable only from this machine, so this
-cluster needs no authentication. The nodes split the machine's cores between
-them, each pinning its tasks to its own: utilization is measured against
-each node's share.
+sockets are ipc files there, in a folder only its owner may enter, so this
+cluster needs no authentication and runs every task as the user who started
+it. With ``keys`` the master listens on loopback TCP with CURVE keys made in
+``keys/``: then other accounts of the machine submit with keys of theirs, and
+a cluster started as root runs their jobs as them. The nodes split the
+machine's cores between them, each pinning its tasks to its own: utilization
+is measured against each node's share.
 """
 
+import getpass
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +32,7 @@ from pathlib import Path
 import psutil
 
 from gangsched.daemon.cores import even_share
+from gangsched.daemon.curve import keygen
 from gangsched.master.client import MasterClient, MasterUnreachable
 
 _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
@@ -55,6 +62,7 @@ class ClusterConfig:
     kill_grace_s: float = 2.0
     processors_per_node: int = 1
     coordination: str = "gang"
+    keys: bool = False  # CURVE on loopback TCP instead of private ipc sockets
 
 
 @dataclass
@@ -74,6 +82,7 @@ class LocalCluster:
     def __init__(self, home: Path | None = None) -> None:
         self.home = (home or default_home()).resolve()
         self._state_file = self.home / "cluster.json"
+        self.keys = self.home / "keys"  # CURVE keys of a cluster started with keys
 
     def state(self) -> ClusterState | None:
         if not self._state_file.exists():
@@ -89,16 +98,21 @@ class LocalCluster:
         # the sockets in here are the only gate on who may submit and cancel
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.home.chmod(0o700)
-        master = self._ipc("master.sock")
         io_addr = self._ipc("io.sock")
         (self.home / "logs").mkdir(exist_ok=True)
+        if config.keys:
+            keygen(self.keys, [getpass.getuser()])  # adds to keys made before, replaces none
+            master, switch, report = f"tcp://127.0.0.1:{_free_port()}", "tcp://127.0.0.1:*", "tcp://127.0.0.1:*"
+            with_keys = ["--keys", str(self.keys)]
+        else:
+            master, switch, report = self._ipc("master.sock"), self._ipc("switch.sock"), self._ipc("report.sock")
+            with_keys = []
         commands = {
             "ioserver": ["ioserver", "--bind", io_addr, "--mode", config.io_mode,
                          "--service-us", str(config.io_service_us)],
         }
         commands["master"] = [
-            "master", "--bind", master, "--switch-bind", self._ipc("switch.sock"),
-            "--report-bind", self._ipc("report.sock"),
+            "master", "--bind", master, "--switch-bind", switch, "--report-bind", report, *with_keys,
             "--state-dir", str(self.home / "master"), "--quantum-ms", str(config.quantum_ms),
             "--heartbeat-ms", str(config.heartbeat_ms),
             "--heartbeat-misses", str(config.heartbeat_misses),
@@ -117,7 +131,7 @@ class LocalCluster:
                 "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
                                 f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
-                "--kill-grace-s", str(config.kill_grace_s),
+                "--kill-grace-s", str(config.kill_grace_s), *with_keys,
             ]
         pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
         started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}
@@ -160,6 +174,10 @@ class LocalCluster:
     def log_path(self, daemon: str) -> Path:
         return self.home / "logs" / f"{daemon}.log"
 
+    def client(self, state: ClusterState, timeout_s: float = 5.0) -> MasterClient:
+        """A client of this cluster's master; with the starting user's key where it has keys."""
+        return MasterClient(state.master, timeout_s=timeout_s, keys=self.keys if state.config.keys else None)
+
     def _ipc(self, name: str) -> str:
         path = self.home / name
         if len(str(path)) > _IPC_PATH_MAX:
@@ -167,17 +185,19 @@ class LocalCluster:
         return f"ipc://{path}"
 
     def _spawn(self, daemon: str, arguments: list[str]) -> int:
-        with open(self.log_path(daemon), "ab") as log:
+        # the daemon writes (and rotates) its own log; what it prints outside the log (a crash
+        # before logging starts) goes to a file of its own, which rotation does not rename
+        with open(self.home / "logs" / f"{daemon}.stderr", "ab") as printed:
             process = subprocess.Popen(
-                [sys.executable, "-m", "gangsched.cli", *arguments],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "gangsched.cli", *arguments, "--log-file", str(self.log_path(daemon))],
+                stdin=subprocess.DEVNULL, stdout=printed, stderr=subprocess.STDOUT,
                 start_new_session=True,  # outlives the CLI, untouched by its terminal's ^C
             )
         return process.pid
 
     def _wait_for_nodes(self, state: ClusterState, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        with MasterClient(state.master, timeout_s=1.0) as client:
+        with self.client(state, timeout_s=1.0) as client:
             while time.monotonic() < deadline:
                 dead = [name for name, alive in self.alive().items() if not alive]
                 if dead:
@@ -200,11 +220,17 @@ def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
     cluster = LocalCluster(home)
     try:
         state = cluster.up(config)
-        with MasterClient(state.master) as client:
+        with cluster.client(state) as client:
             yield client
     finally:
         cluster.down()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _is_ours(pid: int, started: float) -> bool:

@@ -34,6 +34,7 @@ class IoServerSettings(BaseSettings):
         10, ge=0, le=99, description="it stands for a separate server: keep node load off it"
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    log_file: Path | None = Field(None, description="log here, rotated at 10 MiB (3 kept), not to stderr")
 
 
 def run_ioserver(settings: IoServerSettings) -> None:

@@ -158,8 +158,9 @@ def _save_and_exit() -> None:
         raise RuntimeError("asked to checkpoint, but this task has no checkpoint hook or GANG_CHECKPOINT")
     state = save()
     temporary = Path(f"{path}.tmp")
-    temporary.parent.mkdir(parents=True, exist_ok=True)
-    temporary.write_bytes(state)
+    temporary.parent.mkdir(mode=0o700, exist_ok=True)  # the job's folder, in the user's own
+    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+        file.write(state)
     temporary.replace(path)  # a restart never reads half a state
     sys.stdout.flush()
     os._exit(CHECKPOINTED)

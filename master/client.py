@@ -14,6 +14,7 @@ from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
     ErrorReply,
+    JOBS_PER_REPLY,
     JobInfo,
     JobList,
     JobQuery,
@@ -104,8 +105,18 @@ class MasterClient:
         return self.request(UserQuery(), UserList).users
 
     def jobs(self, job_ids: list[int] | None = None, include_finished: bool = False) -> list[JobInfo]:
-        query = JobQuery(job_ids=job_ids, include_finished=include_finished)
-        return self.request(query, JobList).jobs
+        """The jobs asked for, in as many requests as the master's pages take."""
+        if job_ids is not None:
+            return [info for start in range(0, len(job_ids), JOBS_PER_REPLY)
+                    for info in self.request(JobQuery(job_ids=job_ids[start:start + JOBS_PER_REPLY]), JobList).jobs]
+        found: list[JobInfo] = []
+        more = True
+        while more:
+            after_id = found[-1].job_id if found else 0
+            page = self.request(JobQuery(include_finished=include_finished, after_id=after_id), JobList)
+            found += page.jobs
+            more = page.more and bool(page.jobs)
+        return found
 
     def job(self, job_id: int) -> JobInfo:
         jobs = self.jobs([job_id])

@@ -52,6 +52,7 @@ from gangsched.protocol.messages import (
     ErrorReply,
     ExitAck,
     Heartbeat,
+    JOBS_PER_REPLY,
     JobList,
     JobQuery,
     JobSpec,
@@ -200,7 +201,8 @@ class MasterCore:
             jobs = list(self._jobs.values())
             if message.include_finished:
                 jobs = self._store.finished(_FINISHED_SHOWN) + jobs
-        return JobList(jobs=[job.info() for job in sorted(jobs, key=lambda job: job.job_id)])
+        page = sorted((job for job in jobs if job.job_id > message.after_id), key=lambda job: job.job_id)
+        return JobList(jobs=[job.info() for job in page[:JOBS_PER_REPLY]], more=len(page) > JOBS_PER_REPLY)
 
     def query_nodes(self) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
@@ -565,7 +567,8 @@ class MasterCore:
         folder = self.config.checkpoint_dir
         if folder is None or not job.spec.migratable:
             return None
-        return str(Path(folder) / f"job-{job.job_id}" / f"rank-{rank}")
+        # each user's checkpoints in a folder of theirs (the node makes it 0700), not readable by other jobs
+        return str(Path(folder) / job.spec.user / f"job-{job.job_id}" / f"rank-{rank}")
 
     def _migrate(self, job: Job, processors: list[Processor], now: float) -> None:
         if job.migration is not None and not job.migration.restarted:  # moved again before it left

@@ -9,10 +9,17 @@ heartbeat period): four nodes' reports then cost one wake-up, not four, and
 the decision sees every report of the quantum that ends. Every message is
 routed by its type through a table; a bad frame or a failing handler gets an
 error reply or a log line, and the loop lives on. SIGTERM and SIGINT end it.
+
+No client can hold the switch back: a wake-up handles at most
+CLIENT_MESSAGES_PER_WAKE client messages, and none once the switch is due;
+the rest wait for the next wake-up, after the switch. Bad frames are counted
+and logged at most once a second; a step of the loop that fails (a handler,
+the tick, reading the reports) is logged and the loop goes on.
 """
 
 import logging
 import math
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -21,7 +28,8 @@ from typing import Any
 import zmq
 
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
-from gangsched.daemon.endpoints import is_local
+from gangsched.daemon.endpoints import UnsafeBind, private_ipc
+from gangsched.daemon.logs import ThrottledWarning, survive
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
@@ -51,6 +59,10 @@ from gangsched.protocol.messages import (
 
 log = logging.getLogger("gangsched.master")
 
+# enough that a burst of ordinary requests is answered in one wake-up; few enough that a
+# flood of them costs the switch at most a few milliseconds
+CLIENT_MESSAGES_PER_WAKE = 64
+
 # The tables route each message type to the handler written for that type,
 # so a handler may take its own message class rather than the whole union.
 Handler = Callable[[bytes, Any], Message | None]
@@ -75,13 +87,10 @@ class MasterDaemon:
             keys.serve(self._pull)
             log.info("CURVE on: only the keys in %s may connect", settings.keys / "authorized")
         else:
-            binds = (settings.bind, settings.switch_bind, settings.report_bind)
-            open_binds = [bind for bind in binds if not is_local(bind)]
-            if open_binds:
-                raise CurveError(f"{', '.join(open_binds)} is reachable from other hosts: give --keys "
-                                "(make them with `gang keygen`), or bind to 127.0.0.1 or ipc://")
-            log.warning("no authentication: anyone who can reach %s may submit and cancel (loopback only)",
-                        settings.bind)
+            for bind in (settings.bind, settings.switch_bind, settings.report_bind):
+                private_ipc(bind)
+            log.info("no keys: only this account (uid %d) reaches %s", os.geteuid(), settings.bind)
+        self._bad_frame = ThrottledWarning(log)
         self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._router.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a restarted node takes its name back
         self._router.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
@@ -134,14 +143,13 @@ class MasterDaemon:
                     log.info("shutting down")
                     break
                 if self._router in ready:
-                    self._receive_all()
+                    self._receive_some(until=next_switch)
                 now = time.monotonic()
                 if now >= next_read or now >= next_switch:
-                    self._read_nodes()
+                    survive(log, "reading the nodes' reports", self._read_nodes)
                     next_read = now + read_every
                 if now >= next_switch:
-                    self._pub.send(encode(self._core.tick()))
-                    self._flush_outbox()
+                    survive(log, "the switch", self._switch)
                     # a late boundary does not make the next quanta shorter
                     next_switch = max(next_switch + quantum, now + quantum / 2)
         self.close()
@@ -154,10 +162,18 @@ class MasterDaemon:
             self._authenticator.stop()
         self._context.term()
 
-    def _receive_all(self) -> None:
-        while has_message(self._router):
-            self._handle(*self._receive(self._router))
-            self._flush_outbox()
+    def _switch(self) -> None:
+        self._pub.send(encode(self._core.tick()))
+        self._flush_outbox()
+
+    def _receive_some(self, until: float) -> None:
+        """Client messages waiting, up to CLIENT_MESSAGES_PER_WAKE and not past ``until``."""
+        for _ in range(CLIENT_MESSAGES_PER_WAKE):
+            if time.monotonic() >= until or not has_message(self._router):
+                return
+            frames, user = self._receive(self._router)
+            survive(log, "handling a client message", lambda: self._handle(frames, user))
+            survive(log, "sending to the nodes", self._flush_outbox)
 
     def _receive(self, socket: zmq.Socket[bytes]) -> tuple[list[bytes], str | None]:
         """The frames of the next message, and the user whose key sent it (None without keys)."""
@@ -175,11 +191,11 @@ class MasterDaemon:
                     raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(frames)}")
                 message = decode(frames[0])
             except ProtocolError as error:
-                log.warning("bad message on the report socket: %s", error)
+                self._bad_frame("bad message on the report socket: %s", error)
                 continue
             if not isinstance(message, (QuantumReport, Heartbeat, TaskExit)) or user not in (None, NODE_USER):
-                log.warning("ignored a %s message on the report socket (key: %s): only nodes report there",
-                            message.type, user or "none")
+                self._bad_frame("ignored a %s message on the report socket (key: %s): only nodes report there",
+                                message.type, user or "none")
                 continue
             try:
                 reply = self._node_handlers[type(message)](message)
@@ -201,7 +217,7 @@ class MasterDaemon:
         try:
             message = decode(body[0])
         except ProtocolError as error:
-            log.warning("bad message from %r: %s", envelope[0], error)
+            self._bad_frame("bad message from %r: %s", envelope[0], error)
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
         if user is not None:
@@ -232,7 +248,7 @@ class MasterDaemon:
         try:
             self._router.send_multipart([*envelope, encode(reply)], zmq.NOBLOCK)
         except zmq.ZMQError as error:  # the client left, or its queue is full
-            log.warning("could not answer %r: %s", envelope[0], error.strerror)
+            self._bad_frame("could not answer %r: %s", envelope[0], error.strerror)
 
     def _flush_outbox(self) -> None:
         outbox = self._core.outbox
@@ -290,7 +306,7 @@ def master_config(settings: MasterSettings, switch_endpoint: str, report_endpoin
 def run_master(settings: MasterSettings) -> None:
     try:
         daemon = MasterDaemon(settings)
-    except (StoreError, CurveError) as error:
+    except (StoreError, CurveError, UnsafeBind) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
     daemon.run()

@@ -3,26 +3,29 @@
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
 from gangsched.policy.catalog import POLICY_NAMES
 
 
 class MasterSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_MASTER_")
 
-    bind: str = Field("tcp://127.0.0.1:7070", description="ROUTER endpoint for nodes and clients")
-    switch_bind: str = Field("tcp://127.0.0.1:7071", description="PUB endpoint the slot switches go out on")
+    # empty: an ipc socket in the state folder (see _sockets_in_state_dir)
+    bind: str = Field("", description=f"ROUTER endpoint for nodes and clients [ipc://STATE_DIR/{MASTER_SOCKET}]")
+    switch_bind: str = Field(
+        "", description=f"PUB endpoint the slot switches go out on [ipc://STATE_DIR/{SWITCH_SOCKET}]"
+    )
     report_bind: str = Field(
-        "tcp://127.0.0.1:7073", description="PULL endpoint the nodes' quantum reports, heartbeats and exits come in on"
+        "", description="PULL endpoint the nodes' quantum reports, heartbeats and exits come in on "
+        f"[ipc://STATE_DIR/{REPORT_SOCKET}]"
     )
     keys: Path | None = Field(
-        None, description="CURVE key folder (gang keygen); without it only loopback and ipc binds are allowed"
+        None, description="CURVE key folder (gang keygen); without it only ipc binds in 0700 folders are allowed"
     )
-    state_dir: Path = Field(
-        Path.home() / ".gangsched" / "master", description="where the job store (SQLite) lives"
-    )
+    state_dir: Path = Field(DEFAULT_STATE_DIR, description="where the job store (SQLite) lives")
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
@@ -71,6 +74,14 @@ class MasterSettings(BaseSettings):
         40, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    log_file: Path | None = Field(None, description="log here, rotated at 10 MiB (3 kept), not to stderr")
+
+    @model_validator(mode="after")
+    def _sockets_in_state_dir(self) -> "MasterSettings":
+        self.bind = self.bind or default_endpoint(MASTER_SOCKET, self.state_dir)
+        self.switch_bind = self.switch_bind or default_endpoint(SWITCH_SOCKET, self.state_dir)
+        self.report_bind = self.report_bind or default_endpoint(REPORT_SOCKET, self.state_dir)
+        return self
 
     @field_validator("policy")
     @classmethod

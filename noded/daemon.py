@@ -30,6 +30,7 @@ import zmq
 
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import connectable
+from gangsched.daemon.logs import survive
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
@@ -125,15 +126,16 @@ class NodeDaemon:
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
+                # each step alone: one that fails is logged, and the others and the loop go on
                 if self._sub in ready:
-                    self._switch()
+                    survive(log, "the switch", self._switch)
                 if self._dealer in ready:
-                    self._receive_all()
-                for fd in [fd for fd in ready if fd in self._by_pmi_fd]:
-                    self._pmi_readable(self._by_pmi_fd[fd])
-                for fd in [fd for fd in ready if fd in self._by_pidfd]:
-                    self._exited(self._by_pidfd[fd])
-                self._on_timers()
+                    survive(log, "reading the master's messages", self._receive_all)
+                for task in [self._by_pmi_fd[fd] for fd in ready if fd in self._by_pmi_fd]:
+                    survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi_readable(task))
+                for task in [self._by_pidfd[fd] for fd in ready if fd in self._by_pidfd]:
+                    survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: self._exited(task))
+                survive(log, "the timers (reports, heartbeats, kills)", self._on_timers)
         self._end_all_tasks()
         self.close()
 

@@ -9,12 +9,15 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gangsched.daemon.cores import even_share
+from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 
 
 class NodeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_NODE_")
 
-    master: str = Field("tcp://127.0.0.1:7070", description="the master's ROUTER endpoint")
+    master: str = Field(
+        default_endpoint(MASTER_SOCKET), description="the master's ROUTER endpoint (a master's default: its ipc socket)"
+    )
     keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
     name: str = Field(socket.gethostname(), description="node name, unique in the cluster")
     cpus: float = Field(
@@ -56,6 +59,7 @@ class NodeSettings(BaseSettings):
         "many nodes share few cores (containers), so that the others apply theirs first; 0: at once"
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    log_file: Path | None = Field(None, description="log here, rotated at 10 MiB (3 kept), not to stderr")
 
     def processor_cores(self) -> list[set[int] | None]:
         """For each processor, the cores its tasks are pinned to; None: not pinned.

@@ -150,12 +150,14 @@ def launch(
     other users' spools.
     """
     account = _account(spec.user, node)
-    folder = spools[0] if account is None else _user_folder(spools[1] / node, account)
+    folder = spools[0] if account is None else _user_folder(spools[1] / node, account.pw_name, account)
     stem = f"job-{spec.job_id}.{spec.rank}"
     progress_path = folder / f"{stem}.progress"
     progress_path.write_bytes(bytes(PROGRESS_BYTES))
     if account is not None:
         os.chown(progress_path, account.pw_uid, account.pw_gid)
+    if spec.checkpoint:  # CHECKPOINT_DIR/USER/job-J/rank-R: the user's folder is theirs alone
+        _user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
     environment = _environment(spec, node, progress_path, containment.session, account)
     output = str(folder / f"{stem}.out") if spec.output is None else \
         spec.output.replace("%j", str(spec.job_id)).replace("%t", str(spec.rank))
@@ -237,12 +239,14 @@ def _account(user: str, node: str) -> pwd.struct_passwd | None:
         raise LaunchError(f"user {user} has no account on node {node}") from None
 
 
-def _user_folder(spool: Path, account: pwd.struct_passwd) -> Path:
-    """Where another user's task output and progress file go by default: that user's folder (0700)."""
-    spool.mkdir(mode=0o711, parents=True, exist_ok=True)
-    folder = spool / account.pw_name
+def _user_folder(parent: Path, user: str, account: pwd.struct_passwd | None) -> Path:
+    """``parent/user``, a folder only that user may enter (0700, theirs where the task runs as them);
+    others may pass through ``parent`` but not list it (0711)."""
+    parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+    folder = parent / user
     folder.mkdir(mode=0o700, exist_ok=True)
-    os.chown(folder, account.pw_uid, account.pw_gid)
+    if account is not None:
+        os.chown(folder, account.pw_uid, account.pw_gid)
     return folder
 
 
@@ -282,7 +286,6 @@ def _environment(
         environment["GANG_IO_ADDR"] = spec.io_addr
     if spec.checkpoint:
         environment["GANG_CHECKPOINT"] = spec.checkpoint
-        Path(spec.checkpoint).parent.mkdir(parents=True, exist_ok=True)
     if spec.restore:
         environment["GANG_RESTORE"] = "1"
     return environment

@@ -22,11 +22,11 @@ import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 
 class _Model(BaseModel):
@@ -390,17 +390,29 @@ class Cancelled(_Model):
     state: JobState
 
 
+# a job's spec is at most MAX_COMMAND_BYTES plus two paths: this many fit in one frame
+JOBS_PER_REPLY = 100
+
+
 class JobQuery(_Model):
-    """The listed jobs, or (``job_ids`` None) every active job and, if asked, finished ones."""
+    """The listed jobs, or (``job_ids`` None) every active job and, if asked, the recently
+    finished; a reply holds at most JOBS_PER_REPLY jobs, the first with an id above ``after_id``."""
 
     type: Literal["job_query"] = "job_query"
-    job_ids: list[int] | None = None
+    job_ids: list[int] | None = Field(None, max_length=JOBS_PER_REPLY)
     include_finished: bool = False
+    after_id: int = 0
+
+    @field_validator("job_ids")
+    @classmethod
+    def _once_each(cls, job_ids: list[int] | None) -> list[int] | None:
+        return None if job_ids is None else list(dict.fromkeys(job_ids))
 
 
 class JobList(_Model):
     type: Literal["job_list"] = "job_list"
     jobs: list[JobInfo]
+    more: bool = False  # jobs after the last one here: ask again with its id as after_id
 
 
 class NodeQuery(_Model):

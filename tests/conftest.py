@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gangsched.daemon.curve import keygen
 from gangsched.deploy.local import ClusterConfig, LocalCluster
 from gangsched.master.client import MasterClient
 
@@ -75,8 +76,9 @@ def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process
 
 
 class Cluster:
-    def __init__(self, local: LocalCluster, client: MasterClient) -> None:
+    def __init__(self, local: LocalCluster, client: MasterClient, user_spool: Path) -> None:
         self.local, self.client, self.home = local, client, local.home
+        self.user_spool = user_spool  # other users' outputs: NODE/USER/job-J.R.out
 
 
 @pytest.fixture
@@ -84,12 +86,20 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
     """Start clusters with short quanta and heartbeats; stop them and check nothing is left."""
     started: list[Cluster] = []
 
-    def start(**shape: object) -> Cluster:
+    def start(key_users: tuple[str, ...] = (), **shape: object) -> Cluster:
+        """``key_users``: users whose keys are made before the cluster starts (with ``keys=True``)."""
         home = Path(tempfile.mkdtemp(prefix="gang-t-"))
         local = LocalCluster(home)
+        if key_users:
+            keygen(local.keys, list(key_users))
         config = ClusterConfig(**{"quantum_ms": 100, "heartbeat_ms": 100, "kill_grace_s": 1.0, **shape})
-        state = local.up(config)
-        cluster = Cluster(local, MasterClient(state.master))
+        # job ids start at 1 in every cluster: each has a spool of its own for other users' outputs
+        user_spool = Path(tempfile.mkdtemp(prefix="users-", dir=os.environ["GANG_NODE_USER_SPOOL_DIR"]))
+        user_spool.chmod(0o711)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GANG_NODE_USER_SPOOL_DIR", str(user_spool))
+            state = local.up(config)
+        cluster = Cluster(local, local.client(state), user_spool)
         started.append(cluster)
         return cluster
 

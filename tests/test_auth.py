@@ -1,5 +1,6 @@
 """CURVE between master, nodes and clients: real daemons on loopback TCP, real keys."""
 
+import os
 import socket
 import subprocess
 import sys
@@ -121,10 +122,43 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
         forged.close()
 
 
-def test_a_master_without_keys_refuses_an_open_address(tmp_path):
-    master = daemon("master", "--bind", f"tcp://0.0.0.0:{free_port()}", "--state-dir", str(tmp_path))
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])
+def test_a_master_without_keys_refuses_tcp_even_on_loopback(tmp_path, host):
+    master = daemon("master", "--bind", f"tcp://{host}:{free_port()}", "--state-dir", str(tmp_path / "state"))
     _, log = master.communicate(timeout=15)
-    assert master.returncode == 2 and "reachable from other hosts: give --keys" in log
+    assert master.returncode == 2 and "lets in every account that reaches it: without --keys" in log, log
+
+
+def test_a_master_without_keys_refuses_an_ipc_socket_others_may_reach(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    master = daemon("master", "--bind", f"ipc://{shared}/master.sock", "--state-dir", str(tmp_path / "state"))
+    _, log = master.communicate(timeout=15)
+    assert master.returncode == 2 and "which other accounts may enter" in log, log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a second account needs root to make and to become")
+def test_another_account_cannot_reach_a_master_without_keys(start_cluster):
+    """The default master (ipc sockets in a 0700 folder): another account's connect is refused by the kernel."""
+    stranger = unix_account("gangbob")
+    assert stranger is not None
+    socket_path = start_cluster(nodes=1).client.endpoint.removeprefix("ipc://")
+    child = os.fork()
+    if child == 0:  # the stranger: only the connect, then out (exit status 0: refused)
+        status = 3
+        try:
+            os.setgroups([])
+            os.setresgid(stranger.pw_gid, stranger.pw_gid, stranger.pw_gid)
+            os.setresuid(stranger.pw_uid, stranger.pw_uid, stranger.pw_uid)
+            with socket.socket(socket.AF_UNIX) as probe:
+                probe.connect(socket_path)
+            status = 1
+        except PermissionError:
+            status = 0
+        finally:
+            os._exit(status)
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0, "another account reached the master"
 
 
 def test_keygen_writes_secret_keys_for_their_owner_only_and_refuses_reserved_names(tmp_path):

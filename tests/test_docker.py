@@ -6,6 +6,8 @@ the keys are made as a user's `gang cluster up --docker` makes them.
 """
 
 import getpass
+import os
+import pwd
 import subprocess
 import tempfile
 import time
@@ -16,19 +18,21 @@ import pytest
 
 from gangsched.bench.migration import run_migration
 from gangsched.bench.mix import job_spec, wait_until_running
+from gangsched.daemon.curve import keygen
 from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.local import ClusterConfig
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import JobSpec, JobState, MpiKind, NodeState
 
-from .conftest import wait_until
+from .conftest import unix_account, wait_until
 
 pytestmark = pytest.mark.docker
 
 HEARTBEAT_S = 0.2
 QUANTUM_S = 0.2
 FOREVER = SyntheticJob("compute", iterations=0)
+USER = "gangalice"  # a second account, where the tests run as root
 
 
 class Compose:
@@ -71,6 +75,8 @@ def compose(request: pytest.FixtureRequest) -> Iterator[Compose]:
     """A compose cluster under policy gs, or the one the test names as the fixture's parameter."""
     home = Path(tempfile.mkdtemp(prefix="gang-d-"))
     cluster = DockerCluster(home, port=7170, project="gangsched-test")
+    if unix_account(USER) is not None:  # the nodes see the host's accounts as they are at `up`
+        keygen(cluster.keys, [USER])
     config = ClusterConfig(nodes=4, quantum_ms=int(QUANTUM_S * 1000), heartbeat_ms=int(HEARTBEAT_S * 1000),
                            kill_grace_s=1.0, policy=getattr(request, "param", "gs"))
     try:
@@ -172,3 +178,18 @@ def _nodes(client: MasterClient) -> list:
         return client.nodes()
     except Exception:  # the master is still starting
         return []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a second account needs root to make")
+def test_a_users_job_runs_as_that_user_in_a_node_container(compose):
+    state = compose.cluster.state()
+    assert state is not None
+    with MasterClient(state.master, keys=compose.cluster.keys, user=USER) as client:
+        # the message says root; the key says whose job it is
+        job = client.submit(JobSpec(name="mine", user="root", tasks=1, argv=["sh", "-c", "id -un; id -u"]))
+        wait_until(lambda: compose.job(job).state.is_final, 60, "the job to end")
+    info = compose.job(job)
+    assert info.state is JobState.COMPLETED, info.reason
+    container = next(c for c in compose.cluster.containers("node") if compose.container_hostname(c) == info.node_names[0])
+    output = docker("exec", container, "cat", f"/var/spool/gangsched/{info.node_names[0]}/{USER}/job-{job}.0.out")
+    assert output.split() == [USER, str(pwd.getpwnam(USER).pw_uid)] and output.split()[1] != "0"

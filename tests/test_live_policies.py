@@ -1,8 +1,10 @@
 """The policy core on a real local cluster: migration by checkpoint/restart, time limits, replay."""
 
+import getpass
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,13 +18,20 @@ from tests.conftest import task_processes, wait_until
 pytestmark = pytest.mark.live
 
 
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
 def test_a_job_migrates_between_nodes_and_continues_from_its_checkpoint(start_cluster):
     cluster = start_cluster(nodes=4, policy="mgs")
     run = run_migration(cluster.client)
     assert run.moved_from == ["node1"] and run.moved_to == ["node4"]
     assert run.checkpointed_at >= run.barriers_before >= 5  # saved where it stood, not from scratch
-    saved = cluster.home / "checkpoints" / f"job-{run.job}" / "rank-0"
+    mine = cluster.home / "checkpoints" / getpass.getuser()
+    saved = mine / f"job-{run.job}" / "rank-0"
     assert int(saved.read_bytes()) == run.checkpointed_at
+    # a user's checkpoints are theirs alone: other jobs cannot list or read them
+    assert [mode(path) for path in (mine, saved.parent, saved)] == [0o700, 0o700, 0o600]
     # going on from the checkpoint; from zero it would need checkpointed_at iterations of 100 ms
     assert run.checkpointed_at < run.barriers_after <= run.checkpointed_at + 3
     assert 0 < run.cost_s < min(2.0, run.checkpointed_at * 0.1 / 2)

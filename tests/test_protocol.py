@@ -4,9 +4,11 @@ import typing
 
 import msgpack
 import pytest
+from pydantic import ValidationError
 
 from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
 from gangsched.protocol.messages import (
+    JOBS_PER_REPLY,
     MAX_COMMAND_BYTES,
     PROTOCOL_VERSION,
     Cancel,
@@ -174,3 +176,9 @@ def test_a_command_that_could_not_start_is_refused_at_submit_with_its_reason(cha
     with pytest.raises(ProtocolError) as raised:
         decode(msgpack.packb({"v": PROTOCOL_VERSION, "type": "submit", "spec": spec}))
     assert raised.value.code is ErrorCode.BAD_MESSAGE and words in raised.value.reason, raised.value.reason
+
+
+def test_a_job_query_names_each_job_once_and_at_most_a_page_of_them():
+    assert JobQuery(job_ids=[7] * 50 + [3, 7]).job_ids == [7, 3]
+    with pytest.raises(ValidationError):
+        JobQuery(job_ids=list(range(JOBS_PER_REPLY + 1)))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.messages import JobSpec, JobState
 from tests.conftest import unix_account, wait_until
 
@@ -36,7 +37,7 @@ def test_a_task_runs_with_its_users_identity_and_rights(start_cluster, account, 
     info = ended(cluster, job)
     # touch /root/x fails: the last command's status, not a task that could not start
     assert info.state is JobState.FAILED and "could not start" not in info.reason, info.reason
-    output = Path(os.environ["GANG_NODE_USER_SPOOL_DIR"]) / "node1" / USER / f"job-{job}.0.out"
+    output = cluster.user_spool / "node1" / USER / f"job-{job}.0.out"
     uid, gid, names, secret, *touch = output.read_text().splitlines()
     assert (int(uid), int(gid)) == (account.pw_uid, account.pw_gid) and int(uid) != 0
     assert names == f"{USER} {account.pw_dir}" and secret == "denied" and "Permission denied" in touch[0]
@@ -57,3 +58,17 @@ def test_a_user_without_an_account_fails_the_job_naming_the_node(start_cluster):
     job = cluster.client.submit(JobSpec(name="nobody", user="no-such-user", tasks=1, argv=["true"]))
     info = ended(cluster, job)
     assert info.state is JobState.FAILED and "user no-such-user has no account on node node1" in info.reason
+
+
+def test_a_root_cluster_with_keys_runs_a_users_job_as_that_user(start_cluster, account):
+    """`gang cluster up --keys` as root: a user's key, not the message, says whose job it is."""
+    cluster = start_cluster(nodes=1, keys=True, key_users=(USER,))
+    state = cluster.local.state()
+    assert state is not None and state.master.startswith("tcp://127.0.0.1:")
+    with MasterClient(state.master, keys=cluster.local.keys, user=USER) as client:
+        job = client.submit(JobSpec(name="mine", user="root", tasks=1, argv=["sh", "-c", "id -u"]))
+        assert ended(cluster, job).state is JobState.COMPLETED
+    output = cluster.user_spool / "node1" / USER / f"job-{job}.0.out"
+    assert output.read_text().split() == [str(account.pw_uid)]
+    with pytest.raises(MasterUnreachable):  # no key: no handshake, so no request either
+        MasterClient(state.master, timeout_s=1.0).nodes()
