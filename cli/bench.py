@@ -14,7 +14,7 @@ from gangsched.bench.report import write_csv
 from gangsched.bench.switch import run_switch, unscheduled_cpu_rate
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_options
-from gangsched.deploy.local import ClusterConfig, temporary_cluster
+from gangsched.deploy.local import ClusterConfig, temporary_cluster, temporary_local_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 
@@ -142,6 +142,49 @@ def migrate(runs: int, csv_path: Path | None) -> None:
         rows.append(row)
     console.print(table)
     if csv_path:
+        _write_csv(csv_path, rows)
+
+
+@bench.command()
+@click.option("--flood", "flood_frames", type=click.IntRange(min=1), default=30_000, show_default=True,
+              help="junk frames one client sends as fast as it can")
+@click.option("--frames", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="fuzzed frames per socket: client, report, PMI channel")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+@cluster_options
+def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **shape: Any) -> None:
+    """A flood of junk and fuzzed frames on every socket: the switch's beat, and the cluster after."""
+    from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
+
+    config = ClusterConfig(**shape)
+    with temporary_local_cluster(config) as cluster:
+        flooded = flood(cluster, flood_frames, config.quantum_ms, seed)
+        fuzzed = [fuzz_master(cluster, "client", frames, seed), fuzz_master(cluster, "report", frames, seed),
+                  fuzz_pmi(cluster, frames, seed=seed)]
+    table = Table(title=f"{flooded.frames} junk frames from one client, {config.nodes} nodes, "
+                        f"quantum {config.quantum_ms} ms")
+    for column in ("seconds", "switches", "longest_gap_ms", "longest_gap_quanta"):
+        table.add_column(column, justify="right")
+    table.add_row(f"{flooded.seconds:.2f}", str(flooded.switches), f"{flooded.longest_gap_ms:.1f}",
+                  f"{flooded.longest_gap_quanta:.2f}")
+    console.print(table)
+    table = Table(title="fuzzed frames per socket, then: daemons alive? the queue answers? a new job?")
+    for column in ("socket", "frames", "seconds", "daemons_exited", "queue_answers", "new_job"):
+        table.add_column(column, justify="right")
+    for result in fuzzed:
+        table.add_row(result.socket, str(result.frames), f"{result.seconds:.1f}",
+                      ",".join(result.daemons_exited) or "0", str(result.queue_answers), result.new_job.value)
+    console.print(table)
+    pmi = fuzzed[-1]
+    console.print(f"the PMI fuzz jobs ended: {pmi.fuzz_jobs}; for example: {pmi.reason}")
+    if csv_path:
+        empty = {"switches": "", "longest_gap_ms": "", "daemons_exited": "", "queue_answers": "", "new_job": ""}
+        rows = [{**empty, "socket": "flood", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),
+                 "switches": flooded.switches, "longest_gap_ms": round(flooded.longest_gap_ms, 1)}]
+        rows += [{**empty, "socket": result.socket, "frames": result.frames, "seconds": round(result.seconds, 3),
+                  "daemons_exited": len(result.daemons_exited), "queue_answers": result.queue_answers,
+                  "new_job": result.new_job.value} for result in fuzzed]
         _write_csv(csv_path, rows)
 
 

@@ -214,17 +214,26 @@ class LocalCluster:
 
 
 @contextmanager
-def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
-    """A fresh local cluster in a folder of its own, gone with everything in it afterwards."""
+def temporary_local_cluster(config: ClusterConfig) -> Iterator[LocalCluster]:
+    """A fresh local cluster, up, in a folder of its own, gone with everything in it afterwards."""
     home = Path(tempfile.mkdtemp(prefix="gang-"))
     cluster = LocalCluster(home)
     try:
-        state = cluster.up(config)
-        with cluster.client(state) as client:
-            yield client
+        cluster.up(config)
+        yield cluster
     finally:
         cluster.down()
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
+    """A client of a fresh local cluster (see ``temporary_local_cluster``)."""
+    with temporary_local_cluster(config) as cluster:
+        state = cluster.state()
+        assert state is not None
+        with cluster.client(state) as client:
+            yield client
 
 
 def _free_port() -> int:
