@@ -74,13 +74,9 @@ def flood(cluster: LocalCluster, frames_count: int, quantum_ms: int, seed: int =
                 _drain(flooder)
                 _collect(switches, sent_ns)
             flooder.send(junk[index % len(junk)])
+            _drain(flooder)
             _collect(switches, sent_ns)
-        flooder.send(encode(NodeQuery()))  # answered after every frame before it
-        deadline = time.monotonic() + _WAIT_S
-        while not _answered_node_query(flooder):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the master did not get through the flood within {_WAIT_S:g} s")
-            _collect(switches, sent_ns)
+        _through(flooder, lambda: _collect(switches, sent_ns))
         end = time.monotonic_ns()
         _collect(switches, sent_ns)
     finally:
@@ -111,9 +107,8 @@ def fuzz_master(cluster: LocalCluster, socket_name: str, frames_count: int, seed
             socket.send_multipart(parts or [b""])
             if socket_name == "client":
                 _drain(socket)
-        if socket_name == "client":  # answered after every frame before it: the master got through them
-            socket.send(encode(NodeQuery()))
-            _wait(lambda: _answered_node_query(socket), "the master to get through the fuzzed frames")
+        if socket_name == "client":
+            _through(socket, lambda: None)
     finally:
         socket.close()
     return _afterwards(cluster, socket_name, frames_count, time.monotonic() - start)
@@ -174,6 +169,22 @@ def _wait(condition: Callable[[], bool], what: str) -> None:
 def _drain(socket: zmq.Socket[bytes]) -> None:
     while socket.poll(0):
         socket.recv_multipart()
+
+
+def _through(socket: zmq.Socket[bytes], meanwhile: Callable[[], None]) -> None:
+    """Until the master got through every frame ``socket`` sent: a query sent after them is
+    answered after them. Sent again each second, as a reply to a client whose queue was full
+    is dropped."""
+    deadline = time.monotonic() + _WAIT_S
+    while True:
+        socket.send(encode(NodeQuery()))
+        asked = time.monotonic()
+        while time.monotonic() < asked + 1.0:
+            if _answered_node_query(socket):
+                return
+            meanwhile()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the master did not answer within {_WAIT_S:g} s of the frames")
 
 
 def _answered_node_query(socket: zmq.Socket[bytes]) -> bool:

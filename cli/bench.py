@@ -188,6 +188,36 @@ def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **
         _write_csv(csv_path, rows)
 
 
+@bench.command()
+@click.option("--submissions", type=click.IntRange(min=2), default=1000, show_default=True)
+@click.option("--clients", type=click.IntRange(min=1), default=8, show_default=True, help="submitting in parallel")
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+@cluster_options
+def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **shape: Any) -> None:
+    """Submissions from parallel clients with the master killed (-9) and restarted halfway."""
+    from gangsched.bench.restarts import run_restart
+
+    config = ClusterConfig(**shape)
+    table = Table(title=f"{submissions} submissions from {clients} clients, master killed -9 halfway")
+    columns = ("run", "accepted", "completed", "wrongly_failed", "lost", "duplicates", "seconds")
+    for column in columns:
+        table.add_column(column, justify="right")
+    rows = []
+    for run in range(1, runs + 1):
+        with temporary_local_cluster(config) as cluster:
+            result = run_restart(cluster, submissions, clients)
+        row = {"run": run, **{column: getattr(result, column) for column in columns[1:]}}
+        row["seconds"] = round(result.seconds, 1)
+        table.add_row(*(str(row[column]) for column in columns))
+        rows.append(row)
+        if result.wrongly_failed:
+            console.print(f"run {run}: {result.states}")
+    console.print(table)
+    if csv_path:
+        _write_csv(csv_path, rows)
+
+
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:
     """A fresh cluster for one benchmark: local processes, or compose containers with --docker."""
     if docker:

@@ -62,6 +62,18 @@ def cluster_down(docker: bool) -> None:
     console.print(f"stopped: {', '.join(names)}" if names else "no local cluster was running")
 
 
+@cluster.command("restart")
+@click.argument("daemon")
+@click.option("--crash", is_flag=True, help="kill -9 instead of SIGTERM: as a crash would")
+def cluster_restart(daemon: str, crash: bool) -> None:
+    """Stop one daemon of the local cluster (master, ioserver, node1, ...) and start it again."""
+    try:
+        LocalCluster().restart(daemon, crash=crash)
+    except ClusterError as error:
+        raise click.ClickException(str(error)) from None
+    console.print(f"{daemon} restarted" + (" after kill -9" if crash else ""))
+
+
 @cluster.command("status")
 @DOCKER
 def cluster_status(docker: bool) -> None:

@@ -28,6 +28,8 @@ from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefu
 from gangsched.protocol.messages import JobSpec, MpiKind
 
 console = Console()
+# long enough for a master to restart: its tries carry one token, so a retry never makes a second job
+SUBMIT_RETRY_S = 30.0
 
 
 def _master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
@@ -153,7 +155,7 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
         )
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
-    console.print(f"submitted job {client.submit(spec)}")
+    console.print(f"submitted job {client.submit(spec, retry_s=SUBMIT_RETRY_S)}")
 
 
 @click.command()

@@ -1,6 +1,7 @@
 """Talking to a master from a client: one request, one reply, a clear error otherwise."""
 
 import getpass
+import time
 import uuid
 from pathlib import Path
 from types import TracebackType
@@ -89,8 +90,17 @@ class MasterClient:
             raise MasterUnreachable(f"expected {expect.__name__}, the master sent {reply.type}")
         return reply
 
-    def submit(self, spec: JobSpec) -> int:
-        return self.request(Submit(spec=spec), Submitted).job_id
+    def submit(self, spec: JobSpec, retry_s: float = 0.0) -> int:
+        """Submit once; for ``retry_s`` seconds more, again while the master does not answer (a
+        restart). Every try carries the same token, so a job is made once whichever reply was lost."""
+        message = Submit(spec=spec, token=uuid.uuid4().hex)
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                return self.request(message, Submitted).job_id
+            except MasterUnreachable:
+                if time.monotonic() >= deadline:
+                    raise
 
     def cancel(self, job_id: int, user: str) -> Cancelled:
         return self.request(Cancel(job_id=job_id, user=user), Cancelled)

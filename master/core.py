@@ -131,6 +131,9 @@ class MasterCore:
         self._planner = planner(config.pairing, config.matching, config.coordination)
         self._dirty = False  # a scheduling event happened: the policy must decide again
         self._wake_at: float | None = None
+        # launches no hello, report or exit has shown to arrive yet, with the pid of the node daemon
+        # they went to: a repeated hello of that daemon may have crossed them on the way
+        self._launching: dict[tuple[int, int], tuple[int, LaunchTask]] = {}
         self._unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
         self._quantum = 0
         self._selection = Selection(())
@@ -148,8 +151,14 @@ class MasterCore:
 
     def submit(self, message: Submit) -> Submitted | ErrorReply:
         spec = message.spec
+        if message.token is not None:
+            earlier = self._store.job_of_token(spec.user, message.token)
+            if earlier is not None:
+                return Submitted(job_id=earlier)
         cluster = Topology.of(self._nodes.processors())
-        if not cluster.fits((1 << cluster.width) - 1, _Shape(spec.tasks, spec.nodes, spec.tasks_per_node)):
+        # while the nodes of a restarted master come back, a job waits for them instead
+        if self._clock.monotonic() >= self._rejoin_until and \
+                not cluster.fits((1 << cluster.width) - 1, _Shape(spec.tasks, spec.nodes, spec.tasks_per_node)):
             reason = f"needs {_describe_shape(spec)}, " \
                 f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
@@ -161,7 +170,7 @@ class MasterCore:
             predictor=self._predictor(),
         )
         self._jobs[job.job_id] = job
-        self._store.save(job)
+        self._store.submitted(job, message.token)
         log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)
         self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
         self._dirty = True
@@ -289,6 +298,7 @@ class MasterCore:
         return _say_hello(message.node)
 
     def task_exit(self, message: TaskExit) -> ExitAck:
+        self._launching.pop((message.job_id, message.rank), None)
         job = self._jobs.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
             job.cpu_ns += message.cpu_ns
@@ -316,6 +326,7 @@ class MasterCore:
         share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
         now, wall = self._clock.monotonic(), self._clock.time()
         for sample in report.samples:
+            self._launching.pop((sample.job_id, sample.rank), None)
             job = self._jobs.get(sample.job_id)
             if job is None or job.state is not JobState.RUNNING:
                 continue
@@ -390,6 +401,8 @@ class MasterCore:
     def _restore(self) -> None:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
         now = self._clock.monotonic()
+        # a master that starts on a store of an earlier run: its nodes have rejoin_s to come back
+        self._rejoin_until = now + self.config.rejoin_s if self._store.next_job_id() > 1 else now
         for job in self._store.active():
             job.predictor = self._predictor()
             self._jobs[job.job_id] = job
@@ -459,7 +472,15 @@ class MasterCore:
             log.warning("node %s runs job %d rank %d that is not the master's: killing it",
                         hello.node, job_id, rank)
             self.outbox.append((hello.node, KillTask(job_id=job_id, reason="orphaned task")))
+        for key in reported:
+            self._launching.pop(key, None)
         for job_id, rank in sorted(expected - reported):
+            in_flight = self._launching.get((job_id, rank))
+            if in_flight is not None and in_flight[0] == hello.pid:
+                # the same daemon: the launch is on its way, or this hello left before it came;
+                # sent again, it starts the task or is ignored as one that runs
+                self.outbox.append((hello.node, in_flight[1]))
+                continue
             job = self._jobs[job_id]
             reason = f"rank {rank} vanished from node {hello.node}"
             self._ranks_gone(job, {rank}, (_lost_state(job), reason))
@@ -497,6 +518,8 @@ class MasterCore:
         for job in waiting:
             if self._scheduler.is_held(job.job_id):
                 job.reason = f"needs {_describe_shape(job.spec)}, {up} processors up"
+                if self._clock.monotonic() < self._rejoin_until:
+                    job.reason += " (nodes rejoining after a master restart)"
             elif not job.reason.startswith("requeued"):
                 job.reason = "Resources" if first else "Priority"
                 first = False
@@ -560,7 +583,10 @@ class MasterCore:
                 checkpoint=self._checkpoint_path(job, rank),
                 restore=restore,
             )
-            self.outbox.append((processor.node, LaunchTask(task=task)))
+            launch = LaunchTask(task=task)
+            node = self._nodes.get(processor.node)
+            self._launching[(job.job_id, rank)] = (node.pid if node else 0, launch)
+            self.outbox.append((processor.node, launch))
         return True
 
     def _checkpoint_path(self, job: Job, rank: int) -> str | None:
@@ -647,6 +673,8 @@ class MasterCore:
     ) -> None:
         """Tasks of ``job`` exited or were lost; ``ending`` says if that ends the job."""
         job.live_ranks -= ranks
+        for rank in ranks:
+            self._launching.pop((job.job_id, rank), None)
         if ending is not None and job.ending is None:
             job.exit_code = exit_code
             self._decide_end(job, *ending)

@@ -33,6 +33,13 @@ CREATE TABLE IF NOT EXISTS jobs (
     ran_s REAL NOT NULL,
     migration_s TEXT NOT NULL
 );
+-- a client's token for each submission: a retry after a lost reply finds the job it made
+CREATE TABLE IF NOT EXISTS submissions (
+    user TEXT NOT NULL,
+    token TEXT NOT NULL,
+    job_id INTEGER NOT NULL,
+    PRIMARY KEY (user, token)
+);
 CREATE TABLE IF NOT EXISTS users (
     user TEXT PRIMARY KEY,
     political_priority REAL NOT NULL,
@@ -46,7 +53,7 @@ _COLUMNS = (
     " migration_s"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class StoreError(Exception):
@@ -74,6 +81,19 @@ class JobStore:
     def next_job_id(self) -> int:
         (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
         return highest + 1
+
+    def submitted(self, job: Job, token: str | None) -> None:
+        """A new job and the client's token for it, both or neither (one transaction, one sync)."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self.save(job)
+            if token is not None:
+                self._db.execute("INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)",
+                                 (job.spec.user, token, job.job_id))
+
+    def job_of_token(self, user: str, token: str) -> int | None:
+        row = self._db.execute("SELECT job_id FROM submissions WHERE user = ? AND token = ?", (user, token)).fetchone()
+        return None if row is None else int(row[0])
 
     def save(self, job: Job) -> None:
         self._db.execute(

@@ -251,8 +251,10 @@ class NodeDaemon:
 
     def _launch(self, message: LaunchTask) -> None:
         spec = message.task
-        if (spec.job_id, spec.rank) in self._tasks:
-            log.warning("job %d rank %d already runs here; launch ignored", spec.job_id, spec.rank)
+        # a launch sent again after a hello that crossed it: the task runs, or ran and its exit
+        # is on its way to the master; either way it must not start twice
+        if (spec.job_id, spec.rank) in self._tasks or (spec.job_id, spec.rank) in self._unacknowledged:
+            log.info("job %d rank %d runs or ran here; launch ignored", spec.job_id, spec.rank)
             return
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
         try:

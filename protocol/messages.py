@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 
 class _Model(BaseModel):
@@ -369,8 +369,12 @@ class QuantumReport(_Model):
 
 
 class Submit(_Model):
+    """``token``: the client's name for this submission; sent again (a retry after a lost
+    reply), it gets the job the first one made, not a second job."""
+
     type: Literal["submit"] = "submit"
     spec: JobSpec
+    token: str | None = Field(None, min_length=1, max_length=64)
 
 
 class Submitted(_Model):

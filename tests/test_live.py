@@ -267,3 +267,12 @@ def test_the_cli_gives_one_line_errors(start_cluster, monkeypatch):
     assert unreachable.returncode == 1 and "no answer from the master" in unreachable.stderr
     with pytest.raises(RequestRefused):
         cluster.client.cancel(42, USER)
+
+
+def test_submissions_through_a_master_kill_make_every_job_once_and_fail_none(start_cluster):
+    from gangsched.bench.restarts import run_restart
+
+    cluster = start_cluster(nodes=2)
+    result = run_restart(cluster.local, submissions=60, clients=4)
+    assert (result.accepted, result.completed, result.wrongly_failed, result.lost, result.duplicates) == \
+        (60, 60, 0, 0, 0), result
