@@ -34,8 +34,9 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """One row per dict, the columns in the first dict's order."""
+    """One row per dict; the columns are every key, in the order first met; a row without one leaves it empty."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
     with open(path, "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(file, fieldnames=columns, restval="")
         writer.writeheader()
         writer.writerows(rows)

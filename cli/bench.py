@@ -102,21 +102,13 @@ def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_pat
         if name not in ("gs", "bgs", "mgs", "mbgs"):
             raise click.UsageError(f"--policy takes gs, bgs, mgs, mbgs, not {name!r}")
         kinds.append(MatrixPolicyKind(name))
-    table = Table(title=f"one scheduling event: {nodes} nodes, MPL {mpl}, {queued} queued, {events} events")
-    columns = ("policy", "queued", "running", "rows", "median_ms", "p95_ms", "max_ms")
-    for column in columns:
-        table.add_column(column, justify="right")
     rows = []
     for kind in kinds:
         times = measure_events(kind, nodes, mpl, queued, events)
-        row = {"policy": kind.value, "queued": times.queued, "running": times.running, "rows": times.rows,
-               "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
-               "max_ms": round(times.max_ms, 3)}
-        table.add_row(*(str(row[column]) for column in columns))
-        rows.append(row)
-    console.print(table)
-    if csv_path:
-        _write_csv(csv_path, rows)
+        rows.append({"policy": kind.value, "queued": times.queued, "running": times.running, "rows": times.rows,
+                     "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
+                     "max_ms": round(times.max_ms, 3)})
+    _print_rows(f"one scheduling event: {nodes} nodes, MPL {mpl}, {queued} queued, {events} events", rows, csv_path)
 
 
 @bench.command()
@@ -126,23 +118,15 @@ def migrate(runs: int, csv_path: Path | None) -> None:
     """A live migration under MGS on 4 nodes: where the job went, its barriers, the measured cost."""
     from gangsched.bench.migration import NODES, run_migration
 
-    table = Table(title=f"live migration under MGS, {NODES} nodes, quantum 100 ms")
-    columns = ("run", "from", "to", "barriers_before", "checkpointed_at", "barriers_after", "cost_s")
-    for column in columns:
-        table.add_column(column, justify="right")
     rows = []
     for run in range(1, runs + 1):
         config = ClusterConfig(nodes=NODES, quantum_ms=100, policy="mgs")
         with temporary_cluster(config) as client:
             result = run_migration(client)
-        row = {"run": run, "from": ",".join(result.moved_from), "to": ",".join(result.moved_to),
-               "barriers_before": result.barriers_before, "checkpointed_at": result.checkpointed_at,
-               "barriers_after": result.barriers_after, "cost_s": round(result.cost_s, 3)}
-        table.add_row(*(str(row[column]) for column in columns))
-        rows.append(row)
-    console.print(table)
-    if csv_path:
-        _write_csv(csv_path, rows)
+        rows.append({"run": run, "from": ",".join(result.moved_from), "to": ",".join(result.moved_to),
+                     "barriers_before": result.barriers_before, "checkpointed_at": result.checkpointed_at,
+                     "barriers_after": result.barriers_after, "cost_s": round(result.cost_s, 3)})
+    _print_rows(f"live migration under MGS, {NODES} nodes, quantum 100 ms", rows, csv_path)
 
 
 @bench.command()
@@ -179,10 +163,10 @@ def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **
     pmi = fuzzed[-1]
     console.print(f"the PMI fuzz jobs ended: {pmi.fuzz_jobs}; for example: {pmi.reason}")
     if csv_path:
-        empty = {"switches": "", "longest_gap_ms": "", "daemons_exited": "", "queue_answers": "", "new_job": ""}
-        rows = [{**empty, "socket": "flood", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),
-                 "switches": flooded.switches, "longest_gap_ms": round(flooded.longest_gap_ms, 1)}]
-        rows += [{**empty, "socket": result.socket, "frames": result.frames, "seconds": round(result.seconds, 3),
+        rows: list[dict[str, Any]] = [
+            {"socket": "flood", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),
+             "switches": flooded.switches, "longest_gap_ms": round(flooded.longest_gap_ms, 1)}]
+        rows += [{"socket": result.socket, "frames": result.frames, "seconds": round(result.seconds, 3),
                   "daemons_exited": len(result.daemons_exited), "queue_answers": result.queue_answers,
                   "new_job": result.new_job.value} for result in fuzzed]
         _write_csv(csv_path, rows)
@@ -199,23 +183,16 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
     from gangsched.bench.restarts import run_restart
 
     config = ClusterConfig(**shape)
-    table = Table(title=f"{submissions} submissions from {clients} clients, master killed -9 halfway")
-    columns = ("run", "accepted", "completed", "wrongly_failed", "lost", "duplicates", "seconds")
-    for column in columns:
-        table.add_column(column, justify="right")
     rows = []
     for run in range(1, runs + 1):
         with temporary_local_cluster(config) as cluster:
             result = run_restart(cluster, submissions, clients)
-        row = {"run": run, **{column: getattr(result, column) for column in columns[1:]}}
-        row["seconds"] = round(result.seconds, 1)
-        table.add_row(*(str(row[column]) for column in columns))
-        rows.append(row)
+        rows.append({"run": run, "accepted": result.accepted, "completed": result.completed,
+                     "wrongly_failed": result.wrongly_failed, "lost": result.lost, "duplicates": result.duplicates,
+                     "seconds": round(result.seconds, 1)})
         if result.wrongly_failed:
             console.print(f"run {run}: {result.states}")
-    console.print(table)
-    if csv_path:
-        _write_csv(csv_path, rows)
+    _print_rows(f"{submissions} submissions from {clients} clients, master killed -9 halfway", rows, csv_path)
 
 
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:
@@ -225,6 +202,18 @@ def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[Mast
 
         return temporary_docker_cluster(config)
     return temporary_cluster(config)
+
+
+def _print_rows(title: str, rows: list[dict[str, Any]], csv_path: Path | None) -> None:
+    """The rows as a table, a column per key of the first; and as CSV if asked."""
+    table = Table(title=title)
+    for column in rows[0]:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*(str(value) for value in row.values()))
+    console.print(table)
+    if csv_path:
+        _write_csv(csv_path, rows)
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
