@@ -65,6 +65,9 @@ class MasterClient:
     def _connect(self) -> zmq.Socket[bytes]:
         socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
+        # a failed handshake (a key the master refuses, or none) drops the connection for good, and a
+        # DEALER with no connection blocks in send: a send deadline turns that into "no answer"
+        socket.setsockopt(zmq.SNDTIMEO, self._timeout_ms)
         socket.setsockopt(zmq.ROUTING_ID, f"client-{uuid.uuid4().hex[:12]}".encode())
         if self._keys is not None:
             self._keys.connect_as(socket, self._user)
@@ -72,8 +75,12 @@ class MasterClient:
         return socket
 
     def request(self, message: Message, expect: type[Reply]) -> Reply:
-        self._socket.send(encode(message))
-        if not self._socket.poll(self._timeout_ms, zmq.POLLIN):
+        try:
+            self._socket.send(encode(message))
+            answered = self._socket.poll(self._timeout_ms, zmq.POLLIN)
+        except zmq.Again:
+            answered = False
+        if not answered:
             # a late answer must not be taken for the next request's
             self._socket.close()
             self._socket = self._connect()
