@@ -46,61 +46,97 @@ class ContainmentError(Exception):
 
 
 class TaskGroup:
-    """The processes of one task."""
+    """The processes of one task.
+
+    The switch path signals the processes found at the last look, by pidfd (a pid
+    recycled since is never signalled), and reads nothing; ``follow``, called
+    after every node's switch is applied, looks again and gives the processes
+    started since the last signal, so a fork is stopped within the switch's
+    wake-up, not the next. The cgroup's files stay open: a look is one read.
+    """
 
     def __init__(self, containment: "Containment", job_id: int, rank: int) -> None:
         self._containment = containment
         self.job_id, self.rank = job_id, rank
         self.leader = 0
         self.path: Path | None = None  # its cgroup, if it has one
+        self._procs_fd: int | None = None
+        self._stat_fd: int | None = None
+        self._members: dict[int, int] = {}  # pid -> pidfd, as at the last look
+        self._last_signal: signal.Signals | None = None
         if containment.root is not None:
             self.path = containment.root / f"job-{job_id}.{rank}"
             self.path.mkdir(exist_ok=True)
+            self._procs_fd = os.open(self.path / "cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
+            self._stat_fd = os.open(self.path / "cpu.stat", os.O_RDONLY | os.O_CLOEXEC)
 
     def adopt(self, leader: int) -> None:
         """The launcher's pid: in the cgroup before it returns (the launcher joins it too)."""
         self.leader = leader
         if self.path is not None:
             (self.path / "cgroup.procs").write_text(str(leader))
+        self.follow()
 
     def pids(self) -> list[int]:
-        if self.path is not None:
-            return [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
+        if self._procs_fd is not None:
+            return [int(pid) for pid in os.pread(self._procs_fd, 1 << 16, 0).split()]
         return self._containment.tree_of(self)
 
     def stop(self) -> None:
-        self._signal_all(signal.SIGSTOP)
+        self._signal_known(signal.SIGSTOP)
 
     def resume(self) -> None:
-        self._signal_all(signal.SIGCONT)
+        self._signal_known(signal.SIGCONT)
+
+    def follow(self) -> None:
+        """Look again for the task's processes; those new since the last look get the last signal."""
+        current = set(self.pids())
+        for pid in self._members.keys() - current:
+            os.close(self._members.pop(pid))
+        for pid in current - self._members.keys():
+            try:
+                self._members[pid] = pidfd = os.pidfd_open(pid)
+            except OSError:  # gone already
+                continue
+            if self._last_signal is not None:
+                _send(pidfd, self._last_signal)
 
     def send(self, sig: signal.Signals) -> None:
         """Every process of the task, continued so that it handles the signal."""
-        self._signal_all(sig)
-        self._signal_all(signal.SIGCONT)
+        self.follow()
+        self._signal_known(sig)
+        self._signal_known(signal.SIGCONT)
 
     def kill(self) -> None:
         if self.path is not None:
             (self.path / "cgroup.kill").write_text("1")
-        else:
-            for _ in range(3):  # stop them all first, so none forks a child we do not see
-                self._signal_all(signal.SIGSTOP)
-            self._signal_all(signal.SIGKILL)
+            return
+        for _ in range(3):  # stop them all first, so none forks a child we do not see
+            self.follow()
+            self._signal_known(signal.SIGSTOP)
+        self.follow()
+        self._signal_known(signal.SIGKILL)
 
     def cpu_ns(self) -> int | None:
         """CPU time of every process of the task, where a cgroup counts it."""
-        if self.path is None:
+        if self._stat_fd is None:
             return None
-        for line in (self.path / "cpu.stat").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "usage_usec":
+        for line in os.pread(self._stat_fd, 4096, 0).splitlines():
+            key, _, value = line.partition(b" ")
+            if key == b"usage_usec":
                 return int(value) * 1000
         return None
 
     def release(self) -> bool:
         """Remove the cgroup once it is empty; False while processes remain."""
+        for pid in list(self._members):
+            os.close(self._members.pop(pid))
         if self.path is None:
             return True
+        for fd in (self._procs_fd, self._stat_fd):
+            if fd is not None:
+                os.close(fd)
+        self._procs_fd = self._stat_fd = None
         try:
             self.path.rmdir()
         except FileNotFoundError:
@@ -109,14 +145,15 @@ class TaskGroup:
             return False
         return True
 
-    def _signal_all(self, sig: signal.Signals) -> None:
-        if self.path is None:  # the group first: the tree walk may miss a process forked meanwhile
+    def _signal_known(self, sig: signal.Signals) -> None:
+        self._last_signal = sig
+        if self.path is None:  # the group first: a process forked since the last look is in it
             try:
                 os.killpg(self.leader, sig)
             except (ProcessLookupError, PermissionError):
                 pass
-        for pid in self.pids():
-            _kill(pid, sig)
+        for pidfd in self._members.values():
+            _send(pidfd, sig)
 
 
 class Containment:
@@ -257,6 +294,13 @@ def _environment(pid: int) -> dict[str, str]:
         return {}
     pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
     return {key.decode(errors="replace"): value.decode(errors="replace") for key, _, value in pairs}
+
+
+def _send(pidfd: int, sig: signal.Signals) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _kill(pid: int, sig: signal.Signals) -> None:

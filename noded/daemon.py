@@ -38,7 +38,8 @@ from gangsched.noded.containment import Containment, ContainmentError, TaskGroup
 from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.tasks import LaunchError, Task, launch, place_in_block
-from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
+from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     CheckpointTask,
     ErrorReply,
@@ -66,6 +67,10 @@ _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
 # host rebooting) gets no refusal: it waits out SYN retries of 1 s, then 3 s. Far
 # above a cluster network's round trip, this makes the node try again at once.
 _CONNECT_TIMEOUT_MS = 250
+# The signals of a switch go to the processes a task had at the last look; the next look,
+# which gives the processes started since then the same signal, waits this long, so that
+# where nodes share cores it does not hold back the other nodes' switch.
+_LOOK_DELAY_S = 0.001
 
 
 class NodeDaemon:
@@ -107,6 +112,7 @@ class NodeDaemon:
         self._next_heartbeat = 0.0
         self._report: QuantumReport | None = None  # measured at the switch, sent a little later
         self._report_due = 0.0
+        self._look_due: float | None = None  # when to look for processes the tasks started
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any], None]] = {
             NodeWelcome: self._welcome,
@@ -180,6 +186,7 @@ class NodeDaemon:
         samples = [self._sample(task, applied_ns) for task in ran]
         for task in resumed:
             task.runnable_since_ns = applied_ns
+        self._look_due = time.monotonic() + _LOOK_DELAY_S
         if self._registered:
             self._report = QuantumReport(
                 node=self.name,
@@ -411,6 +418,10 @@ class NodeDaemon:
             self._send(self._push, self._report)
             self._report = None
             self._next_heartbeat = now + self._heartbeat_s  # a report proves life
+        if self._look_due is not None and now >= self._look_due:
+            self._look_due = None
+            for task in self._tasks.values():
+                task.group.follow()
         for task in self._tasks.values():
             if task.kill_deadline is not None and now >= task.kill_deadline:
                 task.kill()
@@ -427,6 +438,8 @@ class NodeDaemon:
         deadline = self._next_heartbeat
         if self._report is not None:
             deadline = min(deadline, self._report_due)
+        if self._look_due is not None:
+            deadline = min(deadline, self._look_due)
         for task in self._tasks.values():
             if task.kill_deadline is not None:
                 deadline = min(deadline, task.kill_deadline)
