@@ -1,4 +1,4 @@
-"""L4 (seed 003 §4.2, Figs. 10–12): a dynamic Lublin workload on the live cluster.
+"""L4 (Wiseman & Feitelson 2003, §4.2, Figs. 10–12): a dynamic Lublin workload on the live cluster.
 
 Jobs of the Lublin–Feitelson model arrive over time, scaled down to run here:
 run times rescaled to a median of ``MEDIAN_RUN_S`` (kept within

@@ -1,4 +1,4 @@
-"""The live experiments of seed 003 (SPEC §10): each runs on fresh local clusters and
+"""The live experiments of Wiseman & Feitelson 2003 (docs/experiments.md): each runs on fresh local clusters and
 writes a CSV of what it measured, a PNG plot and a markdown table.
 
 * L1 (Fig. 7 top): mixes of i I/O-bound and 4 - i compute-bound jobs, each on
@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from gangsched.bench.dynamic import run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
 from gangsched.bench.mpi_experiment import L6
-from gangsched.bench.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
+from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
@@ -310,7 +310,7 @@ def _detection_lags(series: list[dict[str, Any]]) -> list[int]:
 
 
 LIVE = {
-    "L1": Experiment("L1", "barriers/s of job mixes, strict vs paired (seed 003 Fig. 7 top)", 10, l1),
+    "L1": Experiment("L1", "barriers/s of job mixes, strict vs paired (Wiseman & Feitelson, Fig. 7 top)", 10, l1),
     "L2": Experiment("L2", "partner fractions, best-fit vs fair matching (Fig. 7 bottom)", 2, l2),
     "L3": Experiment("L3", "cluster size and compute granularity (Figs. 8, 9)",
                      2 * (len(SIZES) + len(GRANULARITIES_MS)), l3),

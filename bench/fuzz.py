@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import msgpack
 
-from gangsched.protocol import PROTOCOL_VERSION, encode
+from gangsched.protocol.codec import encode
+from gangsched.protocol.messages import PROTOCOL_VERSION
 from gangsched.protocol.messages import (
     Cancel,
     Heartbeat,

@@ -21,7 +21,8 @@ import zmq
 from gangsched.bench.fuzz import client_messages, frames, node_messages, valid_frames
 from gangsched.deploy.local import ClusterState, LocalCluster
 from gangsched.master.client import RequestRefused
-from gangsched.protocol import ErrorCode, decode, encode
+from gangsched.protocol.codec import decode, encode
+from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import JobSpec, JobState, MpiKind, NodeQuery, SlotSwitch
 
 _WAIT_S = 120.0

@@ -1,4 +1,4 @@
-"""Barriers per second of a job mix (seed 003 §4.1): i I/O-bound and c compute-bound
+"""Barriers per second of a job mix (Wiseman & Feitelson 2003, §4.1): i I/O-bound and c compute-bound
 jobs, each on every node, all started together and measured over a window in
 which all of them run (the paper stops at the first job's end; these jobs run
 until cancelled, so the window is simply fixed).

@@ -34,7 +34,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from gangsched.bench.mix import measure_rates
-from gangsched.bench.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
+from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 from gangsched.deploy.local import ClusterConfig, temporary_cluster
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.master.client import MasterClient

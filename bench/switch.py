@@ -1,4 +1,4 @@
-"""Switch latency and scheduling overhead (MEASUREMENTS.md §5).
+"""Switch latency and scheduling overhead (docs/limits.md).
 
 While every node runs busy tasks in two rows, each switch's latency is the
 time from the master's send to the last node having sent its signals. The
@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from gangsched.bench.mix import job_spec, running
@@ -54,6 +55,16 @@ def unscheduled_cpu_rate(tasks: int, seconds: float) -> float:
 
 def _cpu(processes: list[subprocess.Popen[bytes]]) -> float:
     return sum(process_cpu_ns(process.pid) for process in processes) / 1e9
+
+
+def measure_switch(cluster: AbstractContextManager[MasterClient], nodes: int, switches: int, quantum_ms: int,
+                   baseline_s: float) -> SwitchResult:
+    """``run_switch`` on a fresh ``cluster``, its overhead against the tasks run unscheduled
+    for ``baseline_s`` before the cluster starts and after it stops."""
+    before = unscheduled_cpu_rate(2 * nodes, baseline_s)
+    with cluster as client:
+        scheduled = run_switch(client, nodes, switches, quantum_ms)
+    return scheduled.against([before, unscheduled_cpu_rate(2 * nodes, baseline_s)])
 
 
 def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int) -> SwitchResult:

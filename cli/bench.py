@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from gangsched.bench.mix import run_mix
-from gangsched.bench.report import write_csv
-from gangsched.bench.switch import run_switch, unscheduled_cpu_rate
+from gangsched.sim.report import write_csv
+from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_options
 from gangsched.deploy.local import ClusterConfig, temporary_cluster, temporary_local_cluster
@@ -70,10 +70,7 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
 def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool, **shape: Any) -> None:
     """Switch latency (master send -> last node applied), master CPU and overhead."""
     config = ClusterConfig(**shape)
-    before = unscheduled_cpu_rate(2 * config.nodes, baseline_s)
-    with _cluster(config, docker) as client:
-        scheduled = run_switch(client, config.nodes, switches, config.quantum_ms)
-    result = scheduled.against([before, unscheduled_cpu_rate(2 * config.nodes, baseline_s)])
+    result = measure_switch(_cluster(config, docker), config.nodes, switches, config.quantum_ms, baseline_s)
     table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
     for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):
         table.add_column(column, justify="right")
@@ -193,6 +190,49 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
         if result.wrongly_failed:
             console.print(f"run {run}: {result.states}")
     _print_rows(f"{submissions} submissions from {clients} clients, master killed -9 halfway", rows, csv_path)
+
+
+@bench.command()
+@click.option("--processes", default="1,2,4,8,16", show_default=True,
+              help="signals: how many spinning processes are stopped and continued at once")
+@click.option("--rounds", type=click.IntRange(min=10), default=200, show_default=True, help="signals: rounds each")
+@click.option("--subscribers", default="1,4,8,16", show_default=True, help="ZeroMQ: subscriber processes")
+@click.option("--messages", type=click.IntRange(min=10), default=500, show_default=True, help="ZeroMQ: messages each")
+@click.option("--quanta-ms", default="10,50,100", show_default=True,
+              help="quanta at which the job CPU lost is measured (none: \"\")")
+@click.option("--seconds", type=float, default=10.0, show_default=True, help="quantum: seconds scheduled at each")
+@click.option("--baseline-s", type=float, default=5.0, show_default=True,
+              help="quantum: seconds unscheduled, before and after")
+@click.option("--nodes", type=click.IntRange(min=1), default=4, show_default=True, help="quantum: nodes")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+def floor(processes: str, rounds: int, subscribers: str, messages: int, quanta_ms: str, seconds: float,
+          baseline_s: float, nodes: int, csv_path: Path | None) -> None:
+    """The machine's limits the design rests on: signals, CPU clocks, ZeroMQ, the quantum's cost."""
+    from gangsched.bench import floor as measure
+
+    tables = {"signals and CPU clocks (µs)":
+              measure.signal_round_trips(_counts(processes), rounds) + measure.cpu_clock_steps(1.0)}
+    conditions = [(False, False), (True, False)] + ([(True, True)] if measure.fifo_allowed() else [])
+    tables["ZeroMQ over loopback TCP (µs)"] = [
+        row for busy, fifo in conditions for row in measure.pub_sub_latency(_counts(subscribers), messages, busy, fifo)
+    ]
+    if quanta_ms:
+        tables["job CPU lost to gang scheduling"] = measure.quantum_costs(_counts(quanta_ms), seconds, baseline_s,
+                                                                          nodes)
+    for title, rows in tables.items():
+        _print_rows(title, rows, None)
+    if csv_path:
+        _write_csv(csv_path, [row for rows in tables.values() for row in rows])
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of whole numbers") from None
+    if any(count < 1 for count in counts):
+        raise click.BadParameter(f"{text!r}: every count must be at least 1")
+    return counts
 
 
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:

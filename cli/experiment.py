@@ -1,9 +1,8 @@
-"""`gang experiment ID --out DIR`: rerun one of the papers' experiments (SPEC §10).
+"""`gang experiment ID --out DIR`: rerun one of the papers' experiments (docs/experiments.md).
 
 L1-L6 run on fresh local clusters; S1-S6 in the simulator, in worker processes.
 """
 
-import os
 from pathlib import Path
 
 import click
@@ -12,17 +11,13 @@ from rich.markdown import Markdown
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gangsched.bench.experiments import LIVE
-from gangsched.bench.report import ExperimentOptions
+from gangsched import traces
+from gangsched.sim.report import ExperimentOptions
+from gangsched.cli.sim import TRACE
 from gangsched.sim.experiments import SIMULATED
 
 console = Console()
 EXPERIMENTS = {**LIVE, **SIMULATED}
-
-
-def _kth_trace() -> Path | None:
-    folder = Path(os.environ.get("GANG_TRACES", "traces"))
-    found = sorted(folder.glob("KTH-SP2-1996*.swf*")) if folder.is_dir() else []
-    return found[0] if found else None
 
 
 @click.command()
@@ -36,16 +31,14 @@ def _kth_trace() -> Path | None:
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="S1-S6: worker processes [the cores]")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="S3: model workloads to average each cell over [3]")
-@click.option("--trace", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="S6: the KTH SP2 trace [KTH-SP2-1996*.swf* in $GANG_TRACES or ./traces]")
+@click.option("--trace", type=TRACE, default=str(traces.KTH_SP2), show_default="the KTH SP2 log shipped with gangsched",
+              help="S6: the KTH SP2 log")
 def experiment(name: str, out: Path, seconds: float, jobs: int, workers: int | None, seeds: int | None,
-               trace: Path | None) -> None:
+               trace: Path) -> None:
     """Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs local), S1-S6 simulated."""
     chosen = EXPERIMENTS[name.upper()]
-    options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace or _kth_trace(),
+    options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace,
                                 seeds=seeds or chosen.seeds)
-    if chosen.name == "S6" and options.trace is None:
-        raise click.UsageError("S6 simulates the KTH SP2 trace: give --trace PATH or set GANG_TRACES")
     out.mkdir(parents=True, exist_ok=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:

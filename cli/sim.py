@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from gangsched import traces
 from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Stat
@@ -26,6 +27,25 @@ from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, read_swf
 
 console = Console()
+
+
+class TraceFile(click.ParamType):
+    """A trace file, or the name of a log shipped with gangsched (`gang sim KTH-SP2-1996-2.1-cln`)."""
+
+    name = "trace"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        path = Path(str(value))
+        if path.is_file():
+            return path
+        found = traces.find(str(value))
+        if found is None:
+            names = ", ".join(shipped.name.removesuffix(".swf.gz") for shipped in traces.shipped())
+            self.fail(f"{value} is not a file nor a log shipped with gangsched ({names})", param, ctx)
+        return found
+
+
+TRACE = TraceFile()
 
 
 class DefaultGroup(click.Group):
@@ -47,7 +67,7 @@ def sim() -> None:
 
 def workload_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False),
+        click.argument("trace", type=TRACE, required=False),
         click.option("--model", type=click.Choice(["lublin", "downey", "hyper-erlang"]), default=None,
                      help="generate the workload instead of reading a trace"),
         click.option("--model-params", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -103,7 +123,7 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
 @click.option("--load", type=click.FloatRange(min=0, min_open=True), default=None,
               help="rescale arrivals to this offered load")
 @click.option("--run-factor", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="multiply run times and estimates (seed 000's load factor)")
+              help="multiply run times and estimates (Zhang et al. 2000's load factor)")
 @click.option("--priority-every", type=click.IntRange(min=1), default=None,
               help="every N-th job gets user and political priority 1 (slack)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
@@ -111,7 +131,7 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
 def run_command(trace: Path | None, model: str | None, model_params: Path | None, count: int,
                 procs: int | None, beta: float | None, seed: int, policy: str, load: float | None, run_factor: float | None, priority_every: int | None,
                 csv_path: Path | None, swf_out: Path | None, **given: Any) -> None:
-    """Simulate one policy and print the metrics of SPEC §8."""
+    """Simulate one policy and print the metrics of docs/metrics.md."""
     records, size = _workload(trace, model, model_params, count, procs, beta, seed)
     if load is not None:
         records = at_load(records, size, load)

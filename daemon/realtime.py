@@ -1,7 +1,7 @@
 """Real-time priority for the daemons, never for the jobs they start.
 
 Under CFS a daemon woken while every core runs job tasks waits milliseconds for
-a CPU; at SCHED_FIFO it preempts them at once (MEASUREMENTS.md §5: 4-node
+a CPU; at SCHED_FIFO it preempts them at once (docs/limits.md: 4-node
 switch skew 5 ms -> 0.65 ms median). SCHED_RESET_ON_FORK makes the kernel
 start every child at normal priority, so a job can never inherit it. A FIFO
 daemon must only ever block on sockets and timers: one that spins starves the

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import zmq
 
+from gangsched.protocol.exits import CHECKPOINTED
+
 
 def rank() -> int:
     return int(os.environ.get("GANG_RANK", "0"))
@@ -38,7 +40,6 @@ def job_id() -> int:
     return int(os.environ.get("GANG_JOB_ID", "0"))
 
 
-CHECKPOINTED = 75  # the exit status of a task that saved its state to migrate (EX_TEMPFAIL)
 _GO, _CHECKPOINT = b"", b"c"
 
 

@@ -1,4 +1,4 @@
-"""The synthetic programs of seed 003 (SPEC §7.1, §7.2), run as the tasks of a job.
+"""The synthetic programs of Wiseman & Feitelson 2003 (its Fig. 6 and §4.2.3), run as the tasks of a job.
 
 ``compute``, ``io`` and ``mixed``: N iterations of compute (``--compute-ms`` of
 this process's CPU time, so a stopped task does not "finish" its work by the

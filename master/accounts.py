@@ -1,4 +1,4 @@
-"""Users as the administrator sets them: a political priority and a quota (seed 002, SPEC §6).
+"""Users as the administrator sets them: a political priority and a quota (Talby & Feitelson 1999; docs/policies.md).
 
 Slack-based backfilling prices a job by the priorities of its user (UP, given
 at submission), of the site (PP, political) and of the scheduler. A user over

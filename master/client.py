@@ -10,7 +10,8 @@ from typing import TypeVar
 import zmq
 
 from gangsched.daemon.curve import KeyFolder
-from gangsched.protocol import ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.codec import decode, encode
+from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,

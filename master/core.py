@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from gangsched.jobs.runtime import CHECKPOINTED
 from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.jobs import Job, Migration
@@ -45,6 +44,7 @@ from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.policy.quantum import Coordination, Matching, Pairing, PlanInput, Selection, planner
 from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.exits import CHECKPOINTED
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,

@@ -38,7 +38,8 @@ from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
 from gangsched.policy.catalog import Choice
 from gangsched.policy.slack import SlackSettings
-from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
+from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     Cancel,
     ErrorReply,

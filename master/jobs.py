@@ -56,7 +56,7 @@ class Job:
     predictor: UtilizationPredictor = field(default_factory=UtilizationPredictor)
 
     def add_utilization(self, quantum: int, pct: float) -> None:
-        """One task's utilization in a quantum (SPEC §2 step 5).
+        """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).
 
         The job's utilization is the mean over its tasks once every rank has
         reported that quantum; older quanta some node never reported are dropped.

@@ -20,7 +20,6 @@ from typing import NamedTuple
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.columns import Layout, column_list, mask_of
 from gangsched.policy.interface import LivePolicy
-from gangsched.policy.matrix_policy import MatrixPolicy
 from gangsched.policy.topology import Topology
 
 
@@ -158,14 +157,12 @@ class LiveScheduler:
 
     def regroup(self, predictions: Mapping[int, float], now: float) -> Layout:
         """Slot homogeneity, where the policy has rows to regroup."""
-        if isinstance(self._policy, MatrixPolicy):
-            self._policy.homogenize(predictions, now)
-            self._read_layout()
+        self._policy.homogenize(predictions, now)
+        self._read_layout()
         return self.layout
 
     def set_migration_cost(self, seconds: float) -> None:
-        if isinstance(self._policy, MatrixPolicy):
-            self._policy.set_migration_cost(seconds)
+        self._policy.set_migration_cost(seconds)
         self.choice = dataclasses.replace(self.choice, migration_cost_s=seconds)
 
     def _build(self) -> LivePolicy:

@@ -1,4 +1,5 @@
-"""Space-sharing policies: FCFS, EASY and conservative backfilling (seed 002 §2's baselines, SPEC §6).
+"""Space-sharing policies: FCFS, EASY and conservative backfilling, the baselines of
+Talby & Feitelson 1999 (docs/policies.md).
 
 Each job gets its processors to itself from start to end (rate 1), in arrival
 order unless backfilled.
@@ -23,7 +24,7 @@ from typing import Generic, TypeVar
 
 from gangsched.policy.column_book import ColumnBook
 from gangsched.policy.columns import Layout
-from gangsched.policy.interface import Decision, Job
+from gangsched.policy.interface import Decision, Job, SpaceSharing
 from gangsched.policy.profile import Profile
 from gangsched.policy.topology import Topology
 
@@ -31,7 +32,9 @@ _EPSILON = 1e-9
 
 
 @dataclass
-class _SpaceSharing:
+class _QueuePolicy(SpaceSharing):
+    """The common ground of FCFS and EASY: a queue and the running jobs' estimated ends."""
+
     procs: int
     topology: Topology | None = None  # None: one processor per node
     queue: list[Job] = field(default_factory=list)
@@ -69,7 +72,7 @@ class _SpaceSharing:
             self._start(self.queue.pop(0), now, started)
 
 
-class FcfsPolicy(_SpaceSharing):
+class FcfsPolicy(_QueuePolicy):
     name = "fcfs"
 
     def schedule(self, now: float) -> Decision:
@@ -78,7 +81,7 @@ class FcfsPolicy(_SpaceSharing):
         return started
 
 
-class EasyPolicy(_SpaceSharing):
+class EasyPolicy(_QueuePolicy):
     name = "easy"
 
     def schedule(self, now: float) -> Decision:
@@ -124,7 +127,7 @@ class Plan:
 PlanT = TypeVar("PlanT", bound=Plan)
 
 
-class PlanningPolicy(Generic[PlanT]):
+class PlanningPolicy(SpaceSharing, Generic[PlanT]):
     """The common ground of profile-based backfilling: reservations that start when due."""
 
     name = "planning"

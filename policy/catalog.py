@@ -21,7 +21,7 @@ POLICY_NAMES = [*SPACE_SHARING, "slack", *(kind.value for kind in MatrixPolicyKi
 
 @dataclass(frozen=True)
 class Choice:
-    """A policy and its parameters (SPEC §4-6); each policy reads the ones it knows."""
+    """A policy and its parameters (docs/policies.md); each policy reads the ones it knows."""
 
     policy: str = "easy"
     mpl: int = 5

@@ -9,12 +9,16 @@ policy that migrates jobs also charges them the work lost to
 checkpoint and restart. Policies read the clock they are given and nothing
 else, so one workload always gives one schedule.
 
-The live master needs two things more (``LivePolicy``): the columns each job
-holds in each time slot (``layout``), to name the nodes its tasks run on, and
-``adopt``, to take over jobs that already run on given columns when the policy
-is rebuilt (a master restart, a node lost or added).
+The live master needs more (``LivePolicy``): the columns each job holds in
+each time slot (``layout``), to name the nodes its tasks run on; ``adopt``, to
+take over jobs that already run on given columns when the policy is rebuilt (a
+master restart, a node lost or added); slot homogeneity for paired gang
+scheduling (``homogenize``) and the migration cost it measured
+(``set_migration_cost``). Policies without time slots (``SpaceSharing``)
+answer those with nothing to do, so that no caller asks which kind it has.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,7 +34,7 @@ class Job(Protocol):
     nodes: int | None  # its tasks on exactly this many nodes (Slurm's -N); None: any
     tasks_per_node: int | None  # at most this many on each (--ntasks-per-node); None: any
     estimate: float  # > 0: a job holds its processors for some time, or plans could double-book them
-    user_priority: float  # seed 002's UP and PP; PP -1 marks a user over quota
+    user_priority: float  # Talby & Feitelson 1999's UP and PP; PP -1 marks a user over quota
     political_priority: float
     migratable: bool  # it can checkpoint and restart elsewhere; a policy never moves it otherwise
 
@@ -42,6 +46,15 @@ class Decision:
     wake_at: float | None = None  # when to decide again even if no job arrives or ends
 
 
+@dataclass(frozen=True)
+class TimeSharing:
+    """What a policy with time slots tells of a run: its rows over time and its migrations."""
+
+    average_slots: float  # ∫ rows dt over the run's length (Zhou & Brent 2001)
+    migrations: int
+    migrated_tasks: int
+
+
 class Policy(Protocol):
     name: str
 
@@ -51,9 +64,31 @@ class Policy(Protocol):
 
     def schedule(self, now: float) -> Decision: ...
 
+    def time_sharing(self) -> TimeSharing | None:
+        """None for a policy without time slots."""
+
 
 class LivePolicy(Policy, Protocol):
     def layout(self) -> Layout: ...
 
     def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
         """Take over ``job``, running on ``columns`` since ``started``."""
+
+    def homogenize(self, predictions: Mapping[int, float], now: float) -> None:
+        """Move jobs whose predicted utilization is far from their slot's to slots they fit."""
+
+    def set_migration_cost(self, seconds: float) -> None:
+        """The cost C of one checkpoint and restart, as measured; for policies that migrate."""
+
+
+class SpaceSharing:
+    """The answers of a policy without time slots: no rows to tell of, regroup or migrate."""
+
+    def time_sharing(self) -> TimeSharing | None:
+        return None
+
+    def homogenize(self, predictions: Mapping[int, float], now: float) -> None:
+        pass
+
+    def set_migration_cost(self, seconds: float) -> None:
+        pass

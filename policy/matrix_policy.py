@@ -1,5 +1,5 @@
-"""Gang scheduling over the Ousterhout matrix: GS, BGS, MGS, MBGS (seeds 000 and 004, SPEC §4),
-and the queue for large jobs (seed 001, SPEC §5).
+"""Gang scheduling over the Ousterhout matrix: GS, BGS, MGS, MBGS (Zhang et al. 2000; Zhang
+et al., Euro-Par 2000), and the queue for large jobs (Zhou & Brent 2001); docs/policies.md.
 
 The matrix is rebuilt at every scheduling event (an arrival or a departure):
 
@@ -28,8 +28,8 @@ A job in k of the R rows runs at rate k / R, less the context-switch overhead
 CS when rows alternate (the fluid view of round-robin time slices). Migration
 charges the jobs involved the time lost to checkpoint and restart: option 1
 costs A C/2 and each job in the way C; option 2 costs A C and each job in the
-way C/2 (seed 000 eq. 4, 5). At most Q tasks migrate per time slice: the budget
-is renewed when the clock enters a new slice (200 s, as in seed 000).
+way C/2 (Zhang et al. 2000, eq. 4, 5). At most Q tasks migrate per time slice: the budget
+is renewed when the clock enters a new slice (200 s, as in Zhang et al. 2000).
 
 The queue for large jobs: a job whose estimate exceeds α · t_max waits in its
 own queue, FCFS or backfilled; no processor is ever shared by more than j_max
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gangsched.policy.columns import Layout
-from gangsched.policy.interface import Decision, Job
+from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
@@ -76,7 +76,7 @@ class MatrixSettings:
 
     def __post_init__(self) -> None:
         if self.large is not None and self.migration:
-            raise ValueError("the large-job queue is defined without migration (seed 001)")
+            raise ValueError("the large-job queue is defined without migration (Zhou & Brent 2001)")
 
 
 class MatrixPolicyKind(StrEnum):
@@ -89,7 +89,7 @@ class MatrixPolicyKind(StrEnum):
 
 @dataclass
 class MatrixStats:
-    slot_seconds: float = 0.0  # ∫ rows dt, for the average number of time slots (seed 001)
+    slot_seconds: float = 0.0  # ∫ rows dt, for the average number of time slots (Zhou & Brent 2001)
     seconds: float = 0.0
     migrations: int = 0
     migrated_tasks: int = 0
@@ -186,12 +186,15 @@ class MatrixPolicy:
         matrix.start(job, row, columns, now, end)
         self.rates[job.job_id] = 0.0
 
+    def time_sharing(self) -> TimeSharing:
+        return TimeSharing(self.stats.average_slots, self.stats.migrations, self.stats.migrated_tasks)
+
     def set_migration_cost(self, seconds: float) -> None:
         """C as measured on the live cluster."""
         self.settings = dataclasses.replace(self.settings, migration_cost_s=seconds)
 
     def homogenize(self, predictions: Mapping[int, float], now: float, band: float = BAND) -> None:
-        """Slot homogeneity, for paired gang scheduling (seed 003 §2.5, SPEC §3.4).
+        """Slot homogeneity, for paired gang scheduling (Wiseman & Feitelson 2003, §2.5).
 
         A job predicted ``band`` or more above the lowest of its row moves, on
         its own columns, to another row whose band it fits, else to a new row
@@ -425,7 +428,7 @@ class MatrixPolicy:
         self.reservations[job.job_id] = best
 
     def _slots_for_estimates(self) -> int:
-        """MPL for BGS; the current number of slots under the large-job queue (seed 001)."""
+        """MPL for BGS; the current number of slots under the large-job queue (Zhou & Brent 2001)."""
         return self.settings.mpl or max(len(self.matrix.rows), 1)
 
     def _schedule_large(self, now: float, large: LargeJobs) -> None:

@@ -7,7 +7,7 @@ running job has one home row and may have copies in other rows (FillMatrix);
 copies are temporary and cleaned at the next scheduling event.
 
 With backfilling (BGS, MBGS) each row also keeps a profile of free columns over
-future time (seed 000 §5.2: each row is a machine to backfill): its jobs until
+future time (Zhang et al. 2000, §5.2: each row is a machine to backfill): its jobs until
 their estimated end under gang scheduling, and the reservations of queued jobs.
 Counting columns is exact here because a job that starts picks any free
 columns of its row.
@@ -117,7 +117,7 @@ class OusterhoutMatrix:
         return [{job_id: placed.columns for job_id, placed in (row.homes | row.copies).items()} for row in self.rows]
 
     def blocking(self, placed: Placed, row: Row) -> list[Placed]:
-        """The jobs of ``row`` on ``placed``'s columns: S(A) of seed 000 §5.4."""
+        """The jobs of ``row`` on ``placed``'s columns: S(A) of Zhang et al. 2000, §5.4."""
         return [other for other in row.homes.values() if other.columns & placed.columns]
 
     def _settle(self, placed: Placed, row: Row, now: float) -> None:

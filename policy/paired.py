@@ -1,9 +1,9 @@
-"""Paired gang scheduling: two complementary rows share a quantum (seed 003 §2, SPEC §3).
+"""Paired gang scheduling: two complementary rows share a quantum (Wiseman & Feitelson 2003, §2).
 
 * ``pairable`` — rows x and y may share a quantum when
   max_util(x) + max_util(y) + margin < 100 (§2.5, margin 1 %).
 * ``fair_matching`` — once per round, pair the rows low with high (Fig. 4,
-  reconstructed in SPEC §3.3); a row left over borrows the lowest-utilization
+  reconstructed from the text; docs/policies.md); a row left over borrows the lowest-utilization
   matched row it is pairable with.
 * ``best_fit_partner`` — the unfair alternative kept for comparison: at each
   switch, the pairable row of highest utilization, ties (within ``TIE``) to

@@ -1,7 +1,7 @@
 """Which rows run in the next quantum: strict (one row in turn) or paired (two rows).
 
 The batch policy (GS, BGS, ...) decides what is in the rows; the quantum
-planner only chooses which rows run. Under paired gang scheduling (seed 003 §2)
+planner only chooses which rows run. Under paired gang scheduling (Wiseman & Feitelson 2003, §2)
 the row whose turn it is runs with a partner whose predicted utilization
 complements its own, and jobs of other rows may fill the nodes both rows leave
 idle (alternate scheduling). With fair matching the partners are chosen once

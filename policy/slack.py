@@ -1,4 +1,4 @@
-"""Slack-based priority backfilling (seed 002, SPEC §6).
+"""Slack-based priority backfilling (Talby & Feitelson 1999; docs/policies.md).
 
 Every queued job has a slack: how much later than planned it may still be
 made to start. A new job may push queued jobs back within their slack when

@@ -237,7 +237,7 @@ class NodeInfo(_Model):
 
 
 class UserInfo(_Model):
-    """A user as the administrator set them (seed 002's political priority) and what they used."""
+    """A user as the administrator set them (Talby & Feitelson 1999's political priority) and what they used."""
 
     user: str
     political_priority: float  # PP, in [0, 1]
@@ -362,7 +362,8 @@ class QuantumReport(_Model):
     quantum: int  # the quantum whose switch was just applied
     switch_sent_ns: int  # echoed from that switch
     switch_applied_ns: int  # when this node had sent all its signals for it
-    samples: list[TaskSample]  # for each task runnable in the quantum before it (SPEC §2 step 4)
+    # for each task runnable in the quantum before it (docs/architecture.md, 'One quantum', step 4)
+    samples: list[TaskSample]
 
 
 # ------------------------------------------------------- client <-> master

@@ -1,12 +1,12 @@
-"""The simulated experiments S1-S6 of SPEC §10, each writing CSV, PNG and a markdown table
+"""The simulated experiments S1-S6 (docs/experiments.md), each writing CSV, PNG and a markdown table
 that puts our figures beside the paper's where the paper gives numbers.
 
-S1-S4 use seed 000's setting: 320 nodes, jobs of 1 to 256 nodes, a baseline
+S1-S4 use the setting of Zhang et al. 2000: 320 nodes, jobs of 1 to 256 nodes, a baseline
 utilization of 0.55 raised by multiplying run times by 1.0 ... 1.8 (the nine
 workloads 0-8). The papers' ASCI Blue-Pacific fit is lost with their figures,
 so the jobs come from the Lublin-Feitelson model, arrivals scaled to the
-baseline load. S5 uses the Downey model on 128 processors as seed 001 does.
-S6 simulates the KTH SP2 trace month by month on 128 processors, as seed 002
+baseline load. S5 uses the Downey model on 128 processors as Zhou & Brent 2001 do.
+S6 simulates the KTH SP2 trace month by month on 128 processors, as Talby & Feitelson 1999
 did (the trace's header says 100).
 """
 
@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gangsched.bench.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
+from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.plots import AXES, Panel, save_panels
@@ -82,7 +82,7 @@ S1_BETAS = [0.2, 0.4, 0.6, 0.8, 1.0]
 
 
 def s1(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """Backfilling (BF) and BGS-5 under the β model of overestimation (seed 000 Figs. 5, 8)."""
+    """Backfilling (BF) and BGS-5 under the β model of overestimation (Zhang et al. 2000, Figs. 5, 8)."""
     scenarios = [Scenario(Choice(policy, mpl=5), factor, "run-times", beta=beta)
                  for policy in ("conservative", "bgs") for beta in S1_BETAS for factor in FEW_FACTORS]
     points = _run(_baseline(options), NODES, scenarios, options, advance)
@@ -119,7 +119,7 @@ def _s2_label(choice: Choice) -> str:
 
 
 def s2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """BF, GS-2/3/5 and BGS-2/3/5 by utilization, at context-switch overheads 0-5 % (seed 000 Figs. 9-12)."""
+    """BF, GS-2/3/5 and BGS-2/3/5 by utilization, at context-switch overheads 0-5 % (Zhang et al. 2000, Figs. 9-12)."""
     scenarios = [Scenario(Choice(policy, mpl=mpl, context_switch=cs), factor, "run-times", beta=0.2)
                  for cs in S2_CONTEXT_SWITCHES for policy, mpl in S2_POLICIES
                  if cs == 0.0 or policy != "conservative" for factor in FEW_FACTORS]
@@ -156,7 +156,7 @@ def s2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
 
 
 S3_POLICIES = ["bgs", "mbgs", "gs", "mgs"]
-# seed 004 Table 1 (and seed 000 Table 1): per workload, (ρ, s) for BGS, BGS+M, GS, GS+M
+# Table 1 of Zhang et al., Euro-Par 2000 (and of Zhang et al. 2000): per workload, (ρ, s) for BGS, BGS+M, GS, GS+M
 S3_PAPER = [
     ((0.55, 2.5), (0.55, 2.4), (0.55, 2.8), (0.55, 2.5)),
     ((0.61, 2.8), (0.61, 2.6), (0.61, 4.4), (0.61, 2.9)),
@@ -171,7 +171,8 @@ S3_PAPER = [
 
 
 def s3(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """GS, BGS, MGS and MBGS at MPL 5 over the nine workloads (seed 000 / 004 Table 1)."""
+    """GS, BGS, MGS and MBGS at MPL 5 over the nine workloads (Table 1 of Zhang et al. 2000
+    and of Zhang et al., Euro-Par 2000)."""
     scenarios = [Scenario(Choice(policy, mpl=5), factor, "run-times", beta=0.2)
                  for factor in FACTORS for policy in S3_POLICIES]
     repeated = _over_seeds(options, scenarios, advance)
@@ -216,7 +217,7 @@ S4_WORKLOADS = {2: 1.2, 5: 1.5}
 
 
 def s4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """Slowdown and wait by Q, migration costs 0-30 s, workloads 2 and 5 (seed 004 Figs. 1, 2)."""
+    """Slowdown and wait by Q, migration costs 0-30 s, workloads 2 and 5 (Zhang et al., Euro-Par 2000, Figs. 1, 2)."""
     scenarios = [Scenario(Choice(policy, mpl=5, migrate_per_slice=q, migration_cost_s=cost), factor,
                           "run-times", beta=0.2)
                  for factor in S4_WORKLOADS.values() for policy in ("mgs", "mbgs") for cost in S4_COSTS
@@ -255,13 +256,13 @@ S5_PROCS = 128
 
 
 def _slowdown(jobs: Sequence[SimJob], keep: Callable[[SimJob], bool]) -> float | None:
-    """Seed 001's plain slowdown, response over run time, over the jobs kept."""
+    """Zhou & Brent 2001's plain slowdown, response over run time, over the jobs kept."""
     values = [((job.end or 0.0) - job.submit) / job.run_time for job in jobs if job.run_time > 0 and keep(job)]
     return statistics.fmean(values) if values else None
 
 
 def s5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """α and j_max sweeps of the queue for large jobs, FCFS and backfilled (seed 001 Figs. 1-4)."""
+    """α and j_max sweeps of the queue for large jobs, FCFS and backfilled (Zhou & Brent 2001, Figs. 1-4)."""
     records = downey_jobs(options.jobs, 0.7, seed=1, p=DowneyParameters(procs=S5_PROCS))
     scenarios = [Scenario(Choice("gs-largeq", alpha=alpha, most_large=jmax, large_backfill=backfill),
                           keep_jobs=True)
@@ -342,7 +343,7 @@ def _monthly_waits(points: Sequence[Point]) -> tuple[list[float], float, dict[st
 
 
 def s6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """Conservative against slack-based backfilling on KTH, month by month (seed 002 Tables 1-5)."""
+    """Conservative against slack-based backfilling on KTH, month by month (Talby & Feitelson 1999, Tables 1-5)."""
     trace = options.trace
     if trace is None or not trace.exists():
         raise FileNotFoundError("S6 needs the KTH SP2 trace (KTH-SP2-1996-2.1-cln.swf.gz): give --trace PATH")
@@ -415,16 +416,16 @@ def s6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
 
 
 SIMULATED = {
-    "S1": Experiment("S1", "backfilling and BGS under the β model (seed 000 Figs. 5, 8)",
+    "S1": Experiment("S1", "backfilling and BGS under the β model (Zhang et al. 2000, Figs. 5, 8)",
                      2 * len(S1_BETAS) * len(FEW_FACTORS), s1),
-    "S2": Experiment("S2", "BF, GS and BGS by utilization and context-switch cost (seed 000 Figs. 9-12)",
+    "S2": Experiment("S2", "BF, GS and BGS by utilization and context-switch cost (Zhang et al. 2000, Figs. 9-12)",
                      (6 * len(S2_CONTEXT_SWITCHES) + 1) * len(FEW_FACTORS), s2),
-    "S3": Experiment("S3", "GS, BGS, MGS, MBGS over nine workloads (seed 000 / 004 Table 1)",
+    "S3": Experiment("S3", "GS, BGS, MGS, MBGS over nine workloads (Zhang et al. 2000, Table 1)",
                      len(S3_POLICIES) * len(FACTORS), s3, seeds=3),
-    "S4": Experiment("S4", "migration: Q and the cost C (seed 004 Figs. 1, 2)",
+    "S4": Experiment("S4", "migration: Q and the cost C (Zhang et al., Euro-Par 2000, Figs. 1, 2)",
                      len(S4_WORKLOADS) * 2 * len(S4_COSTS) * len(S4_QS), s4),
-    "S5": Experiment("S5", "the queue for large jobs: α and j_max (seed 001 Figs. 1-4)",
+    "S5": Experiment("S5", "the queue for large jobs: α and j_max (Zhou & Brent 2001, Figs. 1-4)",
                      2 * len(S5_JMAX) * len(S5_ALPHAS), s5),
-    "S6": Experiment("S6", "slack-based priority backfilling on KTH (seed 002 Tables 1-5)",
+    "S6": Experiment("S6", "slack-based priority backfilling on KTH (Talby & Feitelson 1999, Tables 1-5)",
                      12 * (1 + len(S6_SLACK_FACTORS) + len(S6_HEURISTICS) - 1 + len(S6_GAPS) - 1), s6),
 }

@@ -10,7 +10,7 @@ class SimJob:
     run_time: float  # dedicated run time: the work to do
     estimate: float  # what the user asked for; never below run_time after preparation
     procs: int
-    user_priority: float = 0.0  # seed 002's UP and PP, in [0, 1]; PP -1 marks a user over quota
+    user_priority: float = 0.0  # Talby & Feitelson 1999's UP and PP, in [0, 1]; PP -1 marks a user over quota
     political_priority: float = 0.0
     migratable: bool = True
     nodes: int | None = None  # the simulated machines have one processor per node: no shapes

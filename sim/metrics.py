@@ -1,4 +1,4 @@
-"""The metrics of SPEC §8 over a finished schedule."""
+"""The metrics of docs/metrics.md over a finished schedule."""
 
 import math
 import statistics
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gangsched.sim.engine import RunTotals
 from gangsched.sim.jobs import SimJob
 
-TAU_S = 10.0  # bounded slowdown's floor (seed 000)
+TAU_S = 10.0  # bounded slowdown's floor (Zhang et al. 2000)
 SMALL_PROCS = 32
 
 
@@ -26,7 +26,7 @@ class Summary:
     response: Stat
     bounded_slowdown: Stat
     utilization: float
-    loss_of_capacity: float  # seed 000 eq. 2-3: processor time left idle while jobs waited
+    loss_of_capacity: float  # Zhang et al. 2000, eq. 2-3: processor time left idle while jobs waited
     by_group: dict[str, tuple[int, Stat, Stat]]  # group -> (jobs, wait, bounded slowdown)
 
 

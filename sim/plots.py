@@ -6,7 +6,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from gangsched.bench.report import write_csv
+from gangsched.sim.report import write_csv
 from gangsched.sim.sweep import Point, point_rows
 
 AXES: dict[str, Callable[[Point], float]] = {

@@ -1,6 +1,6 @@
 """From trace records to simulation jobs, counting every record that needs a decision.
 
-What is done with awkward records (SPEC §9, traces/README.md):
+What is done with awkward records (docs/metrics.md, 'Traces'):
 
 * no processors (allocated <= 0): the requested number if there is one, else dropped;
 * wider than the machine: dropped;

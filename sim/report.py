@@ -1,4 +1,4 @@
-"""Writing benchmark and experiment results, and what an experiment is."""
+"""Writing benchmark, simulation and experiment results, and what an experiment is (live or simulated)."""
 
 import csv
 from collections.abc import Callable

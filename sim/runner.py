@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gangsched.policy.catalog import Choice, build_policy
-from gangsched.policy.matrix_policy import MatrixPolicy
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Summary, summarize
@@ -36,14 +35,15 @@ def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int,
     policy = build_policy(choice, procs, max((job.estimate for job in scheduled), default=0.0))
     totals = simulate(scheduled, policy, progress)
     outcome = Outcome(choice, summarize(scheduled, procs, totals))
-    if isinstance(policy, MatrixPolicy):
-        stats = policy.stats
-        outcome = dataclasses.replace(outcome, average_slots=stats.average_slots, migrations=stats.migrations,
-                                      migrated_tasks=stats.migrated_tasks)
+    shared = policy.time_sharing()
+    if shared is not None:
+        outcome = dataclasses.replace(outcome, average_slots=shared.average_slots, migrations=shared.migrations,
+                                      migrated_tasks=shared.migrated_tasks)
     return outcome, scheduled
 
 
 def prioritize(jobs: list[SimJob], every: int, priority: float = 1.0) -> list[SimJob]:
-    """Every ``every``-th job gets user and political priority ``priority``, the others 0 (seed 002 §3.3)."""
+    """Every ``every``-th job gets user and political priority ``priority``, the others 0
+    (Talby & Feitelson 1999, §3.3)."""
     return [dataclasses.replace(job, user_priority=priority, political_priority=priority)
             if index % every == every - 1 else job for index, job in enumerate(jobs)]

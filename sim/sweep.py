@@ -3,7 +3,7 @@
 The workload's records go to each worker once (the pool's initializer); a task
 is a ``Scenario``: a policy choice and what to do to the workload first. Load
 is raised by dividing inter-arrival times (``arrivals``) or by multiplying run
-times and estimates (``run-times``, as seed 000 does with factors 1.0 to 1.8,
+times and estimates (``run-times``, as Zhang et al. 2000 do with factors 1.0 to 1.8,
 where the "load" is that factor).
 """
 
@@ -31,7 +31,7 @@ class Scenario:
     scaling: Scaling | None = None  # None: the workload as it is
     beta: float | None = None  # β-model estimates instead of the workload's
     seed: int = 1
-    priority_every: int | None = None  # every N-th job favoured (seed 002 §3.3)
+    priority_every: int | None = None  # every N-th job favoured (Talby & Feitelson 1999, §3.3)
     priority: float = 1.0  # the favoured jobs' user and political priority
     keep_jobs: bool = False  # send the scheduled jobs back, not only the summary
 

@@ -16,7 +16,8 @@ import zmq
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterUnreachable, RequestRefused
-from gangsched.protocol import ErrorCode, decode, encode
+from gangsched.protocol.codec import decode, encode
+from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     ErrorReply,
     JobSpec,

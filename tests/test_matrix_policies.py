@@ -1,4 +1,4 @@
-"""The matrix policies of SPEC §4 and §5: hand-checked matrices and invariants over random workloads."""
+"""The matrix policies of docs/policies.md: hand-checked matrices and invariants over random workloads."""
 
 import copy
 

@@ -12,10 +12,10 @@ from gangsched.sim.jobs import SimJob
 ALL = 0b1111  # four nodes
 
 
-def predictor_after(*measurements: float, sharp_change: float | None = 20.0) -> UtilizationPredictor:
+def predictor_after(*measured: float, sharp_change: float | None = 20.0) -> UtilizationPredictor:
     predictor = UtilizationPredictor(sharp_change)
-    for measured in measurements:
-        predictor.observe(measured)
+    for utilization in measured:
+        predictor.observe(utilization)
     return predictor
 
 
@@ -28,7 +28,7 @@ def test_the_prediction_weights_the_last_four_quanta():
         0.4 * 18 + 0.3 * 16 + 0.2 * 14 + 0.1 * 12)
 
 
-def test_fewer_measurements_renormalize_the_weights():
+def test_fewer_measured_quanta_renormalize_the_weights():
     assert predictor_after(10, 20).predict() == pytest.approx((0.4 * 20 + 0.3 * 10) / 0.7)
 
 

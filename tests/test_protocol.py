@@ -6,7 +6,8 @@ import msgpack
 import pytest
 from pydantic import ValidationError
 
-from gangsched.protocol import MAX_MESSAGE_BYTES, ErrorCode, ProtocolError, decode, encode
+from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
+from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     JOBS_PER_REPLY,
     MAX_COMMAND_BYTES,

@@ -54,6 +54,14 @@ def test_a_sweep_writes_one_point_per_policy_and_load(tmp_path):
     assert (tmp_path / "sweep.png").stat().st_size > 0
 
 
+def test_the_shipped_kth_log_runs_by_its_name():
+    code, output = gang("sim", "KTH-SP2-1996-2.1-cln", "--policy", "easy")
+    assert code == 0, output
+    assert "easy, 100 procs: 28475 jobs" in output and "475  ran past its estimate" in output
+    code, output = gang("sim", "no-such-log")
+    assert code == 2 and "not a file nor a log shipped with gangsched (KTH-SP2-1996-2.1-cln)" in output
+
+
 def test_bad_input_is_one_clear_line(tmp_path):
     broken = tmp_path / "broken.swf"
     broken.write_text("1 2 3\n")

@@ -4,7 +4,6 @@ import collections
 import dataclasses
 import math
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,7 @@ from gangsched.workload.lublin import gamma_cdf, lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, parse_swf, read_swf, write_swf
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-KTH = TRACES / "KTH-SP2-1996-2.1-cln.swf.gz"
+from gangsched.traces import KTH_SP2 as KTH
 
 
 BASE = SwfJob(job_id=1, submit=10, wait=-1, run_time=100.5, procs=4, avg_cpu=-1, memory=-1,
@@ -43,8 +41,7 @@ def test_a_bad_line_is_an_error_with_its_line_number(line, what):
         parse_swf(["; MaxProcs: 4", line], "t.swf")
 
 
-@pytest.mark.skipif(not KTH.exists(), reason="the shared traces are not beside this checkout")
-def test_the_kth_trace_reads_as_its_readme_describes():
+def test_the_shipped_kth_log_reads_as_its_readme_describes():
     trace = read_swf(KTH)
     assert len(trace.jobs) == 28_476 and trace.max_procs() == 100
     assert trace.jobs[0].submit == 599_850

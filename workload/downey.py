@@ -1,8 +1,8 @@
-"""The Downey model as seed 001 uses it (§3): uniform-log sizes and run times,
+"""The Downey model as Zhou & Brent 2001 use it (§3): uniform-log sizes and run times,
 exponential inter-arrival times (Poisson arrivals).
 
 Sizes are log-uniform in [1, procs] and run times log-uniform in
-[min_run, max_run] seconds, rounded to whole time slots (seed 001 keeps them
+[min_run, max_run] seconds, rounded to whole time slots (Zhou & Brent 2001 keep them
 between 1 and 240 slots). The arrival rate is set by the load wanted:
 rate = load * procs / E[size * run time].
 """

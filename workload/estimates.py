@@ -1,4 +1,4 @@
-"""Run-time estimates by the β model of overestimation (seed 000 §2, SPEC §9).
+"""Run-time estimates by the β model of overestimation (Zhang et al. 2000, §2).
 
 Draw y uniformly in [0, 1): if y < β the estimate is the run time, otherwise
 it is run time * (1 - β) / (1 - y). β = 1 gives exact estimates; smaller β

@@ -1,4 +1,4 @@
-"""The hyper-Erlang workload model of seed 000 §2 (after Jann et al.), from given parameters.
+"""The hyper-Erlang workload model of Zhang et al. 2000, §2 (after Jann et al. 1997), from given parameters.
 
 Jobs fall into size classes whose upper bounds are powers of two. In each
 class, inter-arrival times and service times each follow a hyper-Erlang

@@ -1,4 +1,4 @@
-"""The Lublin–Feitelson model of rigid parallel jobs (JPDC 63(11), 2003), used by seed 003.
+"""The Lublin–Feitelson model of rigid parallel jobs (JPDC 63(11), 2003), used by Wiseman & Feitelson 2003.
 
 With the model's "typeless" parameters (one class of jobs):
 

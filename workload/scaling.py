@@ -1,4 +1,4 @@
-"""Changing a workload's load: by its arrival rate or by its run times (SPEC §9)."""
+"""Changing a workload's load: by its arrival rate or by its run times (docs/metrics.md, 'Workloads')."""
 
 import dataclasses
 
@@ -20,7 +20,7 @@ def scale_arrivals(jobs: list[SwfJob], factor: float) -> list[SwfJob]:
 
 
 def scale_run_times(jobs: list[SwfJob], factor: float) -> list[SwfJob]:
-    """Run times and estimates multiplied by ``factor``, as seed 000 raises its load (1.0-1.8)."""
+    """Run times and estimates multiplied by ``factor``, as Zhang et al. 2000 raise their load (1.0-1.8)."""
     return [
         dataclasses.replace(job, run_time=job.run_time * factor,
                             req_time=job.req_time * factor if job.req_time > 0 else job.req_time)

@@ -1,0 +1,54 @@
+"""The repository stands alone: its docs cover the protocol, its links resolve, and nothing
+cites a document that is not in it."""
+
+import re
+import subprocess
+import typing
+from pathlib import Path
+
+from gangsched.protocol.messages import Message
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "traces" / "README.md"]
+
+
+def tracked_files() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [ROOT / name for name in listed.splitlines() if not name.endswith(".gz")]
+
+
+def test_nothing_cites_a_document_outside_the_repository():
+    outside = re.compile(r"seed[s]? ?0{0,2}[0-4]\b|SPEC ?§|SPEC\.md|MEASUREMENTS", re.IGNORECASE)
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for path in tracked_files() if path.is_file()
+             for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if outside.search(line) and path.name != "test_docs.py"]
+    assert not found, "\n".join(found)
+
+
+def test_every_message_type_is_in_the_protocol_doc():
+    union = typing.get_args(Message)[0] if typing.get_origin(Message) is typing.Annotated else Message
+    types = [model.model_fields["type"].default for model in typing.get_args(union)]
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    missing = [name for name in types if f"`{name}`" not in text]
+    assert len(types) > 20 and not missing
+
+
+def _anchors(path: Path) -> set[str]:
+    text = path.read_text()
+    headings = {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+                for heading in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+    return headings | set(re.findall(r'<a id="([^"]+)">', text))
+
+
+def test_every_link_between_the_docs_resolves():
+    broken = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+                broken.append(f"{path.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
