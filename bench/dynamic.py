@@ -17,7 +17,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from gangsched.deploy.local import ClusterConfig, temporary_cluster
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import JobSpec, JobState

@@ -24,7 +24,8 @@ from gangsched.bench.dynamic import run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
 from gangsched.bench.mpi_experiment import L6
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
-from gangsched.deploy.local import ClusterConfig, temporary_cluster
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 

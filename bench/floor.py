@@ -29,7 +29,8 @@ import zmq
 
 from gangsched.bench.switch import measure_switch
 from gangsched.daemon.realtime import zmq_context
-from gangsched.deploy.local import ClusterConfig, temporary_cluster
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_cluster
 from gangsched.noded.tasks import process_cpu_ns
 
 Row = dict[str, Any]

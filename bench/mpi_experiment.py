@@ -35,7 +35,8 @@ from matplotlib.figure import Figure
 
 from gangsched.bench.mix import measure_rates
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
-from gangsched.deploy.local import ClusterConfig, temporary_cluster
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import JobSpec, JobState, MpiKind

@@ -13,8 +13,9 @@ from gangsched.bench.mix import run_mix
 from gangsched.sim.report import write_csv
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
-from gangsched.cli.options import cluster_options
-from gangsched.deploy.local import ClusterConfig, temporary_cluster, temporary_local_cluster
+from gangsched.cli.options import cluster_config, cluster_options
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_cluster, temporary_local_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 
@@ -42,8 +43,8 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
     """Barriers/s per job for a mix of I/O- and compute-bound jobs, each on every node."""
     if io_jobs + compute_jobs == 0:
         raise click.UsageError("the mix needs at least one job")
-    config = ClusterConfig(**shape)
-    config.mpl = max(config.mpl, io_jobs + compute_jobs)
+    config = cluster_config(**shape)
+    config = config.replace(mpl=max(config.mpl, io_jobs + compute_jobs))
     jobs = [SyntheticJob("io", io_writes=io_writes)] * io_jobs
     jobs += [SyntheticJob("compute", compute_ms=compute_ms)] * compute_jobs
     with _cluster(config, docker) as client:
@@ -69,7 +70,7 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
 @cluster_options
 def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool, **shape: Any) -> None:
     """Switch latency (master send -> last node applied), master CPU and overhead."""
-    config = ClusterConfig(**shape)
+    config = cluster_config(**shape)
     result = measure_switch(_cluster(config, docker), config.nodes, switches, config.quantum_ms, baseline_s)
     table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
     for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):
@@ -138,7 +139,7 @@ def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **
     """A flood of junk and fuzzed frames on every socket: the switch's beat, and the cluster after."""
     from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
 
-    config = ClusterConfig(**shape)
+    config = cluster_config(**shape)
     with temporary_local_cluster(config) as cluster:
         flooded = flood(cluster, flood_frames, config.quantum_ms, seed)
         fuzzed = [fuzz_master(cluster, "client", frames, seed), fuzz_master(cluster, "report", frames, seed),
@@ -179,7 +180,7 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
     """Submissions from parallel clients with the master killed (-9) and restarted halfway."""
     from gangsched.bench.restarts import run_restart
 
-    config = ClusterConfig(**shape)
+    config = cluster_config(**shape)
     rows = []
     for run in range(1, runs + 1):
         with temporary_local_cluster(config) as cluster:

@@ -6,8 +6,8 @@ import click
 from rich.console import Console
 
 from gangsched.cli import views
-from gangsched.cli.options import cluster_options
-from gangsched.deploy.local import ClusterConfig, ClusterError, LocalCluster
+from gangsched.cli.options import cluster_config, cluster_options
+from gangsched.deploy.local import ClusterError, LocalCluster
 
 console = Console()
 
@@ -29,19 +29,20 @@ def cluster() -> None:
 @cluster_options
 def cluster_up(docker: bool, keys: bool, **shape: Any) -> None:
     """Start a cluster and wait until every node has registered."""
+    config = cluster_config(**shape, keys=keys)
     try:
         if docker:
             from gangsched.deploy.compose import DockerCluster
 
-            docker_state = DockerCluster().up(ClusterConfig(**shape))  # (re)builds the image, cached
-            console.print(f"docker cluster up: {shape['nodes']} node containers, quantum {shape['quantum_ms']} ms, "
+            docker_state = DockerCluster().up(config)  # (re)builds the image, cached
+            console.print(f"docker cluster up: {config.nodes} node containers, quantum {config.quantum_ms} ms, "
                           f"master at {docker_state.master}; logs: docker-compose -p gangsched logs")
             return
         local = LocalCluster()
-        state = local.up(ClusterConfig(**shape, keys=keys))
+        state = local.up(config)
     except ClusterError as error:
         raise click.ClickException(str(error)) from None
-    console.print(f"cluster up: {shape['nodes']} nodes, quantum {shape['quantum_ms']} ms, "
+    console.print(f"cluster up: {config.nodes} nodes, quantum {config.quantum_ms} ms, "
                   f"master at {state.master}; logs in {local.home}/logs")
 
 

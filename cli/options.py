@@ -14,8 +14,7 @@ from typing import Any, Literal
 import click
 from pydantic_settings import BaseSettings
 
-from gangsched.deploy.local import ClusterConfig
-from gangsched.policy.catalog import POLICY_NAMES
+from gangsched.deploy.config import LOCAL_DEFAULTS, ClusterConfig, ClusterSettingError, settable
 
 Command = Callable[..., Any]
 
@@ -55,23 +54,63 @@ def _click_type(annotation: Any) -> click.ParamType | type:
 
 
 def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The shape of a local cluster, shared by `cluster up` and the benchmarks."""
-    defaults = ClusterConfig()
-    for flag, name, kind, text in reversed([
-        ("--nodes", "nodes", int, "node daemons to start"),
-        ("--processors-per-node", "processors_per_node", int, "processors (matrix columns) of each node"),
-        ("--coordination", "coordination", click.Choice(["gang", "local"]),
-         "gang: stop and continue gangs; local: every task runs, each node's kernel shares its CPUs"),
-        ("--quantum-ms", "quantum_ms", int, "time slice"),
-        ("--heartbeat-ms", "heartbeat_ms", int, "node heartbeat period"),
-        ("--mpl", "mpl", int, "most rows in the matrix"),
-        ("--policy", "policy", click.Choice([*POLICY_NAMES, "paired"]), "what starts where; paired: gs, paired"),
-        ("--pairing", "pairing", click.Choice(["strict", "paired"]), "which rows run each quantum"),
-        ("--matching", "matching", click.Choice(["fair", "best-fit"]), "how paired rows find partners"),
-        ("--sharp-change", "sharp_change", float, "utilization jump that makes a job run alone; 0: off"),
-        ("--io-mode", "io_mode", click.Choice(["fixed", "fsync"]), "I/O server: fixed service time or fsync"),
-        ("--io-service-us", "io_service_us", int, "I/O server service time per write (fixed)"),
-    ]):
-        default = getattr(defaults, name)
-        command = click.option(flag, name, type=kind, default=default, show_default=True, help=text)(command)
+    """The shape of a local cluster and every daemon setting it may be given (``deploy/config.py``),
+    shared by `cluster up`, `replay` and the benchmarks; not given, a setting is the daemon's."""
+    options = [
+        click.option("--nodes", "nodes", type=click.IntRange(min=1), default=4, show_default=True,
+                     help="node daemons to start"),
+        click.option("--processors-per-node", "processors_per_node", type=click.IntRange(min=1), default=1,
+                     show_default=True, help="processors (matrix columns) of each node"),
+    ]
+    for name, daemon, field_name, field in settable():
+        default = LOCAL_DEFAULTS.get(name, field.get_default(call_default_factory=True))
+        options.append(click.option(
+            f"--{name.replace('_', '-')}", name, type=_click_type(field.annotation), default=None,
+            help=f"{daemon.role}: {field.description} [default {default}]",
+        ))
+    for option in reversed(options):
+        command = option(command)
     return command
+
+
+def cluster_config(**shape: Any) -> ClusterConfig:
+    """The cluster ``cluster_options`` describe; a value a daemon would refuse is a usage error."""
+    try:
+        return ClusterConfig(**shape)
+    except ClusterSettingError as error:
+        raise click.UsageError(str(error)) from None
+
+
+def configuration_doc() -> str:
+    """docs/configuration.md: every setting of every daemon, as the models declare them."""
+    from gangsched.deploy.config import DAEMONS
+
+    titles = {"master": "`gang master`", "node": "`gang noded`", "io": "`gang ioserver`"}
+    parts = [
+        "# Configuration\n\n"
+        "Every daemon setting is a flag and an environment variable, both made from one pydantic\n"
+        "model per daemon (`master/settings.py`, `noded/settings.py`, `jobs/ioserver.py`); a flag\n"
+        "wins over the variable, the variable over the default. `gang cluster up`, `gang replay` and\n"
+        "the benchmarks take the same settings for the cluster they start: a master setting by its\n"
+        "name (`--quantum-ms`), a node's with `--node-` (`--node-kill-grace-s`), the I/O server's\n"
+        "with `--io-` (`--io-mode`); those marked *cluster* below are filled in by the cluster.\n"
+        "This page is generated from the models (`tests/test_docs.py` checks it is current:\n"
+        "`python -c 'from gangsched.cli.options import configuration_doc as d; print(d(), end=\"\")'`).\n"
+    ]
+    for daemon in DAEMONS:
+        prefix = daemon.model.model_config.get("env_prefix", "")
+        rows = ["| flag | variable | default | cluster flag | what |", "|---|---|---|---|---|"]
+        for name, field in daemon.model.model_fields.items():
+            shown = "(the host's)" if field.default_factory else _shown(field.get_default())
+            cluster = "*cluster*" if name in daemon.managed else f"`--{(daemon.prefix + name).replace('_', '-')}`"
+            text = (field.description or "").replace("|", "\\|")
+            rows.append(f"| `--{name.replace('_', '-')}` | `{prefix}{name.upper()}` | {shown} | {cluster} | {text} |")
+        parts.append(f"## {titles[daemon.role]}\n\n" + "\n".join(rows) + "\n")
+    return "\n".join(parts)
+
+
+def _shown(default: Any) -> str:
+    """A default as the docs show it on every machine."""
+    if default == "":
+        return "(an ipc socket in the state folder)"
+    return f"`{str(default).replace(str(Path.home()), '~')}`"

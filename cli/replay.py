@@ -10,9 +10,8 @@ from rich.table import Table
 
 from gangsched.cli.bench import _cluster
 from gangsched.cli.cluster import DOCKER
-from gangsched.cli.options import cluster_options
+from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sim import read_trace
-from gangsched.deploy.local import ClusterConfig
 from gangsched.policy.catalog import Choice
 from gangsched.sim.metrics import Summary, summarize
 from gangsched.sim.output import write_jobs, write_schedule
@@ -44,7 +43,7 @@ def replay(trace: Path, speedup: float, count: int, skip: int, load: float | Non
     from gangsched.bench.replay import scaled_jobs
 
     records, machine = read_trace(trace, procs)
-    config = ClusterConfig(**shape)
+    config = cluster_config(**shape)
     if config.policy == "paired" or config.pairing == "paired":
         raise click.UsageError("the simulator has no paired gang scheduling: replay a batch policy with strict pairing")
     try:

@@ -1,8 +1,10 @@
 """The docker-compose cluster: the project's docker-compose.yml run as project ``gangsched``.
 
 The host's `gang` reaches the master on 127.0.0.1 (the published port); the
-cluster's shape goes to compose as environment variables. Each node gets an
-even share of the host's cores as its CFS quota, with a 10 ms period.
+cluster's shape goes to compose as environment variables, and the daemons'
+settings given to it as one environment file per service (`GANG_HOME/env/`),
+so the compose file names no setting it passes on. Each node gets an even
+share of the host's cores as its CFS quota, with a 10 ms period.
 """
 
 import getpass
@@ -17,12 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gangsched.daemon.curve import keygen
+from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.image import build_image
-from gangsched.deploy.local import ClusterConfig, ClusterError, default_home
+from gangsched.deploy.local import ClusterError, default_home
 from gangsched.master.client import MasterClient, MasterUnreachable
 
 PROJECT = "gangsched"
 CFS_PERIOD_US = 10_000
+# containers share the host's few cores: a node's report waits 1 ms, so that the others switch first
+DOCKER_DEFAULTS = {"node": {"GANG_NODE_REPORT_DELAY_MS": "1"}}
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class DockerCluster:
         compose = shutil.which("docker-compose")
         if compose is None:
             raise ClusterError("docker-compose is not installed: apt-get install -y docker-compose")
+        self._write_settings(config)
         result = subprocess.run([compose, "-p", self.project, "-f", str(folder / "docker-compose.yml"), *arguments],
                                 capture_output=True, text=True, env={**os.environ, **self._variables(config)})
         if result.returncode != 0:
@@ -99,22 +105,22 @@ class DockerCluster:
         return {
             "GANG_KEYS": str(self.keys),
             "GANG_PORT": str(self.port),
-            "GANG_QUANTUM_MS": str(config.quantum_ms),
-            "GANG_HEARTBEAT_MS": str(config.heartbeat_ms),
-            "GANG_HEARTBEAT_MISSES": str(config.heartbeat_misses),
-            "GANG_MPL": str(config.mpl),
-            "GANG_POLICY": config.policy,
-            "GANG_PAIRING": config.pairing,
-            "GANG_COORDINATION": config.coordination,
+            "GANG_ENV_DIR": str(self._settings_dir),
             "GANG_PROCESSORS_PER_NODE": str(config.processors_per_node),
-            "GANG_MATCHING": config.matching,
-            "GANG_SHARP_CHANGE": str(config.sharp_change),
-            "GANG_IO_MODE": config.io_mode,
-            "GANG_IO_SERVICE_US": str(config.io_service_us),
-            "GANG_KILL_GRACE_S": str(config.kill_grace_s),
             "GANG_NODE_CPUS": f"{share:.4f}",
             "GANG_NODE_CPU_QUOTA": f"{max(1000, int(CFS_PERIOD_US * share))}us",
         }
+
+    @property
+    def _settings_dir(self) -> Path:
+        return self.home / "env"
+
+    def _write_settings(self, config: ClusterConfig) -> None:
+        self._settings_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for role, service in (("master", "master"), ("node", "node"), ("io", "ioserver")):
+            given = {**DOCKER_DEFAULTS.get(role, {}), **config.environment(role)}
+            lines = [f"{name}={value}" for name, value in given.items()]
+            (self._settings_dir / f"{service}.env").write_text("".join(f"{line}\n" for line in lines))
 
     def _wait_for_nodes(self, state: DockerState, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

@@ -33,6 +33,7 @@ import psutil
 
 from gangsched.daemon.cores import even_share
 from gangsched.daemon.curve import keygen
+from gangsched.deploy.config import ClusterConfig
 from gangsched.master.client import MasterClient, MasterUnreachable
 
 _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
@@ -44,25 +45,6 @@ _STOP_GRACE_S = 10.0
 
 class ClusterError(Exception):
     pass
-
-
-@dataclass
-class ClusterConfig:
-    nodes: int = 4
-    quantum_ms: int = 1000
-    heartbeat_ms: int = 500
-    heartbeat_misses: int = 3
-    mpl: int = 8
-    policy: str = "gs"
-    pairing: str = "strict"
-    matching: str = "fair"
-    sharp_change: float = 20.0
-    io_mode: str = "fixed"
-    io_service_us: int = 500
-    kill_grace_s: float = 2.0
-    processors_per_node: int = 1
-    coordination: str = "gang"
-    keys: bool = False  # CURVE on loopback TCP instead of private ipc sockets
 
 
 @dataclass
@@ -107,18 +89,11 @@ class LocalCluster:
         else:
             master, switch, report = self._ipc("master.sock"), self._ipc("switch.sock"), self._ipc("report.sock")
             with_keys = []
-        commands = {
-            "ioserver": ["ioserver", "--bind", io_addr, "--mode", config.io_mode,
-                         "--service-us", str(config.io_service_us)],
-        }
+        commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
         commands["master"] = [
             "master", "--bind", master, "--switch-bind", switch, "--report-bind", report, *with_keys,
-            "--state-dir", str(self.home / "master"), "--quantum-ms", str(config.quantum_ms),
-            "--heartbeat-ms", str(config.heartbeat_ms),
-            "--heartbeat-misses", str(config.heartbeat_misses),
-            "--mpl", str(config.mpl), "--io-addr", io_addr, "--policy", config.policy,
-            "--pairing", config.pairing, "--matching", config.matching, "--coordination", config.coordination,
-            "--sharp-change", str(config.sharp_change), "--checkpoint-dir", str(self.home / "checkpoints"),
+            "--state-dir", str(self.home / "master"), "--io-addr", io_addr,
+            "--checkpoint-dir", str(self.home / "checkpoints"), *config.arguments("master"),
         ]
         cores = os.cpu_count() or 1
         share = cores / config.nodes  # the CPU utilization is measured against
@@ -131,7 +106,7 @@ class LocalCluster:
                 "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
                                 f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
-                "--kill-grace-s", str(config.kill_grace_s), *with_keys,
+                *with_keys, *config.arguments("node"),
             ]
         pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
         started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}

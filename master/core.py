@@ -29,19 +29,19 @@ import logging
 import secrets
 import statistics
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.jobs import Job, Migration
 from gangsched.master.nodes import Node, NodeRegistry
 from gangsched.master.scheduling import LiveScheduler, PolicyJob, Processor
+from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
-from gangsched.policy.catalog import Choice
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.policy.quantum import Coordination, Matching, Pairing, PlanInput, Selection, planner
+from gangsched.policy.quantum import PlanInput, Selection, planner
 from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.exits import CHECKPOINTED
@@ -90,24 +90,11 @@ class Clock(Protocol):
     def process_time_ns(self) -> int: ...
 
 
-@dataclass(frozen=True)
-class MasterConfig:
-    quantum_ms: int
-    heartbeat_ms: int
-    heartbeat_misses: int
-    switch_endpoint: str
-    report_endpoint: str
-    io_addr: str | None
-    choice: Choice = field(default_factory=lambda: Choice(policy="gs", mpl=8))
-    pairing: Pairing = "strict"
-    coordination: Coordination = "gang"  # local: every placed task runs, the nodes' kernels share the CPUs
-    matching: Matching = "fair"
-    sharp_change: float | None = 20.0  # points; None: no sharp-change detection
-    default_estimate_s: float = 86_400.0  # the time limit of a job submitted without one
-    over_time_s: float = 2.0  # how long past its limit a job may run before it is killed
-    rejoin_s: float = 10.0  # how long a restarted master waits for the nodes of its running jobs
-    longest_estimate_s: float = 86_400.0  # t_max of the large-job queue
-    checkpoint_dir: str | None = None  # shared by every node; None: no job migrates
+class NodeEndpoints(NamedTuple):
+    """Where the nodes connect for the switches and the reports, as the master bound them."""
+
+    switch: str
+    report: str
 
 
 @dataclass
@@ -119,16 +106,17 @@ class _Switch:
 
 
 class MasterCore:
-    def __init__(self, config: MasterConfig, store: JobStore, clock: Clock) -> None:
-        self.config = config
+    def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, store: JobStore, clock: Clock) -> None:
+        self.settings = settings
+        self._endpoints = endpoints
         self.outbox: list[tuple[str, Message]] = []
         self._store = store
         self._clock = clock
         self._jobs: dict[int, Job] = {}  # pending and running only
         self._nodes = NodeRegistry()
         self._barriers = BarrierEndpoints()
-        self._scheduler = LiveScheduler(config.choice, config.longest_estimate_s)
-        self._planner = planner(config.pairing, config.matching, config.coordination)
+        self._scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
+        self._planner = planner(settings.pairing_used(), settings.matching, settings.coordination)
         self._dirty = False  # a scheduling event happened: the policy must decide again
         self._wake_at: float | None = None
         # launches no hello, report or exit has shown to arrive yet, with the pid of the node daemon
@@ -229,7 +217,7 @@ class MasterCore:
         name = self._scheduler.name
         return MatrixView(
             quantum=self._quantum,
-            quantum_ms=self.config.quantum_ms,
+            quantum_ms=self.settings.quantum_ms,
             policy=name if self._planner.name == "strict" else f"{name}/{self._planner.name}",
             nodes=[processor.node for processor in columns],
             processors=[processor.number for processor in columns],
@@ -286,10 +274,10 @@ class MasterCore:
         self._settle()
         return NodeWelcome(
             node=hello.node,
-            switch_endpoint=self.config.switch_endpoint,
-            report_endpoint=self.config.report_endpoint,
-            heartbeat_ms=self.config.heartbeat_ms,
-            quantum_ms=self.config.quantum_ms,
+            switch_endpoint=self._endpoints.switch,
+            report_endpoint=self._endpoints.report,
+            heartbeat_ms=self.settings.heartbeat_ms,
+            quantum_ms=self.settings.quantum_ms,
         )
 
     def heartbeat(self, message: Heartbeat) -> ErrorReply | None:
@@ -366,10 +354,10 @@ class MasterCore:
     def tick(self) -> SlotSwitch:
         """A quantum boundary: drop silent nodes, enforce time limits, choose the rows, build the switch."""
         now = self._clock.monotonic()
-        timeout = self.config.heartbeat_ms * self.config.heartbeat_misses / 1000
+        timeout = self.settings.heartbeat_ms * self.settings.heartbeat_misses / 1000
         for name in self._nodes.silent(now, timeout):
-            self._lose_node(name, f"node {name} missed {self.config.heartbeat_misses} heartbeats")
-        rejoin = self.config.rejoin_s
+            self._lose_node(name, f"node {name} missed {self.settings.heartbeat_misses} heartbeats")
+        rejoin = self.settings.rejoin_s
         for name in self._nodes.not_back(now, rejoin):
             self._lose_node(name, f"node {name} did not come back within {rejoin:g} s of a master restart")
         self._count_run_time(now)
@@ -402,7 +390,7 @@ class MasterCore:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
         now = self._clock.monotonic()
         # a master that starts on a store of an earlier run: its nodes have rejoin_s to come back
-        self._rejoin_until = now + self.config.rejoin_s if self._store.next_job_id() > 1 else now
+        self._rejoin_until = now + self.settings.rejoin_s if self._store.next_job_id() > 1 else now
         for job in self._store.active():
             job.predictor = self._predictor()
             self._jobs[job.job_id] = job
@@ -420,14 +408,14 @@ class MasterCore:
             log.info("recovered %d jobs from the store", len(self._jobs))
 
     def _predictor(self) -> UtilizationPredictor:
-        return UtilizationPredictor(self.config.sharp_change)
+        return UtilizationPredictor(self.settings.sharp_change or None)
 
     def _monotonic(self, unix_time: float) -> float:
         return self._clock.monotonic() - (self._clock.time() - unix_time)
 
     def _time_limit(self, job: Job) -> float:
         """The job's estimate, which is also its time limit."""
-        return job.spec.estimate_s or self.config.default_estimate_s
+        return job.spec.estimate_s or self.settings.default_estimate_s
 
     def _account(self, user: str) -> Account:
         return self._accounts.setdefault(user, Account(user))
@@ -443,7 +431,7 @@ class MasterCore:
             estimate=self._time_limit(job),
             user_priority=spec.priority,
             political_priority=self._account(spec.user).priority_for_policy,
-            migratable=spec.migratable and self.config.checkpoint_dir is not None,
+            migratable=spec.migratable and self.settings.checkpoint_dir is not None,
         )
 
     def _follow_nodes(self) -> None:
@@ -578,7 +566,7 @@ class MasterCore:
                 env=job.spec.env,
                 barrier_addr=address,
                 barrier_bind=bind,
-                io_addr=self.config.io_addr,
+                io_addr=self.settings.io_addr,
                 output=job.spec.output,
                 checkpoint=self._checkpoint_path(job, rank),
                 restore=restore,
@@ -590,7 +578,7 @@ class MasterCore:
         return True
 
     def _checkpoint_path(self, job: Job, rank: int) -> str | None:
-        folder = self.config.checkpoint_dir
+        folder = self.settings.checkpoint_dir
         if folder is None or not job.spec.migratable:
             return None
         # each user's checkpoints in a folder of theirs (the node makes it 0700), not readable by other jobs
@@ -635,7 +623,7 @@ class MasterCore:
                 continue
             job.ran_s += elapsed
             limit = self._time_limit(job)
-            if job.ending is None and job.ran_s > limit + self.config.over_time_s:
+            if job.ending is None and job.ran_s > limit + self.settings.over_time_s:
                 self._decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s")
 
     def _runnable(self, selection: Selection) -> dict[str, list[int]]:

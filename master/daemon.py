@@ -33,11 +33,9 @@ from gangsched.daemon.logs import ThrottledWarning, survive
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
-from gangsched.master.core import MasterConfig, MasterCore
+from gangsched.master.core import MasterCore, NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
-from gangsched.policy.catalog import Choice
-from gangsched.policy.slack import SlackSettings
 from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
@@ -105,8 +103,8 @@ class MasterDaemon:
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
-        config = master_config(settings, self.switch_endpoint, self.report_endpoint)
-        self._core = MasterCore(config, JobStore(settings.state_dir / "jobs.db"), time)
+        endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
+        self._core = MasterCore(settings, endpoints, JobStore(settings.state_dir / "jobs.db"), time)
         self._node_handlers: dict[type, NodeHandler] = {
             QuantumReport: self._core.report,
             Heartbeat: self._core.heartbeat,
@@ -273,35 +271,6 @@ def _as_user(message: Message, user: str) -> Message:
     if isinstance(message, SetUser):
         return message.model_copy(update={"admin": user})
     return message
-
-
-def master_config(settings: MasterSettings, switch_endpoint: str, report_endpoint: str) -> MasterConfig:
-    paired = settings.policy == "paired"
-    choice = Choice(
-        policy="gs" if paired else settings.policy, mpl=settings.mpl,
-        migrate_per_slice=settings.migrate_per_slice, migration_cost_s=settings.migration_cost_s,
-        time_slice_s=settings.time_slice_s, alpha=settings.alpha, most_large=settings.most_large,
-        large_backfill=settings.large_backfill,
-        slack=SlackSettings(slack_factor=settings.slack_factor, average_wait_s=settings.average_wait_s),
-    )
-    return MasterConfig(
-        quantum_ms=settings.quantum_ms,
-        heartbeat_ms=settings.heartbeat_ms,
-        heartbeat_misses=settings.heartbeat_misses,
-        rejoin_s=settings.rejoin_s,
-        switch_endpoint=switch_endpoint,
-        report_endpoint=report_endpoint,
-        io_addr=settings.io_addr,
-        choice=choice,
-        pairing="paired" if paired else settings.pairing,
-        coordination=settings.coordination,
-        matching=settings.matching,
-        sharp_change=settings.sharp_change or None,
-        default_estimate_s=settings.default_estimate_s,
-        over_time_s=settings.over_time_s,
-        longest_estimate_s=settings.longest_estimate_s,
-        checkpoint_dir=None if settings.checkpoint_dir is None else str(settings.checkpoint_dir),
-    )
 
 
 def run_master(settings: MasterSettings) -> None:

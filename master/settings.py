@@ -7,7 +7,9 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
-from gangsched.policy.catalog import POLICY_NAMES
+from gangsched.policy.catalog import POLICY_NAMES, Choice
+from gangsched.policy.quantum import Pairing
+from gangsched.policy.slack import SlackSettings
 
 
 class MasterSettings(BaseSettings):
@@ -89,3 +91,16 @@ class MasterSettings(BaseSettings):
         if policy not in [*POLICY_NAMES, "paired"]:
             raise ValueError(f"no policy {policy!r}: one of {', '.join(POLICY_NAMES)}, paired")
         return policy
+
+    def choice(self) -> Choice:
+        """The batch policy and its parameters (``paired`` is gs, paired)."""
+        return Choice(
+            policy="gs" if self.policy == "paired" else self.policy, mpl=self.mpl,
+            migrate_per_slice=self.migrate_per_slice, migration_cost_s=self.migration_cost_s,
+            time_slice_s=self.time_slice_s, alpha=self.alpha, most_large=self.most_large,
+            large_backfill=self.large_backfill,
+            slack=SlackSettings(slack_factor=self.slack_factor, average_wait_s=self.average_wait_s),
+        )
+
+    def pairing_used(self) -> Pairing:
+        return "paired" if self.policy == "paired" else self.pairing

@@ -19,13 +19,14 @@ class NodeSettings(BaseSettings):
         default_endpoint(MASTER_SOCKET), description="the master's ROUTER endpoint (a master's default: its ipc socket)"
     )
     keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
-    name: str = Field(socket.gethostname(), description="node name, unique in the cluster")
+    # what a host has: found where the daemon starts
+    name: str = Field(default_factory=socket.gethostname, description="node name, unique in the cluster")
     cpus: float = Field(
-        float(os.cpu_count() or 1), gt=0,
+        default_factory=lambda: float(os.cpu_count() or 1), gt=0,
         description="the node's CPU share; a task's utilization is measured against cpus/processors"
     )
     processors: int = Field(
-        os.cpu_count() or 1, ge=1, le=4096,
+        default_factory=lambda: os.cpu_count() or 1, ge=1, le=4096,
         description="processors: the node's columns of the matrix, tasks it runs at once; a host: its cores",
     )
     cpu_list: str | None = Field(
@@ -43,7 +44,7 @@ class NodeSettings(BaseSettings):
         "tcp", description="how tasks of a job reach their rank 0: ipc (one machine) or tcp"
     )
     peer_host: str = Field(
-        socket.gethostname(), description="address other nodes reach this one at (tcp)"
+        default_factory=socket.gethostname, description="address other nodes reach this one at (tcp)"
     )
     peer_ports: str = Field("23000-23999", description="ports rank-0 tasks may bind: barriers (tcp), MASTER_PORT")
     containment: Literal["auto", "cgroup", "process-tree"] = Field(

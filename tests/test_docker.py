@@ -20,7 +20,7 @@ from gangsched.bench.migration import run_migration
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.compose import DockerCluster, project_dir
-from gangsched.deploy.local import ClusterConfig
+from gangsched.deploy.config import ClusterConfig
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import JobSpec, JobState, MpiKind, NodeState
@@ -78,7 +78,7 @@ def compose(request: pytest.FixtureRequest) -> Iterator[Compose]:
     if unix_account(USER) is not None:  # the nodes see the host's accounts as they are at `up`
         keygen(cluster.keys, [USER])
     config = ClusterConfig(nodes=4, quantum_ms=int(QUANTUM_S * 1000), heartbeat_ms=int(HEARTBEAT_S * 1000),
-                           kill_grace_s=1.0, policy=getattr(request, "param", "gs"))
+                           node_kill_grace_s=1.0, policy=getattr(request, "param", "gs"))
     try:
         state = cluster.up(config)
         with MasterClient(state.master, keys=cluster.keys) as client:

@@ -52,3 +52,10 @@ def test_every_link_between_the_docs_resolves():
             if not linked.exists() or (anchor and anchor not in _anchors(linked)):
                 broken.append(f"{path.relative_to(ROOT)} -> {target}")
     assert not broken, broken
+
+
+def test_the_configuration_doc_is_made_from_the_settings_models():
+    from gangsched.cli.options import configuration_doc
+
+    assert (ROOT / "docs" / "configuration.md").read_text() == configuration_doc(), (
+        "docs/configuration.md is out of date: regenerate it as its first lines say")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.master.core import MasterConfig, MasterCore
+from gangsched.master.core import MasterCore, NodeEndpoints
+from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
 from gangsched.policy.catalog import Choice
 from gangsched.protocol.messages import JobSpec, LaunchTask, Submit, TaskExit
@@ -38,10 +39,10 @@ def replay_on_master(jobs: list[SimJob], choice: Choice, tmp_path: Path) -> dict
     clock = FakeClock()
     clock.now = 0.0
     # time limits off: the fake clock jumps, and the quanta between events are not simulated
-    config = MasterConfig(quantum_ms=100, heartbeat_ms=10**9, heartbeat_misses=1, switch_endpoint="ipc:///tmp/s",
-                          report_endpoint="ipc:///tmp/r", io_addr=None, choice=choice, over_time_s=float("inf"),
-                          longest_estimate_s=max(job.estimate for job in jobs))
-    core = MasterCore(config, JobStore(tmp_path / "jobs.db"), clock)
+    settings = MasterSettings(quantum_ms=100, heartbeat_ms=10**9, heartbeat_misses=1, policy=choice.policy,
+                              mpl=choice.mpl, over_time_s=float("inf"), state_dir=tmp_path,
+                              longest_estimate_s=max(job.estimate for job in jobs))
+    core = MasterCore(settings, NodeEndpoints("ipc:///tmp/s", "ipc:///tmp/r"), JobStore(tmp_path / "jobs.db"), clock)
     for index in range(1, NODES + 1):
         hello(core, f"n{index}")
     events = [(job.submit, 1, job) for job in jobs] + [(job.end, 0, job) for job in jobs]

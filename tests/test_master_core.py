@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from gangsched.master.accounts import OVER_QUOTA, Account
-from gangsched.master.core import MasterConfig, MasterCore
+from gangsched.master.core import MasterCore, NodeEndpoints
+from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
-from gangsched.policy.catalog import Choice
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     Cancel,
@@ -28,8 +28,9 @@ from gangsched.protocol.messages import (
     TaskSample,
 )
 
-CONFIG = MasterConfig(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, choice=Choice(policy="gs", mpl=2),
-                      switch_endpoint="ipc:///tmp/s", report_endpoint="ipc:///tmp/r", io_addr=None)
+SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=2,
+                          state_dir=Path("/nonexistent"))
+ENDPOINTS = NodeEndpoints(switch="ipc:///tmp/s", report="ipc:///tmp/r")
 
 
 class FakeClock:
@@ -55,7 +56,7 @@ def clock() -> FakeClock:
 
 
 def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4) -> MasterCore:
-    core = MasterCore(CONFIG, JobStore(tmp_path / "jobs.db"), clock)
+    core = MasterCore(SETTINGS, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
     for index in range(1, nodes + 1):
         hello(core, f"n{index}")
     return core
@@ -194,7 +195,7 @@ def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tm
 
     assert after(1.0) == ["up"] * 4  # n4 is past 3 heartbeats, but its reconnect may take that long
     assert not sent(restarted, KillTask)
-    assert after(CONFIG.rejoin_s) == ["up", "up", "up", "down"]
+    assert after(SETTINGS.rejoin_s) == ["up", "up", "up", "down"]
     assert {node for node, _ in sent(restarted, KillTask)} == {"n1", "n2", "n3"}
     assert "n4 did not come back" in infos(restarted, [job])[0].reason
 

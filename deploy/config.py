@@ -1,0 +1,142 @@
+"""What a local or compose cluster is started with: its shape, and settings of its daemons.
+
+Nothing here names a daemon setting: they are read off the daemons' own models
+(``MasterSettings``, ``NodeSettings``, ``IoServerSettings``), so a setting
+added to a model can be given to a cluster, as ``gang cluster up`` and the
+benchmarks' flags, the local cluster's command lines and the compose
+cluster's environment, with no edit here. A master setting keeps its name
+(``quantum_ms``, ``--quantum-ms``), a node's takes ``node_`` (``node_kill_grace_s``),
+the I/O server's ``io_`` (``io_mode``). Settings a cluster fills in itself
+(endpoints, folders, keys, node names and CPU shares) are not given.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
+
+from gangsched.jobs.ioserver import IoServerSettings
+from gangsched.master.settings import MasterSettings
+from gangsched.noded.settings import NodeSettings
+
+
+@dataclass(frozen=True)
+class Daemon:
+    role: str  # "master", "node", "io": the key of its settings in a ClusterConfig
+    model: type[BaseSettings]
+    prefix: str  # of its settings' names in a ClusterConfig
+    managed: frozenset[str]  # filled in by the cluster, never given
+
+
+DAEMONS = (
+    Daemon("master", MasterSettings, "", frozenset({
+        "bind", "switch_bind", "report_bind", "keys", "state_dir", "io_addr", "checkpoint_dir", "log_file"})),
+    Daemon("node", NodeSettings, "node_", frozenset({
+        "master", "keys", "name", "cpus", "processors", "cpu_list", "spool_dir", "user_spool_dir",
+        "peer_transport", "peer_host", "peer_ports", "log_file"})),
+    Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
+)
+
+# where an emulated cluster differs from a daemon's default for a host
+LOCAL_DEFAULTS = {"node_kill_grace_s": 2.0}
+
+
+class ClusterSettingError(ValueError):
+    pass
+
+
+def settable() -> Iterator[tuple[str, Daemon, str, FieldInfo]]:
+    """Every setting a cluster may be given: (its name here, daemon, the daemon's name for it, field)."""
+    for daemon in DAEMONS:
+        for field_name, field in daemon.model.model_fields.items():
+            if field_name not in daemon.managed:
+                yield daemon.prefix + field_name, daemon, field_name, field
+
+
+_SETTABLE = {name: (daemon, field_name) for name, daemon, field_name, _ in settable()}
+
+
+@dataclass(frozen=True, init=False)
+class ClusterConfig:
+    nodes: int
+    processors_per_node: int  # matrix columns of each emulated node (a host: its cores)
+    keys: bool  # CURVE on loopback TCP instead of private ipc sockets
+    settings: dict[str, dict[str, Any]]  # role -> the daemon's settings given
+
+    def __init__(self, nodes: int = 4, processors_per_node: int = 1, keys: bool = False,
+                 settings: dict[str, dict[str, Any]] | None = None, **named: Any) -> None:
+        """``named``: daemon settings by their names here (``quantum_ms=100, node_kill_grace_s=1``);
+        ``settings``: the same by role, as the cluster's state file holds them."""
+        given: dict[str, dict[str, Any]] = {daemon.role: dict((settings or {}).get(daemon.role, {}))
+                                            for daemon in DAEMONS}
+        for name, value in named.items():
+            if name not in _SETTABLE:
+                raise ClusterSettingError(f"a cluster has no setting {name!r}")
+            if value is not None:
+                daemon, field_name = _SETTABLE[name]
+                given[daemon.role][field_name] = value
+        for name, value in LOCAL_DEFAULTS.items():
+            daemon, field_name = _SETTABLE[name]
+            given[daemon.role].setdefault(field_name, value)
+        for daemon in DAEMONS:
+            given[daemon.role] = _validated(daemon, given[daemon.role])
+        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "processors_per_node", processors_per_node)
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "settings", given)
+
+    def __getattr__(self, name: str) -> Any:
+        """A daemon setting by its name here: as given, else the daemon's default."""
+        if name not in _SETTABLE:
+            raise AttributeError(name)
+        daemon, field_name = _SETTABLE[name]
+        given = self.__dict__["settings"][daemon.role]
+        if field_name in given:
+            return given[field_name]
+        return daemon.model.model_fields[field_name].get_default(call_default_factory=True)
+
+    def replace(self, **named: Any) -> "ClusterConfig":
+        own = {name: named.pop(name) for name in ("nodes", "processors_per_node", "keys") if name in named}
+        return ClusterConfig(**{"nodes": self.nodes, "processors_per_node": self.processors_per_node,
+                                "keys": self.keys, **own}, settings=self.settings, **named)
+
+    def arguments(self, role: str) -> list[str]:
+        """The given settings of one daemon as its command's flags."""
+        return [part for name, value in self.settings[role].items()
+                for part in (f"--{name.replace('_', '-')}", _flag_value(value))]
+
+    def environment(self, role: str) -> dict[str, str]:
+        """The given settings of one daemon as its environment variables."""
+        daemon = next(daemon for daemon in DAEMONS if daemon.role == role)
+        prefix = daemon.model.model_config.get("env_prefix", "")
+        return {f"{prefix}{name.upper()}": _flag_value(value) for name, value in self.settings[role].items()}
+
+
+def _validated(daemon: Daemon, given: dict[str, Any]) -> dict[str, Any]:
+    """The values as the daemon's model takes them (its types, bounds and checks), or one clear error."""
+    if not given:
+        return {}
+    try:
+        checked: BaseModel = daemon.model.model_validate(given)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        name = daemon.prefix + str(problem["loc"][0]) if problem["loc"] else daemon.role
+        raise ClusterSettingError(f"{name}: {problem['msg']}") from None
+    return {name: _plain(getattr(checked, name)) for name in given}
+
+
+def _plain(value: Any) -> Any:
+    """A value JSON and a command line can carry."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+def _flag_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
