@@ -12,7 +12,6 @@ from rich.table import Table
 
 from gangsched import traces
 from gangsched.policy.slack import Heuristic, SlackSettings
-from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Stat
 from gangsched.sim.prepare import prepare
 from gangsched.policy.catalog import POLICY_NAMES, Choice

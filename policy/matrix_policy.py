@@ -25,11 +25,8 @@ no move of CollapseMatrix, may break a reservation. FillMatrix ignores them:
 its copies are gone at the next event.
 
 A job in k of the R rows runs at rate k / R, less the context-switch overhead
-CS when rows alternate (the fluid view of round-robin time slices). Migration
-charges the jobs involved the time lost to checkpoint and restart: option 1
-costs A C/2 and each job in the way C; option 2 costs A C and each job in the
-way C/2 (Zhang et al. 2000, eq. 4, 5). At most Q tasks migrate per time slice: the budget
-is renewed when the clock enters a new slice (200 s, as in Zhang et al. 2000).
+CS when rows alternate (the fluid view of round-robin time slices). What a
+migration costs and how many may happen: ``policy/migration.py``.
 
 The queue for large jobs: a job whose estimate exceeds α · t_max waits in its
 own queue, FCFS or backfilled; no processor is ever shared by more than j_max
@@ -44,23 +41,18 @@ appears in; every running job has a home row, so it runs in every cycle.
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, TimeSharing
+from gangsched.policy.large_jobs import LargeJobs
+from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
 from gangsched.policy.profile import Profile
 from gangsched.policy.topology import Topology
-
-
-@dataclass(frozen=True)
-class LargeJobs:
-    threshold_s: float  # α · t_max: an estimate above it makes a job large
-    most_sharing: int = 2  # j_max: large jobs sharing any one processor at most
-    backfill: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,19 +102,6 @@ class _Reservation:
         return self.start + self.duration
 
 
-@dataclass
-class _Event:
-    """What one scheduling event may still spend and has charged."""
-
-    budget: float
-    extra_work: dict[int, float] = field(default_factory=dict)
-
-    def charge(self, placed: Placed, seconds: float) -> None:
-        if seconds:
-            job_id = placed.job.job_id
-            self.extra_work[job_id] = self.extra_work.get(job_id, 0.0) + seconds
-
-
 class MatrixPolicy:
     def __init__(self, procs: int, settings: MatrixSettings, name: str = "gs",
                  topology: Topology | None = None) -> None:
@@ -138,8 +117,8 @@ class MatrixPolicy:
         self._last_event: float | None = None
         self._freed = False  # since the last event; else no queued job can start any sooner
         self._roomier: set[Row] = set()  # rows whose profile gained room: where reservations may move up
-        self._slice = -1
-        self._migration_budget = 0.0
+        self._budget = SliceBudget(settings.migrate_per_slice, settings.time_slice_s)
+        self._migrator = Migrator(self.matrix, self.topology)
 
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
@@ -160,7 +139,7 @@ class MatrixPolicy:
         if settings.backfill:
             for row in matrix.rows:
                 row.profile.advance(now)
-        event = _Event(budget=self._budget(now))
+        event = Event(budget=self._budget.at(now))
         matrix.clean()
         self._collapse(now, event, migrate=False)
         self._schedule_queues(now)
@@ -171,7 +150,7 @@ class MatrixPolicy:
             self._fill(event, migrate=True)
         self._freed = False
         self._roomier.clear()
-        self._migration_budget = event.budget
+        self._budget.left = event.budget
         return Decision(rates=self._rate_changes(), extra_work=event.extra_work)
 
     def layout(self) -> Layout:
@@ -223,19 +202,9 @@ class MatrixPolicy:
         self._drop_empty_rows()
         self._rate_changes()
 
-    def _budget(self, now: float) -> float:
-        """The tasks that may still migrate in the current time slice."""
-        limit = self.settings.migrate_per_slice
-        if limit is None:
-            return math.inf
-        current = math.floor(now / self.settings.time_slice_s)
-        if current != self._slice:
-            self._slice, self._migration_budget = current, float(limit)
-        return self._migration_budget
-
     # CollapseMatrix
 
-    def _collapse(self, now: float, event: _Event, migrate: bool) -> bool:
+    def _collapse(self, now: float, event: Event, migrate: bool) -> bool:
         """Without migration any move that fits is free; with migration, a row is emptied or left alone:
         moving a job that costs a checkpoint, where no row disappears, buys nothing sure.
         True if a row was emptied by migration."""
@@ -262,7 +231,7 @@ class MatrixPolicy:
             for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
                 del self.reservations[job_id]
 
-    def _empty(self, source: Row, targets: list[Row], now: float, event: _Event) -> bool:
+    def _empty(self, source: Row, targets: list[Row], now: float, event: Event) -> bool:
         """Move every job of ``source`` into the targets, migrating where needed, or none at all."""
         full = self.matrix.full
         if source.population > sum(target.free(full).bit_count() for target in targets):
@@ -277,7 +246,7 @@ class MatrixPolicy:
         self._roomier.add(source)
         return True
 
-    def _move(self, placed: Placed, target: Row, now: float, event: _Event, migrate: bool) -> bool:
+    def _move(self, placed: Placed, target: Row, now: float, event: Event, migrate: bool) -> bool:
         in_the_way = placed.columns & target.occupied
         if in_the_way and not migrate:
             return False
@@ -288,66 +257,17 @@ class MatrixPolicy:
             return True
         return self._migrate(placed, target, now, event)
 
-    def _migrate(self, placed: Placed, target: Row, now: float, event: _Event) -> bool:
-        """Move ``placed`` into ``target`` on other columns, or push aside the jobs in its way."""
-        matrix, cost = self.matrix, self.settings.migration_cost_s
-        width = placed.columns.bit_count()
-        free = target.free(matrix.full)
-        if free.bit_count() < width or event.budget <= 0:
-            return False  # either way the target ends up holding the job as well
-        in_the_way = matrix.blocking(placed, target)
-        pushed = sum(other.columns.bit_count() for other in in_the_way)
-        room_beside = (free | _union(in_the_way)) & ~placed.columns
-        can_push = pushed <= event.budget and _migratable(in_the_way)
-        aside = self._places_aside(in_the_way, room_beside) if can_push else None
-        can_move = width <= event.budget and placed.job.migratable
-        moved_to = self.topology.choose(free, placed.job) if can_move else None
-        options = []
-        if aside is not None:
-            options.append((cost / 2 * width + cost * pushed, 1))
-        if moved_to is not None:
-            options.append((cost * width + cost / 2 * pushed, 2))
-        if not options:
+    def _migrate(self, placed: Placed, target: Row, now: float, event: Event) -> bool:
+        tasks = self._migrator.into_row(placed, target, now, event, self.settings.migration_cost_s)
+        if tasks is None:
             return False
-        _, option = min(options)
-        if option == 1:
-            assert aside is not None
-            self._push_aside(aside, target, event)
-            matrix.move(placed, target, now)
-            event.charge(placed, cost / 2)
-            tasks = pushed
-        else:
-            matrix.move(placed, target, now, columns=moved_to)
-            event.charge(placed, cost)
-            for other in in_the_way:
-                event.charge(other, cost / 2)
-            tasks = width
         self._count_migration(event, tasks)
         return True
 
-    def _count_migration(self, event: _Event, tasks: int) -> None:
+    def _count_migration(self, event: Event, tasks: int) -> None:
         event.budget -= tasks
         self.stats.migrations += 1
         self.stats.migrated_tasks += tasks
-
-    def _places_aside(self, in_the_way: list[Placed], room: int) -> dict[int, tuple[Placed, int]] | None:
-        """New columns in ``room`` for each job in the way, or None if they do not all fit there."""
-        places = {}
-        for other in in_the_way:
-            columns = self.topology.choose(room, other.job)
-            if columns is None:
-                return None
-            room &= ~columns
-            places[other.job.job_id] = (other, columns)
-        return places
-
-    def _push_aside(self, places: dict[int, tuple[Placed, int]], row: Row, event: _Event) -> None:
-        for other, _ in places.values():
-            row.occupied &= ~other.columns
-        for other, columns in places.values():
-            other.columns = columns
-            row.occupied |= columns
-            event.charge(other, self.settings.migration_cost_s)
 
     # Schedule
 
@@ -435,7 +355,7 @@ class MatrixPolicy:
         waiting = []
         shadow: float | None = None
         for index, job in enumerate(self.large_queue):
-            allowed = self.matrix.full & ~self._saturated(large.most_sharing)
+            allowed = self.matrix.full & ~large.saturated(self.matrix)
             fits_in_time = shadow is None or now + job.estimate * self._slots_for_estimates() <= shadow
             if fits_in_time and self._place(job, now, allowed):
                 continue
@@ -444,37 +364,12 @@ class MatrixPolicy:
                 waiting.extend(self.large_queue[index + 1:])
                 break
             if shadow is None:
-                shadow = self._large_shadow(job, large.most_sharing)
+                shadow = large.shadow(self.matrix, job)
         self.large_queue[:] = waiting
-
-    def _large_jobs(self) -> list[Placed]:
-        threshold = self.settings.large.threshold_s if self.settings.large else math.inf
-        return [placed for placed in self.matrix.placed.values() if placed.job.estimate > threshold]
-
-    def _saturated(self, most_sharing: int, ending: frozenset[int] = frozenset()) -> int:
-        """The columns already shared by ``most_sharing`` large jobs (ignoring those ``ending``)."""
-        covered = [0] * most_sharing  # covered[i]: columns under more than i large jobs
-        for placed in self._large_jobs():
-            if placed.job.job_id in ending:
-                continue
-            for level in range(most_sharing - 1, 0, -1):
-                covered[level] |= covered[level - 1] & placed.columns
-            covered[0] |= placed.columns
-        return covered[-1]
-
-    def _large_shadow(self, head: Job, most_sharing: int) -> float:
-        """When enough columns will be open to large jobs for the head, by the estimated ends."""
-        ending: set[int] = set()
-        for placed in sorted(self._large_jobs(), key=lambda placed: placed.estimated_end):
-            ending.add(placed.job.job_id)
-            open_columns = self.matrix.full & ~self._saturated(most_sharing, frozenset(ending))
-            if open_columns.bit_count() >= head.procs:
-                return placed.estimated_end
-        return math.inf
 
     # FillMatrix
 
-    def _fill(self, event: _Event, migrate: bool) -> None:
+    def _fill(self, event: Event, migrate: bool) -> None:
         matrix = self.matrix
         changed = True
         while changed:
@@ -493,22 +388,11 @@ class MatrixPolicy:
                         changed = True
                         break
 
-    def _make_room(self, placed: Placed, row: Row, event: _Event) -> bool:
-        """FillMatrix-2: push aside the jobs in the way if they appear nowhere else (option 1)."""
-        if row.free(self.matrix.full).bit_count() < placed.columns.bit_count() or event.budget <= 0:
+    def _make_room(self, placed: Placed, row: Row, event: Event) -> bool:
+        tasks = self._migrator.make_room(placed, row, event, self.settings.migration_cost_s)
+        if tasks is None:
             return False
-        copied = _union(list(row.copies.values()))
-        in_the_way = self.matrix.blocking(placed, row)
-        if copied & placed.columns or any(other.copies for other in in_the_way) or not _migratable(in_the_way):
-            return False
-        pushed = sum(other.columns.bit_count() for other in in_the_way)
-        room = (row.free(self.matrix.full) | _union(in_the_way)) & ~placed.columns
-        aside = self._places_aside(in_the_way, room) if pushed <= event.budget else None
-        if aside is None:
-            return False
-        self._push_aside(aside, row, event)
-        event.charge(placed, self.settings.migration_cost_s / 2)
-        self._count_migration(event, pushed)
+        self._count_migration(event, tasks)
         return True
 
     # rates and statistics
@@ -542,29 +426,18 @@ class _Snapshot:
     stats: MatrixStats
 
     @classmethod
-    def of(cls, policy: "MatrixPolicy", event: _Event) -> "_Snapshot":
+    def of(cls, policy: "MatrixPolicy", event: Event) -> "_Snapshot":
         return cls([(row, row.occupied, dict(row.homes), row.profile.copy()) for row in policy.matrix.rows],
                    [(placed, placed.columns, placed.home) for placed in policy.matrix.placed.values()],
                    event.budget, dict(event.extra_work), dataclasses.replace(policy.stats))
 
-    def restore(self, policy: "MatrixPolicy", event: _Event) -> None:
+    def restore(self, policy: "MatrixPolicy", event: Event) -> None:
         for row, occupied, homes, profile in self.rows:
             row.occupied, row.homes, row.profile = occupied, homes, profile
         for placed, columns, home in self.jobs:
             placed.columns, placed.home = columns, home
         event.budget, event.extra_work = self.budget, self.extra_work
         policy.stats = self.stats
-
-
-def _migratable(placed: list[Placed]) -> bool:
-    return all(each.job.migratable for each in placed)
-
-
-def _union(placed: list[Placed]) -> int:
-    columns = 0
-    for each in placed:
-        columns |= each.columns
-    return columns
 
 
 def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,

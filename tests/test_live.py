@@ -220,9 +220,11 @@ def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
     pull.bind(f"ipc://{tmp_path}/r.sock")
     node = subprocess.Popen(
         [sys.executable, "-m", "gangsched.cli", "noded", "--master", f"ipc://{tmp_path}/m.sock",
-         "--name", "lone", "--spool-dir", str(tmp_path / "spool"), "--peer-transport", "ipc"],
+         "--name", "lone", "--spool-dir", str(tmp_path / "spool"), "--peer-transport", "ipc",
+         "--log-file", str(tmp_path / "node.log")],
         stderr=subprocess.PIPE, text=True,
     )
+    log = tmp_path / "node.log"
     try:
         assert router.poll(10000)
         identity, frame = router.recv_multipart()
@@ -241,17 +243,17 @@ def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
             return False
 
         wait_until(lambda: switch_reported(1), 10, "the node to subscribe to switches")
-        pub.send(b"\x92garbage")
-        time.sleep(0.2)  # the switch socket keeps only its newest message (CONFLATE)
+        pub.send(b"\x92garbage")  # read before the next switch: the socket keeps only its newest (CONFLATE)
+        wait_until(lambda: "bad switch message" in log.read_text(), 10, "the node to read the garbage")
         assert switch_reported(2), "the node stopped applying switches after garbage"
         assert node.poll() is None
     finally:
         node.terminate()
-        _, log = node.communicate(timeout=10)
+        node.communicate(timeout=10)
         router.close()
         pub.close()
         pull.close()
-    assert "bad message from the master" in log and "bad switch message" in log
+    assert "bad message from the master" in log.read_text()
 
 
 def test_the_cli_gives_one_line_errors(start_cluster, monkeypatch):

@@ -1,0 +1,91 @@
+"""Where a job's tasks go, in node names: its shape as the topology reads it, the ranks per
+node that MPI's process mapping describes, and the launch message of each task."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gangsched.master.jobs import Job
+from gangsched.master.scheduling import Processor
+from gangsched.protocol.messages import JobSpec, LaunchTask, TaskSpec
+
+
+@dataclass
+class Shape:
+    """A job's placement request as the topology reads it."""
+
+    procs: int
+    nodes: int | None
+    tasks_per_node: int | None
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> "Shape":
+        return cls(spec.tasks, spec.nodes, spec.tasks_per_node)
+
+
+def describe_shape(spec: JobSpec) -> str:
+    words = f"{spec.tasks} processors"
+    if spec.nodes is not None:
+        words += f" on {spec.nodes} nodes"
+    if spec.tasks_per_node is not None:
+        words += f", at most {spec.tasks_per_node} a node"
+    return words
+
+
+def processors_of(job: Job) -> list[Processor]:
+    return [Processor(node, index) for node, index in zip(job.node_names, job.processors, strict=True)]
+
+
+def where(processors: list[Processor]) -> str:
+    return ",".join(f"{processor.node}:{processor.number}" for processor in processors)
+
+
+def block(nodes: list[str]) -> list[int]:
+    """Ranks per node, in the order of their first rank: the policy's columns keep each node's ranks together."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        counts[node] = counts.get(node, 0) + 1
+    if sum(1 for previous, node in zip(nodes, nodes[1:]) if previous != node) != len(counts) - 1:
+        raise ValueError(f"the ranks of one node are not consecutive: {nodes}")
+    return list(counts.values())
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where a job's ranks meet: rank 0's barrier address and bind, and MASTER_ADDR:MASTER_PORT."""
+
+    barrier_addr: str
+    barrier_bind: str | None
+    master: str | None
+
+
+def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: str, io_addr: str | None,
+             checkpoint_dir: Path | None, restore: bool) -> list[tuple[str, LaunchTask]]:
+    """The launch of each task of ``job`` on ``processors``, by node."""
+    ranks_per_node = block([processor.node for processor in processors])
+    return [(processor.node, LaunchTask(task=TaskSpec(
+        job_id=job.job_id,
+        rank=rank,
+        size=len(processors),
+        user=job.spec.user,
+        processor=processor.number,
+        block=ranks_per_node,
+        mpi=job.spec.mpi,
+        kvsname=kvsname,
+        rendezvous=meet.master,
+        argv=job.spec.argv,
+        cwd=job.spec.cwd,
+        env=job.spec.env,
+        barrier_addr=meet.barrier_addr,
+        barrier_bind=meet.barrier_bind,
+        io_addr=io_addr,
+        output=job.spec.output,
+        checkpoint=checkpoint_path(job, rank, checkpoint_dir),
+        restore=restore,
+    ))) for rank, processor in enumerate(processors)]
+
+
+def checkpoint_path(job: Job, rank: int, checkpoint_dir: Path | None) -> str | None:
+    if checkpoint_dir is None or not job.spec.migratable:
+        return None
+    # each user's checkpoints in a folder of theirs (the node makes it 0700), not readable by other jobs
+    return str(checkpoint_dir / job.spec.user / f"job-{job.job_id}" / f"rank-{rank}")

@@ -1,0 +1,57 @@
+"""The state the master's parts share, and what the master is given: a clock and its node endpoints."""
+
+from typing import NamedTuple, Protocol
+
+from gangsched.master.accounts import Account
+from gangsched.master.barriers import BarrierEndpoints
+from gangsched.master.jobs import Job
+from gangsched.master.nodes import NodeRegistry
+from gangsched.master.scheduling import LiveScheduler
+from gangsched.master.settings import MasterSettings
+from gangsched.master.store import JobStore
+from gangsched.master.switches import SwitchLog
+from gangsched.policy.quantum import QuantumPlanner, Selection
+from gangsched.protocol.messages import LaunchTask, Message
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+    def monotonic_ns(self) -> int: ...
+    def time(self) -> float: ...
+    def process_time_ns(self) -> int: ...
+
+
+class NodeEndpoints(NamedTuple):
+    """Where the nodes connect for the switches and the reports, as the master bound them."""
+
+    switch: str
+    report: str
+
+
+class CoreState:
+    """What the master's parts share; ``MasterCore.__init__`` sets every attribute."""
+
+    settings: MasterSettings
+    outbox: list[tuple[str, Message]]  # (node, message) for the daemon to send
+    _endpoints: NodeEndpoints
+    _store: JobStore
+    _clock: Clock
+    _jobs: dict[int, Job]  # pending and running only
+    _nodes: NodeRegistry
+    _barriers: BarrierEndpoints
+    _scheduler: LiveScheduler
+    _planner: QuantumPlanner
+    _dirty: bool  # a scheduling event happened: the policy must decide again
+    _wake_at: float | None
+    # launches no hello, report or exit has shown to arrive yet, with the pid of the node daemon
+    # they went to: a repeated hello of that daemon may have crossed them on the way
+    _launching: dict[tuple[int, int], tuple[int, LaunchTask]]
+    _unadopted: dict[int, Job]  # running before a restart, until their nodes say hello
+    _rejoin_until: float
+    _quantum: int
+    _selection: Selection
+    _ran: set[int]  # the jobs the last switch ran
+    _last_tick: float | None
+    _switch_log: SwitchLog
+    _migration_costs: list[float]
+    _accounts: dict[str, Account]
