@@ -1,5 +1,6 @@
 """`gang bench`: start a fresh local cluster, measure, print the figures, tear it down."""
 
+import getpass
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
@@ -234,6 +235,23 @@ def _counts(text: str) -> list[int]:
     if any(count < 1 for count in counts):
         raise click.BadParameter(f"{text!r}: every count must be at least 1")
     return counts
+
+
+@bench.command("cli")
+@click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True, help="runs of each command")
+@click.option("--jobs", "job_count", type=click.IntRange(min=0), default=20, show_default=True,
+              help="jobs in the queue while `gang queue` is timed")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+def cli_latency(runs: int, job_count: int, csv_path: Path | None) -> None:
+    """How long `gang --help`, `gang queue` and friends take as whole processes."""
+    from gangsched.bench.cli_latency import command_latencies
+    from gangsched.protocol.messages import JobSpec
+
+    with temporary_cluster(ClusterConfig(nodes=2, quantum_ms=100)) as client:
+        for _ in range(job_count):
+            client.submit(JobSpec(name="sleep", user=getpass.getuser(), tasks=1, argv=["sleep", "600"]))
+        rows = command_latencies(client.endpoint, runs)
+    _print_rows(f"whole-process latency, median of {runs}", rows, csv_path)
 
 
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:

@@ -21,7 +21,7 @@ from rich.live import Live
 
 from gangsched.cli import views
 from gangsched.daemon.curve import CurveError
-from gangsched.deploy.local import LocalCluster
+from gangsched.deploy.home import cluster_master
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
@@ -39,16 +39,9 @@ def _master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
         return explicit, keys
     if os.environ.get("GANG_MASTER"):
         return os.environ["GANG_MASTER"], keys
-    local = LocalCluster()
-    state = local.state()
-    if state is not None:
-        return state.master, keys or (local.keys if state.config.keys else None)
-    from gangsched.deploy.compose import DockerCluster
-
-    docker = DockerCluster()
-    docker_state = docker.state()
-    if docker_state is not None:
-        return docker_state.master, keys or docker.keys
+    cluster = cluster_master()
+    if cluster is not None:
+        return cluster.endpoint, keys or cluster.keys
     if Path(default_endpoint(MASTER_SOCKET).removeprefix("ipc://")).is_socket():
         return default_endpoint(MASTER_SOCKET), keys  # a `gang master` of this account's, with its defaults
     raise click.ClickException(

@@ -1,10 +1,14 @@
 """Rich tables for jobs, nodes, the matrix and the local cluster's daemons."""
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 
-from gangsched.deploy.local import ClusterState
 from gangsched.protocol.messages import JobInfo, MatrixView, NodeInfo
+
+if TYPE_CHECKING:  # the job commands print with this module and start no cluster
+    from gangsched.deploy.local import ClusterState
 
 _STATE_STYLE = {
     "pending": "yellow", "running": "green", "completed": "dim", "failed": "red",
@@ -78,7 +82,7 @@ def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
     return table
 
 
-def daemons(state: ClusterState, alive: dict[str, bool]) -> Table:
+def daemons(state: "ClusterState", alive: dict[str, bool]) -> Table:
     table = Table(title=f"local cluster, master at {state.master}", box=None, header_style="bold")
     for column in ("DAEMON", "PID", "STATE"):
         table.add_column(column)

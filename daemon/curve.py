@@ -16,10 +16,13 @@ only their own jobs (``root`` anyone's).
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import zmq
 import zmq.auth
-from zmq.auth.thread import ThreadAuthenticator
+
+if TYPE_CHECKING:  # its thread module loads asyncio: only the master, which serves keys, needs it
+    from gangsched.daemon.zap import NamingAuthenticator
 
 NODE_USER = "node"
 
@@ -74,12 +77,14 @@ class KeyFolder:
         socket.curve_publickey, socket.curve_secretkey = public, secret
         socket.curve_serverkey = zmq.auth.load_certificate(self.path / "master.key")[0]
 
-    def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> ThreadAuthenticator:
+    def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> "NamingAuthenticator":
         """Started: lets in the keys of ``authorized/``, each as the user its file is named after."""
+        from gangsched.daemon.zap import NamingAuthenticator
+
         names = {}
         for key_file in sorted((self.path / "authorized").glob("*.key")):
             names[zmq.auth.load_certificate(key_file)[0]] = key_file.stem
-        authenticator = _NamingAuthenticator(names, context)
+        authenticator = NamingAuthenticator(names, context)
         authenticator.start()
         authenticator.configure_curve(domain="*", location=str(self.path / "authorized"))
         return authenticator
@@ -92,12 +97,3 @@ class KeyFolder:
         if secret is None:
             raise CurveError(f"{secret_file} holds no secret key")
         return public, secret
-
-
-class _NamingAuthenticator(ThreadAuthenticator):
-    def __init__(self, names: dict[bytes, str], context: zmq.Context[zmq.Socket[bytes]]) -> None:
-        super().__init__(context)
-        self._names = names
-
-    def curve_user_id(self, client_public_key: bytes) -> str:
-        return self._names.get(zmq.utils.z85.encode(client_public_key), "?")

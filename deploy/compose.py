@@ -21,7 +21,8 @@ from pathlib import Path
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.image import build_image
-from gangsched.deploy.local import ClusterError, default_home
+from gangsched.deploy.home import DOCKER_STATE, KEYS, default_home
+from gangsched.deploy.local import ClusterError
 from gangsched.master.client import MasterClient, MasterUnreachable
 
 PROJECT = "gangsched"
@@ -51,8 +52,8 @@ class DockerCluster:
         self.home = (home or default_home()).resolve()
         self.port = port
         self.project = project
-        self._state_file = self.home / "docker.json"
-        self.keys = self.home / "keys"  # CURVE keys, mounted into the containers
+        self._state_file = self.home / DOCKER_STATE
+        self.keys = self.home / KEYS  # CURVE keys, mounted into the containers
 
     def state(self) -> DockerState | None:
         if not self._state_file.exists():

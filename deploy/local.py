@@ -34,6 +34,7 @@ import psutil
 from gangsched.daemon.cores import even_share
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.home import KEYS, LOCAL_STATE, default_home
 from gangsched.master.client import MasterClient, MasterUnreachable
 
 _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
@@ -56,15 +57,11 @@ class ClusterState:
     config: ClusterConfig
 
 
-def default_home() -> Path:
-    return Path(os.environ.get("GANG_HOME", Path.home() / ".gangsched"))
-
-
 class LocalCluster:
     def __init__(self, home: Path | None = None) -> None:
         self.home = (home or default_home()).resolve()
-        self._state_file = self.home / "cluster.json"
-        self.keys = self.home / "keys"  # CURVE keys of a cluster started with keys
+        self._state_file = self.home / LOCAL_STATE
+        self.keys = self.home / KEYS  # CURVE keys of a cluster started with keys
 
     def state(self) -> ClusterState | None:
         if not self._state_file.exists():

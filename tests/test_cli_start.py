@@ -1,0 +1,38 @@
+"""A command loads only what it uses: `gang --help` no command module, the job commands
+neither the cluster code nor plotting (their latency: `gang bench cli`)."""
+
+import importlib
+import subprocess
+import sys
+
+from gangsched.cli.main import HELP_LIMIT, LazyGroup
+
+
+def imported_by(*args: str) -> set[str]:
+    """The modules a whole `gang` process imports for ``args``."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "gangsched.cli", *args],
+                            capture_output=True, text=True)
+    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_the_help_lines_are_the_commands_own():
+    for name, (target, line) in LazyGroup.lazy.items():
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert line == command.get_short_help_str(limit=HELP_LIMIT), name
+
+
+def test_gang_help_imports_no_command():
+    modules = imported_by("--help")
+    assert "click" in modules
+    assert not {name for name in modules if name.startswith(("gangsched.cli.", "pydantic", "zmq", "rich"))} - {
+        "gangsched.cli.main"}
+
+
+def test_a_job_command_loads_no_cluster_code_nor_plots():
+    modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock", "--help")
+    assert "gangsched.master.client" in modules  # the job commands loaded
+    heavy = {name for name in modules
+             if name.startswith(("matplotlib", "gangsched.deploy.local", "gangsched.deploy.config",
+                                 "pydantic_settings", "asyncio", "gangsched.sim", "gangsched.policy"))}
+    assert not heavy, sorted(heavy)
