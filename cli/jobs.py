@@ -7,6 +7,7 @@ cluster started by `gang cluster up`.
 
 import functools
 import getpass
+import json
 import os
 import shutil
 import time
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
 
-from gangsched.cli import views
+from gangsched.cli import columns, views
 from gangsched.daemon.curve import CurveError
 from gangsched.deploy.home import cluster_master
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
@@ -153,15 +154,54 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
 
 @click.command()
 @click.option("-a", "--all", "include_finished", is_flag=True, help="finished jobs too")
+@click.option("-u", "--user", "users", default=None, help="only these users' jobs (comma-separated)")
+@click.option("-t", "--states", default=None,
+              help="only jobs in these states (comma-separated: pending,running,completed,... or PD,R,CD,...)")
+@click.option("-o", "--format", "fields", default=columns.QUEUE_FORMAT, show_default=True,
+              help=f"the columns, comma-separated, of: {', '.join(columns.JOB_FIELDS)}")
+@click.option("--json", "as_json", is_flag=True, help="the jobs as JSON: a list of JobInfo (docs/protocol.md)")
 @click.argument("job_ids", nargs=-1, type=int)
 @with_master
-def queue(client: MasterClient, include_finished: bool, job_ids: tuple[int, ...]) -> None:
+def queue(client: MasterClient, include_finished: bool, users: str | None, states: str | None, fields: str,
+          as_json: bool, job_ids: tuple[int, ...]) -> None:
     """List jobs, like squeue: state, nodes, elapsed time, utilization, barriers/s."""
-    jobs = client.jobs(list(job_ids) or None, include_finished)
+    shown = _columns(columns.JOB_FIELDS, fields)
+    wanted_states = _states(states, include_finished)
+    jobs = client.jobs(list(job_ids) or None, include_finished or bool(job_ids) or wanted_states is not None)
     missing = set(job_ids) - {job.job_id for job in jobs}
-    console.print(views.jobs(jobs, time.time()))
+    jobs = [job for job in jobs if (users is None or job.spec.user in users.split(","))
+            and (wanted_states is None or job.state in wanted_states)]
+    _print(jobs, shown, as_json)
     if missing:
         raise click.ClickException(f"no such job: {', '.join(map(str, sorted(missing)))}")
+
+
+def _states(given: str | None, include_finished: bool) -> set[str] | None:
+    if given is None:
+        return None
+    codes = {code: state for state, code in columns.STATE_CODES.items()}
+    wanted = set()
+    for name in given.split(","):
+        state = codes.get(name.strip().upper(), name.strip().lower())
+        if state not in columns.STATE_CODES:
+            raise click.BadParameter(f"no state {name!r}: one of {', '.join(columns.STATE_CODES)}",
+                                     param_hint="-t/--states")
+        wanted.add(state)
+    return wanted
+
+
+def _columns(fields: dict[str, "columns.Column[Any]"], spec: str) -> "list[columns.Column[Any]]":
+    try:
+        return columns.chosen(fields, spec)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="-o/--format") from None
+
+
+def _print(rows: list[Any], shown: "list[columns.Column[Any]]", as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([row.model_dump(mode="json") for row in rows], indent=1))
+    else:
+        click.echo(columns.render(shown, rows))
 
 
 @click.command()
@@ -181,10 +221,13 @@ def cancel(client: MasterClient, job_ids: tuple[int, ...]) -> None:
 
 
 @click.command()
+@click.option("-o", "--format", "fields", default=columns.NODES_FORMAT, show_default=True,
+              help=f"the columns, comma-separated, of: {', '.join(columns.NODE_FIELDS)}")
+@click.option("--json", "as_json", is_flag=True, help="the nodes as JSON: a list of NodeInfo (docs/protocol.md)")
 @with_master
-def nodes(client: MasterClient) -> None:
+def nodes(client: MasterClient, fields: str, as_json: bool) -> None:
     """List nodes, like sinfo: state, CPU share, jobs, last heard from."""
-    console.print(views.nodes(client.nodes()))
+    _print(client.nodes(), _columns(columns.NODE_FIELDS, fields), as_json)
 
 
 @click.command()

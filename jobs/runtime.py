@@ -25,19 +25,20 @@ from pathlib import Path
 
 import zmq
 
+from gangsched.protocol import task_environment
 from gangsched.protocol.exits import CHECKPOINTED
 
 
 def rank() -> int:
-    return int(os.environ.get("GANG_RANK", "0"))
+    return int(os.environ.get(task_environment.RANK, "0"))
 
 
 def size() -> int:
-    return int(os.environ.get("GANG_SIZE", "1"))
+    return int(os.environ.get(task_environment.SIZE, "1"))
 
 
 def job_id() -> int:
-    return int(os.environ.get("GANG_JOB_ID", "0"))
+    return int(os.environ.get(task_environment.JOB_ID, "0"))
 
 
 _GO, _CHECKPOINT = b"", b"c"
@@ -110,15 +111,15 @@ class IoClient:
 
 @cache
 def _barrier() -> Barrier:
-    address = os.environ.get("GANG_BARRIER_ADDR", "")
+    address = os.environ.get(task_environment.BARRIER_ADDR, "")
     if size() > 1 and not address:
         raise RuntimeError("GANG_BARRIER_ADDR is not set: is this running under gangsched?")
-    return Barrier(rank(), size(), address, os.environ.get("GANG_BARRIER_BIND"))
+    return Barrier(rank(), size(), address, os.environ.get(task_environment.BARRIER_BIND))
 
 
 @cache
 def _progress() -> Progress:
-    return Progress(os.environ.get("GANG_PROGRESS_FILE"))
+    return Progress(os.environ.get(task_environment.PROGRESS_FILE))
 
 
 class _Checkpointing:
@@ -138,8 +139,8 @@ def _asked(signum: int, frame: object) -> None:
 
 def restored() -> bytes | None:
     """The state saved before this task migrated, or None on a first start."""
-    path = os.environ.get("GANG_CHECKPOINT")
-    if not path or os.environ.get("GANG_RESTORE") != "1":
+    path = os.environ.get(task_environment.CHECKPOINT)
+    if not path or os.environ.get(task_environment.RESTORE) != "1":
         return None
     return Path(path).read_bytes()
 
@@ -154,7 +155,7 @@ def barrier() -> None:
 
 
 def _save_and_exit() -> None:
-    save, path = _Checkpointing.save, os.environ.get("GANG_CHECKPOINT")
+    save, path = _Checkpointing.save, os.environ.get(task_environment.CHECKPOINT)
     if save is None or not path:
         raise RuntimeError("asked to checkpoint, but this task has no checkpoint hook or GANG_CHECKPOINT")
     state = save()
@@ -174,7 +175,7 @@ def progress(count: int) -> None:
 
 @cache
 def _io_client() -> IoClient:
-    address = os.environ.get("GANG_IO_ADDR")
+    address = os.environ.get(task_environment.IO_ADDR)
     if not address:
         raise RuntimeError("GANG_IO_ADDR is not set: the cluster has no I/O server")
     return IoClient(address)

@@ -33,7 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gangsched.noded.watchdog import SESSION_VARIABLE, kill_cgroups, kill_marked
+from gangsched.noded.watchdog import kill_cgroups, kill_marked
+from gangsched.protocol import task_environment
 
 log = logging.getLogger("gangsched.noded")
 
@@ -282,7 +283,7 @@ def _marks(pid: int) -> tuple[int, int] | None:
     """The (job, rank) a process's environment names, if it names one."""
     environment = _environment(pid)
     try:
-        return int(environment["GANG_JOB_ID"]), int(environment["GANG_RANK"])
+        return int(environment[task_environment.JOB_ID]), int(environment[task_environment.RANK])
     except (KeyError, ValueError):
         return None
 

@@ -22,8 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gangsched.noded.containment import SESSION_VARIABLE, Containment, TaskGroup
+from gangsched.noded.containment import Containment, TaskGroup
 from gangsched.noded.pmi import LineReader
+from gangsched.noded.watchdog import SESSION_VARIABLE
+from gangsched.protocol import task_environment
 from gangsched.protocol.messages import MpiKind, TaskSpec
 
 PROGRESS_BYTES = 8
@@ -263,14 +265,15 @@ def _environment(
                            SHELL=account.pw_shell)
     environment.update(spec.env)
     _, local_rank, local_size = place_in_block(spec)
-    environment.update(
-        GANG_JOB_ID=str(spec.job_id),
-        GANG_RANK=str(spec.rank),
-        GANG_SIZE=str(spec.size),
-        GANG_NODE=node,
-        GANG_BARRIER_ADDR=spec.barrier_addr,
-        GANG_PROGRESS_FILE=str(progress_path),
-        # what other launchers' programs read (torchrun's names)
+    environment.update({
+        task_environment.JOB_ID: str(spec.job_id),
+        task_environment.RANK: str(spec.rank),
+        task_environment.SIZE: str(spec.size),
+        task_environment.NODE: node,
+        task_environment.BARRIER_ADDR: spec.barrier_addr,
+        task_environment.PROGRESS_FILE: str(progress_path),
+    })
+    environment.update(  # what other launchers' programs read (torchrun's names)
         RANK=str(spec.rank),
         WORLD_SIZE=str(spec.size),
         LOCAL_RANK=str(local_rank),
@@ -281,11 +284,11 @@ def _environment(
         host, _, port = spec.rendezvous.rpartition(":")
         environment.update(MASTER_ADDR=host, MASTER_PORT=port)
     if spec.rank == 0:
-        environment["GANG_BARRIER_BIND"] = spec.barrier_bind
+        environment[task_environment.BARRIER_BIND] = spec.barrier_bind
     if spec.io_addr:
-        environment["GANG_IO_ADDR"] = spec.io_addr
+        environment[task_environment.IO_ADDR] = spec.io_addr
     if spec.checkpoint:
-        environment["GANG_CHECKPOINT"] = spec.checkpoint
+        environment[task_environment.CHECKPOINT] = spec.checkpoint
     if spec.restore:
-        environment["GANG_RESTORE"] = "1"
+        environment[task_environment.RESTORE] = "1"
     return environment

@@ -1,0 +1,14 @@
+"""The variables a task finds in its environment: the node daemon sets them (noded/tasks.py),
+the job runtime reads them (jobs/runtime.py), the containment sweeps know a task's processes
+by the first two."""
+
+JOB_ID = "GANG_JOB_ID"
+RANK = "GANG_RANK"
+SIZE = "GANG_SIZE"
+NODE = "GANG_NODE"
+BARRIER_ADDR = "GANG_BARRIER_ADDR"  # where rank 0's barrier is reached
+BARRIER_BIND = "GANG_BARRIER_BIND"  # rank 0 only: where it binds it
+PROGRESS_FILE = "GANG_PROGRESS_FILE"  # eight bytes the node reads at each quantum: barriers passed
+IO_ADDR = "GANG_IO_ADDR"  # the cluster's I/O server, where it has one
+CHECKPOINT = "GANG_CHECKPOINT"  # a migratable task's checkpoint file
+RESTORE = "GANG_RESTORE"  # "1": start from the checkpoint

@@ -1,0 +1,74 @@
+"""`gang queue` and `gang nodes` as scripts read them: fixed columns that fit 80, never a cut
+header, filters by user and state, chosen fields, JSON; bad choices are one clear line."""
+
+import getpass
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gangsched.protocol.messages import JobSpec, JobState
+from tests.conftest import wait_until
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture
+def gang(start_cluster, monkeypatch):
+    cluster = start_cluster(nodes=2, policy="fcfs")  # space sharing: a second wide job waits
+    monkeypatch.setenv("GANG_MASTER", cluster.client.endpoint)
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True)
+
+    run.client = cluster.client  # type: ignore[attr-defined]
+    return run
+
+
+def test_the_queue_fits_80_columns_filters_and_speaks_json(gang):
+    client = gang.client
+    done = client.submit(JobSpec(name="quick", user=getpass.getuser(), tasks=1, argv=["true"]))
+    wait_until(lambda: client.job(done).state.is_final, 20, "the quick job to end")
+    running = client.submit(JobSpec(name="a-rather-long-job-name", user=getpass.getuser(), tasks=2,
+                                    argv=["sleep", "60"]))
+    waiting = client.submit(JobSpec(name="second", user=getpass.getuser(), tasks=2, argv=["sleep", "60"]))
+    wait_until(lambda: client.job(running).state is JobState.RUNNING, 20, "the first job to start")
+
+    shown = gang("queue")
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = shown.stdout.splitlines()
+    assert header.split() == ["JOBID", "NAME", "USER", "ST", "TIME", "TASKS", "UTIL%", "PRED%", "NODELIST(REASON)"]
+    assert all(len(line) <= 80 for line in shown.stdout.splitlines())
+    by_id = {int(row.split()[0]): row.split() for row in rows}
+    assert set(by_id) == {running, waiting}  # finished jobs only with --all
+    assert by_id[running][1] == "a-rather-l" and by_id[running][3] == "R"
+    assert by_id[waiting][3] == "PD"
+
+    assert [line.split()[0] for line in gang("queue", "-t", "PD", "-o", "jobid").stdout.splitlines()] == \
+        ["JOBID", str(waiting)]
+    assert gang("queue", "-t", "completed", "-o", "jobid,st,exit").stdout.splitlines()[1].split() == \
+        [str(done), "CD", "0"]
+    assert gang("queue", "-u", "nobody-here").stdout.splitlines() == [gang("queue").stdout.splitlines()[0]]
+
+    listed = json.loads(gang("queue", "--all", "--json").stdout)
+    assert {job["job_id"] for job in listed} == {running, waiting, done}
+    assert {job["job_id"]: job["state"] for job in listed}[running] == "running"
+    assert all({"spec", "state", "node_names", "util_pct"} <= set(job) for job in listed)
+
+    bad_field = gang("queue", "-o", "jobid,colour")
+    assert bad_field.returncode == 2 and "no field colour: the fields are jobid, name" in bad_field.stderr
+    bad_state = gang("queue", "-t", "asleep")
+    assert bad_state.returncode == 2 and "no state 'asleep'" in bad_state.stderr
+
+
+def test_the_nodes_list_fits_and_speaks_json(gang):
+    shown = gang("nodes")
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = shown.stdout.splitlines()
+    assert header.split() == ["NODELIST", "STATE", "CPUS", "PROCS(U/T)", "SEEN_S", "JOBS"]
+    assert sorted(row.split()[0] for row in rows) == ["node1", "node2"]
+    listed = json.loads(gang("nodes", "--json").stdout)
+    assert sorted(node["name"] for node in listed) == ["node1", "node2"]
+    assert all(node["state"] == "up" for node in listed)
