@@ -103,6 +103,7 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
               help="phased: iterations of a compute phase")
 @click.option("--run-ms", type=float, default=100.0, show_default=True,
               help="timed: runnable ms per iteration")
+@click.option("--json", "as_json", is_flag=True, help='print {"job_id": N} instead of a sentence')
 @click.argument("command", nargs=-1)
 @with_master
 def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None, **options: Any) -> None:
@@ -149,7 +150,11 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
         )
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
-    console.print(f"submitted job {client.submit(spec, retry_s=SUBMIT_RETRY_S)}")
+    job_id = client.submit(spec, retry_s=SUBMIT_RETRY_S)
+    if options["as_json"]:
+        click.echo(json.dumps({"job_id": job_id}))
+    else:
+        console.print(f"submitted job {job_id}")
 
 
 @click.command()
@@ -205,17 +210,21 @@ def _print(rows: list[Any], shown: "list[columns.Column[Any]]", as_json: bool) -
 
 
 @click.command()
+@click.option("--json", "as_json", is_flag=True, help='print [{"job_id": N, "state": ...}] instead of sentences')
 @click.argument("job_ids", nargs=-1, type=int, required=True)
 @with_master
-def cancel(client: MasterClient, job_ids: tuple[int, ...]) -> None:
+def cancel(client: MasterClient, job_ids: tuple[int, ...], as_json: bool) -> None:
     """Cancel jobs, like scancel: their tasks get SIGTERM, then SIGKILL."""
-    failures = []
+    failures, cancelled = [], []
     for job_id in job_ids:
         try:
-            client.cancel(job_id, getpass.getuser())
-            console.print(f"job {job_id} cancelled")
+            cancelled.append(client.cancel(job_id, getpass.getuser()))
+            if not as_json:
+                console.print(f"job {job_id} cancelled")
         except RequestRefused as error:
             failures.append(error.reason)
+    if as_json:
+        click.echo(json.dumps([reply.model_dump(mode="json", exclude={"type"}) for reply in cancelled]))
     if failures:
         raise click.ClickException("; ".join(failures))
 
@@ -232,10 +241,16 @@ def nodes(client: MasterClient, fields: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--watch", is_flag=True, help="refresh every quantum until ^C")
+@click.option("--json", "as_json", is_flag=True, help="the matrix once as JSON: a MatrixView (docs/protocol.md)")
 @with_master
-def matrix(client: MasterClient, watch: bool) -> None:
+def matrix(client: MasterClient, watch: bool, as_json: bool) -> None:
     """Show the Ousterhout matrix: slots by nodes, the running slot marked."""
+    if watch and as_json:
+        raise click.UsageError("--json prints the matrix once: not with --watch")
     view = client.matrix()
+    if as_json:
+        click.echo(json.dumps(view.model_dump(mode="json", exclude={"type"}), indent=1))
+        return
     if not watch:
         console.print(views.matrix(view, client.jobs()))
         return

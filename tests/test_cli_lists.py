@@ -72,3 +72,15 @@ def test_the_nodes_list_fits_and_speaks_json(gang):
     listed = json.loads(gang("nodes", "--json").stdout)
     assert sorted(node["name"] for node in listed) == ["node1", "node2"]
     assert all(node["state"] == "up" for node in listed)
+
+
+def test_submit_cancel_and_the_matrix_speak_json(gang):
+    submitted = gang("submit", "--json", "-n", "2", "--", "sleep", "60")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = json.loads(submitted.stdout)["job_id"]
+    wait_until(lambda: gang.client.job(job_id).state is JobState.RUNNING, 20, "the job to start")
+    view = json.loads(gang("matrix", "--json").stdout)
+    assert sorted(view["nodes"]) == ["node1", "node2"] and [job_id, job_id] in view["rows"]
+    assert json.loads(gang("cancel", "--json", str(job_id)).stdout) == [{"job_id": job_id, "state": "cancelled"}]
+    both = gang("matrix", "--json", "--watch")
+    assert both.returncode == 2 and "not with --watch" in both.stderr
