@@ -32,6 +32,7 @@ from gangsched.daemon.realtime import zmq_context
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.noded.tasks import process_cpu_ns
+from gangsched.sim.report import percentile
 
 Row = dict[str, Any]
 SPINNER = ["setpriv", "--pdeathsig", "KILL", "--", sys.executable, "-c", "while True: pass"]
@@ -41,7 +42,7 @@ FIFO_PRIORITY = 50
 def _percentiles(what: str, n: int, values_us: list[float], **labels: str) -> Row:
     ordered = sorted(values_us)
     return {"measure": what, "n": n, **labels, "p50_us": round(statistics.median(ordered), 1),
-            "p99_us": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 1),
+            "p99_us": round(percentile(ordered, 0.99), 1),
             "max_us": round(ordered[-1], 1)}
 
 
@@ -186,11 +187,10 @@ def pub_sub_latency(counts: list[int], messages: int, busy: bool, fifo: bool) ->
 
 def fifo_allowed() -> bool:
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(FIFO_PRIORITY))
+        with fifo_priority(True):
+            return True
     except PermissionError:
         return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return True
 
 
 def quantum_costs(quanta_ms: list[int], seconds: float, baseline_s: float, nodes: int) -> list[Row]:

@@ -18,6 +18,7 @@ from gangsched.bench.mix import job_spec, running
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.noded.tasks import process_cpu_ns
+from gangsched.sim.report import percentile
 
 # the spinning program, started here with no node daemon; the kernel kills the spinners
 # when the benchmark dies, however it ends, even while they are stopped
@@ -81,7 +82,7 @@ def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int)
     return SwitchResult(
         switches=len(latencies),
         median_ms=statistics.median(latencies),
-        p99_ms=latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        p99_ms=percentile(latencies, 0.99),
         cpu=100 * (stats.master_cpu_ns - master_before.master_cpu_ns) / 1e9 / elapsed,
         job_cpu_rate=scheduled,
     )

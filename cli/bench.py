@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from gangsched.bench.mix import run_mix
-from gangsched.sim.report import write_csv
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
@@ -19,6 +18,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster, temporary_local_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
+from gangsched.sim.report import write_csv
 
 console = Console()
 

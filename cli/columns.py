@@ -55,7 +55,7 @@ def _elapsed(job: JobInfo) -> str:
     return f"{days}-{clock}" if days else clock
 
 
-def _number(value: float | None, digits: int = 0) -> str:
+def number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
@@ -74,11 +74,11 @@ JOB_FIELDS: dict[str, Column[JobInfo]] = {
     "time": Column("TIME", 10, _elapsed, right=True),
     "tasks": Column("TASKS", 5, lambda job: str(job.spec.tasks), right=True),
     "ran": Column("RAN_S", 7, lambda job: f"{job.ran_s:.0f}", right=True),
-    "limit": Column("LIMIT_S", 8, lambda job: _number(job.spec.estimate_s), right=True),
-    "util": Column("UTIL%", 5, lambda job: _number(job.util_pct), right=True),
-    "pred": Column("PRED%", 5, lambda job: _number(job.predicted_pct), right=True),
+    "limit": Column("LIMIT_S", 8, lambda job: number(job.spec.estimate_s), right=True),
+    "util": Column("UTIL%", 5, lambda job: number(job.util_pct), right=True),
+    "pred": Column("PRED%", 5, lambda job: number(job.predicted_pct), right=True),
     "barriers": Column("BARRIERS", 8, lambda job: str(job.barriers), right=True),
-    "rate": Column("BAR/S", 7, lambda job: _number(job.barriers_per_s, 2), right=True),
+    "rate": Column("BAR/S", 7, lambda job: number(job.barriers_per_s, 2), right=True),
     "migrations": Column("MIGR", 4, lambda job: str(len(job.migration_s)), right=True),
     "exit": Column("EXIT", 4, lambda job: "-" if job.exit_code is None else str(job.exit_code), right=True),
     "nodelist": Column("NODELIST(REASON)", 16, _where),

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from gangsched.bench.experiments import LIVE
 from gangsched import traces
-from gangsched.sim.report import ExperimentOptions
+from gangsched.bench.experiments import LIVE
 from gangsched.cli.sim import TRACE
 from gangsched.sim.experiments import SIMULATED
+from gangsched.sim.report import ExperimentOptions
 
 console = Console()
 EXPERIMENTS = {**LIVE, **SIMULATED}

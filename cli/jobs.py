@@ -171,7 +171,7 @@ def queue(client: MasterClient, include_finished: bool, users: str | None, state
           as_json: bool, job_ids: tuple[int, ...]) -> None:
     """List jobs, like squeue: state, nodes, elapsed time, utilization, barriers/s."""
     shown = _columns(columns.JOB_FIELDS, fields)
-    wanted_states = _states(states, include_finished)
+    wanted_states = _states(states)
     jobs = client.jobs(list(job_ids) or None, include_finished or bool(job_ids) or wanted_states is not None)
     missing = set(job_ids) - {job.job_id for job in jobs}
     jobs = [job for job in jobs if (users is None or job.spec.user in users.split(","))
@@ -181,7 +181,7 @@ def queue(client: MasterClient, include_finished: bool, users: str | None, state
         raise click.ClickException(f"no such job: {', '.join(map(str, sorted(missing)))}")
 
 
-def _states(given: str | None, include_finished: bool) -> set[str] | None:
+def _states(given: str | None) -> set[str] | None:
     if given is None:
         return None
     codes = {code: state for state, code in columns.STATE_CODES.items()}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 from gangsched.deploy.config import LOCAL_DEFAULTS, ClusterConfig, ClusterSettingError, settable
@@ -26,11 +27,7 @@ def settings_options(model: type[BaseSettings]) -> Callable[[Command], Command]:
         for name, field in reversed(model.model_fields.items()):
             default = field.get_default(call_default_factory=True)
             help_text = f"{field.description} [env {prefix}{name.upper()}; default {default}]"
-            option = click.option(
-                f"--{name.replace('_', '-')}", name, type=_click_type(field.annotation),
-                default=None, help=help_text,
-            )
-            command = option(command)
+            command = _field_option(name, field, help_text)(command)
         return command
 
     return decorate
@@ -39,6 +36,12 @@ def settings_options(model: type[BaseSettings]) -> Callable[[Command], Command]:
 def build(model: type[BaseSettings], given: dict[str, Any]) -> Any:
     """The settings from the options given; the rest from the environment or defaults."""
     return model(**{name: value for name, value in given.items() if value is not None})
+
+
+def _field_option(name: str, field: FieldInfo, help_text: str) -> Callable[[Command], Command]:
+    """``--name`` for a settings field; not given, it is None, and the model decides."""
+    return click.option(f"--{name.replace('_', '-')}", name, type=_click_type(field.annotation), default=None,
+                        help=help_text)
 
 
 def _click_type(annotation: Any) -> click.ParamType | type:
@@ -56,7 +59,7 @@ def _click_type(annotation: Any) -> click.ParamType | type:
 def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The shape of a local cluster and every daemon setting it may be given (``deploy/config.py``),
     shared by `cluster up`, `replay` and the benchmarks; not given, a setting is the daemon's."""
-    options = [
+    options: list[Callable[[Command], Command]] = [
         click.option("--nodes", "nodes", type=click.IntRange(min=1), default=4, show_default=True,
                      help="node daemons to start"),
         click.option("--processors-per-node", "processors_per_node", type=click.IntRange(min=1), default=1,
@@ -64,10 +67,7 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for name, daemon, field_name, field in settable():
         default = LOCAL_DEFAULTS.get(name, field.get_default(call_default_factory=True))
-        options.append(click.option(
-            f"--{name.replace('_', '-')}", name, type=_click_type(field.annotation), default=None,
-            help=f"{daemon.role}: {field.description} [default {default}]",
-        ))
+        options.append(_field_option(name, field, f"{daemon.role}: {field.description} [default {default}]"))
     for option in reversed(options):
         command = option(command)
     return command

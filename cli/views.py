@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from gangsched.cli.columns import number
 from gangsched.protocol.messages import JobInfo, MatrixView
 
 if TYPE_CHECKING:  # the job commands print with this module and start no cluster
@@ -18,10 +19,6 @@ _STATE_STYLE = {
 
 def _state(value: str) -> Text:
     return Text(value.upper(), style=_STATE_STYLE.get(value, ""))
-
-
-def _number(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
@@ -41,7 +38,7 @@ def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
         style = {">": "bold green", "+": "green"}.get(mark)
         members = sorted({job for job in row if job is not None})
         cells = [("." if job is None else f"{job}*" if job in view.alternates else str(job)) for job in row]
-        jobs_text = " ".join(f"{job}({_number(predicted.get(job), 0)})" for job in members)
+        jobs_text = " ".join(f"{job}({number(predicted.get(job))})" for job in members)
         table.add_row(Text(f"{mark} {index}", style=style or ""), *cells, jobs_text, style=style)
     return table
 

@@ -3,18 +3,13 @@
 from pathlib import Path
 from typing import Literal
 
-from gangsched.daemon.endpoints import (
-    DEFAULT_STATE_DIR,
-    MASTER_SOCKET,
-    REPORT_SOCKET,
-    SWITCH_SOCKET,
-    default_endpoint,
-)
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.quantum import Pairing
 from gangsched.policy.slack import SlackSettings
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class MasterSettings(BaseSettings):

@@ -27,6 +27,11 @@ class Experiment:
     seeds: int = 1  # model workloads averaged over, unless the user says
 
 
+def percentile(ordered: list[float], fraction: float) -> float:
+    """The value ``fraction`` of the way up ``ordered`` (sorted), as the benchmarks report p99."""
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
 def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

@@ -18,11 +18,12 @@ def tracked_files() -> list[Path]:
 
 
 def test_nothing_cites_a_document_outside_the_repository():
-    outside = re.compile(r"seed[s]? ?0{0,2}[0-4]\b|SPEC ?§|SPEC\.md|MEASUREMENTS", re.IGNORECASE)
+    # the pattern, spelt so that this line does not match it
+    outside = re.compile(r"seed[s]? ?0{0,2}[0-4]\b|SPEC ?§|SPEC\.md|" + "MEASURE" + "MENTS", re.IGNORECASE)
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
              for path in tracked_files() if path.is_file()
              for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
-             if outside.search(line) and path.name != "test_docs.py"]
+             if outside.search(line)]
     assert not found, "\n".join(found)
 
 
