@@ -49,8 +49,10 @@ def run_migration(client: MasterClient, short_iterations: int = 40,
     try:
         (started,) = wait_until_running(client, [a], timeout_s)
         before = started.barriers
-        while client.job(b).state is not JobState.COMPLETED:
+        while not (ended := client.job(b)).state.is_final:
             before = poll(f"job {b} to complete").barriers
+        if ended.state is not JobState.COMPLETED:
+            raise RuntimeError(f"job {b} ended {ended.state.value}: {ended.reason}")
         while (moved := poll(f"job {a} to restart elsewhere")).node_names == started.node_names:
             pass
         while not (after := poll(f"job {a} to progress after its restart")).migration_s:

@@ -108,7 +108,7 @@ class JobLifecycle(CoreState):
         for node_name, launch in launches(job, processors, meet, kvsname, self.settings.io_addr,
                                           self.settings.checkpoint_dir, restore):
             node = self._nodes.get(node_name)
-            self._launching[(job.job_id, launch.task.rank)] = (node.pid if node else 0, launch)
+            self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)
             self.outbox.append((node_name, launch))
         return True
 

@@ -144,7 +144,7 @@ class NodeEvents(JobLifecycle):
             self._launching.pop(key, None)
         for job_id, rank in sorted(expected - reported):
             in_flight = self._launching.get((job_id, rank))
-            if in_flight is not None and in_flight[0] == hello.pid:
+            if in_flight is not None and in_flight[0] == hello.incarnation:
                 # the same daemon: the launch is on its way, or this hello left before it came;
                 # sent again, it starts the task or is ignored as one that runs
                 self.outbox.append((hello.node, in_flight[1]))

@@ -14,7 +14,7 @@ class Node:
     peer: PeerEndpoint | None  # None until the node itself said hello
     state: NodeState
     last_seen: float  # monotonic seconds
-    pid: int = 0  # of the daemon that said hello: another one has none of its tasks
+    incarnation: str = ""  # of the daemon that said hello: another one has none of its tasks
 
 
 class NodeRegistry:
@@ -22,7 +22,8 @@ class NodeRegistry:
         self._nodes: dict[str, Node] = {}
 
     def register(self, hello: NodeHello, identity: bytes, now: float) -> Node:
-        node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now, hello.pid)
+        node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now,
+                    hello.incarnation)
         self._nodes[hello.node] = node
         return node
 

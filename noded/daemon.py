@@ -23,6 +23,7 @@ import logging
 import os
 import signal
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,7 @@ _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
 # host rebooting) gets no refusal: it waits out SYN retries of 1 s, then 3 s. Far
 # above a cluster network's round trip, this makes the node try again at once.
 _CONNECT_TIMEOUT_MS = 250
+_LAST_EXITS_LINGER_MS = 1000
 # The signals of a switch go to the processes a task had at the last look; the next look,
 # which gives the processes started since then the same signal, waits this long, so that
 # where nodes share cores it does not hold back the other nodes' switch.
@@ -107,6 +109,7 @@ class NodeDaemon:
         self._desired: set[int] = set()
         self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
         self._registered = False
+        self._incarnation = uuid.uuid4().hex
         self._master_unreachable = False
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._next_heartbeat = 0.0
@@ -146,7 +149,10 @@ class NodeDaemon:
         self.close()
 
     def close(self) -> None:
-        for socket in (self._dealer, self._sub, self._push):
+        # the last exits are on their way on the PUSH socket: a short linger lets them reach the master,
+        # which otherwise learns of them only when it misses this node or hears from its next daemon
+        self._push.close(linger=_LAST_EXITS_LINGER_MS)
+        for socket in (self._dealer, self._sub):
             socket.close()
         self._context.term()
         self._containment.close()
@@ -451,6 +457,7 @@ class NodeDaemon:
             cpus=self._settings.cpus,
             processors=self._settings.processors,
             pid=os.getpid(),
+            incarnation=self._incarnation,
             peer=self._peer(),
             tasks=[TaskRef(job_id=t.job_id, rank=t.rank) for t in self._tasks.values()],
             exits=list(self._unacknowledged.values()),

@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 
 class _Model(BaseModel):
@@ -276,7 +276,8 @@ class NodeHello(_Model):
     node: str = Field(min_length=1, max_length=64)
     cpus: float = Field(gt=0)  # the CPU share of the whole node
     processors: int = Field(default=1, ge=1, le=4096)  # columns of the matrix; a task's share is cpus/processors
-    pid: int
+    pid: int  # for the logs: in a container, a restarted daemon may have its old pid
+    incarnation: str = Field(min_length=1, max_length=64)  # made anew at each start: another one has none of its tasks
     peer: PeerEndpoint
     tasks: list[TaskRef] = []
     exits: list[TaskExit] = []

@@ -62,8 +62,8 @@ def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4) -> MasterCore:
     return core
 
 
-def hello(core: MasterCore, node: str, tasks: list[TaskRef] = ()) -> None:
-    core.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, tasks=list(tasks),
+def hello(core: MasterCore, node: str, tasks: list[TaskRef] = (), incarnation: str = "first") -> None:
+    core.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
                                         peer=PeerEndpoint(transport="ipc", host="/tmp")))
 
 
@@ -123,6 +123,21 @@ def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clo
     requeued, failed = infos(core, [kept, lost])
     assert requeued.state is JobState.PENDING and requeued.requeues == 1
     assert failed.state is JobState.NODE_FAIL
+
+
+def test_a_launch_in_flight_is_sent_again_to_the_same_daemon_only(tmp_path, clock):
+    """A daemon restarted in its container may have its old pid: the incarnation tells them apart."""
+    core = make_core(tmp_path, clock)
+    job = submit(core)
+    sent(core, LaunchTask)
+    hello(core, "n1")  # the same daemon: its hello crossed the launch
+    assert [node for node, _ in sent(core, LaunchTask)] == ["n1"]
+    hello(core, "n2", incarnation="second")  # a new daemon, with none of the tasks
+    assert sorted(node for node, _ in sent(core, KillTask)) == ["n1", "n3", "n4"]
+    for rank, node in [(0, "n1"), (2, "n3"), (3, "n4")]:
+        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+    (info,) = infos(core, [job])
+    assert info.state is JobState.NODE_FAIL and "rank 1 vanished from node n2" in info.reason
 
 
 def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):

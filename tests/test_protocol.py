@@ -60,7 +60,7 @@ MESSAGES = [
     SlotSwitch(quantum=7, sent_ns=123, run={"n1": [1, 2], "n2": []}),
     QuantumReport(node="n1", quantum=7, switch_sent_ns=1, switch_applied_ns=2,
                   samples=[TaskSample(job_id=1, rank=0, cpu_ns=5, runnable_ns=9, progress=3)]),
-    NodeHello(node="n1", cpus=0.5, pid=42, peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
+    NodeHello(node="n1", cpus=0.5, pid=42, incarnation="a1", peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
               tasks=[TaskRef(job_id=1, rank=0)],
               exits=[TaskExit(node="n1", job_id=2, rank=1, returncode=-9)]),
     NodeWelcome(node="n1", switch_endpoint="ipc:///s", report_endpoint="ipc:///r",
@@ -135,7 +135,7 @@ def test_bad_bytes_give_one_typed_error(frame, code):
 
 def test_a_tcp_peer_needs_a_port_range():
     frame = msgpack.packb({
-        "v": PROTOCOL_VERSION, "type": "node_hello", "node": "n", "cpus": 1.0, "pid": 1,
+        "v": PROTOCOL_VERSION, "type": "node_hello", "node": "n", "cpus": 1.0, "pid": 1, "incarnation": "i",
         "peer": {"transport": "tcp", "host": "h"},
     })
     with pytest.raises(ProtocolError, match="port range"):
