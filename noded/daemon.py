@@ -38,6 +38,7 @@ from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import Containment, ContainmentError, TaskGroup
 from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.shared_memory import JobSharedMemory
 from gangsched.noded.tasks import LaunchError, Task, launch, place_in_block
 from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -105,6 +106,7 @@ class NodeDaemon:
         self._by_pidfd: dict[int, Task] = {}
         self._by_pmi_fd: dict[int, Task] = {}
         self._pmi_jobs: dict[int, PmiJob] = {}
+        self._shared_memory = JobSharedMemory()
         self._processor_cores = settings.processor_cores()
         self._desired: set[int] = set()
         self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
@@ -302,7 +304,7 @@ class NodeDaemon:
         if tasks:
             log.info("ending job %d: %s", message.job_id, message.reason)
         for task in tasks:
-            task.terminate(self._settings.kill_grace_s)
+            self._terminate(task)
 
     def _checkpoint(self, message: CheckpointTask) -> None:
         for task in self._tasks_of(message.job_id):
@@ -329,6 +331,7 @@ class NodeDaemon:
         except PmiError as error:
             self._pmi_failed(task, f"sent a malformed PMI line: {error}")
             return
+        self._shared_memory.note(task.job_id, task.group.pids())  # a crash later leaves it in /dev/shm
         for line in lines:
             if task.pmi is None:  # failed on an earlier line: the rest is not read
                 return
@@ -359,7 +362,12 @@ class NodeDaemon:
         task.failure = task.failure or reason
         self._close_pmi(task)
         if task.kill_deadline is None:
-            task.terminate(self._settings.kill_grace_s)
+            self._terminate(task)
+
+    def _terminate(self, task: Task) -> None:
+        if task.job_id in self._pmi_jobs:  # its ranks will not unlink their shared memory
+            self._shared_memory.note(task.job_id, task.group.pids())
+        task.terminate(self._settings.kill_grace_s)
 
     def _close_pmi(self, task: Task) -> None:
         if task.pmi is not None:
@@ -406,6 +414,8 @@ class NodeDaemon:
                 error = "exited before PMI finalize"  # its peers would wait for it for ever
             if not self._tasks_of(task.job_id):
                 del self._pmi_jobs[task.job_id]
+                for name in self._shared_memory.release(task.job_id, task.uid):
+                    log.info("job %d left /dev/shm/%s: removed", task.job_id, name)
         self._report_exit(task.job_id, task.rank, returncode, error, cpu_ns, progress)
 
     def _report_exit(
@@ -485,7 +495,7 @@ class NodeDaemon:
     def _end_all_tasks(self) -> None:
         """Leave nothing behind: SIGTERM and continue every group, SIGKILL after the grace."""
         for task in self._tasks.values():
-            task.terminate(self._settings.kill_grace_s)
+            self._terminate(task)
         deadline = time.monotonic() + self._settings.kill_grace_s
         # only the tasks' pidfds: an unread message would make every poll return at once, and
         # a real-time daemon spinning until the grace ends starves the machine

@@ -53,6 +53,7 @@ class Task:
     progress_path: Path
     progress_fd: int
     runnable: bool  # the state last applied, not the desired one
+    uid: int  # the user it runs as
     cpu_ns: int = 0  # CPU time at the last reading
     runnable_since_ns: int = 0  # when the current runnable stretch was last sampled
     kill_deadline: float | None = None  # monotonic seconds; kill the group then
@@ -210,6 +211,7 @@ def launch(
         progress_path=progress_path,
         progress_fd=os.open(progress_path, os.O_RDONLY),
         runnable=True,
+        uid=os.getuid() if account is None else account.pw_uid,
         pmi=ours,
         pmi_lines=None if ours is None else LineReader(),
     )

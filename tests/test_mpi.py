@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.jobs.mpi_programs import build, mpi_tool
+from gangsched.noded.shared_memory import SHM
 from gangsched.protocol.messages import JobSpec, JobState, MpiKind
 from tests.conftest import task_processes, wait_until
 
@@ -37,7 +38,12 @@ def ended(cluster, job_id: int, timeout_s: float = 30):
 
 
 def output(cluster, job_id: int, node: str, rank: int) -> str:
-    return (cluster.home / "nodes" / node / f"job-{job_id}.{rank}.out").read_text()
+    path = cluster.home / "nodes" / node / f"job-{job_id}.{rank}.out"
+    return path.read_text() if path.exists() else ""
+
+
+def shared_memory() -> set[str]:
+    return {path.name for path in SHM.iterdir()}
 
 
 def test_a_c_program_gives_the_result_it_gives_under_mpiexec(start_cluster, allreduce):
@@ -78,10 +84,24 @@ def test_mpi4py_ranks_on_four_nodes_talk_over_tcp(start_cluster):
 ], ids=["exit", "abort", "killed"])
 def test_a_failing_rank_fails_the_job_naming_it_and_nothing_is_left(start_cluster, code, reason):
     cluster = start_cluster(nodes=4)
+    before = shared_memory()
     job = cluster.client.submit(mpi_job(python(code), 4, nodes=4))
     info = ended(cluster, job)
     assert info.state is JobState.FAILED and re.search(reason, info.reason), info.reason
     wait_until(lambda: not task_processes(cluster.home, job), 10, "every rank gone")
+    wait_until(lambda: shared_memory() <= before, 10, "the ranks' shared memory removed")
+
+
+def test_a_cancelled_job_leaves_no_shared_memory(start_cluster):
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    before = shared_memory()
+    job = cluster.client.submit(mpi_job(python("import time; from mpi4py import MPI; MPI.COMM_WORLD.Barrier(); "
+                                               "print('in', flush=True); time.sleep(60)"), 4))
+    wait_until(lambda: "in" in output(cluster, job, "node2", 3), 30, "the ranks past MPI_Init")
+    assert shared_memory() > before  # MPICH's segments, one per node
+    cluster.client.cancel(job, getpass.getuser())
+    ended(cluster, job)
+    wait_until(lambda: shared_memory() <= before, 10, "the ranks' shared memory removed")
 
 
 def test_a_malformed_pmi_line_fails_the_job_not_the_node(start_cluster):
