@@ -44,6 +44,8 @@ def cluster_up(docker: bool, keys: bool, **shape: Any) -> None:
         raise click.ClickException(str(error)) from None
     console.print(f"cluster up: {config.nodes} nodes, quantum {config.quantum_ms} ms, "
                   f"master at {state.master}; logs in {local.home}/logs")
+    if config.http_bind:
+        console.print(f"metrics and web view: http://{config.http_bind}/ (metrics at /metrics)")
 
 
 @cluster.command("down")

@@ -120,6 +120,7 @@ class DockerCluster:
         self._settings_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for role, service in (("master", "master"), ("node", "node"), ("io", "ioserver")):
             given = {**DOCKER_DEFAULTS.get(role, {}), **config.environment(role)}
+            given.pop("GANG_MASTER_HTTP_BIND", None)  # the web view is not published from a container yet
             lines = [f"{name}={value}" for name, value in given.items()]
             (self._settings_dir / f"{service}.env").write_text("".join(f"{line}\n" for line in lines))
 

@@ -41,7 +41,7 @@ DAEMONS = (
 )
 
 # where an emulated cluster differs from a daemon's default for a host
-LOCAL_DEFAULTS = {"node_kill_grace_s": 2.0}
+LOCAL_DEFAULTS = {"node_kill_grace_s": 2.0, "http_bind": "127.0.0.1:8470"}
 
 
 class ClusterSettingError(ValueError):

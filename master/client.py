@@ -21,6 +21,7 @@ from gangsched.protocol.messages import (
     JobList,
     JobQuery,
     JobSpec,
+    MasterStats,
     MatrixQuery,
     MatrixView,
     Message,
@@ -28,6 +29,7 @@ from gangsched.protocol.messages import (
     NodeList,
     NodeQuery,
     SetUser,
+    StatsQuery,
     Submit,
     Submitted,
     SwitchStats,
@@ -150,6 +152,9 @@ class MasterClient:
 
     def switch_stats(self, last: int) -> SwitchStats:
         return self.request(SwitchStatsQuery(last=last), SwitchStats)
+
+    def stats(self) -> MasterStats:
+        return self.request(StatsQuery(), MasterStats)
 
     def close(self) -> None:
         self._socket.close()

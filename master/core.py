@@ -25,6 +25,7 @@ from gangsched.master.requests import ClientRequests
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
 from gangsched.master.state import Clock, NodeEndpoints
+from gangsched.master.stats import MIGRATION_BOUNDS_S, STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
 from gangsched.master.switches import SwitchLog
 from gangsched.policy.quantum import PlanInput, Selection, planner
@@ -54,7 +55,9 @@ class MasterCore(ClientRequests, NodeEvents):
         self._ran = set()
         self._last_tick = None
         self._switch_log = SwitchLog()
-        self._migration_costs = []
+        self._migration_costs = Timings(MIGRATION_BOUNDS_S)
+        self._decision_time = Timings(STEP_BOUNDS_S)
+        self._start_time = clock.time()
         self._accounts = {account.user: account for account in store.accounts()}
         self._restore()
 

@@ -36,6 +36,7 @@ from gangsched.daemon.sockets import has_message
 from gangsched.master.core import MasterCore, NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
+from gangsched.master.viewer import READ_ONLY, WebServer, viewer_endpoint
 from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
@@ -51,6 +52,7 @@ from gangsched.protocol.messages import (
     QuantumReport,
     SetUser,
     Submit,
+    StatsQuery,
     SwitchStatsQuery,
     TaskExit,
     UserQuery,
@@ -119,11 +121,22 @@ class MasterDaemon:
             NodeQuery: lambda _, m: self._core.query_nodes(),
             MatrixQuery: lambda _, m: self._core.query_matrix(),
             SwitchStatsQuery: lambda _, m: self._core.switch_stats(m.last),
+            StatsQuery: lambda _, m: self._core.stats(),
             SetUser: lambda _, m: self._core.set_user(m),
             UserQuery: lambda _, m: self._core.query_users(),
         }
         log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
                  self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)
+        self._viewer: zmq.Socket[bytes] | None = None
+        self._web: WebServer | None = None
+        if settings.http_bind:
+            self._viewer = self._context.socket(zmq.ROUTER)
+            self._viewer.setsockopt(zmq.LINGER, 0)
+            self._viewer.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+            endpoint = viewer_endpoint(settings.state_dir)
+            self._viewer.bind(endpoint)
+            self._web = WebServer(settings.http_bind, endpoint, settings.state_dir, settings.quantum_ms,
+                                  settings.log_level)
 
     def run(self) -> None:
         quantum = self._settings.quantum_ms / 1000
@@ -134,6 +147,8 @@ class MasterDaemon:
             poller = zmq.Poller()
             poller.register(self._router, zmq.POLLIN)
             poller.register(signals.fileno(), zmq.POLLIN)
+            if self._viewer is not None:
+                poller.register(self._viewer, zmq.POLLIN)
             next_switch = next_read = time.monotonic()
             while True:
                 wait_s = min(next_switch, next_read) - time.monotonic()
@@ -143,6 +158,8 @@ class MasterDaemon:
                     break
                 if self._router in ready:
                     self._receive_some(until=next_switch)
+                if self._viewer is not None and self._viewer in ready:
+                    survive(log, "answering the web view", self._answer_viewer)
                 now = time.monotonic()
                 if now >= next_read or now >= next_switch:
                     survive(log, "reading the nodes' reports", self._read_nodes)
@@ -154,6 +171,10 @@ class MasterDaemon:
         self.close()
 
     def close(self) -> None:
+        if self._web is not None:
+            self._web.stop()
+        if self._viewer is not None:
+            self._viewer.close()
         self._router.close()
         self._pub.close()
         self._pull.close()
@@ -173,6 +194,25 @@ class MasterDaemon:
             frames, user = self._receive(self._router)
             survive(log, "handling a client message", lambda: self._handle(frames, user))
             survive(log, "sending to the nodes", self._flush_outbox)
+
+    def _answer_viewer(self) -> None:
+        """The web view's questions: read-only ones, through the same handlers as a client's."""
+        assert self._viewer is not None
+        for _ in range(CLIENT_MESSAGES_PER_WAKE):
+            if not has_message(self._viewer):
+                return
+            sender, *body = self._viewer.recv_multipart()
+            try:
+                if len(body) != 1:
+                    raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(body)}")
+                message = decode(body[0])
+                if not isinstance(message, READ_ONLY):
+                    raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"the web view only reads: not {message.type}")
+                reply = self._handlers[type(message)](sender, message)
+            except ProtocolError as error:
+                reply = ErrorReply(code=error.code, reason=error.reason)
+            if reply is not None:
+                self._viewer.send_multipart([sender, encode(reply)], zmq.NOBLOCK)
 
     def _receive(self, socket: zmq.Socket[bytes]) -> tuple[list[bytes], str | None]:
         """The frames of the next message, and the user whose key sent it (None without keys)."""

@@ -16,7 +16,6 @@ its C.
 
 import logging
 import secrets
-import statistics
 from collections import deque
 
 from gangsched.master.accounts import Account
@@ -31,6 +30,7 @@ from gangsched.master.placement import (
 )
 from gangsched.master.scheduling import PolicyJob, Processor
 from gangsched.master.state import CoreState
+from gangsched.master.stats import Stopwatch
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import CheckpointTask, JobState, KillTask
 
@@ -45,7 +45,8 @@ class JobLifecycle(CoreState):
         now = self._clock.monotonic()
         while self._dirty:
             self._dirty = False
-            changes = self._scheduler.schedule(now)
+            with Stopwatch(self._decision_time):
+                changes = self._scheduler.schedule(now)
             self._wake_at = changes.wake_at
             for job_id, nodes in changes.starts.items():
                 self._start(self._jobs[job_id], nodes)
@@ -134,8 +135,8 @@ class JobLifecycle(CoreState):
         cost = self._clock.monotonic() - migration.asked
         job.migration = None
         job.migration_s.append(cost)
-        self._migration_costs.append(cost)
-        self._scheduler.set_migration_cost(statistics.fmean(self._migration_costs))
+        self._migration_costs.observe(cost)
+        self._scheduler.set_migration_cost(self._migration_costs.mean())
         log.info("job %d migrated in %.3f s", job.job_id, cost)
 
     def _decide_end(self, job: Job, state: JobState, reason: str) -> None:

@@ -77,6 +77,9 @@ class NodeEvents(JobLifecycle):
         self._switch_log.reported(report)
         node = self._nodes.get(report.node)
         share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
+        if node is not None:
+            used_ns = sum(sample.cpu_ns for sample in report.samples)
+            node.util_pct = min(100.0, 100.0 * used_ns / (self.settings.quantum_ms * 1e6 * node.cpus))
         now, wall = self._clock.monotonic(), self._clock.time()
         for sample in report.samples:
             self._launching.pop((sample.job_id, sample.rank), None)

@@ -15,6 +15,7 @@ class Node:
     state: NodeState
     last_seen: float  # monotonic seconds
     incarnation: str = ""  # of the daemon that said hello: another one has none of its tasks
+    util_pct: float | None = None  # its tasks' CPU over the last quantum reported, of its CPU share
 
 
 class NodeRegistry:
@@ -94,6 +95,7 @@ class NodeRegistry:
                 processors_used=used.get(node.name, 0),
                 jobs=jobs_by_node.get(node.name, []),
                 seen_ago_s=now - node.last_seen,
+                util_pct=node.util_pct,
             )
             for node in sorted(self._nodes.values(), key=lambda node: node.name)
         ]

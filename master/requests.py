@@ -5,6 +5,7 @@ import logging
 from gangsched.master.jobs import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.placement import Shape, describe_shape
+from gangsched.master.stats import resident_bytes
 from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
@@ -15,6 +16,7 @@ from gangsched.protocol.messages import (
     JobList,
     JobQuery,
     JobState,
+    MasterStats,
     MatrixView,
     NodeList,
     SetUser,
@@ -141,3 +143,20 @@ class ClientRequests(JobLifecycle):
 
     def switch_stats(self, last: int) -> SwitchStats:
         return self._switch_log.stats(last, self._quantum, self._clock.process_time_ns())
+
+    def stats(self) -> MasterStats:
+        switches = self._switch_log
+        return MasterStats(
+            start_time=self._start_time,
+            quanta=self._quantum,
+            busy_quanta=switches.busy_quanta,
+            paired_quanta=switches.paired_quanta,
+            scheduling_events=self._decision_time.count,
+            switch_latency=switches.latency.histogram(),
+            scheduling=self._decision_time.histogram(),
+            store_write=self._store.write_time.histogram(),
+            migrations=self._migration_costs.count,
+            migration_cost=self._migration_costs.histogram(),
+            cpu_s=self._clock.process_time_ns() / 1e9,
+            resident_bytes=resident_bytes(),
+        )

@@ -70,6 +70,10 @@ class MasterSettings(BaseSettings):
         20.0, ge=0, description="utilization jump (points) that makes a job run alone; 0: off"
     )
     io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
+    http_bind: str = Field(
+        "", description="HOST:PORT where a child process serves the metrics (/metrics) and the web view; "
+        "off when empty. Off loopback, it asks for the token in STATE_DIR/web-token"
+    )
     realtime_priority: int = Field(
         # above the node daemons' 30: where they share cores, the switch must reach every node
         # before the first to get it preempts the master's sending thread
@@ -84,6 +88,14 @@ class MasterSettings(BaseSettings):
         self.switch_bind = self.switch_bind or default_endpoint(SWITCH_SOCKET, self.state_dir)
         self.report_bind = self.report_bind or default_endpoint(REPORT_SOCKET, self.state_dir)
         return self
+
+    @field_validator("http_bind")
+    @classmethod
+    def _host_and_port(cls, bind: str) -> str:
+        host, _, port = bind.rpartition(":")
+        if bind and not (host and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError(f"{bind!r} is not HOST:PORT")
+        return bind
 
     @field_validator("policy")
     @classmethod

@@ -8,6 +8,7 @@ from gangsched.master.jobs import Job
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
+from gangsched.master.stats import Timings
 from gangsched.master.store import JobStore
 from gangsched.master.switches import SwitchLog
 from gangsched.policy.quantum import QuantumPlanner, Selection
@@ -53,5 +54,7 @@ class CoreState:
     _ran: set[int]  # the jobs the last switch ran
     _last_tick: float | None
     _switch_log: SwitchLog
-    _migration_costs: list[float]
+    _migration_costs: Timings
+    _decision_time: Timings  # of each scheduling event's decisions
     _accounts: dict[str, Account]
+    _start_time: float

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gangsched.master.accounts import Account
 from gangsched.master.jobs import Job
+from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.protocol.messages import JobSpec, JobState
 
 _SCHEMA = """
@@ -64,6 +65,7 @@ class JobStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs name users, commands, paths
         self._db = sqlite3.connect(path, isolation_level=None)
+        self.write_time = Timings(STEP_BOUNDS_S)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
@@ -84,9 +86,9 @@ class JobStore:
 
     def submitted(self, job: Job, token: str | None) -> None:
         """A new job and the client's token for it, both or neither (one transaction, one sync)."""
-        with self._db:
+        with Stopwatch(self.write_time), self._db:
             self._db.execute("BEGIN")
-            self.save(job)
+            self._write(job)
             if token is not None:
                 self._db.execute("INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)",
                                  (job.spec.user, token, job.job_id))
@@ -96,6 +98,10 @@ class JobStore:
         return None if row is None else int(row[0])
 
     def save(self, job: Job) -> None:
+        with Stopwatch(self.write_time):
+            self._write(job)
+
+    def _write(self, job: Job) -> None:
         self._db.execute(
             f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -137,6 +143,10 @@ class JobStore:
         return _job(row) if row else None
 
     def save_account(self, account: Account) -> None:
+        with Stopwatch(self.write_time):
+            self._write_account(account)
+
+    def _write_account(self, account: Account) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO users (user, political_priority, quota_node_s, used_node_s) VALUES (?,?,?,?)",
             (account.user, account.political_priority, account.quota_node_s, account.used_node_s),

@@ -5,6 +5,7 @@ a partner, for `gang bench switch` and experiment L2."""
 from collections import deque
 from dataclasses import dataclass
 
+from gangsched.master.stats import SWITCH_BOUNDS_S, Timings
 from gangsched.policy.quantum import Selection
 from gangsched.protocol.messages import QuantumReport, SlotSwitch, SwitchStats
 
@@ -24,12 +25,16 @@ class SwitchLog:
         self._switches: dict[int, _Switch] = {}
         self._order: deque[int] = deque()
         self._busy_quanta = 0
+        self._paired_quanta = 0
         self._partner_quanta: list[int] = []
+        self.latency = Timings(SWITCH_BOUNDS_S)  # of every switch all its nodes reported
 
     def sent(self, switch: SlotSwitch, selection: Selection, expected: int) -> None:
         """``switch`` went out, running ``selection``'s rows; ``expected`` nodes will report it."""
         if selection.rows:
             self._busy_quanta += 1
+        if len(selection.rows) > 1:
+            self._paired_quanta += 1
         for partner in selection.rows[1:]:
             self._partner_quanta += [0] * (partner + 1 - len(self._partner_quanta))
             self._partner_quanta[partner] += 1
@@ -43,6 +48,8 @@ class SwitchLog:
         if switch is not None:
             switch.reported += 1
             switch.last_applied_ns = max(switch.last_applied_ns, report.switch_applied_ns)
+            if switch.reported == switch.expected:
+                self.latency.observe((switch.last_applied_ns - switch.sent_ns) / 1e9)
 
     def stats(self, last: int, quantum: int, master_cpu_ns: int) -> SwitchStats:
         """The latencies of the last ``last`` switches every node reported."""
@@ -53,3 +60,11 @@ class SwitchLog:
         ]
         return SwitchStats(latencies_ns=complete[-last:], master_cpu_ns=master_cpu_ns, quantum=quantum,
                            busy_quanta=self._busy_quanta, partner_quanta=list(self._partner_quanta))
+
+    @property
+    def busy_quanta(self) -> int:
+        return self._busy_quanta
+
+    @property
+    def paired_quanta(self) -> int:
+        return self._paired_quanta

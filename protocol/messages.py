@@ -11,8 +11,8 @@ Three conversations share these models:
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
-  ``SwitchStatsQuery``, ``SetUser``, ``UserQuery``, each answered by its reply
-  model or by ``ErrorReply``.
+  ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``UserQuery``, each
+  answered by its reply model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -234,6 +234,7 @@ class NodeInfo(_Model):
     processors_used: int = 0  # in the slot whose turn it is
     jobs: list[int]
     seen_ago_s: float
+    util_pct: float | None = None  # CPU of its tasks over the last quantum it reported, per processor
 
 
 class UserInfo(_Model):
@@ -464,6 +465,37 @@ class SwitchStats(_Model):
     partner_quanta: list[int] = []  # [slot]: quanta it ran as a partner
 
 
+class StatsQuery(_Model):
+    """The master's counters and histograms since it started, for its metrics."""
+
+    type: Literal["stats_query"] = "stats_query"
+
+
+class Histogram(_Model):
+    """Observations in seconds: ``counts[i]`` fell at or under ``bounds[i]``, and not under the one before;
+    the last count is over every bound."""
+
+    bounds: list[float]
+    counts: list[int]
+    total_s: float = 0.0
+
+
+class MasterStats(_Model):
+    type: Literal["master_stats"] = "master_stats"
+    start_time: float
+    quanta: int  # slot switches sent
+    busy_quanta: int  # ... in which some row ran
+    paired_quanta: int  # ... in which a partner row ran too
+    scheduling_events: int
+    switch_latency: Histogram  # a switch's send -> the last node having applied it
+    scheduling: Histogram  # one scheduling event's decisions
+    store_write: Histogram  # one write of a job to the store
+    migrations: int
+    migration_cost: Histogram  # checkpoint asked -> the job progressing on its new nodes
+    cpu_s: float  # the master process's CPU time
+    resident_bytes: int
+
+
 class SetUser(_Model):
     """The administrator (root) sets a user's political priority and quota (``gang admin``)."""
 
@@ -515,6 +547,8 @@ Message = Annotated[
     | MatrixView
     | SwitchStatsQuery
     | SwitchStats
+    | StatsQuery
+    | MasterStats
     | SetUser
     | UserQuery
     | UserList

@@ -93,7 +93,8 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
         local = LocalCluster(home)
         if key_users:
             keygen(local.keys, list(key_users))
-        config = ClusterConfig(**{"quantum_ms": 100, "heartbeat_ms": 100, "node_kill_grace_s": 1.0, **shape})
+        config = ClusterConfig(**{"quantum_ms": 100, "heartbeat_ms": 100, "node_kill_grace_s": 1.0,
+                                  "http_bind": "", **shape})
         # job ids start at 1 in every cluster: each has a spool of its own for other users' outputs
         user_spool = Path(tempfile.mkdtemp(prefix="users-", dir=os.environ["GANG_NODE_USER_SPOOL_DIR"]))
         user_spool.chmod(0o711)

@@ -1,0 +1,196 @@
+"""The master's metrics and web view, through real tools: promtool, a Prometheus server, headless Chromium.
+
+The tools are Debian's (prometheus, chromium, chromium-driver): installed here when missing.
+"""
+
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import textwrap
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gangsched.bench.mix import job_spec
+from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.master.client import MasterClient, RequestRefused
+from gangsched.protocol.errors import ErrorCode
+
+from .conftest import wait_until
+
+pytestmark = pytest.mark.live
+
+FOREVER = SyntheticJob("compute", iterations=0)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def debian_tool(command: str, package: str) -> str:
+    """The path of ``command``, installing Debian's ``package`` first where it is missing."""
+    found = shutil.which(command)
+    if found is None:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, capture_output=True,
+                       env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        found = shutil.which(command)
+    assert found is not None, f"{package} did not bring {command}"
+    return found
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(), dict(error.headers)
+
+
+@pytest.fixture
+def web_cluster(start_cluster):
+    """A cluster whose master serves HTTP on a free loopback port; the base URL with it."""
+    port = free_port()
+    cluster = start_cluster(nodes=2, quantum_ms=200, http_bind=f"127.0.0.1:{port}")
+    base = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers(base), 30, "the web server to answer")
+    return cluster, base
+
+
+def _answers(base: str) -> bool:
+    try:
+        return get(f"{base}/api/state")[0] == 200
+    except OSError:
+        return False
+
+
+def metrics_with_jobs(cluster, base: str) -> str:
+    for _ in range(2):
+        cluster.client.submit(job_spec(FOREVER, 2))
+    return wait_until(lambda: (text := get(f"{base}/metrics")[1]).count("gangsched_job_utilization_ratio{") == 2
+                      and text, 30, "both jobs measured in the metrics")
+
+
+def test_the_metrics_pass_promtool(web_cluster):
+    cluster, base = web_cluster
+    text = metrics_with_jobs(cluster, base)
+    check = subprocess.run([debian_tool("promtool", "prometheus"), "check", "metrics"], input=text,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    for name in ("gangsched_jobs{state=\"running\"} 2.0", "gangsched_nodes{state=\"up\"} 2.0",
+                 "gangsched_switch_latency_seconds_bucket", "gangsched_quanta_total",
+                 "gangsched_master_resident_memory_bytes", "gangsched_node_utilization_ratio{node=\"node1\"}"):
+        assert name in text
+
+
+def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path):
+    cluster, base = web_cluster
+    metrics_with_jobs(cluster, base)
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(textwrap.dedent(f"""\
+        global:
+          scrape_interval: 1s
+        scrape_configs:
+          - job_name: gangsched
+            static_configs:
+              - targets: ["{base.removeprefix('http://')}"]
+        """))
+    server = subprocess.Popen(
+        [debian_tool("prometheus", "prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'db'}",
+         f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        query = urllib.parse.quote('gangsched_jobs{state="running"}')
+
+        def running_jobs() -> float | None:
+            try:
+                status, body, _ = get(f"http://127.0.0.1:{port}/api/v1/query?query={query}")
+            except OSError:
+                return None
+            if status != 200:  # starting
+                return None
+            result = json.loads(body).get("data", {}).get("result", [])
+            return float(result[0]["value"][1]) if result else None
+
+        assert wait_until(running_jobs, 60, "Prometheus to have scraped the running jobs") == 2.0
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_off_loopback_every_path_needs_the_token(start_cluster):
+    port = free_port()
+    cluster = start_cluster(nodes=1, http_bind=f"0.0.0.0:{port}")
+    base = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers_at_all(base), 30, "the web server to answer")
+    token = (cluster.home / "master" / "web-token").read_text().strip()
+    for path in ("/", "/metrics", "/api/state", "/static/view.js"):
+        assert get(base + path)[0] == 401
+        assert get(base + path, {"Authorization": "Bearer wrong"})[0] == 401
+        assert get(base + path, {"Authorization": f"Bearer {token}"})[0] == 200
+    status, _, headers = get(f"{base}/?token={token}")
+    assert status == 200 and "gang_web_token=" in headers.get("set-cookie", "")
+
+
+def _answers_at_all(base: str) -> bool:
+    try:
+        return get(base + "/")[0] in (200, 401)
+    except OSError:
+        return False
+
+
+def test_the_viewer_socket_only_reads(web_cluster):
+    cluster, _ = web_cluster
+    with MasterClient(f"ipc://{cluster.home / 'master' / 'viewer' / 'viewer.sock'}") as viewer:
+        assert viewer.nodes()
+        with pytest.raises(RequestRefused) as refused:
+            viewer.submit(job_spec(FOREVER, 1))
+    assert refused.value.code is ErrorCode.PERMISSION_DENIED
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = debian_tool("chromium", "chromium")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1100,900"):
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='gang-chromium-')}")
+    driver = webdriver.Chrome(options=options, service=Service(debian_tool("chromedriver", "chromium-driver")))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browser):
+    from selenium.webdriver.common.by import By
+
+    cluster, base = web_cluster
+    jobs = [cluster.client.submit(job_spec(FOREVER, 2)) for _ in range(2)]
+    browser.get(base + "/")
+
+    def cells() -> set[str]:
+        return {cell.get_attribute("data-job") for cell in browser.find_elements(By.CSS_SELECTOR, "#matrix td.job")}
+
+    wait_until(lambda: cells() == {str(job) for job in jobs}, 30, "both jobs in the page's matrix")
+    quantum = browser.find_element(By.ID, "quantum")
+    first = quantum.get_attribute("data-running")
+    wait_until(lambda: quantum.get_attribute("data-running") != first, 10, "the running slot to change")
+    wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#charts .chart")) == 2, 10,
+               "a utilization chart per job")
+    screenshot = Path(tempfile.gettempdir()) / "gangsched-web-view.png"
+    assert browser.save_screenshot(str(screenshot))

@@ -1,0 +1,41 @@
+"""``python -m gangsched.web``: the server the master starts with ``--http-bind`` (master/viewer.py)."""
+
+import argparse
+import os
+
+import uvicorn
+
+from gangsched.daemon.logs import setup_logging
+from gangsched.web.app import LOOPBACK, create_app
+from gangsched.web.watch import ClusterWatch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m gangsched.web", description=__doc__)
+    parser.add_argument("--bind", required=True, help="HOST:PORT")
+    parser.add_argument("--master", required=True, help="the master's viewer endpoint")
+    parser.add_argument("--quantum-ms", type=int, default=1000)
+    parser.add_argument("--parent", type=int, help="end when this process (the master) ends")
+    parser.add_argument("--log-level", default="INFO")
+    arguments = parser.parse_args()
+    log = setup_logging("web", arguments.log_level)
+    host, _, port = arguments.bind.rpartition(":")
+    host = host.strip("[]")
+    token = None if host in LOOPBACK else os.environ.get("GANG_WEB_TOKEN")
+    if host not in LOOPBACK and not token:
+        raise SystemExit(f"serving {host} needs a token in GANG_WEB_TOKEN")
+    server: uvicorn.Server | None = None
+
+    def stop() -> None:
+        if server is not None:
+            server.should_exit = True
+
+    app = create_app(ClusterWatch(arguments.master, arguments.quantum_ms), token, arguments.parent, stop)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=int(port), log_level="warning", access_log=False,
+                                           timeout_graceful_shutdown=1, lifespan="on"))
+    log.info("serving http://%s/", arguments.bind)
+    server.run()
+
+
+if __name__ == "__main__":
+    main()

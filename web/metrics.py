@@ -1,0 +1,123 @@
+"""The metrics, as Prometheus names them (base units, ``_total`` counters, ``_seconds``), with prometheus-client.
+
+A collector builds every family at scrape time from the master's answers: the
+jobs, nodes and matrix of the last snapshot, and the master's counters and
+histograms (``StatsQuery``) asked fresh. docs/metrics.md lists them.
+"""
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from gangsched.protocol.messages import Histogram, JobInfo, JobState, MasterStats, MatrixView, NodeInfo
+
+PENDING_REASONS = ("Resources", "Priority")  # any other reason (waiting for nodes, a dependency): "Other"
+
+
+class MasterCollector(Collector):
+    def __init__(self) -> None:
+        self.reading: tuple[MasterStats, MatrixView, list[JobInfo], list[NodeInfo]] | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        if self.reading is None:
+            return
+        stats, matrix, jobs, nodes = self.reading
+        yield from _jobs(jobs)
+        yield from _nodes(nodes, matrix)
+        yield from _master(stats)
+
+
+def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
+    states = GaugeMetricFamily("gangsched_jobs", "Jobs pending and running", labels=["state"])
+    active = [job for job in jobs if not job.state.is_final]
+    for state in (JobState.PENDING, JobState.RUNNING):
+        states.add_metric([state.value], sum(job.state is state for job in active))
+    yield states
+    reasons = GaugeMetricFamily("gangsched_queue_jobs", "Pending jobs by the reason they wait", labels=["reason"])
+    pending = [job for job in active if job.state is JobState.PENDING]
+    for reason in (*PENDING_REASONS, "Other"):
+        reasons.add_metric([reason], sum(_reason(job) == reason for job in pending))
+    yield reasons
+    labels = ["job_id", "name", "user"]
+    measured = GaugeMetricFamily("gangsched_job_utilization_ratio",
+                                 "CPU used over runnable time in the job's last measured quantum", labels=labels)
+    predicted = GaugeMetricFamily("gangsched_job_predicted_utilization_ratio",
+                                  "What the paired scheduler's predictor expects of the job's next quantum",
+                                  labels=labels)
+    barriers = GaugeMetricFamily("gangsched_job_barriers_per_second", "Rank 0's progress over the last seconds",
+                                 labels=labels)
+    for job in active:
+        key = [str(job.job_id), job.spec.name, job.spec.user]
+        for family, value in ((measured, job.util_pct), (predicted, job.predicted_pct)):
+            if value is not None:
+                family.add_metric(key, value / 100)
+        if job.barriers_per_s is not None:
+            barriers.add_metric(key, job.barriers_per_s)
+    yield from (measured, predicted, barriers)
+
+
+def _reason(job: JobInfo) -> str:
+    return job.reason if job.reason in PENDING_REASONS else "Other"
+
+
+def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:
+    states = GaugeMetricFamily("gangsched_nodes", "Nodes by state", labels=["state"])
+    for state in ("up", "down"):
+        states.add_metric([state], sum(node.state.value == state for node in nodes))
+    yield states
+    up = [node for node in nodes if node.state.value == "up"]
+    processors = GaugeMetricFamily("gangsched_processors",
+                                   "Processors of the nodes up: all, and used by the slot whose turn it is",
+                                   labels=["state"])
+    processors.add_metric(["total"], sum(node.processors for node in up))
+    processors.add_metric(["used"], sum(node.processors_used for node in up))
+    yield processors
+    slots = GaugeMetricFamily("gangsched_slots", "Rows (time slots) of the Ousterhout matrix")
+    slots.add_metric([], len(matrix.rows))
+    yield slots
+    utilization = GaugeMetricFamily("gangsched_node_utilization_ratio",
+                                    "CPU of the node's tasks over its CPU share in the last quantum it reported",
+                                    labels=["node"])
+    for node in up:
+        if node.util_pct is not None:
+            utilization.add_metric([node.name], node.util_pct / 100)
+    yield utilization
+
+
+def _master(stats: MasterStats) -> Iterator[Metric]:
+    for name, help_, value in (
+        ("gangsched_quanta", "Slot switches the master sent", stats.quanta),
+        ("gangsched_busy_quanta", "Quanta in which some row ran", stats.busy_quanta),
+        ("gangsched_paired_quanta", "Quanta in which a partner row ran beside the row whose turn it was",
+         stats.paired_quanta),
+        ("gangsched_scheduling_events", "Scheduling events the policy decided on", stats.scheduling_events),
+        ("gangsched_master_cpu_seconds", "CPU time of the master process", stats.cpu_s),
+    ):
+        counter = CounterMetricFamily(name, help_)
+        counter.add_metric([], value)
+        yield counter
+    for name, help_, histogram in (
+        ("gangsched_switch_latency_seconds", "A switch's send to the last node having applied it",
+         stats.switch_latency),
+        ("gangsched_scheduling_event_seconds", "The policy's decisions at one scheduling event", stats.scheduling),
+        ("gangsched_store_write_seconds", "One synced write to the job store", stats.store_write),
+        ("gangsched_migration_seconds", "A migration: checkpoint asked to the job progressing on its new nodes",
+         stats.migration_cost),
+    ):
+        yield _histogram(name, help_, histogram)
+    memory = GaugeMetricFamily("gangsched_master_resident_memory_bytes", "Resident memory of the master process")
+    memory.add_metric([], stats.resident_bytes)
+    started = GaugeMetricFamily("gangsched_master_start_time_seconds", "When the master started, Unix seconds")
+    started.add_metric([], stats.start_time)
+    yield from (memory, started)
+
+
+def _histogram(name: str, help_: str, histogram: Histogram) -> HistogramMetricFamily:
+    buckets, running = [], 0
+    for bound, count in zip([*map(str, histogram.bounds), "+Inf"], histogram.counts, strict=True):
+        running += count
+        buckets.append((bound, running))
+    family = HistogramMetricFamily(name, help_)
+    family.add_metric([], buckets, histogram.total_s)
+    return family

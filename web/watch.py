@@ -1,0 +1,98 @@
+"""What the web view shows, read from the master once per half quantum and kept for the page.
+
+One thread asks the master (the client is a ZeroMQ socket, used by one thread
+only); the HTTP side reads the last snapshot and waits for the next. Each job's
+measured and predicted utilization is kept for the last few minutes for the
+page's charts: the master keeps no history of it.
+"""
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
+from gangsched.protocol.messages import JobInfo, MatrixView, NodeInfo
+
+log = logging.getLogger("gangsched.web")
+
+HISTORY_S = 300.0  # how far back the page's utilization charts go
+T = TypeVar("T")
+
+
+class ClusterWatch:
+    def __init__(self, master: str, quantum_ms: int) -> None:
+        self._client = MasterClient(master, timeout_s=5.0)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="master-client")
+        self.period_s = min(1.0, max(0.05, quantum_ms / 2000))
+        self.snapshot: dict[str, Any] = {"quantum": None}
+        self.version = 0
+        self._changed = asyncio.Condition()
+        self._history: dict[int, deque[tuple[float, float | None, float | None]]] = {}
+        self._last_quantum: int | None = None
+
+    async def ask(self, question: Callable[[MasterClient], T]) -> T:
+        """Run ``question`` with the master's client in the one thread that uses it."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, question, self._client)
+
+    async def follow(self) -> None:
+        """Read the master every period; wake the page's streams when the quantum changed."""
+        while True:
+            try:
+                matrix, jobs, nodes = await self.ask(lambda c: (c.matrix(), c.jobs(include_finished=True), c.nodes()))
+            except (MasterUnreachable, RequestRefused) as error:
+                log.warning("%s", error)
+            else:
+                if matrix.quantum != self._last_quantum:
+                    self._last_quantum = matrix.quantum
+                    self._record(jobs)
+                    self.snapshot = self._view(matrix, jobs, nodes)
+                    async with self._changed:
+                        self.version += 1
+                        self._changed.notify_all()
+            await asyncio.sleep(self.period_s)
+
+    async def next_after(self, version: int) -> int:
+        """Wait until the snapshot is newer than ``version``; its version."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.version > version)
+            return self.version
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        self._client.close()
+
+    def _record(self, jobs: list[JobInfo]) -> None:
+        now = time.time()
+        running = {job.job_id for job in jobs if job.state.value == "running"}
+        for job in jobs:
+            if job.job_id in running:
+                kept = self._history.setdefault(job.job_id, deque())
+                kept.append((now, job.util_pct, job.predicted_pct))
+                while kept and kept[0][0] < now - HISTORY_S:
+                    kept.popleft()
+        for job_id in [job_id for job_id, kept in self._history.items()
+                       if job_id not in running and (not kept or kept[-1][0] < now - HISTORY_S)]:
+            del self._history[job_id]
+
+    def _view(self, matrix: MatrixView, jobs: list[JobInfo], nodes: list[NodeInfo]) -> dict[str, Any]:
+        return {
+            "time": time.time(),
+            "matrix": matrix.model_dump(mode="json"),
+            "jobs": [_job(job) for job in jobs],
+            "nodes": [node.model_dump(mode="json") for node in nodes],
+            "history": {str(job_id): list(kept) for job_id, kept in self._history.items()},
+            "history_s": HISTORY_S,
+        }
+
+
+def _job(job: JobInfo) -> dict[str, Any]:
+    return {
+        "job_id": job.job_id, "name": job.spec.name, "user": job.spec.user, "state": job.state.value,
+        "tasks": job.spec.tasks, "reason": job.reason, "util_pct": job.util_pct, "predicted_pct": job.predicted_pct,
+        "barriers_per_s": job.barriers_per_s, "submit_time": job.submit_time, "start_time": job.start_time,
+        "end_time": job.end_time, "nodes": sorted(set(job.node_names)),
+    }
