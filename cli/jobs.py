@@ -26,11 +26,12 @@ from gangsched.deploy.home import cluster_master
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.protocol.messages import JobSpec, MpiKind
+from gangsched.protocol.messages import JobSpec, JobState, MpiKind
 
 console = Console()
 # long enough for a master to restart: its tries carry one token, so a retry never makes a second job
 SUBMIT_RETRY_S = 30.0
+_WAIT_POLL_S = 0.25
 
 
 def _master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
@@ -63,9 +64,18 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
             with MasterClient(endpoint, keys=key_folder) as client:
                 return command(client, **kwargs)
         except (MasterUnreachable, RequestRefused, CurveError) as error:
+            if kwargs.get("as_json"):
+                code = error.code.value if isinstance(error, RequestRefused) else type(error).__name__
+                _json_error(str(error), code)
             raise click.ClickException(str(error)) from None
 
     return wrapper
+
+
+def _json_error(reason: str, code: str) -> None:
+    """With --json, a script reads the error as it reads the answer: JSON, on stderr, and exit status 1."""
+    click.echo(json.dumps({"error": reason, "code": code}), err=True)
+    raise SystemExit(1)
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -103,7 +113,12 @@ def with_master(command: Callable[..., Any]) -> Callable[..., Any]:
               help="phased: iterations of a compute phase")
 @click.option("--run-ms", type=float, default=100.0, show_default=True,
               help="timed: runnable ms per iteration")
-@click.option("--json", "as_json", is_flag=True, help='print {"job_id": N} instead of a sentence')
+@click.option("-D", "--chdir", type=click.Path(file_okay=False), default=None,
+              help="the tasks' working folder (on the nodes) [the current folder]")
+@click.option("-W", "--wait", is_flag=True,
+              help="wait for the job to end and exit with its exit code (1 if it ended without one), like sbatch's")
+@click.option("--json", "as_json", is_flag=True,
+              help='print {"job_id": N} instead of a sentence (with --wait: also "state", "exit_code", "reason")')
 @click.argument("command", nargs=-1)
 @with_master
 def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None, **options: Any) -> None:
@@ -139,7 +154,7 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
             tasks_per_node=tasks_per_node,
             mpi=MpiKind(options["mpi"]),
             argv=argv,
-            cwd=os.getcwd(),
+            cwd=os.path.abspath(options["chdir"]) if options["chdir"] else os.getcwd(),
             env=env,
             exclusive=options["exclusive"],
             estimate_s=options["estimate"],
@@ -151,10 +166,32 @@ def submit(client: MasterClient, command: tuple[str, ...], synthetic: str | None
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
     job_id = client.submit(spec, retry_s=SUBMIT_RETRY_S)
+    if not options["wait"]:
+        if options["as_json"]:
+            click.echo(json.dumps({"job_id": job_id}))
+        else:
+            console.print(f"submitted job {job_id}")
+        return
+    if not options["as_json"]:
+        console.print(f"submitted job {job_id}, waiting for it to end")
+    while not (info := client.job(job_id)).state.is_final:
+        time.sleep(_WAIT_POLL_S)
+    code = _exit_code(info.state, info.exit_code)
     if options["as_json"]:
-        click.echo(json.dumps({"job_id": job_id}))
+        click.echo(json.dumps({"job_id": job_id, "state": info.state.value, "exit_code": info.exit_code,
+                               "reason": info.reason}))
     else:
-        console.print(f"submitted job {job_id}")
+        console.print(f"job {job_id} {info.state.value}" + (f": {info.reason}" if info.reason else ""))
+    raise SystemExit(code)
+
+
+def _exit_code(state: JobState, exit_code: int | None) -> int:
+    """A shell's convention: the job's status, 128 + N for a signal N, 1 for an end without a status."""
+    if state is JobState.COMPLETED:
+        return 0
+    if exit_code is None or exit_code == 0:
+        return 1
+    return 128 - exit_code if exit_code < 0 else exit_code
 
 
 @click.command()
@@ -222,11 +259,14 @@ def cancel(client: MasterClient, job_ids: tuple[int, ...], as_json: bool) -> Non
             if not as_json:
                 console.print(f"job {job_id} cancelled")
         except RequestRefused as error:
-            failures.append(error.reason)
+            failures.append(error)
     if as_json:
         click.echo(json.dumps([reply.model_dump(mode="json", exclude={"type"}) for reply in cancelled]))
     if failures:
-        raise click.ClickException("; ".join(failures))
+        reason = "; ".join(failure.reason for failure in failures)
+        if as_json:
+            _json_error(reason, failures[0].code.value)
+        raise click.ClickException(reason)
 
 
 @click.command()

@@ -84,3 +84,23 @@ def test_submit_cancel_and_the_matrix_speak_json(gang):
     assert json.loads(gang("cancel", "--json", str(job_id)).stdout) == [{"job_id": job_id, "state": "cancelled"}]
     both = gang("matrix", "--json", "--watch")
     assert both.returncode == 2 and "not with --watch" in both.stderr
+
+
+def test_submit_waits_for_the_end_and_exits_with_the_job_status(gang, tmp_path):
+    failed = gang("submit", "--wait", "-n", "1", "--", "sh", "-c", "exit 3")
+    assert failed.returncode == 3 and "failed" in failed.stdout, failed.stdout + failed.stderr
+    done = gang("submit", "--wait", "--json", "-D", str(tmp_path), "-n", "1", "--", "sh", "-c", "pwd > where")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "completed"
+    assert (tmp_path / "where").read_text().strip() == str(tmp_path)
+
+
+def test_with_json_an_error_is_json_on_stderr(gang):
+    refused = gang("cancel", "--json", "999")
+    assert refused.returncode == 1 and json.loads(refused.stdout) == []  # none cancelled
+    error = json.loads(refused.stderr)
+    assert "999" in error["error"] and error["code"] == "unknown_job"
+    unreachable = gang("queue", "--json", "--master", "ipc:///nonexistent/master.sock")
+    assert unreachable.returncode == 1 and json.loads(unreachable.stderr)["code"] == "MasterUnreachable"
+    plain = gang("cancel", "999")
+    assert plain.returncode == 1 and plain.stderr.startswith("Error: ") and len(plain.stderr.splitlines()) == 1
