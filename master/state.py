@@ -44,8 +44,8 @@ class CoreState:
     _planner: QuantumPlanner
     _dirty: bool  # a scheduling event happened: the policy must decide again
     _wake_at: float | None
-    # launches no hello, report or exit has shown to arrive yet, with the pid of the node daemon
-    # they went to: a repeated hello of that daemon may have crossed them on the way
+    # launches no hello, report or exit has shown to arrive yet, with the incarnation of the node
+    # daemon they went to: a repeated hello of that daemon may have crossed them on the way
     _launching: dict[tuple[int, int], tuple[str, LaunchTask]]
     _unadopted: dict[int, Job]  # running before a restart, until their nodes say hello
     _rejoin_until: float

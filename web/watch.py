@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.protocol.messages import JobInfo, MatrixView, NodeInfo
+from gangsched.protocol.messages import JobInfo, JobState, MatrixView, NodeInfo
 
 log = logging.getLogger("gangsched.web")
 
@@ -42,7 +42,7 @@ class ClusterWatch:
         """Read the master every period; wake the page's streams when the quantum changed."""
         while True:
             try:
-                matrix, jobs, nodes = await self.ask(lambda c: (c.matrix(), c.jobs(include_finished=True), c.nodes()))
+                matrix, jobs, nodes = await self.ask(lambda c: (c.matrix(), c.jobs(), c.nodes()))
             except (MasterUnreachable, RequestRefused) as error:
                 log.warning("%s", error)
             else:
@@ -67,7 +67,7 @@ class ClusterWatch:
 
     def _record(self, jobs: list[JobInfo]) -> None:
         now = time.time()
-        running = {job.job_id for job in jobs if job.state.value == "running"}
+        running = {job.job_id for job in jobs if job.state is JobState.RUNNING}
         for job in jobs:
             if job.job_id in running:
                 kept = self._history.setdefault(job.job_id, deque())
