@@ -177,7 +177,9 @@ def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browse
     browser.get(base + "/")
 
     def cells() -> set[str]:
-        return {cell.get_attribute("data-job") for cell in browser.find_elements(By.CSS_SELECTOR, "#matrix td.job")}
+        # read in one script: the page redraws the matrix every quantum, so a cell found first may be gone
+        return set(browser.execute_script(
+            "return [...document.querySelectorAll('#matrix td.job')].map((cell) => cell.dataset.job);"))
 
     wait_until(lambda: cells() == {str(job) for job in jobs}, 30, "both jobs in the page's matrix")
     quantum = browser.find_element(By.ID, "quantum")
