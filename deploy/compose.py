@@ -28,6 +28,8 @@ from gangsched.master.client import MasterClient, MasterUnreachable
 PROJECT = "gangsched"
 CFS_PERIOD_US = 10_000
 # containers share the host's few cores: a node's report waits 1 ms, so that the others switch first
+RT_BUDGET_US = 850_000  # of the 900 ms a second dockerd gets (deploy/ensure-docker.sh), for master, I/O and nodes
+RT_RUNTIME_MOST_US = 200_000
 DOCKER_DEFAULTS = {"node": {"GANG_NODE_REPORT_DELAY_MS": "1"}}
 
 
@@ -110,6 +112,10 @@ class DockerCluster:
             "GANG_PROCESSORS_PER_NODE": str(config.processors_per_node),
             "GANG_NODE_CPUS": f"{share:.4f}",
             "GANG_NODE_CPU_QUOTA": f"{max(1000, int(CFS_PERIOD_US * share))}us",
+            # each container's share of the real-time budget dockerd hands out (ensure-docker.sh): a daemon
+            # past its budget is throttled for the rest of the second, and a node then misses its heartbeats
+            # (50 ms a second ran out in a migration on a slow machine)
+            "GANG_RT_RUNTIME": f"{min(RT_RUNTIME_MOST_US, RT_BUDGET_US // (config.nodes + 2))}us",
         }
 
     @property
