@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from gangsched.cli.jobs import with_master
+from gangsched.cli.connect import with_master
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import UserInfo
 

@@ -55,6 +55,10 @@ def _elapsed(job: JobInfo) -> str:
     return f"{days}-{clock}" if days else clock
 
 
+def _clock(unix_time: float | None) -> str:
+    return "-" if unix_time is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(unix_time))
+
+
 def number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -81,9 +85,15 @@ JOB_FIELDS: dict[str, Column[JobInfo]] = {
     "rate": Column("BAR/S", 7, lambda job: number(job.barriers_per_s, 2), right=True),
     "migrations": Column("MIGR", 4, lambda job: str(len(job.migration_s)), right=True),
     "exit": Column("EXIT", 4, lambda job: "-" if job.exit_code is None else str(job.exit_code), right=True),
+    "array": Column("ARRAY", 9, lambda job: "-" if job.spec.array_index is None
+                    else f"{job.spec.array_job_id}_{job.spec.array_index}"),
+    "submit": Column("SUBMIT", 19, lambda job: _clock(job.submit_time)),
+    "start": Column("START", 19, lambda job: _clock(job.start_time)),
+    "end": Column("END", 19, lambda job: _clock(job.end_time)),
     "nodelist": Column("NODELIST(REASON)", 16, _where),
 }
 QUEUE_FORMAT = "jobid,name,user,st,time,tasks,util,pred,nodelist"  # 80 columns with a short node list
+HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, and the reason
 
 NODE_FIELDS: dict[str, Column[NodeInfo]] = {
     "node": Column("NODELIST", 12, lambda node: node.name),

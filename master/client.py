@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import TypeVar
 
 import zmq
+from pydantic import BaseModel
 
 from gangsched.daemon.curve import KeyFolder
 from gangsched.protocol.codec import decode, encode
@@ -39,7 +40,7 @@ from gangsched.protocol.messages import (
     UserQuery,
 )
 
-Reply = TypeVar("Reply")
+Reply = TypeVar("Reply", bound=BaseModel)
 
 
 class MasterUnreachable(Exception):
@@ -91,23 +92,26 @@ class MasterClient:
                 f"no answer from the master at {self.endpoint} within {self._timeout_ms / 1000:g} s"
             )
         try:
-            reply = decode(self._socket.recv())
+            reply = decode(self._socket.recv(), (expect, ErrorReply))
         except ProtocolError as error:
             raise MasterUnreachable(f"the master at {self.endpoint} answered: {error}") from None
         if isinstance(reply, ErrorReply):
             raise RequestRefused(reply.code, reply.reason)
-        if not isinstance(reply, expect):
-            raise MasterUnreachable(f"expected {expect.__name__}, the master sent {reply.type}")
+        assert isinstance(reply, expect)
         return reply
 
     def submit(self, spec: JobSpec, retry_s: float = 0.0) -> int:
-        """Submit once; for ``retry_s`` seconds more, again while the master does not answer (a
-        restart). Every try carries the same token, so a job is made once whichever reply was lost."""
-        message = Submit(spec=spec, token=uuid.uuid4().hex)
+        return self.submit_jobs(spec, None, retry_s)[0]
+
+    def submit_jobs(self, spec: JobSpec, array: list[int] | None, retry_s: float = 0.0) -> list[int]:
+        """Submit a job, or one per index of ``array``; for ``retry_s`` seconds more, again while the
+        master does not answer (a restart). Every try carries the same token, so the jobs are
+        made once whichever reply was lost."""
+        message = Submit(spec=spec, token=uuid.uuid4().hex, array=array)
         deadline = time.monotonic() + retry_s
         while True:
             try:
-                return self.request(message, Submitted).job_id
+                return self.request(message, Submitted).job_ids
             except MasterUnreachable:
                 if time.monotonic() >= deadline:
                     raise
@@ -124,8 +128,9 @@ class MasterClient:
     def users(self) -> list[UserInfo]:
         return self.request(UserQuery(), UserList).users
 
-    def jobs(self, job_ids: list[int] | None = None, include_finished: bool = False) -> list[JobInfo]:
-        """The jobs asked for, in as many requests as the master's pages take."""
+    def jobs(self, job_ids: list[int] | None = None, include_finished: bool = False,
+             ended_after: float | None = None) -> list[JobInfo]:
+        """The jobs asked for, in as many requests as the master's pages take (``JobQuery``)."""
         if job_ids is not None:
             return [info for start in range(0, len(job_ids), JOBS_PER_REPLY)
                     for info in self.request(JobQuery(job_ids=job_ids[start:start + JOBS_PER_REPLY]), JobList).jobs]
@@ -133,7 +138,8 @@ class MasterClient:
         more = True
         while more:
             after_id = found[-1].job_id if found else 0
-            page = self.request(JobQuery(include_finished=include_finished, after_id=after_id), JobList)
+            query = JobQuery(include_finished=include_finished, ended_after=ended_after, after_id=after_id)
+            page = self.request(query, JobList)
             found += page.jobs
             more = page.more and bool(page.jobs)
         return found

@@ -42,6 +42,7 @@ class MasterCore(ClientRequests, NodeEvents):
         self._store = store
         self._clock = clock
         self._jobs = {}
+        self._dependent = {}
         self._nodes = NodeRegistry()
         self._barriers = BarrierEndpoints()
         self._scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
@@ -98,7 +99,7 @@ class MasterCore(ClientRequests, NodeEvents):
             job.predictor = self._predictor()
             self._jobs[job.job_id] = job
             if job.state is not JobState.RUNNING:
-                self._scheduler.submit(self._policy_job(job), now)
+                self._enqueue(job)
                 continue
             job.live_ranks = set(range(len(job.node_names)))
             self._unadopted[job.job_id] = job

@@ -20,6 +20,7 @@ from collections import deque
 
 from gangsched.master.accounts import Account
 from gangsched.master.barriers import NoFreePort
+from gangsched.master.dependencies import dependencies, named
 from gangsched.master.jobs import Job, Migration
 from gangsched.master.placement import (
     Rendezvous,
@@ -54,8 +55,29 @@ class JobLifecycle(CoreState):
                 self._migrate(self._jobs[job_id], nodes, now)
         self._explain_waiting()
 
+    def _enqueue(self, job: Job) -> None:
+        """A pending job goes to the policy once the jobs it depends on allow; it is cancelled if they never will."""
+        waiting, never = dependencies(job.spec, self._state_of)
+        if never is not None:
+            self._dependent.pop(job.job_id, None)
+            job.reason = f"DependencyNeverSatisfied: {never}"
+            self._close(job, JobState.CANCELLED)
+        elif waiting:
+            self._dependent[job.job_id] = job
+            job.reason = f"Dependency: waits for {','.join(map(str, waiting))}"
+        else:
+            self._dependent.pop(job.job_id, None)
+            job.reason = ""
+            self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
+            self._dirty = True
+
+    def _state_of(self, job_id: int) -> JobState | None:
+        job = self._jobs.get(job_id) or self._store.get(job_id)
+        return None if job is None else job.state
+
     def _explain_waiting(self) -> None:
-        waiting = sorted((job for job in self._jobs.values() if job.state is JobState.PENDING),
+        waiting = sorted((job for job in self._jobs.values()
+                          if job.state is JobState.PENDING and job.job_id not in self._dependent),
                          key=lambda job: job.job_id)
         up = len(self._scheduler.columns)
         first = True
@@ -207,6 +229,8 @@ class JobLifecycle(CoreState):
             account.used_node_s += job.ran_s * job.spec.tasks
             self._store.save_account(account)
         log.info("job %d %s", job.job_id, state)
+        for dependent in [each for each in self._dependent.values() if job.job_id in named(each.spec)]:
+            self._enqueue(dependent)
 
     def _policy_job(self, job: Job) -> PolicyJob:
         spec = job.spec

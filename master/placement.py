@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gangsched.master.jobs import Job
 from gangsched.master.scheduling import Processor
+from gangsched.protocol import task_environment
 from gangsched.protocol.messages import JobSpec, LaunchTask, TaskSpec
 
 
@@ -49,6 +50,16 @@ def block(nodes: list[str]) -> list[int]:
     return list(counts.values())
 
 
+def array_parts(spec: JobSpec) -> tuple[dict[str, str], str | None]:
+    """The tasks' environment and output pattern, with a job of an array's ids in them (``%A``, ``%a``)."""
+    if spec.array_job_id is None or spec.array_index is None:
+        return spec.env, spec.output
+    environment = {**spec.env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
+                   task_environment.ARRAY_TASK_ID: str(spec.array_index)}
+    output = spec.output and spec.output.replace("%A", str(spec.array_job_id)).replace("%a", str(spec.array_index))
+    return environment, output
+
+
 @dataclass(frozen=True)
 class Rendezvous:
     """Where a job's ranks meet: rank 0's barrier address and bind, and MASTER_ADDR:MASTER_PORT."""
@@ -62,6 +73,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
              checkpoint_dir: Path | None, restore: bool) -> list[tuple[str, LaunchTask]]:
     """The launch of each task of ``job`` on ``processors``, by node."""
     ranks_per_node = block([processor.node for processor in processors])
+    environment, output = array_parts(job.spec)
     return [(processor.node, LaunchTask(task=TaskSpec(
         job_id=job.job_id,
         rank=rank,
@@ -74,11 +86,11 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         rendezvous=meet.master,
         argv=job.spec.argv,
         cwd=job.spec.cwd,
-        env=job.spec.env,
+        env=environment,
         barrier_addr=meet.barrier_addr,
         barrier_bind=meet.barrier_bind,
         io_addr=io_addr,
-        output=job.spec.output,
+        output=output,
         checkpoint=checkpoint_path(job, rank, checkpoint_dir),
         restore=restore,
     ))) for rank, processor in enumerate(processors)]

@@ -2,6 +2,7 @@
 
 import logging
 
+from gangsched.master.dependencies import dependencies, named
 from gangsched.master.jobs import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.placement import Shape, describe_shape
@@ -15,6 +16,7 @@ from gangsched.protocol.messages import (
     ErrorReply,
     JobList,
     JobQuery,
+    JobSpec,
     JobState,
     MasterStats,
     MatrixView,
@@ -36,10 +38,33 @@ class ClientRequests(JobLifecycle):
 
     def submit(self, message: Submit) -> Submitted | ErrorReply:
         spec = message.spec
+        count = len(message.array or [None])
         if message.token is not None:
             earlier = self._store.job_of_token(spec.user, message.token)
-            if earlier is not None:
-                return Submitted(job_id=earlier)
+            if earlier is not None:  # an array's jobs have consecutive ids
+                return Submitted(job_id=earlier, job_ids=list(range(earlier, earlier + count)))
+        refusal = self._refusal(spec)
+        if refusal is not None:
+            return refusal
+        first = self._store.next_job_id()
+        specs = [spec] if message.array is None else [
+            spec.model_copy(update={"array_job_id": first, "array_index": index}) for index in message.array
+        ]
+        now = self._clock.time()
+        jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now,
+                    predictor=self._predictor()) for offset, each in enumerate(specs)]
+        self._store.submitted(jobs, message.token)
+        for job in jobs:
+            self._jobs[job.job_id] = job
+            log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)
+            self._enqueue(job)
+        self._settle()
+        return Submitted(job_id=first, job_ids=[job.job_id for job in jobs])
+
+    def _refusal(self, spec: JobSpec) -> ErrorReply | None:
+        """Why a job can never run, if it cannot: wider than the cluster, or depending on what cannot be."""
+        if spec.array_job_id is not None or spec.array_index is not None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="a job's array fields are the master's to set")
         cluster = Topology.of(self._nodes.processors())
         # while the nodes of a restarted master come back, a job waits for them instead
         if self._clock.monotonic() >= self._rejoin_until and \
@@ -47,20 +72,13 @@ class ClientRequests(JobLifecycle):
             reason = f"needs {describe_shape(spec)}, " \
                 f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
-        job = Job(
-            job_id=self._store.next_job_id(),
-            spec=spec,
-            state=JobState.PENDING,
-            submit_time=self._clock.time(),
-            predictor=self._predictor(),
-        )
-        self._jobs[job.job_id] = job
-        self._store.submitted(job, message.token)
-        log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)
-        self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
-        self._dirty = True
-        self._settle()
-        return Submitted(job_id=job.job_id)
+        missing = [job_id for job_id in named(spec) if self._state_of(job_id) is None]
+        if missing:
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no job {missing[0]} to depend on")
+        never = dependencies(spec, self._state_of).never
+        if never is not None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"the dependency can never be satisfied: {never}")
+        return None
 
     def cancel(self, message: Cancel) -> Cancelled | ErrorReply:
         job = self._jobs.get(message.job_id)
@@ -79,6 +97,7 @@ class ClientRequests(JobLifecycle):
         reason = f"cancelled by {message.user}"
         if job.state is JobState.PENDING:
             self._scheduler.withdraw(job.job_id, self._clock.monotonic())
+            self._dependent.pop(job.job_id, None)
             job.reason = reason
             self._close(job, JobState.CANCELLED)
             self._dirty = True
@@ -93,7 +112,9 @@ class ClientRequests(JobLifecycle):
             jobs = [job for job in found if job is not None]
         else:
             jobs = list(self._jobs.values())
-            if message.include_finished:
+            if message.ended_after is not None:
+                jobs = self._store.ended_since(message.ended_after, message.after_id, JOBS_PER_REPLY + 1) + jobs
+            elif message.include_finished:
                 jobs = self._store.finished(_FINISHED_SHOWN) + jobs
         page = sorted((job for job in jobs if job.job_id > message.after_id), key=lambda job: job.job_id)
         return JobList(jobs=[job.info() for job in page[:JOBS_PER_REPLY]], more=len(page) > JOBS_PER_REPLY)

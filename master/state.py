@@ -38,6 +38,7 @@ class CoreState:
     _store: JobStore
     _clock: Clock
     _jobs: dict[int, Job]  # pending and running only
+    _dependent: dict[int, Job]  # pending, held back from the policy by the jobs they depend on
     _nodes: NodeRegistry
     _barriers: BarrierEndpoints
     _scheduler: LiveScheduler

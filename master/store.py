@@ -84,14 +84,15 @@ class JobStore:
         (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
         return highest + 1
 
-    def submitted(self, job: Job, token: str | None) -> None:
-        """A new job and the client's token for it, both or neither (one transaction, one sync)."""
+    def submitted(self, jobs: list[Job], token: str | None) -> None:
+        """New jobs (one, or an array's) and the client's token for the first: all or none (one sync)."""
         with Stopwatch(self.write_time), self._db:
             self._db.execute("BEGIN")
-            self._write(job)
+            for job in jobs:
+                self._write(job)
             if token is not None:
                 self._db.execute("INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)",
-                                 (job.spec.user, token, job.job_id))
+                                 (jobs[0].spec.user, token, jobs[0].job_id))
 
     def job_of_token(self, user: str, token: str) -> int | None:
         row = self._db.execute("SELECT job_id FROM submissions WHERE user = ? AND token = ?", (user, token)).fetchone()
@@ -137,6 +138,15 @@ class JobStore:
             (*_ACTIVE, limit),
         )
         return [_job(row) for row in reversed(list(rows))]
+
+    def ended_since(self, since: float, after_id: int, limit: int) -> list[Job]:
+        """The first ``limit`` finished jobs above ``after_id`` that ended at ``since`` or later."""
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM jobs WHERE state NOT IN (?, ?) AND end_time >= ? AND job_id > ?"
+            " ORDER BY job_id LIMIT ?",
+            (*_ACTIVE, since, after_id, limit),
+        )
+        return [_job(row) for row in rows]
 
     def get(self, job_id: int) -> Job | None:
         row = self._db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()

@@ -26,11 +26,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from gangsched.protocol.errors import ErrorCode
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # each model's validator is built when first used: a client builds the few it sends and reads
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # ---------------------------------------------------------------- shared parts
@@ -41,6 +42,9 @@ class _Model(BaseModel):
 # the master accepted for these reasons.
 MAX_COMMAND_BYTES = 64 * 1024  # argv and environment together, as they reach execve
 MAX_PATH_BYTES = 4096  # PATH_MAX
+MAX_DEPENDENCIES = 64
+MAX_ARRAY_INDEX = 100_000
+MAX_ARRAY_JOBS = 1001  # one submission's array, as Slurm's default MaxArraySize
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")  # what useradd takes
 
@@ -111,7 +115,14 @@ class JobSpec(_Model):
     priority: float = Field(default=0.0, ge=0, le=1)  # the user's priority UP (slack backfilling)
     migratable: bool = False  # its tasks checkpoint at barriers (jobs/runtime.py on_checkpoint)
     requeue: bool = False  # on the loss of a node, back to the queue instead of NODE_FAIL
-    output: PathText | None = None  # file pattern for each task's stdout+stderr, %j job, %t rank
+    output: PathText | None = None  # each task's stdout+stderr, %j job, %t rank, %A array job, %a index
+    # Slurm's --dependency: it waits until these jobs completed (after_ok) or ended at all (after_any);
+    # if one of after_ok ends otherwise, it is cancelled
+    after_ok: list[int] = Field(default=[], max_length=MAX_DEPENDENCIES)
+    after_any: list[int] = Field(default=[], max_length=MAX_DEPENDENCIES)
+    # a job of an array (Slurm's --array): the first job's id and this job's index, set by the master
+    array_job_id: int | None = None
+    array_index: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
@@ -378,11 +389,24 @@ class Submit(_Model):
     type: Literal["submit"] = "submit"
     spec: JobSpec
     token: str | None = Field(None, min_length=1, max_length=64)
+    # an array: one job per index, each with the spec's array fields set (Slurm's --array)
+    array: list[Annotated[int, Field(ge=0, le=MAX_ARRAY_INDEX)]] | None = \
+        Field(None, min_length=1, max_length=MAX_ARRAY_JOBS)
+
+    @field_validator("array")
+    @classmethod
+    def _distinct(cls, array: list[int] | None) -> list[int] | None:
+        if array is not None and len(set(array)) != len(array):
+            raise ValueError("an array's indices are distinct")
+        return array
 
 
 class Submitted(_Model):
+    """``job_id``: the job made, or an array's first; ``job_ids``: every job made, in index order."""
+
     type: Literal["submitted"] = "submitted"
     job_id: int
+    job_ids: list[int]
 
 
 class Cancel(_Model):
@@ -402,12 +426,14 @@ JOBS_PER_REPLY = 100
 
 
 class JobQuery(_Model):
-    """The listed jobs, or (``job_ids`` None) every active job and, if asked, the recently
-    finished; a reply holds at most JOBS_PER_REPLY jobs, the first with an id above ``after_id``."""
+    """The listed jobs, or (``job_ids`` None) every active job and, if asked, the finished: the
+    last 200, or (``ended_after``, a Unix time) every one that ended since then, as sacct's
+    ``-S``. A reply holds at most JOBS_PER_REPLY jobs, the first with an id above ``after_id``."""
 
     type: Literal["job_query"] = "job_query"
     job_ids: list[int] | None = Field(None, max_length=JOBS_PER_REPLY)
     include_finished: bool = False
+    ended_after: float | None = None
     after_id: int = 0
 
     @field_validator("job_ids")

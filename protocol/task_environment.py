@@ -12,3 +12,5 @@ PROGRESS_FILE = "GANG_PROGRESS_FILE"  # eight bytes the node reads at each quant
 IO_ADDR = "GANG_IO_ADDR"  # the cluster's I/O server, where it has one
 CHECKPOINT = "GANG_CHECKPOINT"  # a migratable task's checkpoint file
 RESTORE = "GANG_RESTORE"  # "1": start from the checkpoint
+ARRAY_JOB_ID = "GANG_ARRAY_JOB_ID"  # a job of an array: the array's first job (Slurm's SLURM_ARRAY_JOB_ID)
+ARRAY_TASK_ID = "GANG_ARRAY_TASK_ID"  # and its index in the array (SLURM_ARRAY_TASK_ID)

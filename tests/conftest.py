@@ -4,9 +4,11 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import psutil
@@ -112,3 +114,18 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
         left = task_processes(cluster.home)
         shutil.rmtree(cluster.home, ignore_errors=True)
         assert not left, f"tasks left behind: {[p.pid for p in left]}"
+
+
+@pytest.fixture
+def gang(start_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`gang ARGS` as a user's shell runs it, against a 2-node FCFS cluster (a second wide job waits)."""
+    cluster = start_cluster(nodes=2, policy="fcfs")
+    monkeypatch.setenv("GANG_MASTER", cluster.client.endpoint)
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def run(*args: str, cwd: Path | None = None) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True,
+                              cwd=cwd)
+
+    run.client = cluster.client  # type: ignore[attr-defined]
+    return run

@@ -3,8 +3,6 @@ header, filters by user and state, chosen fields, JSON; bad choices are one clea
 
 import getpass
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -12,19 +10,6 @@ from gangsched.protocol.messages import JobSpec, JobState
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.live
-
-
-@pytest.fixture
-def gang(start_cluster, monkeypatch):
-    cluster = start_cluster(nodes=2, policy="fcfs")  # space sharing: a second wide job waits
-    monkeypatch.setenv("GANG_MASTER", cluster.client.endpoint)
-    monkeypatch.setenv("COLUMNS", "80")
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True)
-
-    run.client = cluster.client  # type: ignore[attr-defined]
-    return run
 
 
 def test_the_queue_fits_80_columns_filters_and_speaks_json(gang):
@@ -84,15 +69,6 @@ def test_submit_cancel_and_the_matrix_speak_json(gang):
     assert json.loads(gang("cancel", "--json", str(job_id)).stdout) == [{"job_id": job_id, "state": "cancelled"}]
     both = gang("matrix", "--json", "--watch")
     assert both.returncode == 2 and "not with --watch" in both.stderr
-
-
-def test_submit_waits_for_the_end_and_exits_with_the_job_status(gang, tmp_path):
-    failed = gang("submit", "--wait", "-n", "1", "--", "sh", "-c", "exit 3")
-    assert failed.returncode == 3 and "failed" in failed.stdout, failed.stdout + failed.stderr
-    done = gang("submit", "--wait", "--json", "-D", str(tmp_path), "-n", "1", "--", "sh", "-c", "pwd > where")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["state"] == "completed"
-    assert (tmp_path / "where").read_text().strip() == str(tmp_path)
 
 
 def test_with_json_an_error_is_json_on_stderr(gang):

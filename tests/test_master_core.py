@@ -232,3 +232,21 @@ def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
     assert Account("alice", 0.5, 2.0, 2.0).priority_for_policy == OVER_QUOTA
     restarted = make_core(tmp_path, clock, nodes=0)
     assert restarted.query_users().users == [alice]  # the store keeps it
+
+
+def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependency_completes(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    first = submit(core)
+    sent(core, LaunchTask)
+    spec = JobSpec(name="after", user="alice", tasks=4, argv=["true"], after_ok=[first])
+    dependent = core.submit(Submit(spec=spec)).job_id
+    core2 = make_core(tmp_path, clock, nodes=0)
+    for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
+        hello(core2, node, [TaskRef(job_id=first, rank=rank)])
+    (waiting,) = infos(core2, [dependent])
+    assert waiting.state is JobState.PENDING and waiting.reason == f"Dependency: waits for {first}"
+    assert not [m for _, m in sent(core2, LaunchTask) if m.task.job_id == dependent]
+    for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
+        core2.task_exit(TaskExit(node=node, job_id=first, rank=rank, returncode=0))
+    assert {m.task.job_id for _, m in sent(core2, LaunchTask)} == {dependent}
+    assert infos(core2, [dependent])[0].state is JobState.RUNNING

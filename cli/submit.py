@@ -1,0 +1,249 @@
+"""`gang submit`, as sbatch: options as flags or as a script's ``#GANG`` lines (flags win),
+dependencies, arrays, and ``--wait`` / ``--follow`` for scripts that run a job and go on."""
+
+import getpass
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+from pydantic import ValidationError
+
+from gangsched.cli import job_script
+from gangsched.cli.connect import with_master
+from gangsched.jobs.synthetic import KINDS, SyntheticJob
+from gangsched.master.client import MasterClient
+from gangsched.protocol.messages import JobInfo, JobSpec, JobState, MpiKind
+
+# long enough for a master to restart: its tries carry one token, so a retry never makes a second job
+SUBMIT_RETRY_S = 30.0
+_POLL_S = 0.25
+FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output does not say
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option("-n", "--ntasks", "tasks", type=click.IntRange(min=1), default=None,
+              help="tasks, one per processor [-N x --ntasks-per-node, or -N, or 1]")
+@click.option("-N", "--nodes", type=click.IntRange(min=1), default=None,
+              help="spread the tasks over exactly this many nodes [as few as they fit on]")
+@click.option("--ntasks-per-node", "tasks_per_node", type=click.IntRange(min=1), default=None,
+              help="at most this many tasks on each node")
+@click.option("--mpi", type=click.Choice([kind.value for kind in MpiKind]), default=MpiKind.NONE.value,
+              show_default=True, help="pmi1: serve each task the simple PMI-1 wire protocol (MPICH, mpi4py)")
+@click.option("-J", "--name", default=None, help="job name [the command's name]")
+@click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
+@click.option("-t", "--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="estimated run time in seconds, and its time limit: past it the job ends as TIMEOUT "
+              "[the master's --default-estimate-s]")
+@click.option("--priority", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="your priority for this job (slack-based backfilling's UP)")
+@click.option("--migratable", is_flag=True,
+              help="the command checkpoints at barriers (jobs/runtime.py on_checkpoint); synthetic jobs always do")
+@click.option("--requeue", is_flag=True, help="back to the queue if a node of the job is lost")
+@click.option("-o", "--output", default=None, help="stdout+stderr file per task, %j job, %t rank, %A array job, "
+              "%a array index [the node's spool folder; with --follow gang-%j.%t.out]")
+@click.option("--export", "exports", multiple=True, metavar="KEY=VALUE", help="set in the tasks' environment")
+@click.option("-d", "--dependency", default=None, metavar="afterok:ID[:ID]|afterany:ID[:ID]",
+              help="start after these jobs completed (afterok) or ended (afterany), comma-separated; "
+              "cancelled if an afterok job fails")
+@click.option("-a", "--array", default=None, metavar="A-B[:STEP],...",
+              help="one job per index, like Slurm's (GANG_ARRAY_JOB_ID, GANG_ARRAY_TASK_ID; %A, %a in --output)")
+@click.option("--synthetic", type=click.Choice(KINDS), default=None,
+              help="run the papers' synthetic program instead of a command")
+@click.option("--iterations", type=int, default=250, show_default=True, help="synthetic: barriers; 0 = forever")
+@click.option("--compute-ms", type=float, default=10.0, show_default=True, help="synthetic: CPU ms per iteration")
+@click.option("--io-writes", type=int, default=20, show_default=True, help="synthetic: writes per iteration")
+@click.option("--io-bytes", type=int, default=8193, show_default=True, help="synthetic: bytes per write")
+@click.option("--wait-ms", type=float, default=0.0, show_default=True,
+              help="synthetic: blocking wait per iteration")
+@click.option("--phases", type=int, default=12, show_default=True, help="phased: compute phases")
+@click.option("--phase-iterations", type=int, default=20, show_default=True,
+              help="phased: iterations of a compute phase")
+@click.option("--run-ms", type=float, default=100.0, show_default=True,
+              help="timed: runnable ms per iteration")
+@click.option("-D", "--chdir", type=click.Path(file_okay=False), default=None,
+              help="the tasks' working folder (on the nodes) [the current folder]")
+@click.option("-W", "--wait", is_flag=True,
+              help="wait for the job to end and exit with its exit code (1 if it ended without one), like sbatch's")
+@click.option("--follow", is_flag=True, help="wait, and print rank 0's output as it comes (it must be a file "
+              "this machine sees: the local cluster, or a shared folder)")
+@click.option("--json", "as_json", is_flag=True,
+              help='print {"job_id": N, "job_ids": [...]} instead of a sentence (with --wait: also "state", '
+              '"exit_code", "reason" and "jobs")')
+@click.argument("command", nargs=-1)
+@with_master
+def submit(client: MasterClient, command: tuple[str, ...], **options: Any) -> None:
+    """Submit a job: `gang submit -n 4 -- ./prog args`, `gang submit job.sh` (its #GANG lines
+    are options) or `gang submit -n 4 --synthetic io`."""
+    if command and job_script.is_script(command[0]):
+        options = _with_directives(click.get_current_context(), Path(command[0]), options)
+        if not os.access(command[0], os.X_OK):
+            raise click.UsageError(f"{command[0]} is not executable: chmod +x it")
+        command = (os.path.abspath(command[0]), *command[1:])  # the tasks start in the job's folder
+    if options["follow"] and (options["as_json"] or options["array"]):
+        raise click.UsageError("--follow prints one job's output: not with --json or --array")
+    cwd = os.path.abspath(options["chdir"]) if options["chdir"] else os.getcwd()
+    if options["follow"] and options["output"] is None:
+        options["output"] = FOLLOW_OUTPUT
+    spec = _spec(client, command, cwd, options)
+    try:
+        array = job_script.array(options["array"]) if options["array"] else None
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="-a/--array") from None
+    job_ids = client.submit_jobs(spec, array, retry_s=SUBMIT_RETRY_S)
+    waits = options["wait"] or options["follow"]
+    if not waits:
+        if options["as_json"]:
+            click.echo(json.dumps({"job_id": job_ids[0], "job_ids": job_ids}))
+        else:
+            click.echo(f"submitted job {_ids(job_ids)}")
+        return
+    if not options["as_json"]:
+        click.echo(f"submitted job {_ids(job_ids)}, waiting for it to end", err=options["follow"])
+    if options["follow"]:
+        ended = [_follow(client, job_ids[0], _rank0_output(options["output"], job_ids[0], cwd))]
+    else:
+        ended = _wait(client, job_ids)
+    worst = next((info for info in ended if info.state is not JobState.COMPLETED), ended[0])
+    if options["as_json"]:
+        click.echo(json.dumps({"job_id": job_ids[0], "job_ids": job_ids, **_outcome(worst),
+                               "jobs": [{"job_id": info.job_id, **_outcome(info)} for info in ended]}))
+    else:
+        for info in ended:
+            click.echo(f"job {info.job_id} {info.state.value}" + (f": {info.reason}" if info.reason else ""),
+                       err=options["follow"])
+    raise SystemExit(_exit_code(worst.state, worst.exit_code))
+
+
+def _with_directives(ctx: click.Context, script: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of the script's #GANG lines where the command line gave none: flags win."""
+    try:
+        given = job_script.directives(script)
+    except (OSError, ValueError) as error:
+        raise click.UsageError(f"cannot read the #GANG lines: {error}") from None
+    if not given:
+        return options
+    assert ctx.command is not None
+    try:
+        parsed = ctx.command.make_context(ctx.info_name, given, parent=ctx.parent)
+    except click.UsageError as error:
+        raise click.UsageError(f"{script}'s #GANG lines: {error.format_message()}") from None
+    stray = [name for name in ("command", "master_endpoint", "keys") if parsed.params.get(name)]
+    if stray:
+        raise click.UsageError(f"{script}'s #GANG lines give job options only, not {stray[0]}")
+    return {name: parsed.params[name]
+            if ctx.get_parameter_source(name) is ParameterSource.DEFAULT
+            and parsed.get_parameter_source(name) is ParameterSource.COMMANDLINE else value
+            for name, value in options.items()}
+
+
+def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dict[str, Any]) -> JobSpec:
+    synthetic = options["synthetic"]
+    if bool(command) == bool(synthetic):
+        raise click.UsageError("give either a command after -- (or a script) or --synthetic KIND")
+    migratable = options["migratable"]
+    if synthetic:
+        program = SyntheticJob(
+            synthetic, options["iterations"], options["compute_ms"], options["io_writes"],
+            options["io_bytes"], options["wait_ms"], options["phases"], options["phase_iterations"],
+            options["run_ms"],
+        )
+        argv, migratable = program.argv(), program.migratable
+    else:
+        argv = list(command)
+        if client.endpoint.startswith("ipc://") and not shutil.which(argv[0]):
+            raise click.ClickException(f"command not found: {argv[0]}")
+    env = {}
+    for export in options["exports"]:
+        key, sep, value = export.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--export takes KEY=VALUE, not {export!r}")
+        env[key] = value
+    try:
+        after_ok, after_any = job_script.dependency(options["dependency"]) if options["dependency"] else ([], [])
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="-d/--dependency") from None
+    nodes, tasks_per_node = options["nodes"], options["tasks_per_node"]
+    try:
+        return JobSpec(
+            name=options["name"] or synthetic or os.path.basename(argv[0]),
+            user=getpass.getuser(),
+            tasks=options["tasks"] or (nodes or 1) * (tasks_per_node or 1),
+            nodes=nodes,
+            tasks_per_node=tasks_per_node,
+            mpi=MpiKind(options["mpi"]),
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            exclusive=options["exclusive"],
+            estimate_s=options["estimate"],
+            priority=options["priority"],
+            migratable=migratable,
+            requeue=options["requeue"],
+            output=options["output"],
+            after_ok=after_ok,
+            after_any=after_any,
+        )
+    except ValidationError as error:
+        raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
+
+
+def _ids(job_ids: list[int]) -> str:
+    return str(job_ids[0]) if len(job_ids) == 1 else f"{job_ids[0]} (array: jobs {job_ids[0]}-{job_ids[-1]})"
+
+
+def _wait(client: MasterClient, job_ids: list[int]) -> list[JobInfo]:
+    while True:
+        ended = client.jobs(job_ids)
+        if all(info.state.is_final for info in ended):
+            return ended
+        time.sleep(_POLL_S)
+
+
+def _rank0_output(pattern: str, job_id: int, cwd: str) -> Path:
+    return Path(cwd) / pattern.replace("%j", str(job_id)).replace("%t", "0")
+
+
+def _follow(client: MasterClient, job_id: int, output: Path) -> JobInfo:
+    """Wait for the job, copying what rank 0 writes to stdout as it comes."""
+    offset = 0
+    while True:
+        info = client.job(job_id)  # before reading: once final, the file holds all there will be
+        offset = _copy_new(output, offset)
+        if info.state.is_final:
+            break
+        time.sleep(_POLL_S / 2)
+    if offset == 0 and not output.exists():
+        click.echo(f"rank 0's output {output} is not on this machine (the node's spool, or a folder "
+                   "this machine does not share)", err=True)
+    return info
+
+
+def _copy_new(path: Path, offset: int) -> int:
+    try:
+        with path.open("rb") as file:
+            file.seek(offset)
+            new = file.read()
+    except FileNotFoundError:
+        return offset
+    sys.stdout.buffer.write(new)
+    sys.stdout.buffer.flush()
+    return offset + len(new)
+
+
+def _outcome(info: JobInfo) -> dict[str, Any]:
+    return {"state": info.state.value, "exit_code": info.exit_code, "reason": info.reason}
+
+
+def _exit_code(state: JobState, exit_code: int | None) -> int:
+    """A shell's convention: the job's status, 128 + N for a signal N, 1 for an end without a status."""
+    if state is JobState.COMPLETED:
+        return 0
+    if exit_code is None or exit_code == 0:
+        return 1
+    return 128 - exit_code if exit_code < 0 else exit_code

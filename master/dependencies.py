@@ -1,0 +1,36 @@
+"""Slurm's job dependencies, ``afterok`` and ``afterany``: may a job be scheduled yet?
+
+A job names earlier jobs. ``after_any``: it waits until each has ended, in any
+state. ``after_ok``: until each has COMPLETED; if one ends in another state the
+job can never start, and the master cancels it (Slurm would keep it pending as
+DependencyNeverSatisfied unless told to kill it; a job no one will ever run is
+better ended, with the reason). Plain code over the states it is given.
+"""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from gangsched.protocol.messages import JobSpec, JobState
+
+
+class Dependencies(NamedTuple):
+    waiting: list[int]  # the jobs it still waits for
+    never: str | None  # why it can never start, if it cannot
+
+
+def named(spec: JobSpec) -> list[int]:
+    return list(dict.fromkeys([*spec.after_ok, *spec.after_any]))
+
+
+def dependencies(spec: JobSpec, state_of: Callable[[int], JobState | None]) -> Dependencies:
+    """Where ``spec``'s dependencies stand; ``state_of`` gives a job's state, None for no such job."""
+    waiting = []
+    for job_id in named(spec):
+        state = state_of(job_id)
+        if state is None:
+            return Dependencies([], f"job {job_id} does not exist")
+        if not state.is_final:
+            waiting.append(job_id)
+        elif job_id in spec.after_ok and state is not JobState.COMPLETED:
+            return Dependencies([], f"job {job_id} ended {state.value.upper()}, not COMPLETED (afterok)")
+    return Dependencies(waiting, None)
