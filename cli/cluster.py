@@ -34,9 +34,14 @@ def cluster_up(docker: bool, keys: bool, **shape: Any) -> None:
         if docker:
             from gangsched.deploy.compose import DockerCluster
 
-            docker_state = DockerCluster().up(config)  # (re)builds the image, cached
+            compose = DockerCluster()
+            docker_state = compose.up(config)  # (re)builds the image, cached
             console.print(f"docker cluster up: {config.nodes} node containers, quantum {config.quantum_ms} ms, "
                           f"master at {docker_state.master}; logs: docker-compose -p gangsched logs")
+            if config.http_bind:
+                token = compose.web_token()
+                console.print(f"metrics and web view: http://{config.http_bind}/?token={token} (metrics at "
+                              f"/metrics with 'Authorization: Bearer TOKEN'; the token is in {compose.home}/web-token)")
             return
         local = LocalCluster()
         state = local.up(config)

@@ -30,6 +30,8 @@ CFS_PERIOD_US = 10_000
 # containers share the host's few cores: a node's report waits 1 ms, so that the others switch first
 RT_BUDGET_US = 850_000  # of the 900 ms a second dockerd gets (deploy/ensure-docker.sh), for master, I/O and nodes
 RT_RUNTIME_MOST_US = 200_000
+WEB_PORT = 8470  # the master container's, published on the host's --http-bind
+MASTER_STATE_DIR = "/var/lib/gangsched"  # the master container's state folder (docker-compose.yml)
 DOCKER_DEFAULTS = {"node": {"GANG_NODE_REPORT_DELAY_MS": "1"}}
 
 
@@ -74,6 +76,26 @@ class DockerCluster:
         self._wait_for_nodes(state, timeout_s)
         return state
 
+    def web_token(self, timeout_s: float = 10.0) -> str:
+        """The web view's token, which the master container made (it binds all its addresses, so
+        asks for one), copied to GANG_HOME/web-token for the user to find."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                token = self.compose("exec", "-T", "master", "cat", f"{MASTER_STATE_DIR}/web-token").strip()
+            except ClusterError:
+                token = ""
+            if token or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        if not token:
+            raise ClusterError(f"the master made no web token within {timeout_s:g} s: docker-compose -p "
+                               f"{self.project} logs master")
+        path = self.home / "web-token"
+        path.touch(mode=0o600)
+        path.write_text(token + "\n")
+        return token
+
     def down(self) -> bool:
         """Stop the nodes first (each ends its tasks on SIGTERM), then everything, volumes included."""
         state = self.state()
@@ -116,6 +138,8 @@ class DockerCluster:
             # past its budget is throttled for the rest of the second, and a node then misses its heartbeats
             # (50 ms a second ran out in a migration on a slow machine)
             "GANG_RT_RUNTIME": f"{min(RT_RUNTIME_MOST_US, RT_BUDGET_US // (config.nodes + 2))}us",
+            # the web view on the host's --http-bind; off, a port of docker's choosing that nothing serves
+            "GANG_WEB_PUBLISH": f"{config.http_bind or '127.0.0.1:'}:{WEB_PORT}",
         }
 
     @property
@@ -126,7 +150,8 @@ class DockerCluster:
         self._settings_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for role, service in (("master", "master"), ("node", "node"), ("io", "ioserver")):
             given = {**DOCKER_DEFAULTS.get(role, {}), **config.environment(role)}
-            given.pop("GANG_MASTER_HTTP_BIND", None)  # the web view is not published from a container yet
+            if role == "master" and config.http_bind:  # published on the host's address by the compose file
+                given["GANG_MASTER_HTTP_BIND"] = f"0.0.0.0:{WEB_PORT}"
             lines = [f"{name}={value}" for name, value in given.items()]
             (self._settings_dir / f"{service}.env").write_text("".join(f"{line}\n" for line in lines))
 

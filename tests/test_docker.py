@@ -14,6 +14,8 @@ import pwd
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +37,7 @@ pytestmark = pytest.mark.docker
 HEARTBEAT_S = 0.4
 QUANTUM_S = 0.2
 FOREVER = SyntheticJob("compute", iterations=0)
+WEB_BIND = "127.0.0.1:8471"  # not the default port, which a user's local cluster may hold
 USER = "gangalice"  # a second account, where the tests run as root
 
 
@@ -81,7 +84,7 @@ def compose(request: pytest.FixtureRequest) -> Iterator[Compose]:
     if unix_account(USER) is not None:  # the nodes see the host's accounts as they are at `up`
         keygen(cluster.keys, [USER])
     config = ClusterConfig(nodes=4, quantum_ms=int(QUANTUM_S * 1000), heartbeat_ms=int(HEARTBEAT_S * 1000),
-                           node_kill_grace_s=1.0, policy=getattr(request, "param", "gs"))
+                           node_kill_grace_s=1.0, policy=getattr(request, "param", "gs"), http_bind=WEB_BIND)
     try:
         state = cluster.up(config)
         with MasterClient(state.master, keys=cluster.keys) as client:
@@ -198,3 +201,21 @@ def test_a_users_job_runs_as_that_user_in_a_node_container(compose):
     container = next(c for c in compose.cluster.containers("node") if compose.container_hostname(c) == info.node_names[0])
     output = docker("exec", container, "cat", f"/var/spool/gangsched/{info.node_names[0]}/{USER}/job-{job}.0.out")
     assert output.split() == [USER, str(pwd.getpwnam(USER).pw_uid)] and output.split()[1] != "0"
+
+
+def test_the_web_view_is_published_on_the_host_behind_the_masters_token(compose):
+    token = compose.cluster.web_token()
+    assert (compose.cluster.home / "web-token").read_text().strip() == token
+
+    def get(path: str, **headers: str) -> tuple[int, bytes]:
+        request = urllib.request.Request(f"http://{WEB_BIND}{path}", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    assert get("/api/state")[0] == 401  # the master binds every address of its container: a token is asked
+    status, body = get("/metrics", Authorization=f"Bearer {token}")
+    assert status == 200 and b"gangsched_nodes" in body, body[:300]
+    assert get(f"/?token={token}")[0] == 200
