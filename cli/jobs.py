@@ -34,7 +34,7 @@ class When(click.ParamType):
             return time.time() - int(match[1] or 0) * self._units[match[2] or ""]
         try:
             if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", text):
-                clock = datetime.time.fromisoformat(text.zfill(len(text) + (len(text.split(":")[0]) == 1)))
+                clock = datetime.datetime.strptime(text, "%H:%M:%S" if text.count(":") == 2 else "%H:%M").time()
                 return datetime.datetime.combine(datetime.date.today(), clock).timestamp()
             return datetime.datetime.fromisoformat(text).timestamp()
         except ValueError:

@@ -16,6 +16,7 @@ from gangsched.protocol.messages import JobSpec, JobState
 class Dependencies(NamedTuple):
     waiting: list[int]  # the jobs it still waits for
     never: str | None  # why it can never start, if it cannot
+    unknown: int | None = None  # a job it names that does not exist (then ``never`` says so)
 
 
 def named(spec: JobSpec) -> list[int]:
@@ -24,11 +25,13 @@ def named(spec: JobSpec) -> list[int]:
 
 def dependencies(spec: JobSpec, state_of: Callable[[int], JobState | None]) -> Dependencies:
     """Where ``spec``'s dependencies stand; ``state_of`` gives a job's state, None for no such job."""
+    states = {job_id: state_of(job_id) for job_id in named(spec)}
+    unknown = next((job_id for job_id, state in states.items() if state is None), None)
+    if unknown is not None:
+        return Dependencies([], f"job {unknown} does not exist", unknown)
     waiting = []
-    for job_id in named(spec):
-        state = state_of(job_id)
-        if state is None:
-            return Dependencies([], f"job {job_id} does not exist")
+    for job_id, state in states.items():
+        assert state is not None
         if not state.is_final:
             waiting.append(job_id)
         elif job_id in spec.after_ok and state is not JobState.COMPLETED:

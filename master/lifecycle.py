@@ -57,16 +57,15 @@ class JobLifecycle(CoreState):
 
     def _enqueue(self, job: Job) -> None:
         """A pending job goes to the policy once the jobs it depends on allow; it is cancelled if they never will."""
-        waiting, never = dependencies(job.spec, self._state_of)
+        waiting, never, _ = dependencies(job.spec, self._state_of)
+        self._dependent.pop(job.job_id, None)
         if never is not None:
-            self._dependent.pop(job.job_id, None)
             job.reason = f"DependencyNeverSatisfied: {never}"
             self._close(job, JobState.CANCELLED)
         elif waiting:
             self._dependent[job.job_id] = job
             job.reason = f"Dependency: waits for {','.join(map(str, waiting))}"
         else:
-            self._dependent.pop(job.job_id, None)
             job.reason = ""
             self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
             self._dirty = True

@@ -2,7 +2,7 @@
 
 import logging
 
-from gangsched.master.dependencies import dependencies, named
+from gangsched.master.dependencies import dependencies
 from gangsched.master.jobs import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.placement import Shape, describe_shape
@@ -72,12 +72,12 @@ class ClientRequests(JobLifecycle):
             reason = f"needs {describe_shape(spec)}, " \
                 f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
-        missing = [job_id for job_id in named(spec) if self._state_of(job_id) is None]
-        if missing:
-            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no job {missing[0]} to depend on")
-        never = dependencies(spec, self._state_of).never
-        if never is not None:
-            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"the dependency can never be satisfied: {never}")
+        found = dependencies(spec, self._state_of)
+        if found.unknown is not None:
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no job {found.unknown} to depend on")
+        if found.never is not None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC,
+                              reason=f"the dependency can never be satisfied: {found.never}")
         return None
 
     def cancel(self, message: Cancel) -> Cancelled | ErrorReply:
