@@ -9,27 +9,36 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # each as its own `gang` process; a job command asks the cluster the benchmark started
 COMMANDS = (("--help",), ("queue",), ("queue", "--all"), ("nodes",), ("matrix",), ("sim", "--help"))
+FLOOR = "python -c pass"  # the interpreter alone, the first row: what no command can go below
+
+
+def _gang() -> list[str]:
+    """The `gang` a user runs: the console script beside this interpreter (python -m adds runpy's import)."""
+    script = Path(sys.executable).with_name("gang")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gangsched.cli"]
 
 
 def command_latencies(master: str, runs: int) -> list[dict[str, Any]]:
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     environment["GANG_MASTER"] = master
+    runs_of = {FLOOR: [sys.executable, "-c", "pass"]}
+    runs_of.update({f"gang {' '.join(arguments)}": [*_gang(), *arguments] for arguments in COMMANDS})
     rows = []
-    for arguments in COMMANDS:
+    for name, command in runs_of.items():
         took = []
         for run in range(runs + 1):
             start = time.perf_counter()
-            result = subprocess.run([sys.executable, "-m", "gangsched.cli", *arguments], env=environment,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            result = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
             if run:  # the first writes the bytecode
                 took.append((time.perf_counter() - start) * 1000)
             if result.returncode != 0:
-                raise RuntimeError(f"gang {' '.join(arguments)} failed: {result.stderr.strip()}")
-        rows.append({"command": f"gang {' '.join(arguments)}", "runs": runs,
-                     "median_ms": round(statistics.median(took), 1), "min_ms": round(min(took), 1),
-                     "max_ms": round(max(took), 1)})
+                raise RuntimeError(f"{name} failed: {result.stderr.strip()}")
+        rows.append({"command": name, "runs": runs, "median_ms": round(statistics.median(took), 1),
+                     "min_ms": round(min(took), 1), "max_ms": round(max(took), 1)})
     return rows

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import msgpack
 
 from gangsched.protocol.codec import encode
-from gangsched.protocol.messages import PROTOCOL_VERSION
+from gangsched.protocol.frames import PROTOCOL_VERSION
 from gangsched.protocol.messages import (
     Cancel,
     Heartbeat,

@@ -1,19 +1,19 @@
 """Fixed-width text tables, as squeue and sinfo print them: each column has its width, a value
 is cut to it, a header never is, and the last column takes what is left. Legible at 80
-columns and parseable in a pipe; the fields are chosen with ``--format`` by name."""
+columns and parseable in a pipe; the fields are chosen with ``--format`` by name.
+
+A row is a map of the protocol's fields (JobInfo's, NodeInfo's): the list commands read
+the master's replies without pydantic."""
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
-
-from gangsched.protocol.messages import JobInfo, NodeInfo
+from typing import Any, Generic, NamedTuple, TypeVar
 
 Row = TypeVar("Row")
+Fields = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Column(Generic[Row]):
+class Column(NamedTuple, Generic[Row]):  # not a dataclass: its import alone is a tenth of `gang queue`'s start
     header: str
     width: int
     value: Callable[[Row], str]
@@ -45,10 +45,10 @@ STATE_CODES = {"pending": "PD", "running": "R", "completed": "CD", "failed": "F"
                "node_fail": "NF", "timeout": "TO"}
 
 
-def _elapsed(job: JobInfo) -> str:
-    if job.start_time is None:
+def _elapsed(job: Fields) -> str:
+    if job["start_time"] is None:
         return "0:00"
-    seconds = int((job.end_time or time.time()) - job.start_time)
+    seconds = int((job["end_time"] or time.time()) - job["start_time"])
     days, seconds = divmod(seconds, 86400)
     hours, rest = divmod(seconds, 3600)
     clock = f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours or days else f"{rest // 60}:{rest % 60:02d}"
@@ -63,44 +63,44 @@ def number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _where(job: JobInfo) -> str:
-    if job.state == "running":
-        return ",".join(dict.fromkeys(job.node_names))
-    return f"({job.reason})" if job.reason else ""
+def _where(job: Fields) -> str:
+    if job["state"] == "running":
+        return ",".join(dict.fromkeys(job["node_names"]))
+    return f"({job['reason']})" if job["reason"] else ""
 
 
-JOB_FIELDS: dict[str, Column[JobInfo]] = {
-    "jobid": Column("JOBID", 7, lambda job: str(job.job_id), right=True),
-    "name": Column("NAME", 10, lambda job: job.spec.name),
-    "user": Column("USER", 8, lambda job: job.spec.user),
-    "st": Column("ST", 2, lambda job: STATE_CODES.get(job.state, job.state.upper())),
-    "state": Column("STATE", 9, lambda job: job.state.upper()),
+JOB_FIELDS: dict[str, Column[Fields]] = {
+    "jobid": Column("JOBID", 7, lambda job: str(job["job_id"]), right=True),
+    "name": Column("NAME", 10, lambda job: job["spec"]["name"]),
+    "user": Column("USER", 8, lambda job: job["spec"]["user"]),
+    "st": Column("ST", 2, lambda job: STATE_CODES.get(job["state"], job["state"].upper())),
+    "state": Column("STATE", 9, lambda job: job["state"].upper()),
     "time": Column("TIME", 10, _elapsed, right=True),
-    "tasks": Column("TASKS", 5, lambda job: str(job.spec.tasks), right=True),
-    "ran": Column("RAN_S", 7, lambda job: f"{job.ran_s:.0f}", right=True),
-    "limit": Column("LIMIT_S", 8, lambda job: number(job.spec.estimate_s), right=True),
-    "util": Column("UTIL%", 5, lambda job: number(job.util_pct), right=True),
-    "pred": Column("PRED%", 5, lambda job: number(job.predicted_pct), right=True),
-    "barriers": Column("BARRIERS", 8, lambda job: str(job.barriers), right=True),
-    "rate": Column("BAR/S", 7, lambda job: number(job.barriers_per_s, 2), right=True),
-    "migrations": Column("MIGR", 4, lambda job: str(len(job.migration_s)), right=True),
-    "exit": Column("EXIT", 4, lambda job: "-" if job.exit_code is None else str(job.exit_code), right=True),
-    "array": Column("ARRAY", 9, lambda job: "-" if job.spec.array_index is None
-                    else f"{job.spec.array_job_id}_{job.spec.array_index}"),
-    "submit": Column("SUBMIT", 19, lambda job: _clock(job.submit_time)),
-    "start": Column("START", 19, lambda job: _clock(job.start_time)),
-    "end": Column("END", 19, lambda job: _clock(job.end_time)),
+    "tasks": Column("TASKS", 5, lambda job: str(job["spec"]["tasks"]), right=True),
+    "ran": Column("RAN_S", 7, lambda job: f"{job['ran_s']:.0f}", right=True),
+    "limit": Column("LIMIT_S", 8, lambda job: number(job["spec"]["estimate_s"]), right=True),
+    "util": Column("UTIL%", 5, lambda job: number(job["util_pct"]), right=True),
+    "pred": Column("PRED%", 5, lambda job: number(job["predicted_pct"]), right=True),
+    "barriers": Column("BARRIERS", 8, lambda job: str(job["barriers"]), right=True),
+    "rate": Column("BAR/S", 7, lambda job: number(job["barriers_per_s"], 2), right=True),
+    "migrations": Column("MIGR", 4, lambda job: str(len(job["migration_s"])), right=True),
+    "exit": Column("EXIT", 4, lambda job: "-" if job["exit_code"] is None else str(job["exit_code"]), right=True),
+    "array": Column("ARRAY", 9, lambda job: "-" if job["spec"]["array_index"] is None
+                    else f"{job['spec']['array_job_id']}_{job['spec']['array_index']}"),
+    "submit": Column("SUBMIT", 19, lambda job: _clock(job["submit_time"])),
+    "start": Column("START", 19, lambda job: _clock(job["start_time"])),
+    "end": Column("END", 19, lambda job: _clock(job["end_time"])),
     "nodelist": Column("NODELIST(REASON)", 16, _where),
 }
 QUEUE_FORMAT = "jobid,name,user,st,time,tasks,util,pred,nodelist"  # 80 columns with a short node list
 HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, and the reason
 
-NODE_FIELDS: dict[str, Column[NodeInfo]] = {
-    "node": Column("NODELIST", 12, lambda node: node.name),
-    "state": Column("STATE", 5, lambda node: node.state),
-    "cpus": Column("CPUS", 5, lambda node: f"{node.cpus:g}", right=True),
-    "procs": Column("PROCS(U/T)", 10, lambda node: f"{node.processors_used}/{node.processors}", right=True),
-    "seen": Column("SEEN_S", 6, lambda node: f"{node.seen_ago_s:.1f}", right=True),
-    "jobs": Column("JOBS", 10, lambda node: ",".join(map(str, node.jobs)) or "-"),
+NODE_FIELDS: dict[str, Column[Fields]] = {
+    "node": Column("NODELIST", 12, lambda node: node["name"]),
+    "state": Column("STATE", 5, lambda node: node["state"]),
+    "cpus": Column("CPUS", 5, lambda node: f"{node['cpus']:g}", right=True),
+    "procs": Column("PROCS(U/T)", 10, lambda node: f"{node['processors_used']}/{node['processors']}", right=True),
+    "seen": Column("SEEN_S", 6, lambda node: f"{node['seen_ago_s']:.1f}", right=True),
+    "jobs": Column("JOBS", 10, lambda node: ",".join(map(str, node["jobs"])) or "-"),
 }
 NODES_FORMAT = "node,state,cpus,procs,seen,jobs"

@@ -14,12 +14,10 @@ cancel nor hear a switch. The master takes a client's user name from its key
 only their own jobs (``root`` anyone's).
 """
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import zmq
-import zmq.auth
 
 if TYPE_CHECKING:  # its thread module loads asyncio: only the master, which serves keys, needs it
     from gangsched.daemon.zap import NamingAuthenticator
@@ -40,6 +38,12 @@ def keygen(folder: Path, users: list[str]) -> list[Path]:
     Secret keys are 0600. A user may not be named like the master's or the
     nodes' key: that user's key would replace the nodes' in ``authorized/``.
     """
+    # imported here: zmq.auth loads asyncio and shutil its compressors, which a client reading
+    # no key (`gang queue` on a local cluster) would load for nothing
+    import shutil
+
+    import zmq.auth
+
     reserved = [user for user in users if user in RESERVED]
     if reserved:
         raise CurveError(f"{reserved[0]!r} names the {reserved[0]}'s key, not a user's: choose another name")
@@ -75,7 +79,7 @@ class KeyFolder:
         secret_file = self.path / f"{name}.key_secret" if name == NODE_USER else self.path / "users" / f"{name}.key_secret"
         public, secret = self._pair(secret_file)
         socket.curve_publickey, socket.curve_secretkey = public, secret
-        socket.curve_serverkey = zmq.auth.load_certificate(self.path / "master.key")[0]
+        socket.curve_serverkey = _certificate(self.path / "master.key")[0]
 
     def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> "NamingAuthenticator":
         """Started: lets in the keys of ``authorized/``, each as the user its file is named after."""
@@ -83,7 +87,7 @@ class KeyFolder:
 
         names = {}
         for key_file in sorted((self.path / "authorized").glob("*.key")):
-            names[zmq.auth.load_certificate(key_file)[0]] = key_file.stem
+            names[_certificate(key_file)[0]] = key_file.stem
         authenticator = NamingAuthenticator(names, context)
         authenticator.start()
         authenticator.configure_curve(domain="*", location=str(self.path / "authorized"))
@@ -93,7 +97,14 @@ class KeyFolder:
     def _pair(secret_file: Path) -> tuple[bytes, bytes]:
         if not secret_file.exists():
             raise CurveError(f"no key {secret_file}: make it with `gang keygen`")
-        public, secret = zmq.auth.load_certificate(secret_file)
+        public, secret = _certificate(secret_file)
         if secret is None:
             raise CurveError(f"{secret_file} holds no secret key")
         return public, secret
+
+
+def _certificate(path: Path) -> tuple[bytes, bytes | None]:
+    """A key file's public key and, in a secret key file, its secret key."""
+    import zmq.auth  # here: see keygen
+
+    return zmq.auth.load_certificate(path)

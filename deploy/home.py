@@ -5,8 +5,8 @@ their master here without loading the code that starts clusters."""
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 LOCAL_STATE = "cluster.json"  # `gang cluster up`: the daemons, the master's endpoint, the settings
 DOCKER_STATE = "docker.json"  # `gang cluster up --docker`
@@ -17,8 +17,7 @@ def default_home() -> Path:
     return Path(os.environ.get("GANG_HOME", Path.home() / ".gangsched"))
 
 
-@dataclass(frozen=True)
-class ClusterMaster:
+class ClusterMaster(NamedTuple):  # no dataclass: see cli/columns.py
     endpoint: str
     keys: Path | None  # the key folder to talk to it with, if it has keys
 

@@ -37,7 +37,8 @@ from gangsched.master.core import MasterCore, NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
 from gangsched.master.viewer import READ_ONLY, WebServer, viewer_endpoint
-from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
+from gangsched.protocol.codec import decode, encode
+from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     Cancel,

@@ -9,8 +9,8 @@ from gangsched.master.placement import Shape, describe_shape
 from gangsched.master.stats import resident_bytes
 from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.frames import JOBS_PER_REPLY
 from gangsched.protocol.messages import (
-    JOBS_PER_REPLY,
     Cancel,
     Cancelled,
     ErrorReply,

@@ -40,7 +40,8 @@ from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.shared_memory import JobSharedMemory
 from gangsched.noded.tasks import LaunchError, Task, launch, place_in_block
-from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
+from gangsched.protocol.codec import decode, encode
+from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     CheckpointTask,

@@ -25,8 +25,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gangsched.protocol.errors import ErrorCode
-
-PROTOCOL_VERSION = 9
+from gangsched.protocol.frames import JOBS_PER_REPLY
 
 
 class _Model(BaseModel):
@@ -419,10 +418,6 @@ class Cancelled(_Model):
     type: Literal["cancelled"] = "cancelled"
     job_id: int
     state: JobState
-
-
-# a job's spec is at most MAX_COMMAND_BYTES plus two paths: this many fit in one frame
-JOBS_PER_REPLY = 100
 
 
 class JobQuery(_Model):

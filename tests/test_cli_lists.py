@@ -1,15 +1,43 @@
 """`gang queue` and `gang nodes` as scripts read them: fixed columns that fit 80, never a cut
-header, filters by user and state, chosen fields, JSON; bad choices are one clear line."""
+header, filters by user and state, chosen fields, JSON; bad choices are one clear line.
+
+The list commands read the master's replies as plain maps, without the models: the first
+test holds those maps to the models."""
 
 import getpass
 import json
 
 import pytest
 
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.cli import columns
+from gangsched.protocol.codec import encode
+from gangsched.protocol.frames import unpack
+from gangsched.protocol.messages import JobInfo, JobList, JobSpec, JobState, NodeInfo, NodeList
 from tests.conftest import wait_until
 
-pytestmark = pytest.mark.live
+
+def test_the_maps_the_list_commands_read_are_the_models():
+    spec = JobSpec(name="mapped", user="alice", tasks=2, argv=["true"], estimate_s=60,
+                   array_job_id=7, array_index=3)
+    job = JobInfo(job_id=8, spec=spec, state=JobState.FAILED, reason="rank 1 exited 3", submit_time=1.5e9,
+                  start_time=1.5e9 + 10, end_time=1.5e9 + 70, node_names=["n1", "n2"], processors=[0, 0],
+                  exit_code=3, util_pct=97.5, predicted_pct=90.0, barriers=12, barriers_per_s=0.2,
+                  migration_s=[0.4])
+    node = NodeInfo(name="n1", state="up", cpus=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2)
+    job_map = unpack(encode(JobList(jobs=[job], more=True)))["jobs"][0]
+    node_map = unpack(encode(NodeList(nodes=[node])))["nodes"][0]
+
+    # --json prints the maps: the same document as the models' own JSON
+    assert json.loads(json.dumps(job_map)) == job.model_dump(mode="json")
+    assert json.loads(json.dumps(node_map)) == node.model_dump(mode="json")
+    # every column reads fields the models have, and shows what they hold
+    shown = columns.render(list(columns.JOB_FIELDS.values()), [job_map]).splitlines()[1].split()
+    assert shown[:5] == ["8", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
+    assert columns.render(list(columns.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
+        ["n1", "up", "1", "1/2", "0.2", "8"]
+
+
+@pytest.mark.live
 
 
 def test_the_queue_fits_80_columns_filters_and_speaks_json(gang):
@@ -48,6 +76,7 @@ def test_the_queue_fits_80_columns_filters_and_speaks_json(gang):
     assert bad_state.returncode == 2 and "no state 'asleep'" in bad_state.stderr
 
 
+@pytest.mark.live
 def test_the_nodes_list_fits_and_speaks_json(gang):
     shown = gang("nodes")
     assert shown.returncode == 0, shown.stderr
@@ -59,6 +88,7 @@ def test_the_nodes_list_fits_and_speaks_json(gang):
     assert all(node["state"] == "up" for node in listed)
 
 
+@pytest.mark.live
 def test_submit_cancel_and_the_matrix_speak_json(gang):
     submitted = gang("submit", "--json", "-n", "2", "--", "sleep", "60")
     assert submitted.returncode == 0, submitted.stderr
@@ -71,6 +101,7 @@ def test_submit_cancel_and_the_matrix_speak_json(gang):
     assert both.returncode == 2 and "not with --watch" in both.stderr
 
 
+@pytest.mark.live
 def test_with_json_an_error_is_json_on_stderr(gang):
     refused = gang("cancel", "--json", "999")
     assert refused.returncode == 1 and json.loads(refused.stdout) == []  # none cancelled

@@ -1,11 +1,16 @@
 """A command loads only what it uses: `gang --help` no command module, the job commands
-neither the cluster code nor plotting (their latency: `gang bench cli`)."""
+neither the cluster code nor plotting, the list commands neither click nor pydantic (their
+latency: `gang bench cli`)."""
 
 import importlib
 import subprocess
 import sys
 
-from gangsched.cli.main import HELP_LIMIT, LazyGroup
+import click
+
+from gangsched.cli import listing
+from gangsched.cli.group import HELP_LIMIT, LazyGroup
+from gangsched.cli.main import LIST_COMMANDS
 
 
 def imported_by(*args: str) -> set[str]:
@@ -17,6 +22,10 @@ def imported_by(*args: str) -> set[str]:
 
 def test_the_help_lines_are_the_commands_own():
     for name, (target, line) in LazyGroup.lazy.items():
+        if name in LIST_COMMANDS:
+            own = click.Command(name, help=listing.SUMMARIES[name])
+            assert line == own.get_short_help_str(limit=HELP_LIMIT), name
+            continue
         module, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module), attribute)
         assert line == command.get_short_help_str(limit=HELP_LIMIT), name
@@ -26,13 +35,19 @@ def test_gang_help_imports_no_command():
     modules = imported_by("--help")
     assert "click" in modules
     assert not {name for name in modules if name.startswith(("gangsched.cli.", "pydantic", "zmq", "rich"))} - {
-        "gangsched.cli.main"}
+        "gangsched.cli.main", "gangsched.cli.group"}
 
 
 def test_a_job_command_loads_no_cluster_code_nor_plots():
-    modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock", "--help")
+    modules = imported_by("cancel", "--master", "ipc:///nonexistent/master.sock", "--help")
     assert "gangsched.master.client" in modules  # the job commands loaded
     heavy = {name for name in modules
              if name.startswith(("matplotlib", "gangsched.deploy.local", "gangsched.deploy.config",
                                  "pydantic_settings", "asyncio", "gangsched.sim", "gangsched.policy"))}
     assert not heavy, sorted(heavy)
+
+
+def test_a_list_command_loads_neither_click_nor_pydantic():
+    modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock")  # fails: no master there
+    assert "gangsched.master.connection" in modules  # it asked
+    assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq.auth"))}

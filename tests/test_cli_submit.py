@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.cli import job_script
-from gangsched.cli.jobs import When
+from gangsched.cli.listing import parse_time
 from gangsched.protocol.messages import JobState
 from tests.conftest import wait_until
 
@@ -137,9 +137,8 @@ def test_history_lists_the_jobs_of_a_time_window_like_sacct(gang):
 
 
 def test_times_read_as_sacct_reads_them():
-    when = When()
-    assert abs(when.convert("now", None, None) - time.time()) < 1
-    assert abs(when.convert("now-2h", None, None) - (time.time() - 7200)) < 1
-    assert when.convert("2026-01-02T03:04:05", None, None) == datetime.datetime(2026, 1, 2, 3, 4, 5).timestamp()
+    assert abs(parse_time("now") - time.time()) < 1
+    assert abs(parse_time("now-2h") - (time.time() - 7200)) < 1
+    assert parse_time("2026-01-02T03:04:05") == datetime.datetime(2026, 1, 2, 3, 4, 5).timestamp()
     today = datetime.date.today()
-    assert when.convert("9:30", None, None) == datetime.datetime.combine(today, datetime.time(9, 30)).timestamp()
+    assert parse_time("9:30") == datetime.datetime.combine(today, datetime.time(9, 30)).timestamp()

@@ -6,7 +6,7 @@ import csv
 import pytest
 from click.testing import CliRunner
 
-from gangsched.cli.main import cli
+from gangsched.cli.group import cli
 
 pytestmark = pytest.mark.live
 

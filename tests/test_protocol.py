@@ -6,12 +6,11 @@ import msgpack
 import pytest
 from pydantic import ValidationError
 
-from gangsched.protocol.codec import MAX_MESSAGE_BYTES, decode, encode
+from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
+from gangsched.protocol.frames import JOBS_PER_REPLY, MAX_MESSAGE_BYTES, PROTOCOL_VERSION
 from gangsched.protocol.messages import (
-    JOBS_PER_REPLY,
     MAX_COMMAND_BYTES,
-    PROTOCOL_VERSION,
     Cancel,
     Cancelled,
     CheckpointTask,

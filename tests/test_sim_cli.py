@@ -5,7 +5,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from gangsched.cli.main import cli
+from gangsched.cli.group import cli
 from gangsched.workload.swf import modelled_job, read_swf, write_swf
 
 

@@ -1,0 +1,45 @@
+"""Which master the job commands talk to (``--master``, else GANG_MASTER, else the local cluster
+`gang cluster up` started, else this account's `gang master`), and how they report failing to.
+
+Without click: the list commands (``listing``) parse their arguments with argparse."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
+from gangsched.deploy.home import cluster_master
+from gangsched.master.connection import RequestRefused
+
+
+class NoMaster(Exception):
+    pass
+
+
+def find_master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
+    """The master to talk to, and the CURVE keys to talk with."""
+    keys = keys or (Path(os.environ["GANG_KEYS"]) if os.environ.get("GANG_KEYS") else None)
+    if explicit:
+        return explicit, keys
+    if os.environ.get("GANG_MASTER"):
+        return os.environ["GANG_MASTER"], keys
+    cluster = cluster_master()
+    if cluster is not None:
+        return cluster.endpoint, keys or cluster.keys
+    if Path(default_endpoint(MASTER_SOCKET).removeprefix("ipc://")).is_socket():
+        return default_endpoint(MASTER_SOCKET), keys  # a `gang master` of this account's, with its defaults
+    raise NoMaster(
+        "no master: start one with `gang cluster up [--docker]` or `gang master`, or give --master / GANG_MASTER"
+    )
+
+
+def error_code(error: Exception) -> str:
+    """What --json names an error by: the master's code for a refusal, else the kind of failure."""
+    return error.code.value if isinstance(error, RequestRefused) else type(error).__name__
+
+
+def json_error(reason: str, code: str) -> None:
+    """With --json, a script reads the error as it reads the answer: JSON, on stderr, and exit status 1."""
+    print(json.dumps({"error": reason, "code": code}), file=sys.stderr)
+    raise SystemExit(1)

@@ -1,0 +1,125 @@
+"""A client's connection to a master: one request, one reply, as plain maps, a clear error otherwise.
+
+No pydantic here: the list commands (`gang queue`, `gang history`, `gang nodes`), which
+people run in loops, read their replies as maps. ``MasterClient`` builds on this with
+the protocol's models; tests/test_cli_lists.py checks that the maps are the models'.
+"""
+
+import getpass
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import zmq
+
+from gangsched.protocol.errors import ErrorCode, ProtocolError
+from gangsched.protocol.frames import JOBS_PER_REPLY, pack, unpack
+
+
+class MasterUnreachable(Exception):
+    pass
+
+
+class RequestRefused(Exception):
+    """The master answered with an error reply."""
+
+    def __init__(self, code: ErrorCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class MasterConnection:
+    def __init__(self, endpoint: str, timeout_s: float = 5.0, keys: Path | None = None,
+                 user: str | None = None) -> None:
+        """``keys``: a CURVE key folder; the client presents ``user``'s key (default: the login name)."""
+        self.endpoint = endpoint
+        self._timeout_ms = int(timeout_s * 1000)
+        self._keys = keys
+        self._user = user or getpass.getuser()
+        self._socket = self._connect()
+
+    def _connect(self) -> zmq.Socket[bytes]:
+        socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        # a failed handshake (a key the master refuses, or none) drops the connection for good, and a
+        # DEALER with no connection blocks in send: a send deadline turns that into "no answer"
+        socket.setsockopt(zmq.SNDTIMEO, self._timeout_ms)
+        socket.setsockopt(zmq.ROUTING_ID, f"client-{os.urandom(6).hex()}".encode())
+        if self._keys is not None:
+            from gangsched.daemon.curve import KeyFolder  # zmq.auth: only with keys
+
+            KeyFolder(self._keys).connect_as(socket, self._user)
+        socket.connect(self.endpoint)
+        return socket
+
+    def exchange(self, frame: bytes) -> dict[str, Any]:
+        """The fields of the master's reply to ``frame``; RequestRefused if it is an error reply."""
+        try:
+            self._socket.send(frame)
+            answered = self._socket.poll(self._timeout_ms, zmq.POLLIN)
+        except zmq.Again:
+            answered = False
+        if not answered:
+            # a late answer must not be taken for the next request's
+            self._socket.close()
+            self._socket = self._connect()
+            raise MasterUnreachable(
+                f"no answer from the master at {self.endpoint} within {self._timeout_ms / 1000:g} s"
+            )
+        try:
+            reply = unpack(self._socket.recv())
+        except ProtocolError as error:
+            raise self.malformed(str(error)) from None
+        if reply.get("type") == "error":
+            try:
+                raise RequestRefused(ErrorCode(reply["code"]), str(reply["reason"]))
+            except (KeyError, ValueError):
+                raise self.malformed(f"an error reply without a known code and a reason: {reply}") from None
+        return reply
+
+    def malformed(self, what: str) -> MasterUnreachable:
+        return MasterUnreachable(f"the master at {self.endpoint} answered: {what}")
+
+    def job_maps(self, job_ids: list[int] | None = None, include_finished: bool = False,
+                 ended_after: float | None = None) -> list[dict[str, Any]]:
+        """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``)."""
+        if job_ids is not None:
+            return [job for start in range(0, len(job_ids), JOBS_PER_REPLY)
+                    for job in self._list("jobs", {"type": "job_query", "job_ids": job_ids[start:start + JOBS_PER_REPLY]})]
+        found: list[dict[str, Any]] = []
+        while True:
+            after_id = found[-1]["job_id"] if found else 0
+            page = self._page("jobs", {"type": "job_query", "include_finished": include_finished,
+                                       "ended_after": ended_after, "after_id": after_id})
+            found += page["jobs"]
+            if not (page.get("more") and page["jobs"]):
+                return found
+
+    def node_maps(self) -> list[dict[str, Any]]:
+        """Every node the master knows (NodeInfo's fields)."""
+        return self._list("nodes", {"type": "node_query"})
+
+    def _list(self, field: str, request: Mapping[str, Any]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self._page(field, request)[field]
+        return items
+
+    def _page(self, field: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        page = self.exchange(pack(request))
+        items = page.get(field)
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise self.malformed(f"a {page.get('type')!r} reply without a list of {field}")
+        return page
+
+    def close(self) -> None:
+        self._socket.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
