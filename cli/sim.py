@@ -17,7 +17,6 @@ from gangsched.sim.prepare import prepare
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.sim.output import write_jobs, write_schedule
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
-from gangsched.sim.sweep import point_rows, sweep
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.hyper_erlang import classes_from_json, hyper_erlang_jobs
@@ -174,6 +173,8 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
                   procs: int | None, beta: float | None, seed: int, policies: str, loads: str, scaling: str, workers: int | None, out: Path,
                   **given: Any) -> None:
     """Run policies over a range of loads in parallel and plot slowdown and wait against utilization."""
+    from gangsched.sim.sweep import point_rows, sweep  # worker processes: only a sweep loads multiprocessing
+
     records, size = _workload(trace, model, model_params, count, procs, beta, seed)
     names = [name.strip() for name in policies.split(",") if name.strip()]
     unknown = [name for name in names if name not in POLICY_NAMES]

@@ -90,11 +90,14 @@ class EasyPolicy(_QueuePolicy):
         if not self.queue:
             return started
         shadow, extra = self._shadow(self.queue[0].procs, now)
+        free = self.free
         waiting = []
         for job in self.queue[1:]:
             ends_in_time = now + job.estimate <= shadow
-            if self.columns.fits(job) and (ends_in_time or job.procs <= extra):
+            # the cheap tests first: a trace's queue is scanned at every event, mostly on a full machine
+            if job.procs <= free and (ends_in_time or job.procs <= extra) and self.columns.fits(job):
                 self._start(job, now, started)
+                free -= job.procs
                 if not ends_in_time:
                     extra -= job.procs
             else:

@@ -13,8 +13,6 @@ import heapq
 import random
 from dataclasses import dataclass
 
-from pydantic import TypeAdapter, ValidationError
-
 from gangsched.workload.swf import SwfJob, modelled_job
 
 
@@ -58,6 +56,8 @@ def hyper_erlang_jobs(count: int, classes: list[HyperErlangClass], seed: int) ->
 def classes_from_json(text: str) -> list[HyperErlangClass]:
     """Classes as JSON: ``[{"max_size": 8, "arrivals": {"order": 2, "p": 0.5, "rate1": 0.01,
     "rate2": 0.001}, "service": {...}}, ...]``; a ValueError says what is wrong."""
+    from pydantic import TypeAdapter, ValidationError  # here: a tenth of every `gang sim`'s start otherwise
+
     try:
         classes = TypeAdapter(list[HyperErlangClass]).validate_json(text)
     except ValidationError as error:
