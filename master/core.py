@@ -17,8 +17,10 @@ here the quantum boundary.
 """
 
 import logging
+from collections import deque
 
 from gangsched.master.barriers import BarrierEndpoints
+from gangsched.master.node_columns import NodeColumns
 from gangsched.master.node_events import NodeEvents
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.requests import ClientRequests
@@ -38,7 +40,7 @@ class MasterCore(ClientRequests, NodeEvents):
     def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, store: JobStore, clock: Clock) -> None:
         self.settings = settings
         self._endpoints = endpoints
-        self.outbox = []
+        self.outbox = deque()
         self._store = store
         self._clock = clock
         self._jobs = {}
@@ -54,6 +56,7 @@ class MasterCore(ClientRequests, NodeEvents):
         self._quantum = 0
         self._selection = Selection(())
         self._ran = set()
+        self._columns = NodeColumns()
         self._last_tick = None
         self._switch_log = SwitchLog()
         self._migration_costs = Timings(MIGRATION_BOUNDS_S)
@@ -63,7 +66,8 @@ class MasterCore(ClientRequests, NodeEvents):
         self._restore()
 
     def tick(self) -> SlotSwitch:
-        """A quantum boundary: drop silent nodes, enforce time limits, choose the rows, build the switch."""
+        """A quantum boundary: drop silent nodes, enforce time limits, choose the rows, build the switch
+        (and put the node columns a new layout changed in the outbox, to go out before it)."""
         now = self._clock.monotonic()
         timeout = self.settings.heartbeat_ms * self.settings.heartbeat_misses / 1000
         for name in self._nodes.silent(now, timeout):
@@ -85,8 +89,12 @@ class MasterCore(ClientRequests, NodeEvents):
             columns=(1 << len(scheduler.columns)) - 1,
             regroup=lambda predictions: scheduler.regroup(predictions, now),
         ))
-        run = self._runnable(self._selection)
-        switch = SlotSwitch(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(), run=run)
+        # the columns a new layout changed go out first: the switch names rows of that layout
+        self.outbox.extend(self._columns.update(scheduler.rows, scheduler.nodes, self._quantum))
+        self._ran = {job_id for row in self._selection.rows for job_id in scheduler.layout[row]}
+        self._ran.update(self._selection.alternates)
+        switch = SlotSwitch(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(),
+                            rows=list(self._selection.rows), alternates=list(self._selection.alternates))
         self._switch_log.sent(switch, self._selection, len(scheduler.nodes))
         return switch
 
@@ -126,17 +134,3 @@ class MasterCore(ClientRequests, NodeEvents):
             limit = self._time_limit(job)
             if job.ending is None and job.ran_s > limit + self.settings.over_time_s:
                 self._decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s")
-
-    def _runnable(self, selection: Selection) -> dict[str, list[int]]:
-        """For every node up, the jobs whose tasks run in the coming quantum."""
-        scheduler = self._scheduler
-        run: dict[str, list[int]] = {name: [] for name in scheduler.nodes}
-        for row in selection.rows:
-            for processor, job_id in scheduler.rows[row].items():
-                if job_id not in run[processor.node]:
-                    run[processor.node].append(job_id)
-        for job_id in selection.alternates:
-            for name in sorted(scheduler.nodes_of(job_id)):
-                run[name].append(job_id)
-        self._ran = {job_id for jobs in run.values() for job_id in jobs}
-        return run

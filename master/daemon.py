@@ -184,8 +184,9 @@ class MasterDaemon:
         self._context.term()
 
     def _switch(self) -> None:
-        self._pub.send(encode(self._core.tick()))
-        self._flush_outbox()
+        switch = self._core.tick()
+        self._flush_outbox()  # the columns of a new layout before the switch that runs it
+        self._pub.send(encode(switch))
 
     def _receive_some(self, until: float) -> None:
         """Client messages waiting, up to CLIENT_MESSAGES_PER_WAKE and not past ``until``."""
@@ -293,7 +294,7 @@ class MasterDaemon:
     def _flush_outbox(self) -> None:
         outbox = self._core.outbox
         while outbox:
-            name, message = outbox.pop(0)
+            name, message = outbox.popleft()
             node = self._core.node(name)
             try:
                 if node is None:

@@ -40,6 +40,7 @@ class NodeEvents(JobLifecycle):
         self._reconcile_tasks(hello)
         self._follow_nodes()
         self._settle()
+        self.outbox.append((hello.node, self._columns.hello(hello.node, self._quantum)))
         return NodeWelcome(
             node=hello.node,
             switch_endpoint=self._endpoints.switch,
@@ -75,6 +76,11 @@ class NodeEvents(JobLifecycle):
         if not self._nodes.seen(report.node, self._clock.monotonic()):
             return _say_hello(report.node)
         self._switch_log.reported(report)
+        lost = self._columns.reported(report.node, report.column_epoch, report.quantum)
+        if lost is not None:
+            log.warning("node %s applied switch %d with column %d, not %d: sent again", report.node,
+                        report.quantum, report.column_epoch, lost.epoch)
+            self.outbox.append((report.node, lost))
         node = self._nodes.get(report.node)
         share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
         if node is not None:

@@ -1,10 +1,12 @@
 """The state the master's parts share, and what the master is given: a clock and its node endpoints."""
 
+from collections import deque
 from typing import NamedTuple, Protocol
 
 from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints
 from gangsched.master.jobs import Job
+from gangsched.master.node_columns import NodeColumns
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
@@ -33,7 +35,7 @@ class CoreState:
     """What the master's parts share; ``MasterCore.__init__`` sets every attribute."""
 
     settings: MasterSettings
-    outbox: list[tuple[str, Message]]  # (node, message) for the daemon to send
+    outbox: deque[tuple[str, Message]]  # (node, message) for the daemon to send, in order
     _endpoints: NodeEndpoints
     _store: JobStore
     _clock: Clock
@@ -53,6 +55,7 @@ class CoreState:
     _quantum: int
     _selection: Selection
     _ran: set[int]  # the jobs the last switch ran
+    _columns: NodeColumns  # each node's column of the matrix, as sent
     _last_tick: float | None
     _switch_log: SwitchLog
     _migration_costs: Timings

@@ -51,6 +51,7 @@ from gangsched.protocol.messages import (
     KillTask,
     LaunchTask,
     Message,
+    NodeColumn,
     NodeHello,
     NodeWelcome,
     PeerEndpoint,
@@ -110,6 +111,9 @@ class NodeDaemon:
         self._shared_memory = JobSharedMemory()
         self._processor_cores = settings.processor_cores()
         self._desired: set[int] = set()
+        # this node's column of the matrix: the jobs here in each row, which a switch's rows select
+        self._column = NodeColumn(epoch=-1, rows=[])
+        self._column_jobs: set[int] = set()
         self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
         self._registered = False
         self._incarnation = uuid.uuid4().hex
@@ -122,6 +126,7 @@ class NodeDaemon:
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any], None]] = {
             NodeWelcome: self._welcome,
+            NodeColumn: self._new_column,
             LaunchTask: self._launch,
             KillTask: self._kill,
             CheckpointTask: self._checkpoint,
@@ -138,11 +143,12 @@ class NodeDaemon:
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
-                # each step alone: one that fails is logged, and the others and the loop go on
-                if self._sub in ready:
-                    survive(log, "the switch", self._switch)
+                # each step alone: one that fails is logged, and the others and the loop go on;
+                # the master's messages first, as a new column goes out before the switch that needs it
                 if self._dealer in ready:
                     survive(log, "reading the master's messages", self._receive_all)
+                if self._sub in ready:
+                    survive(log, "the switch", self._switch)
                 for task in [self._by_pmi_fd[fd] for fd in ready if fd in self._by_pmi_fd]:
                     survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi_readable(task))
                 for task in [self._by_pidfd[fd] for fd in ready if fd in self._by_pidfd]:
@@ -183,7 +189,10 @@ class NodeDaemon:
             self._apply(switch)
 
     def _apply(self, switch: SlotSwitch) -> None:
-        self._desired = desired = set(switch.run.get(self.name, ()))
+        rows = self._column.rows
+        desired = {job_id for row in switch.rows if row < len(rows) for job_id in rows[row]}
+        desired.update(job_id for job_id in switch.alternates if job_id in self._column_jobs)
+        self._desired = desired
         ran = [task for task in self._tasks.values() if task.runnable]  # in the quantum that just ended
         resumed = [task for task in self._tasks.values() if not task.runnable and task.job_id in desired]
         for task in ran:
@@ -202,6 +211,7 @@ class NodeDaemon:
                 quantum=switch.quantum,
                 switch_sent_ns=switch.sent_ns,
                 switch_applied_ns=applied_ns,
+                column_epoch=self._column.epoch,
                 samples=samples,
             )
             # sending costs a trip through the network stack: where nodes share cores, it may
@@ -264,6 +274,12 @@ class NodeDaemon:
             socket.connect(endpoint)
             self._endpoints[socket] = endpoint
         return endpoint
+
+    def _new_column(self, column: NodeColumn) -> None:
+        # the master's messages come in the order it sent them: the last column is its newest
+        # (also after a master restart, whose epochs start again)
+        self._column = column
+        self._column_jobs = {job_id for row in column.rows for job_id in row}
 
     def _launch(self, message: LaunchTask) -> None:
         spec = message.task

@@ -4,11 +4,12 @@ Three conversations share these models:
 
 * node daemon <-> master, over the node's DEALER and the master's ROUTER:
   ``NodeHello`` / ``NodeWelcome``, ``LaunchTask``, ``KillTask``,
-  ``CheckpointTask``, ``ExitAck``, ``PmiFence`` / ``PmiFenceDone`` (an MPI
+  ``CheckpointTask``, ``NodeColumn``, ``ExitAck``, ``PmiFence`` / ``PmiFenceDone`` (an MPI
   job's key-value space, exchanged at each PMI barrier) and ``ErrorReply``;
 * node daemon -> master, over PUSH/PULL: ``QuantumReport``, ``Heartbeat`` and
   ``TaskExit``, in the order the node sent them;
-* master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum;
+* master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum (the rows
+  to run; each node's ``NodeColumn`` of the matrix comes over its DEALER);
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
   ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``UserQuery``, each
@@ -353,17 +354,34 @@ class PmiFenceDone(_Model):
     kvs: dict[str, str]
 
 
-class SlotSwitch(_Model):
-    """The whole decision for one quantum: for every node, the jobs that run now.
+class NodeColumn(_Model):
+    """A node's column of the Ousterhout matrix: in each row (slot), the jobs with tasks on it.
 
-    Never a delta, so a node that missed switches converges on the next one.
-    Tasks of a job not named for a node are stopped there.
+    Sent to the node when it changes (a job starts, ends or moves, the rows are
+    regrouped) and when the node says hello, so that a switch need only name
+    rows. Never a delta: each is the whole column, and ``epoch`` tells the
+    master (through the node's reports) whether the newest one arrived.
+    """
+
+    type: Literal["node_column"] = "node_column"
+    epoch: int
+    rows: list[list[int]]  # rows past the last one holding a job here are left out
+
+
+class SlotSwitch(_Model):
+    """The whole decision for one quantum, the same for every node: the rows that run, and the
+    jobs of other rows that run where those rows leave processors idle (alternates).
+
+    A node runs the jobs its column holds in those rows, and those alternates it
+    holds; it stops every other task. Its size does not grow with the cluster,
+    and it is never a delta: a node that missed switches converges on the next one.
     """
 
     type: Literal["slot_switch"] = "slot_switch"
     quantum: int
     sent_ns: int
-    run: dict[str, list[int]]
+    rows: list[int]
+    alternates: list[int] = []
 
 
 class QuantumReport(_Model):
@@ -374,6 +392,7 @@ class QuantumReport(_Model):
     quantum: int  # the quantum whose switch was just applied
     switch_sent_ns: int  # echoed from that switch
     switch_applied_ns: int  # when this node had sent all its signals for it
+    column_epoch: int  # of the node's column it applied the switch with (-1: it has none yet)
     # for each task runnable in the quantum before it (docs/architecture.md, 'One quantum', step 4)
     samples: list[TaskSample]
 
@@ -554,6 +573,7 @@ Message = Annotated[
     | PmiFenceDone
     | TaskExit
     | ExitAck
+    | NodeColumn
     | SlotSwitch
     | QuantumReport
     | Submit

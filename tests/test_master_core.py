@@ -8,6 +8,7 @@ from gangsched.master.accounts import OVER_QUOTA, Account
 from gangsched.master.core import MasterCore, NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
+from gangsched.protocol.codec import encode
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     Cancel,
@@ -18,6 +19,7 @@ from gangsched.protocol.messages import (
     JobState,
     KillTask,
     LaunchTask,
+    NodeColumn,
     NodeHello,
     PeerEndpoint,
     QuantumReport,
@@ -94,6 +96,57 @@ def test_a_job_launches_one_task_per_node_and_completes(tmp_path, clock):
     assert info.state is JobState.COMPLETED and info.exit_code == 0
 
 
+def report_of(node: str, quantum: int, column_epoch: int) -> QuantumReport:
+    return QuantumReport(node=node, quantum=quantum, switch_sent_ns=0, switch_applied_ns=0,
+                         column_epoch=column_epoch, samples=[])
+
+
+def test_a_switch_names_rows_and_each_node_gets_its_column_when_it_changes(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    columns = {node: column for node, column in sent(core, NodeColumn)}  # the hellos': empty
+    assert set(columns) == {"n1", "n2", "n3", "n4"} and all(not c.rows for c in columns.values())
+    wide, narrow = submit(core, nodes=4), submit(core, nodes=2)  # GS, MPL 2: rows 0 and 1
+    switch = core.tick()
+    columns = {node: column for node, column in sent(core, NodeColumn)}
+    assert columns["n1"].rows == [[wide], [narrow]] and columns["n4"].rows == [[wide]]
+    assert (switch.rows, switch.alternates) == ([0], [])
+    assert core.tick().rows == [1] and not sent(core, NodeColumn)  # the same layout: nothing to send
+
+    for rank, node in enumerate(["n1", "n2"]):
+        core.task_exit(TaskExit(node=node, job_id=narrow, rank=rank, returncode=0))
+    core.tick()
+    changed = {node: column for node, column in sent(core, NodeColumn)}
+    assert set(changed) == {"n1", "n2"} and changed["n1"].rows == [[wide]]  # the others' columns stand
+    assert changed["n1"].epoch > columns["n1"].epoch
+
+
+def test_a_node_that_lost_its_column_gets_it_again_and_one_that_says_hello_gets_it_at_once(tmp_path, clock):
+    core = make_core(tmp_path, clock, nodes=2)
+    job = submit(core, nodes=2)
+    first = core.tick()
+    column = dict(sent(core, NodeColumn))["n1"]
+    core.report(report_of("n1", first.quantum, column.epoch - 1))  # the column may still be on its way
+    assert not sent(core, NodeColumn)
+    later = core.tick()
+    core.report(report_of("n1", later.quantum, column.epoch - 1))  # a switch later: it was lost
+    assert sent(core, NodeColumn) == [("n1", column)]
+    core.report(report_of("n2", later.quantum, column.epoch))
+    assert not sent(core, NodeColumn)
+
+    hello(core, "n2", tasks=[TaskRef(job_id=job, rank=1)], incarnation="restarted")
+    assert dict(sent(core, NodeColumn))["n2"].rows == [[job]]
+
+
+def test_the_switch_does_not_grow_with_the_cluster(tmp_path, clock):
+    sizes = []
+    for nodes in (4, 64):
+        core = make_core(tmp_path / str(nodes), clock, nodes=nodes)
+        for _ in range(3):
+            submit(core, nodes=nodes)
+        sizes.append(len(encode(core.tick())))
+    assert sizes[0] == sizes[1] < 100
+
+
 def test_a_failing_rank_fails_the_job_and_kills_the_others(tmp_path, clock):
     core = make_core(tmp_path, clock)
     job = submit(core)
@@ -146,7 +199,7 @@ def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
     core.tick()
     reply = core.heartbeat(Heartbeat(node="n1"))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
-    report = QuantumReport(node="n1", quantum=1, switch_sent_ns=0, switch_applied_ns=0, samples=[])
+    report = QuantumReport(node="n1", quantum=1, switch_sent_ns=0, switch_applied_ns=0, column_epoch=0, samples=[])
     assert isinstance(core.report(report), ErrorReply)
 
 
@@ -172,7 +225,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     for rank, (node, cpu_ms) in enumerate([("n1", 90), ("n2", 80)]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
         core.report(QuantumReport(node=node, quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
-                                  switch_applied_ns=switch.sent_ns + 1000, samples=[sample]))
+                                  switch_applied_ns=switch.sent_ns + 1000, column_epoch=1, samples=[sample]))
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 5

@@ -41,6 +41,7 @@ from gangsched.protocol.messages import (
     PmiFenceDone,
     QuantumReport,
     SetUser,
+    NodeColumn,
     SlotSwitch,
     StatsQuery,
     Submit,
@@ -59,8 +60,9 @@ from gangsched.protocol.messages import (
 SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])
 
 MESSAGES = [
-    SlotSwitch(quantum=7, sent_ns=123, run={"n1": [1, 2], "n2": []}),
-    QuantumReport(node="n1", quantum=7, switch_sent_ns=1, switch_applied_ns=2,
+    SlotSwitch(quantum=7, sent_ns=123, rows=[0, 2], alternates=[5]),
+    NodeColumn(epoch=3, rows=[[1], [], [2, 4]]),
+    QuantumReport(node="n1", quantum=7, switch_sent_ns=1, switch_applied_ns=2, column_epoch=3,
                   samples=[TaskSample(job_id=1, rank=0, cpu_ns=5, runnable_ns=9, progress=3)]),
     NodeHello(node="n1", cpus=0.5, pid=42, incarnation="a1", peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
               tasks=[TaskRef(job_id=1, rank=0)],
