@@ -35,11 +35,12 @@ from gangsched.daemon.logs import survive
 from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
-from gangsched.noded.containment import Containment, ContainmentError, TaskGroup
+from gangsched.noded.containment import ContainmentError
 from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.shared_memory import JobSharedMemory
-from gangsched.noded.tasks import LaunchError, Task, launch, place_in_block
+from gangsched.noded.task_host import NodeTask, ProcessHost, TaskHost
+from gangsched.noded.tasks import LaunchError, place_in_block
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -79,18 +80,20 @@ _LOOK_DELAY_S = 0.001
 
 
 class NodeDaemon:
-    def __init__(self, settings: NodeSettings) -> None:
+    def __init__(self, settings: NodeSettings, host: TaskHost | None = None,
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None, poller: zmq.Poller | None = None) -> None:
+        """``host``, ``context`` and ``poller``: given where one process runs many daemons (`gang bench
+        scale`), which then share one I/O thread and one poll, and step each (``step``) in turn."""
         self._settings = settings
         self.name = settings.name
         self._spool = settings.spool()
         self._spool.mkdir(parents=True, exist_ok=True)
-        self._containment = Containment(self.name, self._spool, settings.containment)
-        log.info("tasks are held by %s", self._containment.kind
-                 + (f" ({self._containment.root})" if self._containment.root else ": a subreaper and its sweeps"))
-        self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
+        self._host = host or ProcessHost(self.name, self._spool, settings.containment)
+        log.info("tasks are held by %s", self._host.description)
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
-        self._context = zmq_context(priority if realtime else None)
+        self._owns_context = context is None
+        self._context = context or zmq_context(priority if realtime else None)
         self._keys = KeyFolder(settings.keys) if settings.keys is not None else None
         self._dealer = self._socket(zmq.DEALER)
         self._dealer.setsockopt(zmq.ROUTING_ID, self.name.encode())  # the master's name for it
@@ -101,12 +104,12 @@ class NodeDaemon:
         self._sub.setsockopt(zmq.SUBSCRIBE, b"")
         self._push = self._socket(zmq.PUSH)
         self._endpoints: dict[zmq.Socket[bytes], str] = {}
-        self._poller = zmq.Poller()
+        self._poller = poller or zmq.Poller()
         self._poller.register(self._dealer, zmq.POLLIN)
         self._poller.register(self._sub, zmq.POLLIN)
-        self._tasks: dict[tuple[int, int], Task] = {}  # by (job id, rank)
-        self._by_pidfd: dict[int, Task] = {}
-        self._by_pmi_fd: dict[int, Task] = {}
+        self._tasks: dict[tuple[int, int], NodeTask] = {}  # by (job id, rank)
+        self._by_pidfd: dict[int, NodeTask] = {}
+        self._by_pmi_fd: dict[int, NodeTask] = {}
         self._pmi_jobs: dict[int, PmiJob] = {}
         self._shared_memory = JobSharedMemory()
         self._processor_cores = settings.processor_cores()
@@ -139,32 +142,43 @@ class NodeDaemon:
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
             self._poller.register(signals.fileno(), zmq.POLLIN)
             while True:
-                ready = dict(self._poller.poll(self._wait_ms()))
+                ready = dict(self._poller.poll(self.wait_ms()))
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
-                # each step alone: one that fails is logged, and the others and the loop go on;
-                # the master's messages first, as a new column goes out before the switch that needs it
-                if self._dealer in ready:
-                    survive(log, "reading the master's messages", self._receive_all)
-                if self._sub in ready:
-                    survive(log, "the switch", self._switch)
-                for task in [self._by_pmi_fd[fd] for fd in ready if fd in self._by_pmi_fd]:
-                    survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi_readable(task))
-                for task in [self._by_pidfd[fd] for fd in ready if fd in self._by_pidfd]:
-                    survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: self._exited(task))
-                survive(log, "the timers (reports, heartbeats, kills)", self._on_timers)
+                self.step(ready)
         self._end_all_tasks()
         self.close()
+
+    @property
+    def sockets(self) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
+        """The sockets it polls for the master's messages and switches."""
+        return self._dealer, self._sub
+
+    def step(self, ready: dict[Any, int]) -> None:
+        """Handle what ``ready`` (a poll's result) holds for this daemon, then its timers."""
+        # each step alone: one that fails is logged, and the others and the loop go on;
+        # the master's messages first, as a new column goes out before the switch that needs it
+        if self._dealer in ready:
+            survive(log, "reading the master's messages", self._receive_all)
+        if self._sub in ready:
+            survive(log, "the switch", self._switch)
+        for task in [self._by_pmi_fd[fd] for fd in ready if fd in self._by_pmi_fd]:
+            survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi_readable(task))
+        for task in [self._by_pidfd[fd] for fd in ready if fd in self._by_pidfd]:
+            survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: self._exited(task))
+        survive(log, "the timers (reports, heartbeats, kills)", self._on_timers)
 
     def close(self) -> None:
         # the last exits are on their way on the PUSH socket: a short linger lets them reach the master,
         # which otherwise learns of them only when it misses this node or hears from its next daemon
         self._push.close(linger=_LAST_EXITS_LINGER_MS)
         for socket in (self._dealer, self._sub):
+            self._poller.unregister(socket)
             socket.close()
-        self._context.term()
-        self._containment.close()
+        if self._owns_context:
+            self._context.term()
+        self._host.close()
 
     def _socket(self, kind: int) -> zmq.Socket[bytes]:
         socket = self._context.socket(kind)
@@ -219,7 +233,7 @@ class NodeDaemon:
             self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
 
     @staticmethod
-    def _sample(task: Task, now_ns: int) -> TaskSample:
+    def _sample(task: NodeTask, now_ns: int) -> TaskSample:
         """A runnable task's use of the quantum that ended at ``now_ns``.
 
         A stopped task is not read: what it ran after its stop signal is counted
@@ -291,7 +305,7 @@ class NodeDaemon:
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
         try:
             spools = (self._spool, self._settings.user_spool_dir)
-            task = launch(spec, self.name, spools, self._containment, spec.job_id in self._desired, cores)
+            task = self._host.launch(spec, self.name, spools, spec.job_id in self._desired, cores)
         except (OSError, ValueError, LaunchError) as error:
             log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
             self._report_exit(spec.job_id, spec.rank, None, f"could not start: {error}")
@@ -313,7 +327,7 @@ class NodeDaemon:
             self._poller.register(task.pmi.fileno(), zmq.POLLIN)
         log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
 
-    def _tasks_of(self, job_id: int) -> list[Task]:
+    def _tasks_of(self, job_id: int) -> list[NodeTask]:
         return [task for task in self._tasks.values() if task.job_id == job_id]
 
     def _kill(self, message: KillTask) -> None:
@@ -331,7 +345,7 @@ class NodeDaemon:
 
     # ------------------------------------------------------------ PMI
 
-    def _pmi_readable(self, task: Task) -> None:
+    def _pmi_readable(self, task: NodeTask) -> None:
         assert task.pmi is not None and task.pmi_lines is not None
         try:
             data = task.pmi.recv(65536)
@@ -348,7 +362,7 @@ class NodeDaemon:
         except PmiError as error:
             self._pmi_failed(task, f"sent a malformed PMI line: {error}")
             return
-        self._shared_memory.note(task.job_id, task.group.pids())  # a crash later leaves it in /dev/shm
+        self._shared_memory.note(task.job_id, task.pids())  # a crash later leaves it in /dev/shm
         for line in lines:
             if task.pmi is None:  # failed on an earlier line: the rest is not read
                 return
@@ -373,7 +387,7 @@ class NodeDaemon:
             if failed is not None:
                 self._pmi_failed(failed, outcome.failure.reason)
 
-    def _pmi_failed(self, task: Task, reason: str) -> None:
+    def _pmi_failed(self, task: NodeTask, reason: str) -> None:
         """Fail the job through this task: it is ended, and its exit carries ``reason``."""
         log.warning("job %d rank %d %s", task.job_id, task.rank, reason)
         task.failure = task.failure or reason
@@ -381,12 +395,12 @@ class NodeDaemon:
         if task.kill_deadline is None:
             self._terminate(task)
 
-    def _terminate(self, task: Task) -> None:
+    def _terminate(self, task: NodeTask) -> None:
         if task.job_id in self._pmi_jobs:  # its ranks will not unlink their shared memory
-            self._shared_memory.note(task.job_id, task.group.pids())
+            self._shared_memory.note(task.job_id, task.pids())
         task.terminate(self._settings.kill_grace_s)
 
-    def _close_pmi(self, task: Task) -> None:
+    def _close_pmi(self, task: NodeTask) -> None:
         if task.pmi is not None:
             fd = task.pmi.fileno()
             self._poller.unregister(fd)
@@ -412,7 +426,7 @@ class NodeDaemon:
 
     # ------------------------------------------------------------ tasks and timers
 
-    def _exited(self, task: Task) -> None:
+    def _exited(self, task: NodeTask) -> None:
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
         del self._tasks[(task.job_id, task.rank)]
@@ -420,9 +434,7 @@ class NodeDaemon:
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         returncode = task.reap()
-        self._containment.ended(task.group)
-        if not task.group.release():
-            self._unreleased.append(task.group)
+        self._host.ended(task)
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
         error = task.failure
         job = self._pmi_jobs.get(task.job_id)
@@ -454,20 +466,19 @@ class NodeDaemon:
         if self._look_due is not None and now >= self._look_due:
             self._look_due = None
             for task in self._tasks.values():
-                task.group.follow()
+                task.follow()
         for task in self._tasks.values():
             if task.kill_deadline is not None and now >= task.kill_deadline:
                 task.kill()
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + self._heartbeat_s
-            self._containment.reap_strays({(task.job_id, task.rank) for task in self._tasks.values()})
-            self._unreleased = [group for group in self._unreleased if not group.release()]
+            self._host.sweep({(task.job_id, task.rank) for task in self._tasks.values()})
             if self._registered:
                 self._send(self._push, Heartbeat(node=self.name))
             else:
                 self._send(self._dealer, self._hello())
 
-    def _wait_ms(self) -> int:
+    def wait_ms(self) -> int:
         deadline = self._next_heartbeat
         if self._report is not None:
             deadline = min(deadline, self._report_due)

@@ -71,6 +71,13 @@ class Task:
         """Ending or migrating: it runs, whatever the switches say, until it exits."""
         return self.kill_deadline is not None or self.checkpointing
 
+    def pids(self) -> list[int]:
+        return self.group.pids()
+
+    def follow(self) -> None:
+        """Take in the processes the task started since the last look: the next signals reach them too."""
+        self.group.follow()
+
     def read_cpu_ns(self) -> int:
         """The task's CPU time now; the last reading once it is gone."""
         try:

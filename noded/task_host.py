@@ -1,0 +1,83 @@
+"""Where a node daemon's tasks run: the daemon asks its host to start them, to forget the ended
+ones and, every heartbeat, to sweep what they left.
+
+``ProcessHost`` runs each task as real processes held by the node's containment
+(cgroups, or a subreaper tree: ``containment``). `gang bench scale` gives the daemon
+an emulated host instead (gangsched/bench/scale_agents.py), the one part of a node
+daemon it swaps, so that a thousand daemons' switch paths run in one process.
+"""
+
+import socket
+from pathlib import Path
+from typing import Protocol
+
+from gangsched.noded.containment import Containment, TaskGroup
+from gangsched.noded.pmi import LineReader
+from gangsched.noded.tasks import Task, launch
+from gangsched.protocol.messages import TaskSpec
+
+
+class NodeTask(Protocol):
+    """What the daemon reads and does of a task (``tasks.Task`` is the real one)."""
+
+    job_id: int
+    rank: int
+    pidfd: int  # readable once the task ended
+    uid: int
+    runnable: bool
+    runnable_since_ns: int
+    kill_deadline: float | None
+    failure: str | None
+    pmi: socket.socket | None
+    pmi_lines: LineReader | None
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def leaving(self) -> bool: ...
+    def pids(self) -> list[int]: ...
+    def follow(self) -> None: ...
+    def stop(self) -> None: ...
+    def resume(self) -> None: ...
+    def take_cpu_ns(self) -> int: ...
+    def read_progress(self) -> int: ...
+    def terminate(self, grace_s: float) -> None: ...
+    def kill(self) -> None: ...
+    def checkpoint(self) -> None: ...
+    def close_pmi(self) -> None: ...
+    def reap(self) -> int: ...
+
+
+class TaskHost(Protocol):
+    description: str  # for the daemon's log
+
+    def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
+               cores: set[int] | None) -> NodeTask: ...
+    def ended(self, task: NodeTask) -> None: ...
+    def sweep(self, live: set[tuple[int, int]]) -> None: ...
+    def close(self) -> None: ...
+
+
+class ProcessHost:
+    def __init__(self, node: str, spool: Path, wanted: str) -> None:
+        self._containment = Containment(node, spool, wanted)
+        self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
+        root = self._containment.root
+        self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps")
+
+    def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
+               cores: set[int] | None) -> Task:
+        return launch(spec, node, spools, self._containment, runnable, cores)
+
+    def ended(self, task: NodeTask) -> None:
+        assert isinstance(task, Task)
+        self._containment.ended(task.group)
+        if not task.group.release():
+            self._unreleased.append(task.group)
+
+    def sweep(self, live: set[tuple[int, int]]) -> None:
+        self._containment.reap_strays(live)
+        self._unreleased = [group for group in self._unreleased if not group.release()]
+
+    def close(self) -> None:
+        self._containment.close()
