@@ -61,6 +61,8 @@ class MasterCore(ClientRequests, NodeEvents):
         self._switch_log = SwitchLog()
         self._migration_costs = Timings(MIGRATION_BOUNDS_S)
         self._decision_time = Timings(STEP_BOUNDS_S)
+        self.tick_time = Timings(STEP_BOUNDS_S)
+        self.report_drain_time = Timings(STEP_BOUNDS_S)  # the daemon's reads of the node messages
         self._start_time = clock.time()
         self._accounts = {account.user: account for account in store.accounts()}
         self._restore()
@@ -69,6 +71,7 @@ class MasterCore(ClientRequests, NodeEvents):
         """A quantum boundary: drop silent nodes, enforce time limits, choose the rows, build the switch
         (and put the node columns a new layout changed in the outbox, to go out before it)."""
         now = self._clock.monotonic()
+        started_ns = self._clock.monotonic_ns()
         timeout = self.settings.heartbeat_ms * self.settings.heartbeat_misses / 1000
         for name in self._nodes.silent(now, timeout):
             self._lose_node(name, f"node {name} missed {self.settings.heartbeat_misses} heartbeats")
@@ -96,6 +99,7 @@ class MasterCore(ClientRequests, NodeEvents):
         switch = SlotSwitch(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(),
                             rows=list(self._selection.rows), alternates=list(self._selection.alternates))
         self._switch_log.sent(switch, self._selection, len(scheduler.nodes))
+        self.tick_time.observe((switch.sent_ns - started_ns) / 1e9)
         return switch
 
     def _restore(self) -> None:

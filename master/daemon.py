@@ -225,6 +225,11 @@ class MasterDaemon:
         return [frame.bytes for frame in frames], str(frames[-1].get("User-Id"))
 
     def _read_nodes(self) -> None:
+        started = time.perf_counter()
+        self._drain_nodes()
+        self._core.report_drain_time.observe(time.perf_counter() - started)
+
+    def _drain_nodes(self) -> None:
         while has_message(self._pull):
             frames, user = self._receive(self._pull)
             try:

@@ -175,6 +175,8 @@ class ClientRequests(JobLifecycle):
             scheduling_events=self._decision_time.count,
             switch_latency=switches.latency.histogram(),
             scheduling=self._decision_time.histogram(),
+            quantum_decision=self.tick_time.histogram(),
+            report_drain=self.report_drain_time.histogram(),
             store_write=self._store.write_time.histogram(),
             migrations=self._migration_costs.count,
             migration_cost=self._migration_costs.histogram(),

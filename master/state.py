@@ -60,5 +60,7 @@ class CoreState:
     _switch_log: SwitchLog
     _migration_costs: Timings
     _decision_time: Timings  # of each scheduling event's decisions
+    tick_time: Timings  # of each quantum boundary
+    report_drain_time: Timings  # of each read of the node messages waiting
     _accounts: dict[str, Account]
     _start_time: float

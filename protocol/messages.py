@@ -529,6 +529,8 @@ class MasterStats(_Model):
     scheduling_events: int
     switch_latency: Histogram  # a switch's send -> the last node having applied it
     scheduling: Histogram  # one scheduling event's decisions
+    quantum_decision: Histogram  # one quantum boundary: the rows to run, the columns, the switch
+    report_drain: Histogram  # one read of every waiting node message (reports, heartbeats, exits)
     store_write: Histogram  # one write of a job to the store
     migrations: int
     migration_cost: Histogram  # checkpoint asked -> the job progressing on its new nodes

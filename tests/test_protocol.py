@@ -100,6 +100,7 @@ MESSAGES = [
     MasterStats(start_time=1.0, quanta=9, busy_quanta=8, paired_quanta=2, scheduling_events=3,
                 switch_latency=Histogram(bounds=[0.001], counts=[7, 1], total_s=0.009),
                 scheduling=Histogram(bounds=[0.001], counts=[3, 0]), store_write=Histogram(bounds=[], counts=[0]),
+                quantum_decision=Histogram(bounds=[0.001], counts=[9, 0]), report_drain=Histogram(bounds=[], counts=[4]),
                 migrations=0, migration_cost=Histogram(bounds=[1.0], counts=[0, 0]), cpu_s=0.5, resident_bytes=1 << 25),
     SetUser(admin="root", user="u", political_priority=0.5, clear_quota=True),
     UserQuery(),
