@@ -278,3 +278,25 @@ def _print_rows(title: str, rows: list[dict[str, Any]], csv_path: Path | None) -
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     write_csv(path, rows)
     console.print(f"wrote {path}")
+
+
+@bench.command("scale")
+@click.option("--nodes", "node_counts", default="16,64,256,1024", show_default=True,
+              help="emulated node counts, comma-separated: one run each")
+@click.option("--quantum-ms", type=click.IntRange(min=10), default=100, show_default=True)
+@click.option("--seconds", type=click.FloatRange(min=1), default=10.0, show_default=True,
+              help="measurement window per run")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
+              help="write the rows here, and their plot beside it (.png)")
+def scale(node_counts: str, quantum_ms: int, seconds: float, csv_path: Path | None) -> None:
+    """A real master and N emulated node daemons: switch bytes, master CPU and memory, switch latency."""
+    from gangsched.bench.scale import measure_scale, write_plot
+
+    rows = []
+    for nodes in _counts(node_counts):
+        rows.append(measure_scale(nodes, quantum_ms, seconds))
+        console.print(f"{nodes} nodes measured")
+    _print_rows(f"scale, quantum {quantum_ms} ms, MPL 5, {seconds:g} s each", [asdict(row) for row in rows], csv_path)
+    if csv_path is not None:
+        write_plot(rows, csv_path.with_suffix(".png"))
+        console.print(f"wrote {csv_path.with_suffix('.png')}")

@@ -1,0 +1,173 @@
+"""`gang bench scale`: a real master and N emulated node daemons (``scale_agents``: real daemons
+with emulated tasks, all in one more process), a matrix of MPL 5 filled with jobs of many
+widths, and per N what the master spends and what a switch weighs and takes.
+
+Per N, one row: the switch's bytes as a node receives them (a subscriber of the bench's
+own counts every frame), the master's CPU over the window as a share of one core and its
+resident memory, the mean time of one read of the node messages and of one quantum
+boundary (the master's own histograms), the time for all N to register, and the
+switch latency (send to the last node having applied it) at its median and 99th
+percentile over the switches every node reported.
+"""
+
+import getpass
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import zmq
+
+from gangsched.master.client import MasterClient
+from gangsched.protocol.messages import JobSpec, MasterStats, NodeState
+
+MPL = 5
+_REGISTER_S = 300.0
+
+
+@dataclass(frozen=True)
+class ScaleRow:
+    nodes: int
+    jobs: int
+    register_s: float
+    switch_bytes: int
+    master_cpu_pct: float
+    master_rss_mb: float
+    report_drain_ms: float
+    decide_ms: float
+    switch_p50_ms: float
+    switch_p99_ms: float
+    switches: int  # in the window
+    complete: int  # ... that every node reported
+
+
+def widths(nodes: int) -> list[int]:
+    """Jobs of many widths filling MPL rows of ``nodes`` columns: halves, quarters, ... down to 1."""
+    row, width, left = [], nodes // 2, nodes
+    while left:
+        width = max(1, min(width, left))
+        row.append(width)
+        left -= width
+        width //= 2
+    return row * MPL
+
+
+def measure_scale(nodes: int, quantum_ms: int, seconds: float) -> ScaleRow:
+    with tempfile.TemporaryDirectory(prefix="gang-scale-") as folder:
+        work = Path(folder)
+        endpoint = f"ipc://{work}/master.sock"
+        master = _start([
+            "master", "--bind", endpoint, "--switch-bind", f"ipc://{work}/switch.sock",
+            "--report-bind", f"ipc://{work}/report.sock", "--state-dir", str(work / "master"),
+            "--quantum-ms", str(quantum_ms), "--heartbeat-ms", "1000", "--policy", "gs", "--mpl", str(MPL),
+            "--log-file", str(work / "master.log")])
+        agents = None
+        try:
+            with MasterClient(endpoint, timeout_s=30) as client:
+                _wait(lambda: client.stats() is not None, 30, "the master")
+                began = time.monotonic()
+                agents = subprocess.Popen([sys.executable, "-m", "gangsched.bench.scale_agents", "--master", endpoint,
+                                           "--count", str(nodes), "--spool", str(work / "agents")])
+                _wait(lambda: sum(node.state is NodeState.UP for node in client.nodes()) == nodes, _REGISTER_S,
+                      f"{nodes} agents to register", agents)
+                register_s = time.monotonic() - began
+                return _measure(client, f"ipc://{work}/switch.sock", nodes, register_s, seconds)
+        finally:
+            for process in (agents, master):
+                if process is not None:
+                    process.send_signal(signal.SIGTERM)
+                    process.wait(timeout=60)
+
+
+def _measure(client: MasterClient, switches: str, nodes: int, register_s: float, seconds: float) -> ScaleRow:
+    job_ids = [client.submit(JobSpec(name=f"w{width}", user=_user(), tasks=width, argv=["true"]))
+               for width in widths(nodes)]
+    _wait(lambda: all(job.state == "running" for job in client.jobs(job_ids)), 120, "every job to start")
+    listener: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
+    listener.setsockopt(zmq.SUBSCRIBE, b"")
+    listener.connect(switches)
+    try:
+        listener.poll(5000)  # the subscription takes a moment to reach the master
+        before, started = client.stats(), time.monotonic()
+        sizes = []
+        while time.monotonic() < started + seconds:
+            if listener.poll(100):
+                sizes.append(len(listener.recv()))
+        after, window = client.stats(), time.monotonic() - started
+    finally:
+        listener.close()
+    latencies = sorted(client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns)
+    for job_id in job_ids:
+        client.cancel(job_id, _user())
+    _wait(lambda: all(job.state.is_final for job in client.jobs(job_ids)), 60, "every job to end")
+    return ScaleRow(
+        nodes=nodes, jobs=len(job_ids), register_s=round(register_s, 2),
+        switch_bytes=max(sizes, default=0),
+        master_cpu_pct=round(100 * (after.cpu_s - before.cpu_s) / window, 1),
+        master_rss_mb=round(after.resident_bytes / 2**20, 1),
+        report_drain_ms=_mean_ms(before, after, "report_drain"),
+        decide_ms=_mean_ms(before, after, "quantum_decision"),
+        switch_p50_ms=_percentile_ms(latencies, 0.5), switch_p99_ms=_percentile_ms(latencies, 0.99),
+        switches=after.quanta - before.quanta, complete=len(latencies),
+    )
+
+
+def _mean_ms(before: MasterStats, after: MasterStats, name: str) -> float:
+    first, last = getattr(before, name), getattr(after, name)
+    count = sum(last.counts) - sum(first.counts)
+    return round(1000 * (last.total_s - first.total_s) / count, 3) if count else 0.0
+
+
+def _percentile_ms(ordered: list[int], share: float) -> float:
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] / 1e6, 2) if ordered else 0.0
+
+
+def _start(arguments: list[str]) -> "subprocess.Popen[bytes]":
+    return subprocess.Popen([sys.executable, "-m", "gangsched.cli", *arguments])
+
+
+def _user() -> str:
+    return getpass.getuser()
+
+
+def _wait(ready: Callable[[], object], timeout_s: float, what: str,
+          process: "subprocess.Popen[bytes] | None" = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the emulated nodes exited ({process.returncode}) before {what}")
+        try:
+            if ready():
+                return
+        except Exception:  # the master may not answer yet
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"waited {timeout_s:g} s for {what}")
+
+
+def write_plot(rows: list[ScaleRow], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figures = [("switch_bytes", "switch bytes per node"), ("master_cpu_pct", "master CPU, % of a core"),
+               ("master_rss_mb", "master resident MB"), ("report_drain_ms", "one read of node messages, ms"),
+               ("decide_ms", "one quantum boundary, ms"), ("switch_p99_ms", "switch latency p99, ms"),
+               ("register_s", "all nodes registered, s")]
+    figure, axes = plt.subplots(2, 4, figsize=(16, 7))
+    nodes = [row.nodes for row in rows]
+    for axis, (field, title) in zip(axes.flat, figures):
+        axis.plot(nodes, [getattr(row, field) for row in rows], marker="o")
+        axis.set_xscale("log", base=2)
+        axis.set_ylim(bottom=0)
+        axis.set_title(title)
+        axis.set_xlabel("nodes")
+    axes.flat[-1].axis("off")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,178 @@
+"""Many node daemons in one process, for `gang bench scale`: each a real ``NodeDaemon`` (its
+registration, heartbeats, columns, switch decode and apply, quantum reports, task exits),
+all sharing one ZeroMQ context and one poll, with tasks that only record what they are told.
+
+The task host is the one part swapped: ``EmulatedHost`` starts no process. Its task is
+busy whenever it is runnable (its CPU time is its runnable time), counts one barrier each
+time it is continued, and exits when it is ended (its "pidfd" is an eventfd written then), so
+the daemon's exit path runs as for a process.
+
+Run as ``python -m gangsched.bench.scale_agents --master ENDPOINT --count N --spool DIR``;
+it stops on SIGTERM, ending its daemons.
+"""
+
+import argparse
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import zmq
+
+from gangsched.daemon.signals import SignalEvents
+from gangsched.noded.daemon import NodeDaemon
+from gangsched.noded.pmi import LineReader
+from gangsched.noded.settings import NodeSettings
+from gangsched.protocol.messages import TaskSpec
+
+AGENT_PREFIX = "agent"
+
+
+class EmulatedTask:
+    def __init__(self, spec: TaskSpec, runnable: bool) -> None:
+        self.job_id, self.rank = spec.job_id, spec.rank
+        self.pidfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.uid = os.getuid()
+        self.runnable = runnable
+        self.runnable_since_ns = time.monotonic_ns()
+        self.kill_deadline: float | None = None
+        self.failure: str | None = None
+        self.pmi: socket.socket | None = None  # no MPI here
+        self.pmi_lines: LineReader | None = None
+        self._cpu_from_ns: int | None = time.monotonic_ns() if runnable else None
+        self._cpu_ns = 0
+        self._progress = 0
+        self._ended = False
+
+    @property
+    def pid(self) -> int:
+        return 0
+
+    @property
+    def leaving(self) -> bool:
+        return self._ended
+
+    def pids(self) -> list[int]:
+        return []
+
+    def follow(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.take_cpu_ns()
+        self._cpu_from_ns, self.runnable = None, False
+
+    def resume(self) -> None:
+        if not self.runnable:
+            self._cpu_from_ns, self.runnable = time.monotonic_ns(), True
+            self._progress += 1
+
+    def take_cpu_ns(self) -> int:
+        now = time.monotonic_ns()
+        if self._cpu_from_ns is not None:
+            self._cpu_ns += now - self._cpu_from_ns
+            self._cpu_from_ns = now
+        taken, self._cpu_ns = self._cpu_ns, 0
+        return taken
+
+    def read_progress(self) -> int:
+        return self._progress
+
+    def terminate(self, grace_s: float) -> None:
+        self._exit()
+
+    def kill(self) -> None:
+        self._exit()
+
+    def checkpoint(self) -> None:
+        self._exit()
+
+    def close_pmi(self) -> None:
+        pass
+
+    def reap(self) -> int:
+        os.close(self.pidfd)
+        return -signal.SIGTERM
+
+    def _exit(self) -> None:
+        if not self._ended:
+            self._ended = True
+            os.eventfd_write(self.pidfd, 1)
+
+
+class EmulatedHost:
+    """Tasks of one emulated node; ``owners`` learns which daemon each task's fd belongs to."""
+
+    description = "emulation: no processes (gang bench scale)"
+
+    def __init__(self, owners: dict[object, NodeDaemon]) -> None:
+        self._owners = owners
+        self.daemon: NodeDaemon | None = None
+
+    def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
+               cores: set[int] | None) -> EmulatedTask:
+        task = EmulatedTask(spec, runnable)
+        assert self.daemon is not None
+        self._owners[task.pidfd] = self.daemon
+        return task
+
+    def ended(self, task: object) -> None:
+        assert isinstance(task, EmulatedTask)
+        self._owners.pop(task.pidfd, None)
+
+    def sweep(self, live: set[tuple[int, int]]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def agent_name(index: int) -> str:
+    return f"{AGENT_PREFIX}{index:05d}"
+
+
+def run_agents(master: str, count: int, spool: Path) -> None:
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    context.set(zmq.MAX_SOCKETS, 4 * count + 64)  # three sockets a daemon, and room
+    poller = zmq.Poller()
+    owners: dict[object, NodeDaemon] = {}
+    daemons = []
+    for index in range(count):
+        host = EmulatedHost(owners)
+        settings = NodeSettings(master=master, name=agent_name(index), cpus=1.0, processors=1,
+                                spool_dir=spool / agent_name(index), peer_transport="ipc", realtime_priority=0)
+        daemon = NodeDaemon(settings, host=host, context=context, poller=poller)
+        host.daemon = daemon
+        owners.update({socket: daemon for socket in daemon.sockets})
+        daemons.append(daemon)
+    due = {daemon: 0.0 for daemon in daemons}
+    with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
+        poller.register(signals.fileno(), zmq.POLLIN)
+        while True:
+            wait_s = min(due.values()) - time.monotonic()
+            ready = dict(poller.poll(max(0, int(wait_s * 1000) + 1)))
+            if signals.fileno() in ready and signals.drain():
+                break
+            now = time.monotonic()
+            touched = {owners[item] for item in ready if item in owners}
+            touched.update(daemon for daemon, at in due.items() if at <= now)
+            for daemon in touched:
+                daemon.step(ready)
+                due[daemon] = time.monotonic() + daemon.wait_ms() / 1000
+    for daemon in daemons:
+        daemon.close()
+    context.term()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m gangsched.bench.scale_agents", description=__doc__)
+    parser.add_argument("--master", required=True, help="the master's ROUTER endpoint")
+    parser.add_argument("--count", type=int, required=True, help="emulated nodes")
+    parser.add_argument("--spool", type=Path, required=True, help="a folder for their spools")
+    options = parser.parse_args()
+    run_agents(options.master, options.count, options.spool)
+
+
+if __name__ == "__main__":
+    main()
