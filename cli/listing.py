@@ -97,18 +97,17 @@ def _midnight() -> float:
     return datetime.datetime.combine(datetime.date.today(), datetime.time()).timestamp()
 
 
-def _queue(parser: _Parser, master: MasterConnection, options: argparse.Namespace) -> None:
-    _list_jobs(parser, master, options, options.include_finished, options.starttime)
+def _queue(master: MasterConnection, options: argparse.Namespace) -> None:
+    _list_jobs(master, options, options.include_finished, options.starttime)
 
 
-def _history(parser: _Parser, master: MasterConnection, options: argparse.Namespace) -> None:
-    _list_jobs(parser, master, options, True, _midnight() if options.starttime is None else options.starttime)
+def _history(master: MasterConnection, options: argparse.Namespace) -> None:
+    _list_jobs(master, options, True, _midnight() if options.starttime is None else options.starttime)
 
 
-def _list_jobs(parser: _Parser, master: MasterConnection, options: argparse.Namespace,
-               include_finished: bool, since: float | None) -> None:
-    shown = _columns(parser, columns.JOB_FIELDS, options.fields)
-    wanted_states = _states(parser, options.states)
+def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_finished: bool,
+               since: float | None) -> None:
+    wanted_states = options.wanted_states
     finished = include_finished or bool(options.job_ids) or wanted_states is not None
     jobs = master.job_maps(options.job_ids or None, finished, since)
     missing = set(options.job_ids) - {job["job_id"] for job in jobs}
@@ -117,13 +116,13 @@ def _list_jobs(parser: _Parser, master: MasterConnection, options: argparse.Name
             and (wanted_states is None or job["state"] in wanted_states)
             and (since is None or job["end_time"] is None or job["end_time"] >= since)
             and (options.endtime is None or job["submit_time"] <= options.endtime)]
-    _print(jobs, shown, options.as_json)
+    _print(jobs, options.shown, options.as_json)
     if missing:
         raise _Failure(f"no such job: {', '.join(map(str, sorted(missing)))}")
 
 
-def _nodes(parser: _Parser, master: MasterConnection, options: argparse.Namespace) -> None:
-    _print(master.node_maps(), _columns(parser, columns.NODE_FIELDS, options.fields), options.as_json)
+def _nodes(master: MasterConnection, options: argparse.Namespace) -> None:
+    _print(master.node_maps(), options.shown, options.as_json)
 
 
 def _states(parser: _Parser, given: str | None) -> set[str] | None:
@@ -155,7 +154,7 @@ class _Failure(Exception):
     """An error after the output (jobs asked for by id that do not exist)."""
 
 
-Command = Callable[[_Parser, MasterConnection, argparse.Namespace], None]
+Command = Callable[[MasterConnection, argparse.Namespace], None]
 
 
 def _command(name: str) -> tuple[_Parser, Command]:
@@ -178,10 +177,13 @@ def main(name: str, arguments: Sequence[str]) -> None:
     """Run list command ``name``; exit 1 with one line (JSON with --json) on an error, 2 on a usage error."""
     parser, command = _command(name)
     options = parser.parse_args(arguments)
+    # the usage errors before the master is asked anything
+    options.shown = _columns(parser, columns.NODE_FIELDS if name == "nodes" else columns.JOB_FIELDS, options.fields)
+    options.wanted_states = _states(parser, getattr(options, "states", None))
     try:
         endpoint, keys = find_master(options.master, options.keys)
         with MasterConnection(endpoint, keys=keys) as master:
-            command(parser, master, options)
+            command(master, options)
     except (NoMaster, MasterUnreachable, RequestRefused, CurveError, _Failure) as error:
         if options.as_json:
             json_error(str(error), error_code(error))

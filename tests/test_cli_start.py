@@ -51,3 +51,14 @@ def test_a_list_command_loads_neither_click_nor_pydantic():
     modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock")  # fails: no master there
     assert "gangsched.master.connection" in modules  # it asked
     assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq.auth"))}
+
+
+def test_the_click_group_hands_a_list_command_to_argparse():
+    from click.testing import CliRunner
+
+    from gangsched.cli.group import cli
+
+    shown = CliRunner().invoke(cli, ["queue", "--help"])
+    assert shown.exit_code == 0 and "List jobs, like squeue" in shown.output and "--states" in shown.output
+    refused = CliRunner().invoke(cli, ["nodes", "-o", "colour"])
+    assert refused.exit_code == 2
