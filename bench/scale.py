@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 import zmq
 
+from gangsched.bench.mix import wait_until_running
 from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.messages import JobSpec, MasterStats, NodeState
 
@@ -94,7 +95,7 @@ def _measure(client: MasterClient, switches: str, nodes: int, register_s: float,
              agents: psutil.Process) -> ScaleRow:
     job_ids = [client.submit(JobSpec(name=f"w{width}", user=_user(), tasks=width, argv=["true"]))
                for width in widths(nodes)]
-    _wait(lambda: _all_running(client, job_ids), 120, "every job to start")
+    wait_until_running(client, job_ids, timeout_s=120)
     listener: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
     listener.setsockopt(zmq.SUBSCRIBE, b"")
     listener.connect(switches)
@@ -128,14 +129,6 @@ def _measure(client: MasterClient, switches: str, nodes: int, register_s: float,
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
     return times.user + times.system
-
-
-def _all_running(client: MasterClient, job_ids: list[int]) -> bool:
-    jobs = client.jobs(job_ids)
-    ended = [job for job in jobs if job.state.is_final]
-    if ended:
-        raise RuntimeError(f"job {ended[0].job_id} ended {ended[0].state.value} before the measurement: {ended[0].reason}")
-    return all(job.state == "running" for job in jobs)
 
 
 def _mean_ms(before: MasterStats, after: MasterStats, name: str) -> float:

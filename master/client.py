@@ -20,8 +20,6 @@ from gangsched.protocol.messages import (
     MatrixView,
     Message,
     NodeInfo,
-    NodeList,
-    NodeQuery,
     SetUser,
     StatsQuery,
     Submit,
@@ -89,7 +87,10 @@ class MasterClient(MasterConnection):
         return jobs[0]
 
     def nodes(self) -> list[NodeInfo]:
-        return self.request(NodeQuery(), NodeList).nodes
+        try:
+            return [NodeInfo.model_validate(node) for node in self.node_maps()]
+        except ValueError as error:  # pydantic's ValidationError
+            raise self.malformed(f"a node that is no NodeInfo: {error}") from None
 
     def matrix(self) -> MatrixView:
         return self.request(MatrixQuery(), MatrixView)

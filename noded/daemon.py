@@ -2,17 +2,17 @@
 
 The switch path (``_apply``) is the hot path: it compares the desired state
 (the jobs its column of the matrix holds in the rows the switch names, and the
-alternates it holds) with the applied one (what the daemon last signalled), stops first and continues second so two slots never
-overlap, and never waits for a process to show as stopped. Only then does it
-read the CPU clocks of the tasks that ran and send the report for the quantum
-that ended.
+alternates it holds) with the applied one (what the daemon last signalled),
+stops first and continues second so two slots never overlap, and never waits
+for a process to show as stopped. Only then does it read the CPU clocks of the
+tasks that ran and send the report for the quantum that ended.
 
 Its tasks run on a ``TaskHost`` (noded/task_host.py): real processes, or
-`gang bench scale`'s emulation. Task exits arrive on each task's pidfd; an exit is resent with every hello
-until the master acknowledges it, so a master restart loses none. An MPI
-task's PMI lines arrive on the daemon's end of its PMI_FD socket and are
-answered by the job's ``PmiJob`` (noded/pmi.py); a barrier of a job on several
-nodes goes through the master (``PmiFence``).
+`gang bench scale`'s emulation. Task exits arrive on each task's pidfd; an
+exit is resent with every hello until the master acknowledges it, so a master
+restart loses none. An MPI task's PMI lines arrive on the daemon's end of its
+PMI_FD socket and are answered by the job's ``PmiJob`` (noded/pmi.py); a
+barrier of a job on several nodes goes through the master (``PmiFence``).
 
 The hello goes over the DEALER, which also brings the master's orders and
 answers; reports, heartbeats and exits go over a PUSH socket to the master's
