@@ -11,7 +11,7 @@ Its tasks run on a ``TaskHost`` (noded/task_host.py): real processes, or
 `gang bench scale`'s emulation. Task exits arrive on each task's pidfd; an
 exit is resent with every hello until the master acknowledges it, so a master
 restart loses none. An MPI task's PMI lines arrive on the daemon's end of its
-PMI_FD socket and are answered by the job's ``PmiJob`` (noded/pmi.py); a
+PMI_FD socket and are served by ``PmiService`` (noded/pmi_service.py); a
 barrier of a job on several nodes goes through the master (``PmiFence``).
 
 The hello goes over the DEALER, which also brings the master's orders and
@@ -37,11 +37,10 @@ from gangsched.daemon.realtime import raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import ContainmentError
-from gangsched.noded.pmi import Outcome, PmiError, PmiJob
+from gangsched.noded.pmi_service import PmiService
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.shared_memory import JobSharedMemory
 from gangsched.noded.task_host import NodeTask, ProcessHost, TaskHost
-from gangsched.noded.tasks import LaunchError, place_in_block
+from gangsched.noded.tasks import LaunchError
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -57,7 +56,6 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeWelcome,
     PeerEndpoint,
-    PmiFence,
     PmiFenceDone,
     QuantumReport,
     SlotSwitch,
@@ -110,9 +108,8 @@ class NodeDaemon:
         self._poller.register(self._sub, zmq.POLLIN)
         self._tasks: dict[tuple[int, int], NodeTask] = {}  # by (job id, rank)
         self._by_pidfd: dict[int, NodeTask] = {}
-        self._by_pmi_fd: dict[int, NodeTask] = {}
-        self._pmi_jobs: dict[int, PmiJob] = {}
-        self._shared_memory = JobSharedMemory()
+        self._pmi = PmiService(self.name, self._poller, self._tasks, lambda fence: self._send(self._dealer, fence),
+                               self._terminate)
         self._processor_cores = settings.processor_cores()
         self._desired: set[int] = set()
         # this node's column of the matrix: the jobs here in each row, which a switch's rows select
@@ -135,7 +132,7 @@ class NodeDaemon:
             KillTask: self._kill,
             CheckpointTask: self._checkpoint,
             ExitAck: self._exit_acknowledged,
-            PmiFenceDone: self._fence_done,
+            PmiFenceDone: self._pmi.fence_done,
             ErrorReply: self._error,
         }
 
@@ -164,8 +161,8 @@ class NodeDaemon:
             survive(log, "reading the master's messages", self._receive_all)
         if self._sub in ready:
             survive(log, "the switch", self._switch)
-        for task in [self._by_pmi_fd[fd] for fd in ready if fd in self._by_pmi_fd]:
-            survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi_readable(task))
+        for task in self._pmi.ready(ready):
+            survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi.readable(task))
         for task in [self._by_pidfd[fd] for fd in ready if fd in self._by_pidfd]:
             survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: self._exited(task))
         survive(log, "the timers (reports, heartbeats, kills)", self._on_timers)
@@ -274,10 +271,8 @@ class NodeDaemon:
         switches = self._follow(self._sub, welcome.switch_endpoint)
         reports = self._follow(self._push, welcome.report_endpoint)
         log.info("registered with the master; switches from %s, reports to %s", switches, reports)
-        for job in self._pmi_jobs.values():  # a barrier the master may not have heard of
-            if job.pending_fence is not None:
-                fence = job.pending_fence
-                self._send(self._dealer, PmiFence(node=self.name, job_id=job.job_id, epoch=fence.epoch, kvs=fence.kvs))
+        for fence in self._pmi.pending_fences():
+            self._send(self._dealer, fence)
 
     def _follow(self, socket: zmq.Socket[bytes], bound: str) -> str:
         """Connect ``socket`` to the master's ``bound`` endpoint, leaving the one it had."""
@@ -320,12 +315,7 @@ class NodeDaemon:
         self._by_pidfd[task.pidfd] = task
         self._poller.register(task.pidfd, zmq.POLLIN)
         if task.pmi is not None:
-            if spec.job_id not in self._pmi_jobs:
-                index, _, _ = place_in_block(spec)
-                self._pmi_jobs[spec.job_id] = PmiJob(spec.job_id, spec.size, spec.block or [spec.size], index,
-                                                     spec.kvsname)
-            self._by_pmi_fd[task.pmi.fileno()] = task
-            self._poller.register(task.pmi.fileno(), zmq.POLLIN)
+            self._pmi.attach(task, message)
         log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
 
     def _tasks_of(self, job_id: int) -> list[NodeTask]:
@@ -344,74 +334,9 @@ class NodeDaemon:
                 log.info("job %d rank %d checkpoints to migrate", task.job_id, task.rank)
                 task.checkpoint()
 
-    # ------------------------------------------------------------ PMI
-
-    def _pmi_readable(self, task: NodeTask) -> None:
-        assert task.pmi is not None and task.pmi_lines is not None
-        try:
-            data = task.pmi.recv(65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:  # the task closed its end: it exited, or is done with PMI
-            self._close_pmi(task)
-            return
-        job = self._pmi_jobs[task.job_id]
-        try:
-            lines = task.pmi_lines.feed(data)
-        except PmiError as error:
-            self._pmi_failed(task, f"sent a malformed PMI line: {error}")
-            return
-        self._shared_memory.note(task.job_id, task.pids())  # a crash later leaves it in /dev/shm
-        for line in lines:
-            if task.pmi is None:  # failed on an earlier line: the rest is not read
-                return
-            self._pmi_outcome(job, job.handle(task.rank, line))
-
-    def _pmi_outcome(self, job: PmiJob, outcome: Outcome) -> None:
-        for reply in outcome.replies:
-            task = self._tasks.get((job.job_id, reply.rank))
-            if task is None or task.pmi is None:
-                continue
-            try:
-                sent = task.pmi.send(reply.line)
-            except (BlockingIOError, OSError):
-                sent = -1
-            if sent != len(reply.line):  # replies are a few hundred bytes: only a task that never reads
-                self._pmi_failed(task, "does not read its PMI replies")
-        if outcome.fence is not None:
-            fence = outcome.fence
-            self._send(self._dealer, PmiFence(node=self.name, job_id=job.job_id, epoch=fence.epoch, kvs=fence.kvs))
-        if outcome.failure is not None:
-            failed = self._tasks.get((job.job_id, outcome.failure.rank))
-            if failed is not None:
-                self._pmi_failed(failed, outcome.failure.reason)
-
-    def _pmi_failed(self, task: NodeTask, reason: str) -> None:
-        """Fail the job through this task: it is ended, and its exit carries ``reason``."""
-        log.warning("job %d rank %d %s", task.job_id, task.rank, reason)
-        task.failure = task.failure or reason
-        self._close_pmi(task)
-        if task.kill_deadline is None:
-            self._terminate(task)
-
     def _terminate(self, task: NodeTask) -> None:
-        if task.job_id in self._pmi_jobs:  # its ranks will not unlink their shared memory
-            self._shared_memory.note(task.job_id, task.pids())
+        self._pmi.ending(task)
         task.terminate(self._settings.kill_grace_s)
-
-    def _close_pmi(self, task: NodeTask) -> None:
-        if task.pmi is not None:
-            fd = task.pmi.fileno()
-            self._poller.unregister(fd)
-            del self._by_pmi_fd[fd]
-            task.close_pmi()
-
-    def _fence_done(self, message: PmiFenceDone) -> None:
-        job = self._pmi_jobs.get(message.job_id)
-        if job is not None:
-            self._pmi_outcome(job, job.fence_done(message.epoch, message.kvs))
 
     def _exit_acknowledged(self, ack: ExitAck) -> None:
         self._unacknowledged.pop((ack.job_id, ack.rank), None)
@@ -431,21 +356,12 @@ class NodeDaemon:
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
         del self._tasks[(task.job_id, task.rank)]
-        self._close_pmi(task)
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         returncode = task.reap()
         self._host.ended(task)
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
-        error = task.failure
-        job = self._pmi_jobs.get(task.job_id)
-        if job is not None:
-            if error is None and returncode == 0 and task.rank in job.initialized - job.finalized:
-                error = "exited before PMI finalize"  # its peers would wait for it for ever
-            if not self._tasks_of(task.job_id):
-                del self._pmi_jobs[task.job_id]
-                for name in self._shared_memory.release(task.job_id, task.uid):
-                    log.info("job %d left /dev/shm/%s: removed", task.job_id, name)
+        error = self._pmi.exited(task, returncode, task.failure)
         self._report_exit(task.job_id, task.rank, returncode, error, cpu_ns, progress)
 
     def _report_exit(
