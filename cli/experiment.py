@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from gangsched import traces
 from gangsched.bench.experiments import LIVE
 from gangsched.cli.sim import TRACE
+from gangsched.sim.baseline import MODELS
 from gangsched.sim.experiments import SIMULATED
 from gangsched.sim.report import ExperimentOptions
 
@@ -31,14 +32,16 @@ EXPERIMENTS = {**LIVE, **SIMULATED}
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="S1-S6: worker processes [the cores]")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="S3: model workloads to average each cell over [3]")
+@click.option("--workload", type=click.Choice(sorted(MODELS)), default="zhang2000", show_default=True,
+              help="S1-S4: the baseline's model: calibrated to Zhang et al. 2000, or Lublin-Feitelson")
 @click.option("--trace", type=TRACE, default=str(traces.KTH_SP2), show_default="the KTH SP2 log shipped with gangsched",
               help="S6: the KTH SP2 log")
 def experiment(name: str, out: Path, seconds: float, jobs: int, workers: int | None, seeds: int | None,
-               trace: Path) -> None:
+               workload: str, trace: Path) -> None:
     """Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs local), S1-S6 simulated."""
     chosen = EXPERIMENTS[name.upper()]
     options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace,
-                                seeds=seeds or chosen.seeds)
+                                seeds=seeds or chosen.seeds, workload=workload)
     out.mkdir(parents=True, exist_ok=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:

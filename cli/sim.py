@@ -1,5 +1,6 @@
 """`gang sim`: run a policy over a trace or a model workload; `gang sim sweep`: a load sweep."""
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +13,8 @@ from rich.table import Table
 
 from gangsched import traces
 from gangsched.policy.slack import Heuristic, SlackSettings
-from gangsched.sim.metrics import Stat
-from gangsched.sim.prepare import prepare
+from gangsched.sim.metrics import Stat, pyss_selection, summarize
+from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.sim.output import write_jobs, write_schedule
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
@@ -23,6 +24,7 @@ from gangsched.workload.hyper_erlang import classes_from_json, hyper_erlang_jobs
 from gangsched.workload.lublin import lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, read_swf
+from gangsched.workload.zhang2000 import MACHINE_NODES, zhang2000_jobs
 
 console = Console()
 
@@ -66,14 +68,14 @@ def sim() -> None:
 def workload_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("trace", type=TRACE, required=False),
-        click.option("--model", type=click.Choice(["lublin", "downey", "hyper-erlang"]), default=None,
+        click.option("--model", type=click.Choice(["lublin", "downey", "hyper-erlang", "zhang2000"]), default=None,
                      help="generate the workload instead of reading a trace"),
         click.option("--model-params", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      default=None, help="hyper-erlang: its size classes as JSON (see the README)"),
         click.option("--jobs", "count", type=click.IntRange(min=1), default=10_000, show_default=True,
                      help="jobs to generate"),
         click.option("--procs", type=click.IntRange(min=1), default=None,
-                     help="machine size [the trace's MaxProcs/MaxNodes; 128 for models]"),
+                     help="machine size [the trace's MaxProcs/MaxNodes; 320 for zhang2000, 128 for other models]"),
         click.option("--beta", type=click.FloatRange(0, 1), default=None, help="β-model estimates"),
         click.option("--seed", type=int, default=1, show_default=True),
     ]
@@ -124,18 +126,20 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
               help="multiply run times and estimates (Zhang et al. 2000's load factor)")
 @click.option("--priority-every", type=click.IntRange(min=1), default=None,
               help="every N-th job gets user and political priority 1 (slack)")
+@click.option("--as-pyss", is_flag=True,
+              help="read the trace and average over the jobs as the pyss simulator does (docs/metrics.md)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
 @click.option("--swf-out", type=click.Path(path_type=Path), default=None, help="the schedule as SWF")
 def run_command(trace: Path | None, model: str | None, model_params: Path | None, count: int,
                 procs: int | None, beta: float | None, seed: int, policy: str, load: float | None, run_factor: float | None, priority_every: int | None,
-                csv_path: Path | None, swf_out: Path | None, **given: Any) -> None:
+                as_pyss: bool, csv_path: Path | None, swf_out: Path | None, **given: Any) -> None:
     """Simulate one policy and print the metrics of docs/metrics.md."""
     records, size = _workload(trace, model, model_params, count, procs, beta, seed)
     if load is not None:
         records = at_load(records, size, load)
     if run_factor is not None:
         records = scale_run_times(records, run_factor)
-    prepared = prepare(records, size)
+    prepared = prepare_as_pyss(records, size) if as_pyss else prepare(records, size)
     jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
     choice = _choice(policy, given)
     with Progress(console=console, transient=True, auto_refresh=False) as bar:
@@ -149,6 +153,11 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
                 bar.update(task, completed=finished, refresh=True)
 
         outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
+    if as_pyss:  # the machine's utilization and loss of capacity stay those of the whole run
+        summary = outcome.summary
+        outcome = dataclasses.replace(outcome, summary=dataclasses.replace(
+            summarize(pyss_selection(scheduled), size), utilization=summary.utilization,
+            loss_of_capacity=summary.loss_of_capacity, unfinished=summary.unfinished))
     console.print(_table(outcome, size, offered_load(records, size)))
     for what, how_many in sorted(prepared.awkward.items()):
         console.print(f"  {how_many:>6}  {what}")
@@ -225,11 +234,13 @@ def _workload(trace: Path | None, model: str | None, model_params: Path | None, 
     if trace is not None:
         records, size = read_trace(trace, procs)
     else:
-        size = procs or 128
+        size = procs or (MACHINE_NODES if model == "zhang2000" else 128)
         if model == "lublin":
             records = lublin_jobs(count, size, seed)
         elif model == "downey":
             records = downey_jobs(count, 0.7, seed, DowneyParameters(procs=size))
+        elif model == "zhang2000":
+            records = zhang2000_jobs(count, seed)
         else:
             assert model_params is not None
             try:

@@ -1,13 +1,10 @@
 """The simulated experiments S1-S6 (docs/experiments.md), each writing CSV, PNG and a markdown table
 that puts our figures beside the paper's where the paper gives numbers.
 
-S1-S4 use the setting of Zhang et al. 2000: 320 nodes, jobs of 1 to 256 nodes, a baseline
-utilization of 0.55 raised by multiplying run times by 1.0 ... 1.8 (the nine
-workloads 0-8). The papers' ASCI Blue-Pacific fit is lost with their figures,
-so the jobs come from the Lublin-Feitelson model, arrivals scaled to the
-baseline load. S5 uses the Downey model on 128 processors as Zhou & Brent 2001 do.
-S6 simulates the KTH SP2 trace month by month on 128 processors, as Talby & Feitelson 1999
-did (the trace's header says 100).
+S1-S4 use the setting of Zhang et al. 2000 (``sim/baseline.py``); S3, their
+Table 1, is ``sim/table1.py``. S5 uses the Downey model on 128 processors as
+Zhou & Brent 2001 do. S6 simulates the KTH SP2 trace month by month on 128
+processors, as Talby & Feitelson 1999 did (the trace's header says 100).
 """
 
 import statistics
@@ -16,49 +13,19 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
+from gangsched.sim.baseline import FACTORS, FEW_FACTORS, NODES, baseline, run, write
+from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table
+from gangsched.sim.table1 import S3_POLICIES, s3
 from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.plots import AXES, Panel, save_panels
 from gangsched.policy.catalog import Choice
 from gangsched.sim.sweep import Point, Scenario, point_rows, run_scenarios
 from gangsched.workload.downey import DowneyParameters, downey_jobs
-from gangsched.workload.lublin import lublin_jobs
-from gangsched.workload.scaling import at_load
 from gangsched.workload.swf import SwfJob, read_swf
 
-NODES = 320
-BASELINE_LOAD = 0.55
-FACTORS = [round(1.0 + 0.1 * workload, 1) for workload in range(9)]  # workloads 0-8
-FEW_FACTORS = FACTORS[::2]
 ACCEPTABLE_SLOWDOWN = 20.0
-
-
-def _baseline(options: ExperimentOptions, seed: int = 1) -> list[SwfJob]:
-    return at_load(lublin_jobs(options.jobs, 256, seed=seed), NODES, BASELINE_LOAD)
-
-
-def _run(records: list[SwfJob], procs: int, scenarios: Sequence[Scenario], options: ExperimentOptions,
-         advance: Advance) -> list[Point]:
-    return run_scenarios(records, procs, scenarios, options.workers,
-                         done=lambda point: advance(f"{point.label} at {point.load}"))
-
-
-def _over_seeds(options: ExperimentOptions, scenarios: Sequence[Scenario], advance: Advance) -> list[list[Point]]:
-    """The scenarios on each of ``options.seeds`` baseline workloads: one list of points per scenario."""
-    runs = [_run(_baseline(options, seed), NODES, scenarios, options, advance)
-            for seed in range(1, (options.seeds or 1) + 1)]
-    return [list(points) for points in zip(*runs)]
-
-
-def _mean(points: Sequence[Point], axis: str) -> float:
-    return statistics.fmean(AXES[axis](point) for point in points)
-
-
-def _write(out: Path, name: str, rows: list[dict[str, Any]]) -> None:
-    write_csv(out / f"{name}.csv", rows)
 
 
 def _highest_acceptable(points: Sequence[Point]) -> str:
@@ -85,8 +52,8 @@ def s1(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     """Backfilling (BF) and BGS-5 under the β model of overestimation (Zhang et al. 2000, Figs. 5, 8)."""
     scenarios = [Scenario(Choice(policy, mpl=5), factor, "run-times", beta=beta)
                  for policy in ("conservative", "bgs") for beta in S1_BETAS for factor in FEW_FACTORS]
-    points = _run(_baseline(options), NODES, scenarios, options, advance)
-    _write(out, "s1", [{**row, "beta": point.scenario.beta} for row, point in zip(point_rows(points), points)])
+    points = run(baseline(options), NODES, scenarios, options, advance)
+    write(out, "s1", [{**row, "beta": point.scenario.beta} for row, point in zip(point_rows(points), points)])
     panels = [Panel(f"{name}: {metric}", "utilization", metric, log_y=metric == "bounded slowdown")
               for name in ("BF", "BGS-5") for metric in ("bounded slowdown", "wait s")]
     for point in points:
@@ -123,8 +90,8 @@ def s2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     scenarios = [Scenario(Choice(policy, mpl=mpl, context_switch=cs), factor, "run-times", beta=0.2)
                  for cs in S2_CONTEXT_SWITCHES for policy, mpl in S2_POLICIES
                  if cs == 0.0 or policy != "conservative" for factor in FEW_FACTORS]
-    points = _run(_baseline(options), NODES, scenarios, options, advance)
-    _write(out, "s2", [{**row, "cs": point.scenario.choice.context_switch}
+    points = run(baseline(options), NODES, scenarios, options, advance)
+    write(out, "s2", [{**row, "cs": point.scenario.choice.context_switch}
                        for row, point in zip(point_rows(points), points)])
     for metric in ("bounded_slowdown", "wait_s", "loss_of_capacity"):
         panels = [Panel(f"CS {cs:.0%}", "utilization", metric.replace("_", " "), log_y=metric != "loss_of_capacity")
@@ -152,62 +119,6 @@ def s2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
             + markdown_table(["CS", "policy", "utilization at slowdown 20", "paper", "loss of capacity"], rows))
 
 
-# ---------------------------------------------------------------- S3
-
-
-S3_POLICIES = ["bgs", "mbgs", "gs", "mgs"]
-# Table 1 of Zhang et al., Euro-Par 2000 (and of Zhang et al. 2000): per workload, (ρ, s) for BGS, BGS+M, GS, GS+M
-S3_PAPER = [
-    ((0.55, 2.5), (0.55, 2.4), (0.55, 2.8), (0.55, 2.5)),
-    ((0.61, 2.8), (0.61, 2.6), (0.61, 4.4), (0.61, 2.9)),
-    ((0.66, 3.4), (0.66, 2.9), (0.66, 6.8), (0.66, 4.3)),
-    ((0.72, 4.4), (0.72, 3.4), (0.72, 16.3), (0.72, 8.0)),
-    ((0.77, 5.7), (0.77, 4.1), (0.77, 44.1), (0.77, 12.6)),
-    ((0.83, 9.0), (0.83, 5.4), (0.83, 172.6), (0.83, 25.7)),
-    ((0.88, 13.7), (0.88, 7.6), (0.84, 650.8), (0.88, 66.7)),
-    ((0.94, 24.5), (0.94, 13.5), (0.84, 1169.5), (0.94, 257.9)),
-    ((0.95, 48.7), (0.97, 42.7), (0.85, 1693.3), (0.94, 718.6)),
-]
-
-
-def s3(out: Path, options: ExperimentOptions, advance: Advance) -> str:
-    """GS, BGS, MGS and MBGS at MPL 5 over the nine workloads (Table 1 of Zhang et al. 2000
-    and of Zhang et al., Euro-Par 2000)."""
-    scenarios = [Scenario(Choice(policy, mpl=5), factor, "run-times", beta=0.2)
-                 for factor in FACTORS for policy in S3_POLICIES]
-    repeated = _over_seeds(options, scenarios, advance)
-    _write(out, "s3", [{**row, "seed": seed} for points in repeated
-                       for seed, (row, point) in enumerate(zip(point_rows(points), points), 1)])
-    by = {(scenario.load, scenario.choice.policy): points for scenario, points in zip(scenarios, repeated)}
-    panel = Panel("mean bounded slowdown by workload", "run-time factor", "bounded slowdown", log_y=True)
-    rows, ordered_backfill, ordered_gang = [], 0, 0
-    for workload, factor in enumerate(FACTORS):
-        cells: list[Any] = [workload]
-        slowdown = {policy: _mean(by[(factor, policy)], "bounded_slowdown") for policy in S3_POLICIES}
-        utilization = {policy: _mean(by[(factor, policy)], "utilization") for policy in S3_POLICIES}
-        for policy in S3_POLICIES:
-            panel.add(policy.upper(), factor, slowdown[policy])
-        for index, (plain, migrating) in enumerate((("bgs", "mbgs"), ("gs", "mgs"))):
-            for column, policy in enumerate((plain, migrating)):
-                paper_u, paper_s = S3_PAPER[workload][2 * index + column]
-                cells += [f"{utilization[policy]:.2f} ({paper_u:.2f})", f"{slowdown[policy]:.1f} ({paper_s:.1f})"]
-            cells.append(f"{(slowdown[plain] - slowdown[migrating]) / slowdown[plain]:.1%}")
-        ordered_backfill += slowdown["mbgs"] <= slowdown["bgs"]
-        ordered_gang += slowdown["mgs"] <= slowdown["gs"]
-        rows.append(cells)
-    save_panels(out / "s3.png", [panel], columns=1)
-    last = {policy: _mean(by[(FACTORS[-1], policy)], "utilization") for policy in S3_POLICIES}
-    saturates_first = min(last, key=last.__getitem__)
-    header = ["workload", "BGS ρ", "BGS s", "MBGS ρ", "MBGS s", "% s better",
-              "GS ρ", "GS s", "MGS ρ", "MGS s", "% s better"]
-    return ("Achieved utilization ρ and mean bounded slowdown s, ours (the paper's in parentheses); "
-            f"MPL 5, C = 0, Q unlimited; each cell the mean over {options.seeds or 1} workload seed(s).\n\n"
-            + markdown_table(header, rows) + "\n\n"
-            f"- MBGS ≤ BGS in {ordered_backfill} of 9 workloads; MGS ≤ GS in {ordered_gang} of 9.\n"
-            f"- Lowest utilization reached at workload 8 (saturating first): {saturates_first.upper()} "
-            f"({last[saturates_first]:.2f}).")
-
-
 # ---------------------------------------------------------------- S4
 
 
@@ -222,8 +133,8 @@ def s4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
                           "run-times", beta=0.2)
                  for factor in S4_WORKLOADS.values() for policy in ("mgs", "mbgs") for cost in S4_COSTS
                  for q in S4_QS]
-    points = _run(_baseline(options), NODES, scenarios, options, advance)
-    _write(out, "s4", [{**row, "q": p.scenario.choice.migrate_per_slice, "c": p.scenario.choice.migration_cost_s}
+    points = run(baseline(options), NODES, scenarios, options, advance)
+    write(out, "s4", [{**row, "q": p.scenario.choice.migrate_per_slice, "c": p.scenario.choice.migration_cost_s}
                        for row, p in zip(point_rows(points), points)])
     panels = [Panel(f"workload {workload}: {metric.replace('_', ' ')}", "Q (tasks per slice)",
                     metric.replace("_", " "), log_y=True)
@@ -267,7 +178,7 @@ def s5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     scenarios = [Scenario(Choice("gs-largeq", alpha=alpha, most_large=jmax, large_backfill=backfill),
                           keep_jobs=True)
                  for backfill in (False, True) for jmax in S5_JMAX for alpha in S5_ALPHAS]
-    points = _run(records, S5_PROCS, scenarios, options, advance)
+    points = run(records, S5_PROCS, scenarios, options, advance)
     longest = max(job.req_time if job.req_time > 0 else job.run_time for job in records)
     panels = [Panel(f"{queue}: {metric}", "α", metric) for queue in ("FCFS queue", "backfilled queue")
               for metric in ("average slots", "slowdown, all jobs", "slowdown, large jobs")]
@@ -289,7 +200,7 @@ def s5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
                          "wait_s": round(point.outcome.summary.wait.mean, 1)})
         rows.append([queue, choice.most_large, choice.alpha, f"{point.outcome.average_slots or 0.0:.2f}",
                      f"{every or 0.0:.2f}", "" if large is None else f"{large:.2f}"])
-    _write(out, "s5", csv_rows)
+    write(out, "s5", csv_rows)
     save_panels(out / "s5.png", panels, columns=3)
     return ("Downey workload, 128 processors, load 0.7. The paper's curves are lost; it finds α = 0 bounds the "
             "slots from below, α = 1 from above, and limiting large jobs lowers the slowdown of all jobs.\n\n"
@@ -366,7 +277,7 @@ def s6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     csv_rows = [{"variant": name, "month": S6_MONTHS[index] if index < len(S6_MONTHS) else str(index),
                  "jobs": len(point.jobs or []), "awt_s": round(summary[name][0][index], 1)}
                 for name, points in results.items() for index, point in enumerate(points)]
-    _write(out, "s6", csv_rows)
+    write(out, "s6", csv_rows)
     conservative, slack = summary["conservative"], summary["sf 3"]
     table1 = [[S6_MONTHS[i] if i < len(S6_MONTHS) else i, len(results["conservative"][i].jobs or []),
                f"{conservative[0][i]:,.1f}", f"{slack[0][i]:,.1f}",

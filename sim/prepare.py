@@ -61,3 +61,29 @@ def prepare(records: list[SwfJob], procs: int) -> Prepared:
         jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size))
     dropped = sum(count for what, count in awkward.items() if what.startswith("dropped"))
     return Prepared(jobs, awkward, dropped)
+
+
+def prepare_as_pyss(records: list[SwfJob], procs: int) -> Prepared:
+    """The jobs as the pyss simulator reads a trace, so that its figures and ours compare (docs/metrics.md).
+
+    A record with no run time, no processors or a negative submit time becomes a
+    1-second serial job with a 1-second estimate (which its statistics then leave
+    out: ``sim.metrics.pyss_selection``); otherwise the run time is cut to the
+    estimate where it ran past it, times are whole seconds (at least 1), and a
+    job wider than the machine is narrowed to it.
+    """
+    awkward: Counter[str] = Counter()
+    jobs = []
+    for record in records:
+        if record.run_time <= 0 or record.procs <= 0 or record.submit < 0:
+            awkward["pyss: a 1-second serial job"] += 1
+            jobs.append(SimJob(record.job_id, max(record.submit, 1), 1, 1, max(1, record.procs)))
+            continue
+        run_time = int(max(min(record.req_time, record.run_time), 1))
+        if run_time < record.run_time:
+            awkward["pyss: run time cut to the estimate"] += 1
+        if record.procs > procs:
+            awkward["pyss: narrowed to the machine"] += 1
+        estimate = int(max(record.req_time, record.run_time, 1))
+        jobs.append(SimJob(record.job_id, record.submit, run_time, estimate, max(min(record.procs, procs), 1)))
+    return Prepared(jobs, awkward, 0)

@@ -16,6 +16,7 @@ class ExperimentOptions:
     workers: int | None = None  # simulated: worker processes [the cores]
     trace: Path | None = None  # simulated: the KTH trace, for S6
     seeds: int | None = None  # S3: model workloads averaged over [the experiment's default]
+    workload: str = "zhang2000"  # S1-S4: the baseline's model (sim/baseline.py)
 
 
 @dataclass(frozen=True)

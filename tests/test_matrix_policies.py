@@ -29,7 +29,7 @@ def submit_all(policy: MatrixPolicy, widths: list[int], estimate: float = 100) -
     return policy.schedule(0).rates
 
 
-def test_seed_000_fig_7_eight_processors_at_mpl_4():
+def test_zhang_2000_fig_7_eight_processors_at_mpl_4():
     """Two 8-way jobs, then 4, 2, 2, 4: J4 and J5 fill the fourth row too, and run twice as fast."""
     policy = matrix_policy(MatrixPolicyKind.GS, 8, mpl=4)
     rates = submit_all(policy, [8, 8, 4, 2, 2, 4])
@@ -40,6 +40,29 @@ def test_seed_000_fig_7_eight_processors_at_mpl_4():
         [6, 6, 6, 6, 4, 4, 5, 5],
     ]
     assert rates == {1: 0.25, 2: 0.25, 3: 0.25, 4: 0.5, 5: 0.5, 6: 0.25}
+
+
+def test_fillmatrix_copies_never_keep_a_later_arrival_out():
+    """Zhang et al. 2000, §5.1: copies are cleaned at the next event, so an arrival takes their cells."""
+    policy = matrix_policy(MatrixPolicyKind.GS, 8, mpl=4)
+    submit_all(policy, [8, 8, 4, 2, 2, 4])  # Fig. 7: J4 and J5 copied into the fourth row
+    policy.submit(SimJob(7, 1, 100, 100, 4), 1)
+    rates = policy.schedule(1).rates
+    assert table(policy)[3] == [6, 6, 6, 6, 7, 7, 7, 7]  # the best-fit row: the one the copies were in
+    assert rates[4] == rates[5] == rates[7] == 0.25
+
+
+def test_gs_adds_a_row_only_for_a_job_no_row_holds_and_only_up_to_the_mpl():
+    """Best fit first (the row with the fewest free columns that holds the job), a new row next, then FCFS stops:
+    a 1-column job behind an 8-column one waits though two cells stay free."""
+    policy = matrix_policy(MatrixPolicyKind.GS, 8, mpl=2)
+    submit_all(policy, [6, 2, 4])
+    assert table(policy) == [[1, 1, 1, 1, 1, 1, 2, 2], [3, 3, 3, 3, None, None, 2, 2]]  # job 2 copied
+    for job_id, width in ((4, 8), (5, 1)):
+        policy.submit(SimJob(job_id, 1, 100, 100, width), 1)
+    policy.schedule(1)
+    assert [job.job_id for job in policy.queue] == [4, 5]
+    assert len(policy.matrix.rows) == 2
 
 
 def test_context_switches_cost_a_share_only_when_rows_alternate():

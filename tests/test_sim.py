@@ -2,6 +2,7 @@
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,8 @@ from gangsched.policy.interface import Job
 from gangsched.policy.slack import Heuristic, SlackPolicy, SlackSettings
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
-from gangsched.sim.prepare import prepare
+from gangsched.sim.metrics import bounded_slowdown, confidence_interval, pyss_selection
+from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.workload.swf import modelled_job
 from tests.workloads import estimated, workloads
 
@@ -47,7 +49,7 @@ def test_easy_backfills_only_what_does_not_delay_the_head():
 FIG_4 = tuple((0, procs, run, run) for procs, run in ((4, 10), (4, 20), (8, 10), (6, 10), (4, 10)))
 
 
-def test_seed_000_fig_4_backfilling_fills_the_hole_before_job_3():
+def test_zhang_2000_fig_4_backfilling_fills_the_hole_before_job_3():
     """8 processors: job 3 waits for job 2; backfilling runs job 5 in the hole between job 1 and job 3."""
     for policy, job_5 in ((FcfsPolicy, 40), (EasyPolicy, 10), (ConservativePolicy, 10)):
         jobs = jobs_of(*FIG_4)
@@ -94,6 +96,40 @@ def test_preparing_a_trace_counts_what_it_changes():
     assert prepared.awkward["dropped: wider than the machine"] == 1
     assert prepared.awkward["no estimate: used the run time"] == 2
     assert prepared.awkward["zero estimate: 1 s"] == 1 and prepared.jobs[1].estimate == 1
+
+
+def test_pyss_reads_a_trace_its_own_way():
+    """pyss cuts a run to its estimate, narrows a job to the machine, and makes a record without run time
+    or processors a 1-second serial job; times are whole seconds."""
+    import dataclasses
+
+    records = [dataclasses.replace(modelled_job(1, 0, 100.7, 4), req_time=50),
+               dataclasses.replace(modelled_job(2, 5, 10, 9), req_time=20),
+               modelled_job(3, 6, 0, 2), modelled_job(4, 7, 10, 0)]
+    jobs = {job.job_id: job for job in prepare_as_pyss(records, procs=8).jobs}
+    assert (jobs[1].run_time, jobs[1].estimate) == (50, 100)
+    assert (jobs[2].procs, jobs[2].run_time, jobs[2].estimate) == (8, 10, 20)
+    assert [(jobs[i].run_time, jobs[i].estimate, jobs[i].procs) for i in (3, 4)] == [(1, 1, 2), (1, 1, 1)]
+
+
+def test_pyss_averages_over_fewer_jobs_with_the_same_bounded_slowdown():
+    """Its bounded slowdown max(1, (w + r) / max(r, 10)) is ours; it leaves out 1-second serial jobs, the first
+    1 % to end, and every job from the first that ends after the last submission on."""
+    jobs = [SimJob(job_id, submit=float(job_id), run_time=5.0 + job_id % 30, estimate=50.0, procs=1 + job_id % 3)
+            for job_id in range(1, 301)]
+    jobs.append(SimJob(301, submit=2.0, run_time=1, estimate=1, procs=1))  # pyss's stand-in for a broken record
+    for job in jobs:
+        job.start = job.submit + job.job_id % 7
+        job.end = job.start + job.run_time
+    kept = pyss_selection(jobs)
+    by_end = sorted(jobs, key=lambda job: (job.end, job.job_id))
+    assert 301 not in {job.job_id for job in kept}
+    assert kept[0] is next(job for job in by_end[3:] if job.job_id != 301)  # 300 jobs counted: the first 3 out
+    assert all(job.end <= 300 for job in kept) and len(kept) == len([j for j in by_end[3:] if j.end <= 300
+                                                                     and j.job_id != 301])
+    for job in jobs:
+        wait, run = job.start - job.submit, job.run_time
+        assert bounded_slowdown(job) == pytest.approx(max(1, (wait + run) / max(run, 10)))
 
 
 WORKLOADS = workloads(last_submit=50)
@@ -188,3 +224,9 @@ def test_slack_is_never_exceeded(rows, heuristic):
     policy = RecordingSlack(8, heuristic)
     simulate(jobs, policy)
     assert all(job.start is not None and job.start <= policy.latest[job.job_id] + 1e-6 for job in jobs)
+
+
+def test_a_confidence_interval_is_students_t_over_the_seeds():
+    mean, half = confidence_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+    assert confidence_interval([5.0]) == (5.0, 0.0)

@@ -75,7 +75,8 @@ def test_an_experiment_writes_its_table_csv_and_plot(tmp_path):
     code, output = gang("experiment", "S3", "--jobs", "200", "--out", str(tmp_path))
     assert code == 0, output
     report = (tmp_path / "s3.md").read_text()
-    assert "MBGS ≤ BGS in" in report and "(1693.3)" in report  # the paper's figure beside ours
+    assert "MBGS ≤ BGS in" in report and "(1,693.3)" in report  # the paper's figure beside ours
+    assert "| large | " in report and " ± " in report  # the workload beside the paper's, an interval per cell
     assert (tmp_path / "s3.csv").exists() and (tmp_path / "s3.png").stat().st_size > 0
 
 

@@ -116,3 +116,21 @@ def test_the_hyper_erlang_model_draws_each_class_with_its_own_means():
     assert statistics.mean(j.run_time for j in serial) == pytest.approx(100, rel=0.1)
     assert statistics.mean(j.run_time for j in wide) == pytest.approx(5000, rel=0.15)
     assert [j.submit for j in jobs] == sorted(j.submit for j in jobs)
+
+
+def test_the_calibrated_model_has_the_baseline_zhang_et_al_2000_describe():
+    """30 % of jobs above 32 nodes doing over 80 % of the work, sizes 1-256, load 0.55 on 320 nodes, a median
+    run time of 680 s once run times are scaled by 1.5 (their workload 5), over-dispersive times."""
+    from gangsched.workload.characteristics import characterize
+    from gangsched.workload.zhang2000 import MACHINE_NODES, coefficient_of_variation, zhang2000_classes, zhang2000_jobs
+
+    for seed in (1, 2):
+        stats = characterize(zhang2000_jobs(10_000, seed), MACHINE_NODES)
+        assert stats.smallest == 1 and stats.largest == 256
+        assert 0.28 <= stats.large_share <= 0.32
+        assert stats.large_work_share > 0.8
+        assert 0.50 <= stats.offered_load <= 0.60
+        assert 680 / 1.5 * 0.95 <= stats.median_run_s <= 680 / 1.5 * 1.05
+    for size_class in zhang2000_classes():
+        assert coefficient_of_variation(size_class.service) == pytest.approx(2.0)
+        assert coefficient_of_variation(size_class.arrivals) == pytest.approx(2.0)
