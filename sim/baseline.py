@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gangsched.sim.report import Advance, ExperimentOptions, write_csv
-from gangsched.sim.sweep import Point, Scenario, run_scenarios
+from gangsched.sim.sweep import Point, Scenario, run_over_workloads, run_scenarios
 from gangsched.workload.lublin import lublin_jobs
 from gangsched.workload.scaling import at_load
 from gangsched.workload.swf import SwfJob
@@ -36,15 +36,18 @@ def baseline(options: ExperimentOptions, seed: int = 1) -> list[SwfJob]:
 
 def run(records: list[SwfJob], procs: int, scenarios: Sequence[Scenario], options: ExperimentOptions,
         advance: Advance) -> list[Point]:
-    return run_scenarios(records, procs, scenarios, options.workers,
-                         done=lambda point: advance(f"{point.label} at {point.load}"))
+    return run_scenarios(records, procs, scenarios, options.workers, done=_reporting(advance))
 
 
 def over_seeds(options: ExperimentOptions, scenarios: Sequence[Scenario], advance: Advance) -> list[list[Point]]:
     """The scenarios on each of ``options.seeds`` baseline workloads: one list of points per scenario."""
-    runs = [run(baseline(options, seed), NODES, scenarios, options, advance)
-            for seed in range(1, (options.seeds or 1) + 1)]
+    workloads = [baseline(options, seed) for seed in range(1, (options.seeds or 1) + 1)]
+    runs = run_over_workloads(workloads, NODES, scenarios, options.workers, done=_reporting(advance))
     return [list(points) for points in zip(*runs)]
+
+
+def _reporting(advance: Advance) -> Callable[[Point], None]:
+    return lambda point: advance(f"{point.label} at {point.load}")
 
 
 def write(out: Path, name: str, rows: list[dict[str, Any]]) -> None:

@@ -21,7 +21,7 @@ from gangsched.policy.slack import Heuristic, SlackSettings
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.plots import AXES, Panel, save_panels
 from gangsched.policy.catalog import Choice
-from gangsched.sim.sweep import Point, Scenario, point_rows, run_scenarios
+from gangsched.sim.sweep import Point, Scenario, point_rows, run_over_workloads
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.swf import SwfJob, read_swf
 
@@ -268,9 +268,8 @@ def s6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         variants[f"gap {gap}"] = Scenario(Choice("slack"), priority_every=S6_EVERY, priority=gap / 2,
                                           keep_jobs=True)
     results: dict[str, list[Point]] = defaultdict(list)
-    for month in months:
-        month_points = run_scenarios(month, S6_PROCS, list(variants.values()), options.workers,
-                                     done=lambda point: advance(point.label))
+    for month_points in run_over_workloads(months, S6_PROCS, list(variants.values()), options.workers,
+                                           done=lambda point: advance(point.label)):
         for name, point in zip(variants, month_points):
             results[name].append(point)
     summary = {name: _monthly_waits(points) for name, points in results.items()}

@@ -55,13 +55,13 @@ class Point:
         return self.scenario.load
 
 
-_records: list[SwfJob] = []
+_workloads: Sequence[list[SwfJob]] = []
 _procs = 0
 
 
-def _start_worker(records: list[SwfJob], procs: int) -> None:
-    global _records, _procs
-    _records, _procs = records, procs
+def _start_worker(workloads: Sequence[list[SwfJob]], procs: int) -> None:
+    global _workloads, _procs
+    _workloads, _procs = workloads, procs
 
 
 def simulate_scenario(scenario: Scenario, records: list[SwfJob], procs: int) -> Point:
@@ -78,22 +78,32 @@ def simulate_scenario(scenario: Scenario, records: list[SwfJob], procs: int) -> 
     return Point(scenario, outcome, scheduled if scenario.keep_jobs else None)
 
 
-def _in_worker(scenario: Scenario) -> Point:
-    return simulate_scenario(scenario, _records, _procs)
+def _in_worker(workload: int, scenario: Scenario) -> Point:
+    return simulate_scenario(scenario, _workloads[workload], _procs)
 
 
 def run_scenarios(records: list[SwfJob], procs: int, scenarios: Sequence[Scenario], workers: int | None = None,
                   done: Callable[[Point], None] | None = None) -> list[Point]:
     """Every scenario, in parallel; the points come back in the order asked for."""
-    points: dict[int, Point] = {}
+    return run_over_workloads([records], procs, scenarios, workers, done)[0]
+
+
+def run_over_workloads(workloads: Sequence[list[SwfJob]], procs: int, scenarios: Sequence[Scenario],
+                       workers: int | None = None, done: Callable[[Point], None] | None = None) -> list[list[Point]]:
+    """Every scenario on every workload (model seeds, a trace's months), in one pool so that no worker
+    idles between workloads: the points of each workload, in the order of ``scenarios``."""
+    tasks = [(workload, index) for index in range(len(scenarios)) for workload in range(len(workloads))]
+    points: dict[tuple[int, int], Point] = {}
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=_start_worker,
-                             initargs=(records, procs)) as pool:
-        futures = {pool.submit(_in_worker, scenario): index for index, scenario in enumerate(scenarios)}
+                             initargs=(workloads, procs)) as pool:
+        # the last scenarios first: sweeps and experiments list loads rising, the longest runs last
+        futures = {pool.submit(_in_worker, workload, scenarios[index]): (workload, index)
+                   for workload, index in reversed(tasks)}
         for future in as_completed(futures):
-            points[futures[future]] = future.result()
+            point = points[futures[future]] = future.result()
             if done:
-                done(points[futures[future]])
-    return [points[index] for index in range(len(scenarios))]
+                done(point)
+    return [[points[(workload, index)] for index in range(len(scenarios))] for workload in range(len(workloads))]
 
 
 def sweep(records: list[SwfJob], procs: int, choices: Sequence[Choice], loads: Sequence[float],
