@@ -12,7 +12,8 @@ scheduling, paired gang scheduling and local scheduling (every rank runs at
 once; the kernel time-shares the cores). Each job's iterations per second are
 measured over a window in which all run. The same 2 jobs at 1 ms also run
 on one node per core, one processor each, where ranks talk over TCP instead
-of shared memory, under strict gang and local scheduling.
+of shared memory, under strict gang and local scheduling, and under local
+scheduling with MPICH's yield turned off (its waits then only poll).
 
 Besides the mixes, L6 measures one job of
 10,000 allreduces alone under gang scheduling against the MPI wheel's
@@ -71,6 +72,8 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         for mode in ("strict", "local"):  # a node per core: ranks talk over TCP
             rows += _mix(binary, mode, "tcp", 2, 1, options.seconds)
             advance(f"L6 {mode} over TCP")
+        rows += _mix(binary, "local", "shm-spin", 2, 1, options.seconds)  # does MPICH's yield help local?
+        advance("L6 local without MPICH's yield")
         alone = _alone(binary, cores)
         advance("L6 alone vs mpiexec")
         startups = [_startup(binary, nodes, processors) for nodes, processors in STARTUP_SHAPES]
@@ -84,11 +87,14 @@ def _mix(binary: Path, mode: str, layout: str, jobs: int, grain: int, seconds: f
     """Each job's iterations/s when ``jobs`` jobs as wide as the cluster share a fresh one."""
     cores = len(os.sched_getaffinity(0))
     pairing, coordination = MODES[mode]
-    nodes, processors = (1, cores) if layout == "shm" else (cores, 1)
+    nodes, processors = (cores, 1) if layout == "tcp" else (1, cores)
     config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=QUANTUM_MS, pairing=pairing,
                            coordination=coordination)
+    spec = mpi_spec(binary, cores, 0, grain)
+    if layout == "shm-spin":  # MPICH's waits poll without ever yielding the processor
+        spec = spec.model_copy(update={"env": {"MPIR_CVAR_POLLS_BEFORE_YIELD": "0"}})
     with temporary_cluster(config) as client:
-        rates = measure_rates(client, [mpi_spec(binary, cores, 0, grain) for _ in range(jobs)], seconds, warmup_s=2.0)
+        rates = measure_rates(client, [spec] * jobs, seconds, warmup_s=2.0)
     return [{"layout": layout, "mode": mode, "grain_ms": grain, "jobs": jobs, "job": index,
              "iterations_per_s": round(rate, 2)} for index, (_, _, _, rate) in enumerate(rates)]
 
@@ -171,6 +177,7 @@ def _report(rows: list[dict[str, Any]], alone: dict[str, Any], startups: list[di
             table.append([jobs, grain, f"{strict:.1f}", f"{paired:.1f}", f"{local:.1f}",
                           f"{strict / local:.2f}" if local else "-", f"{paired / strict:.2f}" if strict else "-"])
     tcp_strict, tcp_local = _total(rows, "strict", 2, 1, "tcp"), _total(rows, "local", 2, 1, "tcp")
+    spin = _total(rows, "local", 2, 1, "shm-spin")
     gang, mpiexec = alone["gang"], alone["mpiexec"]
     ratio = float(gang["iterations_per_s"]) / float(mpiexec["iterations_per_s"])
     return (
@@ -178,7 +185,9 @@ def _report(rows: list[dict[str, Any]], alone: dict[str, Any], startups: list[di
         "jobs of a mix:\n\n"
         + markdown_table(["jobs", "grain (ms)", "strict", "paired", "local", "gang/local", "paired/strict"], table)
         + f"\n\nThe 2 jobs at 1 ms on {cores} nodes of one processor (ranks talk over TCP): strict "
-        f"{tcp_strict:.1f}, local {tcp_local:.1f} (gang/local {tcp_strict / tcp_local:.2f})."
+        f"{tcp_strict:.1f}, local {tcp_local:.1f} (gang/local {tcp_strict / tcp_local:.2f}). The same 2 jobs on "
+        f"one node, local, with MPICH's yield turned off (MPIR_CVAR_POLLS_BEFORE_YIELD=0): {spin:.1f} "
+        f"(gang/local {_total(rows, 'strict', 2, 1) / spin:.2f})."
         + f"\n\nOne job of {ALONE_ITERATIONS:,} allreduces (1 ms grain) alone: {alone['state']} under strict gang "
         f"scheduling with result {gang['result']} at {gang['iterations_per_s']} iterations/s; under mpiexec "
         f"result {mpiexec['result']} at {mpiexec['iterations_per_s']} iterations/s (gang/mpiexec {ratio:.2f}).\n\n"
@@ -189,4 +198,4 @@ def _report(rows: list[dict[str, Any]], alone: dict[str, Any], startups: list[di
 
 
 L6 = Experiment("L6", "fine-grained MPI jobs: gang vs local scheduling",
-                len(MODES) * len(MIXES) * len(GRAINS_MS) + 4, l6)
+                len(MODES) * len(MIXES) * len(GRAINS_MS) + 5, l6)
