@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from gangsched.sim.engine import RunTotals
 from gangsched.sim.jobs import SimJob
+from gangsched.workload.characteristics import LARGE_ABOVE
 
 TAU_S = 10.0  # bounded slowdown's floor (Zhang et al. 2000)
-SMALL_PROCS = 32
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ def summarize(jobs: list[SimJob], procs: int, totals: RunTotals | None = None) -
     last = max((job.end or 0.0 for job in done), default=0.0)
     median_run = statistics.median(job.run_time for job in done) if done else 0.0
     groups: dict[str, Callable[[SimJob], bool]] = {
-        f"small ≤{SMALL_PROCS}p": lambda job: job.procs <= SMALL_PROCS,
-        f"large >{SMALL_PROCS}p": lambda job: job.procs > SMALL_PROCS,
+        f"small ≤{LARGE_ABOVE}p": lambda job: job.procs <= LARGE_ABOVE,
+        f"large >{LARGE_ABOVE}p": lambda job: job.procs > LARGE_ABOVE,
         "short ≤median": lambda job: job.run_time <= median_run,
         "long >median": lambda job: job.run_time > median_run,
     }

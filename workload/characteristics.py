@@ -19,7 +19,6 @@ class Characteristics:
     offered_load: float
     median_run_s: float
     mean_run_s: float
-    longest_run_s: float
 
 
 def characterize(jobs: list[SwfJob], procs: int) -> Characteristics:
@@ -30,5 +29,5 @@ def characterize(jobs: list[SwfJob], procs: int) -> Characteristics:
         jobs=len(jobs), smallest=min(job.procs for job in jobs), largest=max(job.procs for job in jobs),
         large_share=len(large) / len(jobs), large_work_share=sum(job.procs * job.run_time for job in large) / work,
         offered_load=offered_load(jobs, procs), median_run_s=statistics.median(runs),
-        mean_run_s=statistics.fmean(runs), longest_run_s=max(runs),
+        mean_run_s=statistics.fmean(runs),
     )

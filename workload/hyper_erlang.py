@@ -38,6 +38,11 @@ class HyperErlangClass:
     service: HyperErlang
 
 
+def smallest_size(max_size: int) -> int:
+    """The smallest job size of the class whose largest is ``max_size``."""
+    return max_size // 2 + 1 if max_size > 1 else 1
+
+
 def hyper_erlang_jobs(count: int, classes: list[HyperErlangClass], seed: int) -> list[SwfJob]:
     rng = random.Random(seed)
     upcoming = [(spec.arrivals.draw(rng), index) for index, spec in enumerate(classes)]
@@ -46,7 +51,7 @@ def hyper_erlang_jobs(count: int, classes: list[HyperErlangClass], seed: int) ->
     for job_id in range(1, count + 1):
         now, index = heapq.heappop(upcoming)
         spec = classes[index]
-        size = rng.randint(spec.max_size // 2 + 1, spec.max_size) if spec.max_size > 1 else 1
+        size = rng.randint(smallest_size(spec.max_size), spec.max_size) if spec.max_size > 1 else 1
         run = round(spec.service.draw(rng), 2)
         jobs.append(modelled_job(job_id, round(now, 2), run, size))
         heapq.heappush(upcoming, (now + spec.arrivals.draw(rng), index))

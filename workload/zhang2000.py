@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gangsched.workload.hyper_erlang import HyperErlang, HyperErlangClass, hyper_erlang_jobs
+from gangsched.workload.hyper_erlang import HyperErlang, HyperErlangClass, hyper_erlang_jobs, smallest_size
 from gangsched.workload.swf import SwfJob
 
 MACHINE_NODES = 320  # the ASCI Blue-Pacific system they model
@@ -55,8 +55,8 @@ def zhang2000_classes(targets: Zhang2000Targets = Zhang2000Targets()) -> list[Hy
     service = _fitted(targets.service_order, targets.service_p, targets.service_cv)
     service = _scaled(service, targets.median_run_s / _median(service))
     arrivals = _fitted(1, targets.arrival_p, targets.arrival_cv)
-    mean_size = sum(share * (max_size + max_size // 2 + 1) / 2 if max_size > 1 else share
-                    for max_size, share in CLASS_SHARES.items())  # sizes are uniform within a class
+    mean_size = sum(share * (smallest_size(max_size) + max_size) / 2  # sizes are uniform within a class
+                    for max_size, share in CLASS_SHARES.items())
     mean_interarrival = mean_size * service.mean() / (targets.load * MACHINE_NODES)
     classes = []
     for max_size, share in CLASS_SHARES.items():  # a class's stream carries its share of the arrivals
