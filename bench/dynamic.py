@@ -4,11 +4,12 @@ Jobs of the Lublin–Feitelson model arrive over time, scaled down to run here:
 run times rescaled to a median of ``MEDIAN_RUN_S`` (kept within
 [``MIN_RUN_S``, ``MAX_RUN_S``]), arrival times stretched so the offered load
 (node-seconds asked over node-seconds available) is the one wanted. Each job
-is a fine-grained synthetic program: iterations of ``ITERATION_MS`` in which
-it computes for a fraction u of the time and waits for the rest. Homogeneous
+is a fine-grained synthetic program (bench/twin.py ``compute_program``): 20 ms
+iterations in which it computes for a fraction u of the time and waits for the rest. Homogeneous
 jobs all have u = 45 % (so they always pair, as in the paper); heterogeneous
 jobs draw u uniformly from 5–95 %. Slowdown is response time over the job's
-run time in the scaled workload (what it would take alone).
+run time in the scaled workload (what it would take alone). Each case is also
+simulated quantum by quantum, as its twin (bench/twin.py).
 """
 
 import getpass
@@ -17,16 +18,16 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from gangsched.bench.twin import ProgramCost, compute_program, measure_program, simulate_twin
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
-from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.sim.jobs import SimJob
 from gangsched.workload.lublin import lublin_jobs
 
 MEDIAN_RUN_S = 1.5
 MIN_RUN_S, MAX_RUN_S = 0.5, 10.0
-ITERATION_MS = 20.0
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,9 @@ class DynamicJob:
     run_s: float  # alone, at the node's CPU share
     utilization: float  # fraction of each iteration spent computing
 
-    def program(self, cpu_share: float) -> SyntheticJob:
-        compute_wall_ms = self.utilization * ITERATION_MS
-        iterations = max(1, round(self.run_s * 1000 / ITERATION_MS))
-        return SyntheticJob("compute", iterations=iterations, compute_ms=compute_wall_ms * cpu_share,
-                            wait_ms=ITERATION_MS - compute_wall_ms)
+    def as_sim_job(self, job_id: int) -> SimJob:
+        return SimJob(job_id, self.arrival_s, self.run_s, estimate=10 * MAX_RUN_S, procs=self.nodes,
+                      utilization=100 * self.utilization)
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ def run_dynamic(client: MasterClient, jobs: list[DynamicJob], cpu_share: float,
     for job in jobs:
         time.sleep(max(0.0, start + job.arrival_s - time.monotonic()))
         spec = JobSpec(name="l4", user=getpass.getuser(), tasks=job.nodes,
-                       argv=job.program(cpu_share).argv())
+                       argv=compute_program(job.run_s, 100 * job.utilization, cpu_share).argv())
         job_ids.append(client.submit(spec))
     deadline = start + timeout_s
     while time.monotonic() < deadline and not all(j.state.is_final for j in client.jobs(job_ids)):
@@ -92,10 +91,25 @@ def run_dynamic(client: MasterClient, jobs: list[DynamicJob], cpu_share: float,
     return results
 
 
-def run_l4_case(policy: str, load: float, heterogeneous: bool, count: int, timeout_s: float,
-                seed: int = 1) -> list[DynamicResult]:
-    config = ClusterConfig(nodes=4, quantum_ms=200, pairing=policy)
+def l4_cluster(policy: str) -> ClusterConfig:
+    return ClusterConfig(nodes=4, quantum_ms=200, pairing=policy)
+
+
+def measure_l4_program() -> ProgramCost:
+    """What the L4 jobs' program takes here beyond its computing and waiting (bench/twin.py)."""
+    config = l4_cluster("strict")
+    with temporary_cluster(config) as client:
+        return measure_program(client, config)
+
+
+def run_l4_case(policy: str, load: float, heterogeneous: bool, count: int, timeout_s: float, cost: ProgramCost,
+                seed: int = 1) -> tuple[list[DynamicResult], list[DynamicResult]]:
+    """The case live, and as its twin simulates it with the program's ``cost``."""
+    config = l4_cluster(policy)
     jobs = dynamic_workload(count, config.nodes, load, heterogeneous, seed)
     with temporary_cluster(config) as client:
         share = min(node.cpus for node in client.nodes())
-        return run_dynamic(client, jobs, share, timeout_s)
+        live = run_dynamic(client, jobs, share, timeout_s)
+    simulated = simulate_twin(config, [job.as_sim_job(index) for index, job in enumerate(jobs, 1)], cost)
+    return live, [DynamicResult(response, response / job.run_s, True)
+                  for job, twin in zip(jobs, simulated) for response in [(twin.end or 0.0) - twin.submit]]

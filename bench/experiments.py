@@ -20,7 +20,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from gangsched.bench.dynamic import run_l4_case
+from gangsched.bench.dynamic import measure_l4_program, run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
 from gangsched.bench.mpi_experiment import L6
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
@@ -182,13 +182,15 @@ L4_JOBS = 16
 def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     seconds = options.seconds
     rows: list[dict[str, Any]] = []
+    cost = measure_l4_program()
     for mix in ("homogeneous", "heterogeneous"):
         for load in LOADS:
             for policy in ("strict", "paired"):
-                results = run_l4_case(policy, load, mix == "heterogeneous", L4_JOBS, timeout_s=10 * seconds)
+                live, simulated = run_l4_case(policy, load, mix == "heterogeneous", L4_JOBS, 10 * seconds, cost)
                 rows += [{"mix": mix, "load": load, "policy": policy, "job": index,
                           "response_s": round(r.response_s, 2), "slowdown": round(r.slowdown, 2),
-                          "finished": int(r.finished)} for index, r in enumerate(results)]
+                          "finished": int(r.finished), "simulated_response_s": round(twin.response_s, 2)}
+                         for index, (r, twin) in enumerate(zip(live, simulated))]
                 advance(f"L4 {mix} load {load} {policy}")
     write_csv(out / "l4.csv", rows)
 
@@ -211,13 +213,23 @@ def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     table = []
     for mix in ("homogeneous", "heterogeneous"):
         for load in LOADS:
-            strict, paired = (mean(mix, load, p, "response_s") for p in ("strict", "paired"))
-            table.append([mix, load, f"{strict:.1f}", f"{paired:.1f}", f"{strict / paired:.2f}",
+            measured = [mean(mix, load, p, "response_s") for p in ("strict", "paired")]
+            twin = [mean(mix, load, p, "simulated_response_s") for p in ("strict", "paired")]
+            table.append([mix, load, f"{measured[0]:.1f}", f"{measured[1]:.1f}", f"{measured[0] / measured[1]:.2f}",
                           f"{mean(mix, load, 'strict', 'slowdown'):.2f}",
                           f"{mean(mix, load, 'paired', 'slowdown'):.2f}",
+                          f"{twin[0]:.1f} ({_off(measured[0], twin[0])})", f"{twin[1]:.1f} ({_off(measured[1], twin[1])})",
                           sum(1 - r["finished"] for r in rows if (r["mix"], r["load"]) == (mix, load))])
-    return markdown_table(["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired",
-                      "slowdown strict", "slowdown paired", "unfinished"], table)
+    costs = (f"The twin's program cost, measured alone: launch {cost.launch_s:.2f} s, "
+                f"{cost.iteration_s * 1000:.1f} ms per iteration.")
+    return costs + "\n\n" + markdown_table(
+        ["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired", "slowdown strict",
+         "slowdown paired", "simulated strict (s)", "simulated paired (s)", "unfinished"], table)
+
+
+def _off(live: float, simulated: float) -> str:
+    """How far the simulation is from the live run, as a share of the live figure."""
+    return f"{(simulated - live) / live:+.0%}"
 
 
 # ---------------------------------------------------------------- L5

@@ -3,7 +3,10 @@
 The trace's jobs become synthetic ``timed`` jobs: each runs for its recorded
 run time divided by the speedup, counted in the quanta it is given (not in CPU,
 which the emulated nodes of one machine share), with its recorded estimate,
-also divided, as its estimate and time limit. Widths are scaled from the
+also divided, as its estimate and time limit. Under paired gang scheduling (or
+local scheduling) what a job uses of the CPU decides what runs with it, so
+there the jobs are fine-grained compute jobs of a utilization drawn for each
+(bench/twin.py), and the prediction is simulated quantum by quantum. Widths are scaled from the
 trace's machine to the cluster's nodes (at least one). The jobs are submitted
 at their scaled arrival times; when all have ended, their starts and ends make
 a schedule that the simulator's, for the same jobs and policy, can be set beside.
@@ -11,6 +14,7 @@ a schedule that the simulator's, for the same jobs and policy, can be set beside
 
 import dataclasses
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,18 +69,26 @@ def _at_load(jobs: list[SimJob], nodes: int, load: float) -> list[SimJob]:
     return [dataclasses.replace(job, submit=job.submit * offered / load) for job in jobs]
 
 
-def synthetic(job: SimJob, run_ms: float) -> SyntheticJob:
+def timed_program(job: SimJob, run_ms: float = 100.0) -> SyntheticJob:
+    """The job as a ``timed`` program: its progress follows its quanta, whatever the CPU."""
     return SyntheticJob("timed", iterations=round(job.run_time * 1000 / run_ms), run_ms=run_ms)
 
 
-def replay(client: MasterClient, jobs: list[SimJob], run_ms: float = 100.0, timeout_s: float = 3600.0,
-           progress: Callable[[int], None] | None = None) -> list[ReplayedJob]:
-    """Submit each job at its time; wait until every one has ended."""
+def with_utilizations(jobs: list[SimJob], low: float, high: float, seed: int = 1) -> list[SimJob]:
+    """Each job with a CPU utilization drawn uniformly from [low, high] % (a trace records none that
+    paired gang scheduling could use)."""
+    rng = random.Random(seed)
+    return [dataclasses.replace(job, utilization=rng.uniform(low, high)) for job in jobs]
+
+
+def replay(client: MasterClient, jobs: list[SimJob], program: Callable[[SimJob], SyntheticJob],
+           timeout_s: float = 3600.0, progress: Callable[[int], None] | None = None) -> list[ReplayedJob]:
+    """Submit each job at its time, as ``program`` runs it; wait until every one has ended."""
     began = time.time()
     submitted: dict[int, SimJob] = {}
     for job in sorted(jobs, key=lambda job: job.submit):
         time.sleep(max(0.0, began + job.submit - time.time()))
-        spec = job_spec(synthetic(job, run_ms), job.procs, estimate_s=job.estimate)
+        spec = job_spec(program(job), job.procs, estimate_s=job.estimate)
         submitted[client.submit(spec.model_copy(update={"name": f"replay-{job.job_id}"}))] = job
     deadline = time.monotonic() + timeout_s
     finished: dict[int, JobInfo] = {}

@@ -15,6 +15,7 @@ class SimJob:
     migratable: bool = True
     nodes: int | None = None  # the simulated machines have one processor per node: no shapes
     tasks_per_node: int | None = None
+    utilization: float = 100.0  # % of its processors' CPU it uses running alone (sim/cpu.py): paired gang scheduling
     start: float | None = None
     end: float | None = None
 

@@ -12,6 +12,7 @@ from gangsched.policy.catalog import Choice, build_policy
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Summary, summarize
+from gangsched.sim.quanta import Quanta, simulate_quanta
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,19 @@ def run(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int]
     return run_keeping_jobs(choice, jobs, procs, progress)[0]
 
 
-def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int,
-                     progress: Callable[[int], None] | None = None) -> tuple[Outcome, list[SimJob]]:
-    """As ``run``, and the scheduled jobs too (for per-job CSV and SWF output)."""
+def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int], None] | None = None,
+                     quanta: Quanta | None = None) -> tuple[Outcome, list[SimJob]]:
+    """As ``run``, and the scheduled jobs too (for per-job CSV and SWF output).
+
+    With ``quanta``, quantum by quantum (sim/quanta.py: paired gang scheduling, the CPU the jobs use);
+    otherwise in the fluid view of sim/engine.py.
+    """
     scheduled = [dataclasses.replace(job) for job in jobs]
     policy = build_policy(choice, procs, max((job.estimate for job in scheduled), default=0.0))
-    totals = simulate(scheduled, policy, progress)
+    if quanta is None:
+        totals = simulate(scheduled, policy, progress)
+    else:
+        totals = simulate_quanta(scheduled, policy, procs, quanta, progress)
     outcome = Outcome(choice, summarize(scheduled, procs, totals))
     shared = policy.time_sharing()
     if shared is not None:

@@ -64,3 +64,23 @@ def test_gang_replay_runs_a_trace_live_and_prints_the_prediction_beside_it(tmp_p
     assert completed.split("│")[2].strip() == "4.00"  # every job ended well, live
     live = read_swf(tmp_path / "out" / "replay-live.swf").jobs
     assert len(live) == 4 and all(job.wait >= 0 for job in live)
+
+
+def test_gang_replay_of_paired_gang_scheduling_simulates_it_quantum_by_quantum(tmp_path):
+    trace = tmp_path / "tiny.swf"
+    records = [modelled_job(job_id, submit, run, procs)
+               for job_id, (submit, run, procs) in enumerate([(0, 2, 2), (0.2, 2, 2), (0.4, 1, 1)], 1)]
+    write_swf(trace, records, ["; MaxProcs: 2"])
+    result = subprocess.run(
+        [sys.executable, "-m", "gangsched.cli", "replay", str(trace), "--speedup", "1", "--min-run-s", "1",
+         "--nodes", "2", "--policy", "paired", "--utilization", "30-40", "--quantum-ms", "100",
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the program alone: launch" in result.stdout
+    completed = next(line for line in result.stdout.splitlines() if "jobs completed" in line)
+    assert [cell.strip() for cell in completed.split("│")[2:4]] == ["3.00", "3.00"]
+    simulated = read_swf(tmp_path / "out" / "replay-sim.swf").jobs
+    # jobs of 30-40 % pair: the simulated schedule runs the two 2-node jobs side by side
+    assert simulated[1].wait < 1.0 and simulated[1].run_time < 2 * records[1].run_time
