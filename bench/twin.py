@@ -28,7 +28,7 @@ from gangsched.sim.runner import run_keeping_jobs
 
 ITERATION_MS = 20.0  # a compute job's iteration: its computing and its waiting
 _MEASURED_ITERATIONS = 50
-_MEASUREMENTS = 3
+_REPEATS = 3
 
 
 def compute_program(run_s: float, utilization_pct: float, cpu_share: float) -> SyntheticJob:
@@ -64,7 +64,7 @@ def measure_program(client: MasterClient, config: ClusterConfig, utilization: fl
     cores = Cores.pinned(config.nodes, config.processors_per_node, os.cpu_count() or 1)
     short: list[float] = []
     long: list[float] = []
-    for _ in range(_MEASUREMENTS):
+    for _ in range(_REPEATS):
         for iterations, took in ((1, short), (_MEASURED_ITERATIONS, long)):
             program = compute_program(iterations * ITERATION_MS / 1000, utilization, share)
             took.append(_run_alone(client, program))
