@@ -22,7 +22,7 @@ from gangsched.bench.twin import ProgramCost, compute_program, measure_program, 
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 from gangsched.sim.jobs import SimJob
 from gangsched.workload.lublin import lublin_jobs
 

@@ -17,7 +17,6 @@ from gangsched.protocol.messages import (
     Cancel,
     Heartbeat,
     JobQuery,
-    JobSpec,
     MatrixQuery,
     Message,
     NodeQuery,
@@ -25,9 +24,9 @@ from gangsched.protocol.messages import (
     Submit,
     SwitchStatsQuery,
     TaskExit,
-    TaskSample,
     UserQuery,
 )
+from gangsched.protocol.records import JobSpec, TaskSample
 
 NO_JOB = 10**9  # a job id no cluster of a benchmark reaches
 

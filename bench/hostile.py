@@ -23,7 +23,8 @@ from gangsched.deploy.local import ClusterState, LocalCluster
 from gangsched.master.client import RequestRefused
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
-from gangsched.protocol.messages import JobSpec, JobState, MpiKind, NodeQuery, SlotSwitch
+from gangsched.protocol.messages import NodeQuery, SlotSwitch
+from gangsched.protocol.records import JobSpec, JobState, MpiKind
 
 _WAIT_S = 120.0
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobInfo, JobState
+from gangsched.protocol.records import JobInfo, JobState
 
 NODES = 4
 

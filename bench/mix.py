@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobInfo, JobSpec, JobState
+from gangsched.protocol.records import JobInfo, JobSpec, JobState
 
 
 @dataclass(frozen=True)

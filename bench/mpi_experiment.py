@@ -40,7 +40,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobSpec, JobState, MpiKind
+from gangsched.protocol.records import JobSpec, JobState, MpiKind
 
 GRAINS_MS = (1, 5, 20)
 MIXES = (2, 3)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gangsched.deploy.local import LocalCluster
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 
 _RETRY_S = 60.0
 _WAIT_S = 300.0

@@ -26,7 +26,8 @@ import zmq
 
 from gangsched.bench.mix import wait_until_running
 from gangsched.master.client import MasterClient, MasterUnreachable
-from gangsched.protocol.messages import JobSpec, MasterStats, NodeState
+from gangsched.protocol.messages import MasterStats
+from gangsched.protocol.records import JobSpec, NodeState
 
 MPL = 5
 _REGISTER_S = 300.0

@@ -24,7 +24,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.daemon import NodeDaemon
 from gangsched.noded.pmi import LineReader
 from gangsched.noded.settings import NodeSettings
-from gangsched.protocol.messages import TaskSpec
+from gangsched.protocol.records import TaskSpec
 
 AGENT_PREFIX = "agent"
 

@@ -20,7 +20,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.master.settings import MasterSettings
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 from gangsched.sim.cpu import Cores, job_rates
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.quanta import Quanta

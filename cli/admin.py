@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gangsched.cli.connect import with_master
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import UserInfo
+from gangsched.protocol.records import UserInfo
 
 console = Console()
 

@@ -245,7 +245,7 @@ def _counts(text: str) -> list[int]:
 def cli_latency(runs: int, job_count: int, csv_path: Path | None) -> None:
     """How long `gang --help`, `gang queue` and friends take as whole processes."""
     from gangsched.bench.cli_latency import command_latencies
-    from gangsched.protocol.messages import JobSpec
+    from gangsched.protocol.records import JobSpec
 
     with temporary_cluster(ClusterConfig(nodes=2, quantum_ms=100)) as client:
         for _ in range(job_count):

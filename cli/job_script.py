@@ -4,7 +4,7 @@
 import shlex
 from pathlib import Path
 
-from gangsched.protocol.messages import MAX_ARRAY_INDEX, MAX_ARRAY_JOBS
+from gangsched.protocol.records import MAX_ARRAY_INDEX, MAX_ARRAY_JOBS
 
 DIRECTIVE = "#GANG"
 

@@ -18,7 +18,7 @@ from gangsched.cli import job_script
 from gangsched.cli.connect import with_master
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobInfo, JobSpec, JobState, MpiKind
+from gangsched.protocol.records import JobInfo, JobSpec, JobState, MpiKind
 
 # long enough for a master to restart: its tries carry one token, so a retry never makes a second job
 SUBMIT_RETRY_S = 30.0

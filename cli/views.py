@@ -6,7 +6,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gangsched.cli.columns import number
-from gangsched.protocol.messages import JobInfo, MatrixView
+from gangsched.protocol.messages import MatrixView
+from gangsched.protocol.records import JobInfo
 
 if TYPE_CHECKING:  # the job commands print with this module and start no cluster
     from gangsched.deploy.local import ClusterState

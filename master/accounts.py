@@ -9,7 +9,7 @@ the quanta the job ran in), added when a job ends.
 
 from dataclasses import dataclass
 
-from gangsched.protocol.messages import UserInfo
+from gangsched.protocol.records import UserInfo
 
 OVER_QUOTA = -1.0
 

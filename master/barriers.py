@@ -4,7 +4,7 @@ Every rank needs it before it starts, so the master picks it: a socket file in
 the node's folder (ipc, one machine) or a port from the node's range (tcp).
 """
 
-from gangsched.protocol.messages import PeerEndpoint
+from gangsched.protocol.records import PeerEndpoint
 
 
 class NoFreePort(Exception):

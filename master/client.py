@@ -13,23 +13,20 @@ from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
-    JobInfo,
-    JobSpec,
     MasterStats,
     MatrixQuery,
     MatrixView,
     Message,
-    NodeInfo,
     SetUser,
     StatsQuery,
     Submit,
     Submitted,
     SwitchStats,
     SwitchStatsQuery,
-    UserInfo,
     UserList,
     UserQuery,
 )
+from gangsched.protocol.records import JobInfo, JobSpec, NodeInfo, UserInfo
 
 __all__ = ["MasterClient", "MasterUnreachable", "RequestRefused"]
 

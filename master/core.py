@@ -31,7 +31,8 @@ from gangsched.master.stats import MIGRATION_BOUNDS_S, STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
 from gangsched.master.switches import SwitchLog
 from gangsched.policy.quantum import PlanInput, Selection, planner
-from gangsched.protocol.messages import JobState, SlotSwitch
+from gangsched.protocol.messages import SlotSwitch
+from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
 

@@ -10,7 +10,7 @@ better ended, with the reason). Plain code over the states it is given.
 from collections.abc import Callable
 from typing import NamedTuple
 
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 
 
 class Dependencies(NamedTuple):

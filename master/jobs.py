@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from gangsched.master.scheduling import Processor
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.protocol.messages import JobInfo, JobSpec, JobState
+from gangsched.protocol.records import JobInfo, JobSpec, JobState
 
 _RATE_WINDOW_S = 10.0
 

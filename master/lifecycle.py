@@ -33,7 +33,8 @@ from gangsched.master.scheduling import PolicyJob, Processor
 from gangsched.master.state import CoreState
 from gangsched.master.stats import Stopwatch
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.protocol.messages import CheckpointTask, JobState, KillTask
+from gangsched.protocol.messages import CheckpointTask, KillTask
+from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
 

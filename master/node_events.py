@@ -12,7 +12,6 @@ from gangsched.protocol.messages import (
     ErrorReply,
     ExitAck,
     Heartbeat,
-    JobState,
     KillTask,
     NodeHello,
     NodeWelcome,
@@ -21,6 +20,7 @@ from gangsched.protocol.messages import (
     QuantumReport,
     TaskExit,
 )
+from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
 

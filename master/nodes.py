@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass
 
-from gangsched.protocol.messages import NodeHello, NodeInfo, NodeState, PeerEndpoint
+from gangsched.protocol.messages import NodeHello
+from gangsched.protocol.records import NodeInfo, NodeState, PeerEndpoint
 
 
 @dataclass

@@ -7,7 +7,8 @@ from pathlib import Path
 from gangsched.master.jobs import Job
 from gangsched.master.scheduling import Processor
 from gangsched.protocol import task_environment
-from gangsched.protocol.messages import JobSpec, LaunchTask, TaskSpec
+from gangsched.protocol.messages import LaunchTask
+from gangsched.protocol.records import JobSpec, TaskSpec
 
 
 @dataclass

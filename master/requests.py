@@ -16,8 +16,6 @@ from gangsched.protocol.messages import (
     ErrorReply,
     JobList,
     JobQuery,
-    JobSpec,
-    JobState,
     MasterStats,
     MatrixView,
     NodeList,
@@ -27,6 +25,7 @@ from gangsched.protocol.messages import (
     SwitchStats,
     UserList,
 )
+from gangsched.protocol.records import JobSpec, JobState
 
 log = logging.getLogger("gangsched.master")
 

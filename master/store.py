@@ -12,7 +12,7 @@ from pathlib import Path
 from gangsched.master.accounts import Account
 from gangsched.master.jobs import Job
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

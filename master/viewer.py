@@ -15,7 +15,14 @@ import sys
 from pathlib import Path
 
 from gangsched.daemon.endpoints import private_ipc
-from gangsched.protocol.messages import JobQuery, MatrixQuery, NodeQuery, StatsQuery, SwitchStatsQuery, UserQuery
+from gangsched.protocol.messages import (
+    JobQuery,
+    MatrixQuery,
+    NodeQuery,
+    StatsQuery,
+    SwitchStatsQuery,
+    UserQuery,
+)
 
 log = logging.getLogger("gangsched.master")
 

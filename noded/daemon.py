@@ -55,14 +55,12 @@ from gangsched.protocol.messages import (
     NodeColumn,
     NodeHello,
     NodeWelcome,
-    PeerEndpoint,
     PmiFenceDone,
     QuantumReport,
     SlotSwitch,
     TaskExit,
-    TaskRef,
-    TaskSample,
 )
+from gangsched.protocol.records import PeerEndpoint, TaskRef, TaskSample
 
 log = logging.getLogger("gangsched.noded")
 

@@ -14,7 +14,7 @@ from typing import Protocol
 from gangsched.noded.containment import Containment, TaskGroup
 from gangsched.noded.pmi import LineReader
 from gangsched.noded.tasks import Task, launch
-from gangsched.protocol.messages import TaskSpec
+from gangsched.protocol.records import TaskSpec
 
 
 class NodeTask(Protocol):

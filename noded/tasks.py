@@ -26,7 +26,7 @@ from gangsched.noded.containment import Containment, TaskGroup
 from gangsched.noded.pmi import LineReader
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
-from gangsched.protocol.messages import MpiKind, TaskSpec
+from gangsched.protocol.records import MpiKind, TaskSpec
 
 PROGRESS_BYTES = 8
 _LAUNCHER = Path(__file__).with_name("launcher.py")

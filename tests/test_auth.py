@@ -13,7 +13,8 @@ import zmq
 from gangsched.daemon.curve import CurveError, KeyFolder, keygen
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.protocol.codec import encode
-from gangsched.protocol.messages import JobSpec, JobState, NodeHello, NodeWelcome, PeerEndpoint, TaskExit
+from gangsched.protocol.messages import NodeHello, NodeWelcome, TaskExit
+from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint
 
 from .conftest import unix_account, wait_until
 

@@ -12,7 +12,8 @@ import pytest
 from gangsched.cli import columns
 from gangsched.protocol.codec import encode
 from gangsched.protocol.frames import unpack
-from gangsched.protocol.messages import JobInfo, JobList, JobSpec, JobState, NodeInfo, NodeList
+from gangsched.protocol.messages import JobList, NodeList
+from gangsched.protocol.records import JobInfo, JobSpec, JobState, NodeInfo
 from tests.conftest import wait_until
 
 

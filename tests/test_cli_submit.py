@@ -10,7 +10,7 @@ import pytest
 
 from gangsched.cli import job_script
 from gangsched.cli.listing import parse_time
-from gangsched.protocol.messages import JobState
+from gangsched.protocol.records import JobState
 from tests.conftest import wait_until
 
 SCRIPT = """#!/bin/sh

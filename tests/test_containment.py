@@ -13,7 +13,7 @@ import sys
 import psutil
 import pytest
 
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import task_processes, wait_until
 
 pytestmark = pytest.mark.live

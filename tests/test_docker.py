@@ -28,7 +28,7 @@ from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.config import ClusterConfig
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobSpec, JobState, MpiKind, NodeState
+from gangsched.protocol.records import JobSpec, JobState, MpiKind, NodeState
 
 from .conftest import unix_account, wait_until
 

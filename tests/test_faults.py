@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.master.client import MasterClient
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.live

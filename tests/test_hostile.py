@@ -5,7 +5,7 @@ job ends with a reason. (How long the switch waits under a flood is a figure: `g
 import pytest
 
 from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
-from gangsched.protocol.messages import JobState
+from gangsched.protocol.records import JobState
 
 pytestmark = pytest.mark.live
 

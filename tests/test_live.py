@@ -18,14 +18,8 @@ from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterUnreachable, RequestRefused
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
-from gangsched.protocol.messages import (
-    ErrorReply,
-    JobSpec,
-    JobState,
-    NodeQuery,
-    NodeWelcome,
-    SlotSwitch,
-)
+from gangsched.protocol.messages import ErrorReply, NodeQuery, NodeWelcome, SlotSwitch
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import task_processes, wait_until
 
 pytestmark = pytest.mark.live

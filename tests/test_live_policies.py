@@ -11,7 +11,7 @@ import pytest
 from gangsched.bench.migration import run_migration
 from gangsched.bench.mix import job_spec
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.protocol.messages import JobState
+from gangsched.protocol.records import JobState
 from gangsched.workload.swf import modelled_job, read_swf, write_swf
 from tests.conftest import task_processes, wait_until
 

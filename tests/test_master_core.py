@@ -15,20 +15,16 @@ from gangsched.protocol.messages import (
     ErrorReply,
     Heartbeat,
     JobQuery,
-    JobSpec,
-    JobState,
     KillTask,
     LaunchTask,
     NodeColumn,
     NodeHello,
-    PeerEndpoint,
     QuantumReport,
     SetUser,
     Submit,
     TaskExit,
-    TaskRef,
-    TaskSample,
 )
+from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint, TaskRef, TaskSample
 
 SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=2,
                           state_dir=Path("/nonexistent"))

@@ -10,7 +10,7 @@ import pytest
 
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.noded.shared_memory import SHM
-from gangsched.protocol.messages import JobSpec, JobState, MpiKind
+from gangsched.protocol.records import JobSpec, JobState, MpiKind
 from tests.conftest import task_processes, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]

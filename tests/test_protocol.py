@@ -10,7 +10,6 @@ from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import JOBS_PER_REPLY, MAX_MESSAGE_BYTES, PROTOCOL_VERSION
 from gangsched.protocol.messages import (
-    MAX_COMMAND_BYTES,
     Cancel,
     Cancelled,
     CheckpointTask,
@@ -18,25 +17,18 @@ from gangsched.protocol.messages import (
     ExitAck,
     Heartbeat,
     Histogram,
-    JobInfo,
     JobList,
     JobQuery,
-    JobSpec,
-    JobState,
     KillTask,
     LaunchTask,
     MasterStats,
     MatrixQuery,
     MatrixView,
     Message,
-    MpiKind,
     NodeHello,
-    NodeInfo,
     NodeList,
     NodeQuery,
-    NodeState,
     NodeWelcome,
-    PeerEndpoint,
     PmiFence,
     PmiFenceDone,
     QuantumReport,
@@ -49,12 +41,22 @@ from gangsched.protocol.messages import (
     SwitchStats,
     SwitchStatsQuery,
     TaskExit,
+    UserList,
+    UserQuery,
+)
+from gangsched.protocol.records import (
+    MAX_COMMAND_BYTES,
+    JobInfo,
+    JobSpec,
+    JobState,
+    MpiKind,
+    NodeInfo,
+    NodeState,
+    PeerEndpoint,
     TaskRef,
     TaskSample,
     TaskSpec,
     UserInfo,
-    UserList,
-    UserQuery,
 )
 
 SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])

@@ -12,7 +12,7 @@ import pytest
 
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import task_processes, wait_until
 
 pytestmark = pytest.mark.live

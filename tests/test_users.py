@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.master.client import MasterClient, MasterUnreachable
-from gangsched.protocol.messages import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import unix_account, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs a root daemon")]

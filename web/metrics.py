@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gangsched.protocol.messages import Histogram, JobInfo, JobState, MasterStats, MatrixView, NodeInfo
+from gangsched.protocol.messages import Histogram, MasterStats, MatrixView
+from gangsched.protocol.records import JobInfo, JobState, NodeInfo
 
 PENDING_REASONS = ("Resources", "Priority")  # any other reason (waiting for nodes, a dependency): "Other"
 

@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.protocol.messages import JobInfo, JobState, MatrixView, NodeInfo
+from gangsched.protocol.messages import MatrixView
+from gangsched.protocol.records import JobInfo, JobState, NodeInfo
 
 log = logging.getLogger("gangsched.web")
 
