@@ -220,8 +220,7 @@ def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
                           f"{mean(mix, load, 'paired', 'slowdown'):.2f}",
                           f"{twin[0]:.1f} ({_off(measured[0], twin[0])})", f"{twin[1]:.1f} ({_off(measured[1], twin[1])})",
                           sum(1 - r["finished"] for r in rows if (r["mix"], r["load"]) == (mix, load))])
-    costs = (f"The twin's program cost, measured alone: launch {cost.launch_s:.2f} s, "
-                f"{cost.iteration_s * 1000:.1f} ms per iteration.")
+    costs = f"The twin's program cost, measured alone: {cost}."
     return costs + "\n\n" + markdown_table(
         ["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired", "slowdown strict",
          "slowdown paired", "simulated strict (s)", "simulated paired (s)", "unfinished"], table)

@@ -45,15 +45,23 @@ class ProgramCost:
     """What a compute job takes on the cluster beyond its computing and waiting, measured alone."""
 
     launch_s: float  # from its first quantum to its first iteration: the interpreter's start
+    launch_cpu_s: float  # the CPU of it: the rest is the node daemon's spawning and the first barrier
     iteration_s: float  # added to each iteration: its barrier, a sleep's lateness
 
     def dedicated(self, job: SimJob) -> SimJob:
-        """``job`` (a compute program of its run time and utilization) with what it takes alone here: its
-        run time and utilization with the launch and every iteration's overhead counted as waiting."""
+        """``job`` (a compute program of its run time and utilization) with what it takes alone here: the
+        CPU of its launch as a CPU-bound start, the rest of the launch and every iteration's overhead
+        counted as waiting."""
         iterations = compute_program(job.run_time, job.utilization, 1.0).iterations
         work = iterations * ITERATION_MS / 1000
-        run_time = self.launch_s + work + iterations * self.iteration_s
-        return dataclasses.replace(job, run_time=run_time, utilization=job.utilization * work / run_time)
+        startup = min(self.launch_cpu_s, self.launch_s)
+        computing = work + iterations * self.iteration_s + self.launch_s - startup
+        return dataclasses.replace(job, run_time=startup + computing, startup_s=startup,
+                                   utilization=job.utilization * work / computing)
+
+    def __str__(self) -> str:
+        return (f"launch {self.launch_s:.2f} s ({self.launch_cpu_s:.2f} s of CPU), "
+                f"{self.iteration_s * 1000:.1f} ms per iteration")
 
 
 def measure_program(client: MasterClient, config: ClusterConfig, utilization: float = 50.0) -> ProgramCost:
@@ -62,27 +70,36 @@ def measure_program(client: MasterClient, config: ClusterConfig, utilization: fl
     share = min(node.cpus / node.processors for node in client.nodes())
     quantum_s = _master(config).quantum_ms / 1000
     cores = Cores.pinned(config.nodes, config.processors_per_node, os.cpu_count() or 1)
-    short: list[float] = []
-    long: list[float] = []
+    short: list[_Run] = []
+    long: list[_Run] = []
     for _ in range(_REPEATS):
         for iterations, took in ((1, short), (_MEASURED_ITERATIONS, long)):
             program = compute_program(iterations * ITERATION_MS / 1000, utilization, share)
             took.append(_run_alone(client, program))
-    per_iteration = (statistics.mean(long) - statistics.mean(short)) / (_MEASURED_ITERATIONS - 1)
+    short_s = statistics.mean(run.seconds for run in short)
+    per_iteration = (statistics.mean(run.seconds for run in long) - short_s) / (_MEASURED_ITERATIONS - 1)
     modelled = ITERATION_MS / 1000 / job_rates({1: (utilization, [0])}, cores)[1]
     # a job placed during a quantum waits for the next boundary: half a quantum on average
-    launch = statistics.mean(short) - per_iteration - quantum_s / 2
-    return ProgramCost(launch_s=max(0.0, launch), iteration_s=max(0.0, per_iteration - modelled))
+    launch = short_s - per_iteration - quantum_s / 2
+    iteration_cpu = utilization / 100 * ITERATION_MS / 1000 * share
+    launch_cpu = statistics.mean(run.cpu_s for run in short) - iteration_cpu
+    return ProgramCost(launch_s=max(0.0, launch), launch_cpu_s=max(0.0, launch_cpu),
+                       iteration_s=max(0.0, per_iteration - modelled))
 
 
-def _run_alone(client: MasterClient, program: SyntheticJob) -> float:
-    """From the job's launch to its end, in seconds."""
+@dataclass(frozen=True)
+class _Run:
+    seconds: float  # from the job's launch to its end
+    cpu_s: float  # of all its tasks
+
+
+def _run_alone(client: MasterClient, program: SyntheticJob) -> _Run:
     job_id = client.submit(JobSpec(name="twin-measure", user=getpass.getuser(), tasks=1, argv=program.argv()))
     while not (info := client.jobs([job_id])[0]).state.is_final:
         time.sleep(0.05)
     if info.state is not JobState.COMPLETED or info.start_time is None or info.end_time is None:
         raise RuntimeError(f"measuring job {job_id} ended {info.state.value}: {info.reason}")
-    return info.end_time - info.start_time
+    return _Run(info.end_time - info.start_time, info.cpu_s)
 
 
 def by_quanta(config: ClusterConfig) -> bool:

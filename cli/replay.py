@@ -78,8 +78,7 @@ def replay(trace: Path, speedup: float, count: int, skip: int, load: float | Non
         write_schedule(out / f"replay-{name}.swf", schedule, config.nodes, f"gang replay of {trace.name}: {name}")
     unfinished = [each.info for each in replayed if each.job.end is None]
     if cost is not None:
-        console.print(f"the program alone: launch {cost.launch_s:.2f} s, {cost.iteration_s * 1000:.1f} ms per iteration "
-                      "beyond its computing and waiting (the simulation counts them)")
+        console.print(f"the program alone: {cost} beyond its computing and waiting (the simulation counts them)")
     console.print(_comparison(summarize(live, config.nodes), summarize(simulated, config.nodes)))
     for info in unfinished:
         console.print(f"job {info.job_id} ended {info.state.value.upper()}: {info.reason}")

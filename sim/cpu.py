@@ -6,17 +6,21 @@ as the synthetic programs of Wiseman & Feitelson 2003 do. Per second of its
 work (its dedicated run time), each task needs c = u·s core-seconds of CPU,
 where s is its processor's share of a core (1 on a real node; cores/processors
 where the emulated nodes of one machine share its cores), and w = 1 − u
-seconds of waiting.
+seconds of waiting. A task may use more than its processor's share where its
+core has room, up to the whole core (u = 1/s, w = 0): a program's CPU-bound
+start, for one.
 
-The tasks on one core share it as processor sharing, in the fluid view: one
-second of work takes t_i = w_i + c_i·β seconds, where β ≥ 1 stretches every
-computing phase alike; β = 1 while the core keeps up (Σ c_i / t_i ≤ 1), and
-otherwise the β at which the core is just busy all the time. A task alone on
-a whole core (s < 1) therefore runs faster than its dedicated run time, as it
-does on the local cluster. A job's tasks meet at barriers, so the job goes at
-the pace of its slowest task. (Reconstructed: neither paper models this; the
-faster tasks' idle time at the barrier is not given back to their cores' other
-tasks, which makes the model a little pessimistic where a core is overloaded.)
+A job's tasks leave each barrier together and so compute at the same time: its
+k tasks on one core count as one task of k·c core-seconds and w of waiting.
+Different jobs' tasks on one core share it as processor sharing, in the fluid
+view: one second of work takes t_i = w_i + c_i·β seconds, where β ≥ 1
+stretches every computing phase alike; β = 1 while the core keeps up
+(Σ c_i / t_i ≤ 1), and otherwise the β at which the core is just busy all the
+time. A task alone on a whole core (s < 1) therefore runs faster than its
+dedicated run time, as it does on the local cluster. A job goes at the pace of
+its slowest core. (Reconstructed: neither paper models this; the faster tasks'
+idle time at the barrier is not given back to their cores' other tasks, which
+makes the model a little pessimistic where a core is overloaded.)
 """
 
 from collections.abc import Mapping, Sequence
@@ -70,16 +74,21 @@ def stretch(tasks: Sequence[tuple[float, float]]) -> float:
 
 
 def job_rates(running: Mapping[int, tuple[float, Sequence[int]]], cores: Cores) -> dict[int, float]:
-    """Seconds of work done per second by each running job, given as job id -> (utilization in %, columns)."""
-    on_core: dict[int, list[tuple[int, float, float]]] = {}
-    for job_id, (utilization, columns) in running.items():
-        u = min(max(utilization, 0.0), 100.0) / 100
+    """Seconds of work done per second by each running job, given as job id -> (utilization in % of its
+    processors, up to a whole core: 100 / share; columns)."""
+    on_core: dict[int, dict[int, int]] = {}  # core -> job -> how many of its tasks run there
+    for job_id, (_, columns) in running.items():
         for column in columns:
-            on_core.setdefault(cores.of_column[column], []).append((job_id, u * cores.share, 1.0 - u))
+            tasks = on_core.setdefault(cores.of_column[column], {})
+            tasks[job_id] = tasks.get(job_id, 0) + 1
     rates: dict[int, float] = {}
     for tasks in on_core.values():
-        beta = stretch([(c, w) for _, c, w in tasks])
-        for job_id, c, w in tasks:
-            task_rate = 1.0 / (w + c * beta) if w + c * beta > 0 else 1.0
-            rates[job_id] = min(rates.get(job_id, task_rate), task_rate)
+        demands = {}
+        for job_id, count in tasks.items():
+            u = min(max(running[job_id][0], 0.0), 100.0 / cores.share) / 100
+            demands[job_id] = (count * u * cores.share, max(0.0, 1.0 - u))
+        beta = stretch(list(demands.values()))
+        for job_id, (c, w) in demands.items():
+            core_rate = 1.0 / (w + c * beta) if w + c * beta > 0 else 1.0
+            rates[job_id] = min(rates.get(job_id, core_rate), core_rate)
     return rates

@@ -16,9 +16,12 @@ class SimJob:
     nodes: int | None = None  # the simulated machines have one processor per node: no shapes
     tasks_per_node: int | None = None
     utilization: float = 100.0  # % of its processors' CPU it uses running alone (sim/cpu.py): paired gang scheduling
+    startup_s: float = 0.0  # the first seconds of run_time: a CPU-bound start on a whole core (sim/quanta.py)
     start: float | None = None
     end: float | None = None
 
     def __post_init__(self) -> None:
         if self.estimate <= 0:
             raise ValueError(f"job {self.job_id}: an estimate must be above 0, got {self.estimate}")
+        if not 0 <= self.startup_s <= max(self.run_time, 0.0):
+            raise ValueError(f"job {self.job_id}: its start-up must be within its run time, got {self.startup_s} s")

@@ -14,7 +14,9 @@ code the master runs decides (master/core.py ``tick``):
    matching, or local) chooses the rows, regrouping them by the predictions at a new
    round, and the jobs of alternate scheduling;
 3. the jobs chosen run until the next boundary at the rates of the CPU model
-   (sim/cpu.py): what the tasks sharing a core leave each other.
+   (sim/cpu.py): what the tasks sharing a core leave each other. A job's first
+   ``startup_s`` seconds of work (an interpreter's start) use a whole core each,
+   its other seconds its utilization.
 
 Arrivals and departures are scheduling events at their own instants, as live: the
 batch policy places jobs at once, but a job placed during a quantum runs from the next
@@ -60,7 +62,7 @@ class _Started:
     columns: list[int]
     left: float  # seconds of work still to do
     predictor: UtilizationPredictor
-    done_in_quantum: float = 0.0
+    used_in_quantum: float = 0.0  # utilization × seconds of work, over the quantum so far
 
 
 def simulate_quanta(jobs: list[SimJob], policy: LivePolicy, procs: int, quanta: Quanta,
@@ -119,9 +121,9 @@ class _QuantumRun:
         for job_id in ran:
             state = self.started.get(job_id)
             if state is not None:
-                state.predictor.observe(state.job.utilization * state.done_in_quantum / quantum)
+                state.predictor.observe(state.used_in_quantum / quantum)
         for state in self.started.values():
-            state.done_in_quantum = 0.0
+            state.used_in_quantum = 0.0
 
     def _select(self, now: float) -> list[int]:
         """Step 2: the jobs that run the coming quantum."""
@@ -144,10 +146,12 @@ class _QuantumRun:
     def _advance(self, now: float, boundary: float, runnable: list[int]) -> None:
         """Step 3: the quantum [now, boundary), with the events that fall in it."""
         running = list(runnable)
+        whole_core = 100.0 / self.cores.share
         while True:
-            rates = job_rates({job_id: (self.started[job_id].job.utilization, self.started[job_id].columns)
-                               for job_id in running}, self.cores)
-            ends = {job_id: now + self.started[job_id].left / rates[job_id] for job_id in running}
+            phases = {job_id: self._phase(self.started[job_id], whole_core) for job_id in running}
+            rates = job_rates({job_id: (phases[job_id][0], self.started[job_id].columns) for job_id in running},
+                              self.cores)
+            ends = {job_id: now + phases[job_id][1] / rates[job_id] for job_id in running}
             until = min([boundary, self._arrival_time(), self.wake_at, *ends.values()])
             busy = sum(rates[job_id] * self.started[job_id].job.procs for job_id in running)
             if self.waiting:
@@ -156,9 +160,9 @@ class _QuantumRun:
             for job_id in running:
                 state = self.started[job_id]
                 state.left -= rates[job_id] * (until - now)
-                state.done_in_quantum += rates[job_id] * (until - now)
+                state.used_in_quantum += phases[job_id][0] * rates[job_id] * (until - now)
             now = until
-            finished = [job_id for job_id in running if ends[job_id] <= now + _EPSILON]
+            finished = [job_id for job_id in running if self.started[job_id].left <= _EPSILON * max(1.0, now)]
             for job_id in finished:
                 state = self.started.pop(job_id)
                 state.job.end = now
@@ -170,6 +174,12 @@ class _QuantumRun:
                 self._events(now, scheduled=bool(finished))
             if now >= boundary - _EPSILON:
                 return
+
+    @staticmethod
+    def _phase(state: _Started, whole_core: float) -> tuple[float, float]:
+        """The utilization a job runs at now, and its seconds of work until that changes."""
+        starting = state.left - (state.job.run_time - state.job.startup_s)
+        return (whole_core, starting) if starting > _EPSILON else (state.job.utilization, state.left)
 
     def _events(self, now: float, scheduled: bool = False) -> None:
         """Arrivals at ``now`` and the policy's decision; the jobs it places start (stopped)."""

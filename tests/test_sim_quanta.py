@@ -33,6 +33,24 @@ def test_emulated_nodes_on_one_core_run_faster_alone_than_their_share():
     assert crowded == {1: pytest.approx(1.0), 2: pytest.approx(1.0)}  # two half-core shares fill the core
 
 
+def test_a_jobs_tasks_on_one_core_compute_at_the_same_time():
+    cores = Cores.pinned(4, 1, 2)  # columns 0 and 1 share core 0
+    # two tasks of one job leave each barrier together: 2 x 22.5 % of the core computing, then 55 % waiting
+    assert job_rates({1: (45.0, [0, 1])}, cores)[1] == pytest.approx(1.0)
+    # a task of each of two jobs interleave instead: no barrier holds them together
+    assert job_rates({1: (45.0, [0]), 2: (45.0, [1])}, cores)[1] == pytest.approx(1 / (0.55 + 0.225))
+
+
+def test_a_cpu_bound_start_takes_a_whole_core_before_the_jobs_own_utilization():
+    cores = Cores.pinned(2, 1, 1)  # two processors of half a core each on one core
+    started = SimJob(1, 0.0, 2.0, 100.0, 1, utilization=50.0, startup_s=1.0)
+    _, (job,) = run_keeping_jobs(GS, [started], 2, quanta=Quanta(0.5, "strict", cores=cores))
+    # 1 s of start on the whole core, then 1 s of work at 50 % of a half core: 0.5 + 0.25 s a second
+    assert job.end == pytest.approx(1.0 + 0.75)
+    with pytest.raises(ValueError, match="start-up"):
+        SimJob(2, 0.0, 1.0, 100.0, 1, startup_s=2.0)
+
+
 def one_column_pair(utilization: float, pairing: str) -> list[SimJob]:
     jobs = [SimJob(1, 0.0, 4.0, 100.0, 1, utilization=utilization),
             SimJob(2, 0.0, 4.0, 100.0, 1, utilization=utilization)]
