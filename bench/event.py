@@ -12,7 +12,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from gangsched.policy.matrix_policy import MatrixPolicyKind, matrix_policy
+from gangsched.policy.matrix_policy import matrix_policy
+from gangsched.policy.matrix_settings import MatrixPolicyKind
 from gangsched.sim.jobs import SimJob
 
 

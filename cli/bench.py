@@ -94,7 +94,7 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool
 def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_path: Path | None) -> None:
     """Time one scheduling event (a departure, an arrival, the matrix rebuilt) on a full machine."""
     from gangsched.bench.event import measure_events
-    from gangsched.policy.matrix_policy import MatrixPolicyKind
+    from gangsched.policy.matrix_settings import MatrixPolicyKind
 
     kinds = []
     for name in (name.strip() for name in policies.split(",")):

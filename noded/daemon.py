@@ -1,11 +1,9 @@
 """The node daemon's loop: register, launch tasks, apply switches, report quanta.
 
-The switch path (``_apply``) is the hot path: it compares the desired state
-(the jobs its column of the matrix holds in the rows the switch names, and the
-alternates it holds) with the applied one (what the daemon last signalled),
-stops first and continues second so two slots never overlap, and never waits
-for a process to show as stopped. Only then does it read the CPU clocks of the
-tasks that ran and send the report for the quantum that ended.
+The switch path (``_apply``) is the hot path: the node's column of the matrix
+and the switch say which tasks to stop and continue (noded/switching.py); the
+samples of the tasks that ran make the report for the quantum that ended, sent
+a little later.
 
 Its tasks run on a ``TaskHost`` (noded/task_host.py): real processes, or
 `gang bench scale`'s emulation. Task exits arrive on each task's pidfd; an
@@ -39,6 +37,7 @@ from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import ContainmentError
 from gangsched.noded.pmi_service import PmiService
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.switching import ColumnSwitcher
 from gangsched.noded.task_host import NodeTask, ProcessHost, TaskHost
 from gangsched.noded.tasks import LaunchError
 from gangsched.protocol.codec import decode, encode
@@ -60,7 +59,7 @@ from gangsched.protocol.messages import (
     SlotSwitch,
     TaskExit,
 )
-from gangsched.protocol.records import PeerEndpoint, TaskRef, TaskSample
+from gangsched.protocol.records import PeerEndpoint, TaskRef
 
 log = logging.getLogger("gangsched.noded")
 
@@ -109,10 +108,7 @@ class NodeDaemon:
         self._pmi = PmiService(self.name, self._poller, self._tasks, lambda fence: self._send(self._dealer, fence),
                                self._terminate)
         self._processor_cores = settings.processor_cores()
-        self._desired: set[int] = set()
-        # this node's column of the matrix: the jobs here in each row, which a switch's rows select
-        self._column = NodeColumn(epoch=-1, rows=[])
-        self._column_jobs: set[int] = set()
+        self._switcher = ColumnSwitcher()
         self._unacknowledged: dict[tuple[int, int], TaskExit] = {}
         self._registered = False
         self._incarnation = uuid.uuid4().hex
@@ -125,7 +121,7 @@ class NodeDaemon:
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any], None]] = {
             NodeWelcome: self._welcome,
-            NodeColumn: self._new_column,
+            NodeColumn: self._switcher.new_column,
             LaunchTask: self._launch,
             KillTask: self._kill,
             CheckpointTask: self._checkpoint,
@@ -199,21 +195,7 @@ class NodeDaemon:
             self._apply(switch)
 
     def _apply(self, switch: SlotSwitch) -> None:
-        rows = self._column.rows
-        desired = {job_id for row in switch.rows if row < len(rows) for job_id in rows[row]}
-        desired.update(job_id for job_id in switch.alternates if job_id in self._column_jobs)
-        self._desired = desired
-        ran = [task for task in self._tasks.values() if task.runnable]  # in the quantum that just ended
-        resumed = [task for task in self._tasks.values() if not task.runnable and task.job_id in desired]
-        for task in ran:
-            if not task.leaving and task.job_id not in desired:
-                task.stop()
-        for task in resumed:
-            task.resume()
-        applied_ns = time.monotonic_ns()
-        samples = [self._sample(task, applied_ns) for task in ran]
-        for task in resumed:
-            task.runnable_since_ns = applied_ns
+        applied_ns, samples = self._switcher.apply(switch, self._tasks.values())
         self._look_due = time.monotonic() + _LOOK_DELAY_S
         if self._registered:
             self._report = QuantumReport(
@@ -221,29 +203,12 @@ class NodeDaemon:
                 quantum=switch.quantum,
                 switch_sent_ns=switch.sent_ns,
                 switch_applied_ns=applied_ns,
-                column_epoch=self._column.epoch,
+                column_epoch=self._switcher.column.epoch,
                 samples=samples,
             )
             # sending costs a trip through the network stack: where nodes share cores, it may
             # delay the other nodes' switch, so it can wait until they have had time to apply theirs
             self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
-
-    @staticmethod
-    def _sample(task: NodeTask, now_ns: int) -> TaskSample:
-        """A runnable task's use of the quantum that ended at ``now_ns``.
-
-        A stopped task is not read: what it ran after its stop signal is counted
-        in its next runnable quantum.
-        """
-        runnable_ns = now_ns - task.runnable_since_ns
-        task.runnable_since_ns = now_ns
-        return TaskSample(
-            job_id=task.job_id,
-            cpu_ns=task.take_cpu_ns(),
-            runnable_ns=runnable_ns,
-            rank=task.rank,
-            progress=task.read_progress() if task.rank == 0 else 0,  # only rank 0 counts barriers
-        )
 
     # ------------------------------------------------------------ messages from the master
 
@@ -283,12 +248,6 @@ class NodeDaemon:
             self._endpoints[socket] = endpoint
         return endpoint
 
-    def _new_column(self, column: NodeColumn) -> None:
-        # the master's messages come in the order it sent them: the last column is its newest
-        # (also after a master restart, whose epochs start again)
-        self._column = column
-        self._column_jobs = {job_id for row in column.rows for job_id in row}
-
     def _launch(self, message: LaunchTask) -> None:
         spec = message.task
         # a launch sent again after a hello that crossed it: the task runs, or ran and its exit
@@ -299,7 +258,7 @@ class NodeDaemon:
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
         try:
             spools = (self._spool, self._settings.user_spool_dir)
-            task = self._host.launch(spec, self.name, spools, spec.job_id in self._desired, cores)
+            task = self._host.launch(spec, self.name, spools, self._switcher.runs(spec.job_id), cores)
         except (OSError, ValueError, LaunchError) as error:
             log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
             self._report_exit(spec.job_id, spec.rank, None, f"could not start: {error}")

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
 from gangsched.policy.interface import LivePolicy
 from gangsched.policy.large_jobs import LargeJobs
-from gangsched.policy.matrix_policy import MatrixPolicyKind, matrix_policy
+from gangsched.policy.matrix_policy import matrix_policy
+from gangsched.policy.matrix_settings import MatrixPolicyKind
 from gangsched.policy.slack import SlackPolicy, SlackSettings
 from gangsched.policy.topology import Topology
 

@@ -42,53 +42,17 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.large_jobs import LargeJobs
+from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings, MatrixStats
 from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
 from gangsched.policy.profile import Profile
 from gangsched.policy.topology import Topology
-
-
-@dataclass(frozen=True)
-class MatrixSettings:
-    mpl: int | None = 5  # rows at most; None: as many as the jobs need
-    backfill: bool = False
-    migration: bool = False
-    context_switch: float = 0.0  # CS: the fraction of each slice lost to switching
-    migration_cost_s: float = 0.0  # C: one checkpoint and restart
-    migrate_per_slice: int | None = None  # Q, in tasks; None: no limit
-    time_slice_s: float = 200.0
-    large: LargeJobs | None = None
-
-    def __post_init__(self) -> None:
-        if self.large is not None and self.migration:
-            raise ValueError("the large-job queue is defined without migration (Zhou & Brent 2001)")
-
-
-class MatrixPolicyKind(StrEnum):
-    GS = "gs"
-    BGS = "bgs"
-    MGS = "mgs"
-    MBGS = "mbgs"
-    GS_LARGE_QUEUE = "gs-largeq"
-
-
-@dataclass
-class MatrixStats:
-    slot_seconds: float = 0.0  # ∫ rows dt, for the average number of time slots (Zhou & Brent 2001)
-    seconds: float = 0.0
-    migrations: int = 0
-    migrated_tasks: int = 0
-
-    @property
-    def average_slots(self) -> float:
-        return self.slot_seconds / self.seconds if self.seconds else 0.0
 
 
 @dataclass

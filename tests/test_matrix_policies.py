@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangsched.policy.large_jobs import LargeJobs
-from gangsched.policy.matrix_policy import MatrixPolicy, MatrixPolicyKind, MatrixSettings, matrix_policy
+from gangsched.policy.matrix_policy import MatrixPolicy, matrix_policy
+from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from tests.workloads import estimated, workloads

@@ -3,7 +3,8 @@
 import pytest
 
 from gangsched.policy.columns import Layout
-from gangsched.policy.matrix_policy import MatrixPolicyKind, matrix_policy
+from gangsched.policy.matrix_policy import matrix_policy
+from gangsched.policy.matrix_settings import MatrixPolicyKind
 from gangsched.policy.paired import alternates, best_fit_partner, fair_matching, pairable, row_utilizations
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.policy.quantum import PairedPlanner, PlanInput, StrictPlanner

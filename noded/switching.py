@@ -1,0 +1,72 @@
+"""The node's switch path: its column of the matrix, and what a switch makes of it.
+
+A switch names the rows (slots) to run and the alternates. The node compares
+the desired state (the jobs its column holds in those rows, and the alternates
+it holds) with the applied one (what it last signalled), stops first and
+continues second so two slots never overlap, and never waits for a process to
+show as stopped. Only then does it read the CPU clocks of the tasks that ran:
+the samples of the quantum that ended.
+"""
+
+import time
+from collections.abc import Iterable
+
+from gangsched.noded.task_host import NodeTask
+from gangsched.protocol.messages import NodeColumn, SlotSwitch
+from gangsched.protocol.records import TaskSample
+
+
+class ColumnSwitcher:
+    """This node's column of the matrix and the jobs the last switch asked it to run."""
+
+    def __init__(self) -> None:
+        self.column = NodeColumn(epoch=-1, rows=[])
+        self._column_jobs: set[int] = set()
+        self._desired: set[int] = set()
+
+    def new_column(self, column: NodeColumn) -> None:
+        # the master's messages come in the order it sent them: the last column is its newest
+        # (also after a master restart, whose epochs start again)
+        self.column = column
+        self._column_jobs = {job_id for row in column.rows for job_id in row}
+
+    def runs(self, job_id: int) -> bool:
+        """Whether the switch in force runs ``job_id``: a task launched now starts running or stopped."""
+        return job_id in self._desired
+
+    def apply(self, switch: SlotSwitch, tasks: Iterable[NodeTask]) -> tuple[int, list[TaskSample]]:
+        """Signal ``tasks`` as ``switch`` asks; when it was applied (monotonic ns), and what ran before it."""
+        rows = self.column.rows
+        desired = {job_id for row in switch.rows if row < len(rows) for job_id in rows[row]}
+        desired.update(job_id for job_id in switch.alternates if job_id in self._column_jobs)
+        self._desired = desired
+        tasks = list(tasks)
+        ran = [task for task in tasks if task.runnable]  # in the quantum that just ended
+        resumed = [task for task in tasks if not task.runnable and task.job_id in desired]
+        for task in ran:
+            if not task.leaving and task.job_id not in desired:
+                task.stop()
+        for task in resumed:
+            task.resume()
+        applied_ns = time.monotonic_ns()
+        samples = [_sample(task, applied_ns) for task in ran]
+        for task in resumed:
+            task.runnable_since_ns = applied_ns
+        return applied_ns, samples
+
+
+def _sample(task: NodeTask, now_ns: int) -> TaskSample:
+    """A runnable task's use of the quantum that ended at ``now_ns``.
+
+    A stopped task is not read: what it ran after its stop signal is counted
+    in its next runnable quantum.
+    """
+    runnable_ns = now_ns - task.runnable_since_ns
+    task.runnable_since_ns = now_ns
+    return TaskSample(
+        job_id=task.job_id,
+        cpu_ns=task.take_cpu_ns(),
+        runnable_ns=runnable_ns,
+        rank=task.rank,
+        progress=task.read_progress() if task.rank == 0 else 0,  # only rank 0 counts barriers
+    )
