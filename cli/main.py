@@ -5,7 +5,9 @@ Every other command is a click command of ``group``.
 """
 
 import os
+import signal
 import sys
+from types import FrameType
 
 LIST_COMMANDS = ("queue", "history", "nodes")
 
@@ -14,6 +16,7 @@ def main() -> None:
     # pydantic looks for plugins among every installed package's entry points when it builds
     # its first model: tens of milliseconds of each command's start, for plugins gangsched has none of
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    signal.signal(signal.SIGTERM, _unwind)
     try:
         if len(sys.argv) > 1 and sys.argv[1] in LIST_COMMANDS:
             from gangsched.cli import listing
@@ -25,3 +28,9 @@ def main() -> None:
             cli(prog_name="gang")
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def _unwind(signum: int, _: FrameType | None) -> None:
+    """SIGTERM (kill, a batch system, a CI timeout) unwinds a command as Ctrl-C does, so the clusters,
+    containers and processes it started are ended on the way out; the daemons install their own."""
+    raise SystemExit(128 + signum)

@@ -35,26 +35,29 @@ def summarize(jobs: list[SimJob], procs: int, totals: RunTotals | None = None) -
     first = min((job.submit for job in done), default=0.0)
     last = max((job.end or 0.0 for job in done), default=0.0)
     median_run = statistics.median(job.run_time for job in done) if done else 0.0
+    waits = [wait(job) for job in done]
+    slowdowns = [bounded_slowdown(job) for job in done]
     groups: dict[str, Callable[[SimJob], bool]] = {
         f"small ≤{LARGE_ABOVE}p": lambda job: job.procs <= LARGE_ABOVE,
         f"large >{LARGE_ABOVE}p": lambda job: job.procs > LARGE_ABOVE,
         "short ≤median": lambda job: job.run_time <= median_run,
         "long >median": lambda job: job.run_time > median_run,
     }
+    by_group = {}
+    for name, test in groups.items():
+        members = [index for index, job in enumerate(done) if test(job)]
+        if members:
+            by_group[name] = (len(members), _stat([waits[i] for i in members]), _stat([slowdowns[i] for i in members]))
     return Summary(
         jobs=len(done),
         unfinished=len(jobs) - len(done),
-        wait=_stat([wait(job) for job in done]),
+        wait=_stat(waits),
         response=_stat([response(job) for job in done]),
-        bounded_slowdown=_stat([bounded_slowdown(job) for job in done]),
+        bounded_slowdown=_stat(slowdowns),
         utilization=sum(job.procs * job.run_time for job in done) / (procs * (last - first)) if last > first else 0.0,
         loss_of_capacity=(procs * totals.waiting_seconds - totals.busy_while_waiting) / (procs * (last - first))
         if totals and last > first else 0.0,
-        by_group={
-            name: (len(members), _stat([wait(j) for j in members]), _stat([bounded_slowdown(j) for j in members]))
-            for name, test in groups.items()
-            if (members := [job for job in done if test(job)])
-        },
+        by_group=by_group,
     )
 
 

@@ -4,6 +4,7 @@ experiments S1-S6 all run.
 A run is described by a ``Choice`` (policy/catalog.py).
 """
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int, progress: C
     With ``quanta``, quantum by quantum (sim/quanta.py: paired gang scheduling, the CPU the jobs use);
     otherwise in the fluid view of sim/engine.py.
     """
-    scheduled = [dataclasses.replace(job) for job in jobs]
+    scheduled = [copy.copy(job) for job in jobs]  # the caller's were validated: no need to build them again
     policy = build_policy(choice, procs, max((job.estimate for job in scheduled), default=0.0))
     if quanta is None:
         totals = simulate(scheduled, policy, progress)

@@ -46,9 +46,10 @@ def create_app(watch: ClusterWatch, token: str | None, parent: int | None = None
     async def events(_: Request) -> Response:
         async def stream() -> AsyncIterator[str]:
             version = 0
-            while True:
-                version = await watch.next_after(version)
-                yield f"data: {json.dumps(watch.snapshot)}\n\n"
+            async with watch.watching():
+                while True:
+                    version = await watch.next_after(version)
+                    yield f"data: {json.dumps(watch.snapshot)}\n\n"
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 

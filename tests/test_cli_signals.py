@@ -1,0 +1,42 @@
+"""A `gang` command ended with SIGTERM (kill, a batch system, a CI timeout) leaves nothing behind: the
+cluster it started is brought down on the way out, as on Ctrl-C."""
+
+import signal
+import subprocess
+import sys
+
+import psutil
+
+from tests.conftest import wait_until
+
+
+def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down():
+    bench = subprocess.Popen([sys.executable, "-m", "gangsched.cli", "bench", "switch", "--nodes", "2",
+                              "--switches", "1000", "--quantum-ms", "100", "--baseline-s", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started: list[psutil.Process] = []
+    try:
+        parent = psutil.Process(bench.pid)
+
+        def daemons() -> list[psutil.Process]:
+            try:
+                children = parent.children(recursive=True)
+                named = [" ".join(child.cmdline()) for child in children]
+            except psutil.NoSuchProcess:  # one of them ended as we looked: look again
+                return []
+            return children if sum("gangsched.cli noded" in line for line in named) == 2 else []
+
+        found = wait_until(daemons, 60, "the benchmark's master and node daemons")
+        assert isinstance(found, list)
+        started = found
+        bench.send_signal(signal.SIGTERM)
+        assert bench.wait(timeout=60) == 128 + signal.SIGTERM
+        _, alive = psutil.wait_procs(started, timeout=30)
+        assert not alive, [" ".join(process.cmdline()) for process in alive]
+    finally:  # a failure leaves nothing behind either
+        for process in started:
+            if process.is_running():
+                process.kill()
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
