@@ -3,6 +3,7 @@
 The tools are Debian's (prometheus, chromium, chromium-driver): installed here when missing.
 """
 
+import asyncio
 import json
 import shutil
 import socket
@@ -21,6 +22,7 @@ from gangsched.bench.mix import job_spec
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient, RequestRefused
 from gangsched.protocol.errors import ErrorCode
+from gangsched.web.watch import IDLE_PERIOD_S, ClusterWatch
 
 from .conftest import wait_until
 
@@ -148,6 +150,31 @@ def test_the_viewer_socket_only_reads(web_cluster):
         with pytest.raises(RequestRefused) as refused:
             viewer.submit(job_spec(FOREVER, 1))
     assert refused.value.code is ErrorCode.PERMISSION_DENIED
+
+
+def test_the_view_reads_the_master_each_quantum_only_while_a_page_is_open(web_cluster):
+    cluster, _ = web_cluster
+    watch = ClusterWatch(f"ipc://{cluster.home / 'master' / 'viewer' / 'viewer.sock'}", quantum_ms=200)
+
+    async def reads() -> tuple[int, int]:
+        follow = asyncio.create_task(watch.follow())
+        try:
+            await asyncio.wait_for(watch.next_after(0), 10)  # the first read
+            unwatched = watch.version
+            await asyncio.sleep(IDLE_PERIOD_S / 2)  # a window well inside the idle period
+            unwatched = watch.version - unwatched
+            async with watch.watching():
+                watched = watch.version
+                await asyncio.wait_for(watch.next_after(watched + 4), 10)  # five quanta, each read
+                return unwatched, watch.version - watched
+        finally:
+            follow.cancel()
+
+    try:
+        unwatched, watched = asyncio.run(reads())
+    finally:
+        watch.close()
+    assert unwatched == 0 and watched >= 5
 
 
 @pytest.fixture
