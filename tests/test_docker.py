@@ -11,6 +11,7 @@ the keys are made as a user's `gang cluster up --docker` makes them.
 import getpass
 import os
 import pwd
+import shutil
 import subprocess
 import tempfile
 import time
@@ -91,6 +92,7 @@ def compose(request: pytest.FixtureRequest) -> Iterator[Compose]:
             yield Compose(cluster, client)
     finally:
         cluster.down()
+        shutil.rmtree(home, ignore_errors=True)
         assert not docker("ps", "-aq", "--filter", "label=com.docker.compose.project=gangsched-test").strip()
 
 

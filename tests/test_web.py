@@ -188,12 +188,14 @@ def browser() -> Iterator[object]:
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1100,900"):
         options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='gang-chromium-')}")
+    profile = tempfile.mkdtemp(prefix="gang-chromium-")
+    options.add_argument(f"--user-data-dir={profile}")
     driver = webdriver.Chrome(options=options, service=Service(debian_tool("chromedriver", "chromium-driver")))
     try:
         yield driver
     finally:
         driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browser):
