@@ -77,16 +77,16 @@ def job_rates(running: Mapping[int, tuple[float, Sequence[int]]], cores: Cores) 
     """Seconds of work done per second by each running job, given as job id -> (utilization in % of its
     processors, up to a whole core: 100 / share; columns)."""
     on_core: dict[int, dict[int, int]] = {}  # core -> job -> how many of its tasks run there
-    for job_id, (_, columns) in running.items():
+    used: dict[int, float] = {}  # job -> its utilization as a fraction, within a whole core
+    for job_id, (utilization, columns) in running.items():
+        used[job_id] = min(max(utilization, 0.0), 100.0 / cores.share) / 100
         for column in columns:
             tasks = on_core.setdefault(cores.of_column[column], {})
             tasks[job_id] = tasks.get(job_id, 0) + 1
     rates: dict[int, float] = {}
     for tasks in on_core.values():
-        demands = {}
-        for job_id, count in tasks.items():
-            u = min(max(running[job_id][0], 0.0), 100.0 / cores.share) / 100
-            demands[job_id] = (count * u * cores.share, max(0.0, 1.0 - u))
+        demands = {job_id: (count * used[job_id] * cores.share, max(0.0, 1.0 - used[job_id]))
+                   for job_id, count in tasks.items()}
         beta = stretch(list(demands.values()))
         for job_id, (c, w) in demands.items():
             core_rate = 1.0 / (w + c * beta) if w + c * beta > 0 else 1.0

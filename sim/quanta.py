@@ -152,6 +152,7 @@ class _QuantumRun:
             rates = job_rates({job_id: (phases[job_id][0], self.started[job_id].columns) for job_id in running},
                               self.cores)
             ends = {job_id: now + phases[job_id][1] / rates[job_id] for job_id in running}
+            last_phase = {job_id for job_id in running if phases[job_id][1] == self.started[job_id].left}
             until = min([boundary, self._arrival_time(), self.wake_at, *ends.values()])
             busy = sum(rates[job_id] * self.started[job_id].job.procs for job_id in running)
             if self.waiting:
@@ -162,7 +163,7 @@ class _QuantumRun:
                 state.left -= rates[job_id] * (until - now)
                 state.used_in_quantum += phases[job_id][0] * rates[job_id] * (until - now)
             now = until
-            finished = [job_id for job_id in running if self.started[job_id].left <= _EPSILON * max(1.0, now)]
+            finished = [job_id for job_id in running if job_id in last_phase and ends[job_id] <= now + _EPSILON]
             for job_id in finished:
                 state = self.started.pop(job_id)
                 state.job.end = now
