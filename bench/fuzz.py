@@ -20,6 +20,7 @@ from gangsched.protocol.messages import (
     MatrixQuery,
     Message,
     NodeQuery,
+    QuantumAccount,
     QuantumReport,
     Submit,
     SwitchStatsQuery,
@@ -43,8 +44,8 @@ def node_messages() -> list[Message]:
     sample = TaskSample(job_id=NO_JOB, rank=0, cpu_ns=1, runnable_ns=2, progress=3)
     return [
         Heartbeat(node="fuzz-node"),
-        QuantumReport(node="fuzz-node", quantum=1, switch_sent_ns=1, switch_applied_ns=2, column_epoch=0,
-                      samples=[sample]),
+        QuantumReport(node="fuzz-node", accounts=[
+            QuantumAccount(quantum=1, switch_sent_ns=1, switch_applied_ns=2, column_epoch=0, samples=[sample])]),
         TaskExit(node="fuzz-node", job_id=NO_JOB, rank=0, returncode=1, error="fuzz"),
     ]
 

@@ -1,10 +1,10 @@
 """`gang bench scale`: a real master and N emulated node daemons (``scale_agents``: real daemons
-with emulated tasks, all in one more process), a matrix of MPL 5 filled with jobs of many
+with emulated tasks, in one process per core), a matrix of MPL 5 filled with jobs of many
 widths, and per N what the master spends and what a switch weighs and takes.
 
 Per N, one row: the switch's bytes as a node receives them (a subscriber of the bench's
-own counts every frame), the master's CPU over the window as a share of one core and its
-resident memory, the mean time of one read of the node messages and of one quantum
+own counts every frame), the master's CPU over the window as a share of one core (and the
+share of its ZeroMQ I/O thread) and its resident memory, the mean time of one read of the node messages and of one quantum
 boundary (the master's own histograms), the time for all N to register, and the
 switch latency (send to the last node having applied it) at its median and 99th
 percentile over the switches every node reported, and the emulated nodes' own CPU:
@@ -43,6 +43,7 @@ class ScaleRow:
     register_s: float
     switch_bytes: int
     master_cpu_pct: float
+    master_io_cpu_pct: float  # ... of it in ZeroMQ's I/O thread: sending the switches, receiving the reports
     master_rss_mb: float
     report_drain_ms: float
     decide_ms: float
@@ -73,27 +74,36 @@ def measure_scale(nodes: int, quantum_ms: int, seconds: float) -> ScaleRow:
             "--report-bind", f"ipc://{work}/report.sock", "--state-dir", str(work / "master"),
             "--quantum-ms", str(quantum_ms), "--heartbeat-ms", str(_HEARTBEAT_MS), "--policy", "gs", "--mpl", str(MPL),
             "--log-file", str(work / "master.log")])
-        agents = None
+        agents: list[subprocess.Popen[bytes]] = []
         try:
             with MasterClient(endpoint, timeout_s=30) as client:
                 _wait(lambda: client.stats() is not None, 30, "the master")
                 began = time.monotonic()
-                agents = subprocess.Popen([sys.executable, "-m", "gangsched.bench.scale_agents", "--master", endpoint,
-                                           "--count", str(nodes), "--spool", str(work / "agents")])
+                # one process of emulated nodes per core: real nodes apply a switch in parallel
+                processes = min(nodes, psutil.cpu_count() or 1)
+                for first, count in _shares(nodes, processes):
+                    agents.append(subprocess.Popen([
+                        sys.executable, "-m", "gangsched.bench.scale_agents", "--master", endpoint,
+                        "--first", str(first), "--count", str(count), "--spool", str(work / "agents")]))
                 _wait(lambda: sum(node.state is NodeState.UP for node in client.nodes()) == nodes, _REGISTER_S,
                       f"{nodes} agents to register", agents)
                 register_s = time.monotonic() - began
                 return _measure(client, f"ipc://{work}/switch.sock", nodes, register_s, seconds,
-                                psutil.Process(agents.pid))
+                                psutil.Process(master.pid), [psutil.Process(process.pid) for process in agents])
         finally:
-            for process in (agents, master):
-                if process is not None:
-                    process.send_signal(signal.SIGTERM)
-                    process.wait(timeout=60)
+            for process in [*agents, master]:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=60)
+
+
+def _shares(nodes: int, processes: int) -> list[tuple[int, int]]:
+    """``nodes`` split as evenly as can be among ``processes``: (first index, count) each."""
+    bounds = [nodes * index // processes for index in range(processes + 1)]
+    return [(low, high - low) for low, high in zip(bounds, bounds[1:])]
 
 
 def _measure(client: MasterClient, switches: str, nodes: int, register_s: float, seconds: float,
-             agents: psutil.Process) -> ScaleRow:
+             master: psutil.Process, agents: list[psutil.Process]) -> ScaleRow:
     job_ids = [client.submit(JobSpec(name=f"w{width}", user=_user(), tasks=width, argv=["true"]))
                for width in widths(nodes)]
     wait_until_running(client, job_ids, timeout_s=120)
@@ -102,12 +112,12 @@ def _measure(client: MasterClient, switches: str, nodes: int, register_s: float,
     listener.connect(switches)
     try:
         listener.poll(5000)  # the subscription takes a moment to reach the master
-        before, started, agents_before = client.stats(), time.monotonic(), _cpu_s(agents)
+        before, started, agents_before, io_before = client.stats(), time.monotonic(), _cpu_s(agents), _io_cpu_s(master)
         sizes = []
         while time.monotonic() < started + seconds:
             if listener.poll(100):
                 sizes.append(len(listener.recv()))
-        after, window, agents_after = client.stats(), time.monotonic() - started, _cpu_s(agents)
+        after, window, agents_after, io_after = client.stats(), time.monotonic() - started, _cpu_s(agents), _io_cpu_s(master)
     finally:
         listener.close()
     latencies = sorted(client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns)
@@ -118,6 +128,7 @@ def _measure(client: MasterClient, switches: str, nodes: int, register_s: float,
         nodes=nodes, jobs=len(job_ids), register_s=round(register_s, 2),
         switch_bytes=max(sizes, default=0),
         master_cpu_pct=round(100 * (after.cpu_s - before.cpu_s) / window, 1),
+        master_io_cpu_pct=round(100 * (io_after - io_before) / window, 1),
         master_rss_mb=round(after.resident_bytes / 2**20, 1),
         report_drain_ms=_mean_ms(before, after, "report_drain"),
         decide_ms=_mean_ms(before, after, "quantum_decision"),
@@ -127,9 +138,18 @@ def _measure(client: MasterClient, switches: str, nodes: int, register_s: float,
     )
 
 
-def _cpu_s(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return times.user + times.system
+def _cpu_s(processes: list[psutil.Process]) -> float:
+    return sum(times.user + times.system for times in (process.cpu_times() for process in processes))
+
+
+def _io_cpu_s(process: psutil.Process) -> float:
+    """The CPU time of ``process``'s ZeroMQ I/O threads (named ZMQbg/IO/N)."""
+    total = 0.0
+    for thread in process.threads():
+        name = Path(f"/proc/{process.pid}/task/{thread.id}/comm").read_text().strip()
+        if name.startswith("ZMQbg/IO"):
+            total += thread.user_time + thread.system_time
+    return total
 
 
 def _mean_ms(before: MasterStats, after: MasterStats, name: str) -> float:
@@ -151,11 +171,12 @@ def _user() -> str:
 
 
 def _wait(ready: Callable[[], object], timeout_s: float, what: str,
-          process: "subprocess.Popen[bytes] | None" = None) -> None:
+          processes: "list[subprocess.Popen[bytes]]" = []) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"the emulated nodes exited ({process.returncode}) before {what}")
+        for process in processes:
+            if process.poll() is not None:
+                raise RuntimeError(f"emulated nodes exited ({process.returncode}) before {what}")
         try:
             if ready():
                 return
@@ -172,10 +193,11 @@ def write_plot(rows: list[ScaleRow], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figures = [("switch_bytes", "switch bytes per node"), ("master_cpu_pct", "master CPU, % of a core"),
+               ("master_io_cpu_pct", "of it, ZeroMQ's I/O thread, %"),
                ("master_rss_mb", "master resident MB"), ("report_drain_ms", "one read of node messages, ms"),
                ("decide_ms", "one quantum boundary, ms"), ("switch_p99_ms", "switch latency p99, ms"),
                ("register_s", "all nodes registered, s"), ("agents_cpu_pct", "the emulated nodes' CPU, % of a core")]
-    figure, axes = plt.subplots(2, 4, figsize=(16, 7))
+    figure, axes = plt.subplots(3, 3, figsize=(13, 10))
     nodes = [row.nodes for row in rows]
     for axis, (field, title) in zip(axes.flat, figures):
         axis.plot(nodes, [getattr(row, field) for row in rows], marker="o")

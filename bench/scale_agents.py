@@ -7,11 +7,12 @@ busy whenever it is runnable (its CPU time is its runnable time), counts one bar
 time it is continued, and exits when it is ended (its "pidfd" is an eventfd written then), so
 the daemon's exit path runs as for a process.
 
-Run as ``python -m gangsched.bench.scale_agents --master ENDPOINT --count N --spool DIR``;
+Run as ``python -m gangsched.bench.scale_agents --master ENDPOINT [--first I] --count N --spool DIR``;
 it stops on SIGTERM, ending its daemons.
 """
 
 import argparse
+import heapq
 import os
 import signal
 import socket
@@ -27,6 +28,9 @@ from gangsched.noded.settings import NodeSettings
 from gangsched.protocol.records import TaskSpec
 
 AGENT_PREFIX = "agent"
+# nodes that share cores: each sends its report once the others have applied the switch, as in
+# the docker cluster (docs/limits.md), so that sending them does not delay the switch
+_REPORT_DELAY_MS = 30
 
 
 class EmulatedTask:
@@ -132,34 +136,48 @@ def agent_name(index: int) -> str:
     return f"{AGENT_PREFIX}{index:05d}"
 
 
-def run_agents(master: str, count: int, spool: Path) -> None:
+def run_agents(master: str, first: int, count: int, spool: Path) -> None:
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     context.set(zmq.MAX_SOCKETS, 4 * count + 64)  # three sockets a daemon, and room
     poller = zmq.Poller()
     owners: dict[object, NodeDaemon] = {}
     daemons = []
-    for index in range(count):
+    for name in map(agent_name, range(first, first + count)):
         host = EmulatedHost(owners)
-        settings = NodeSettings(master=master, name=agent_name(index), cpus=1.0, processors=1,
-                                spool_dir=spool / agent_name(index), peer_transport="ipc", realtime_priority=0)
+        settings = NodeSettings(master=master, name=name, cpus=1.0, processors=1, spool_dir=spool / name, peer_transport="ipc", realtime_priority=0,
+                                report_delay_ms=_REPORT_DELAY_MS)
         daemon = NodeDaemon(settings, host=host, context=context, poller=poller)
         host.daemon = daemon
         owners.update({socket: daemon for socket in daemon.sockets})
         daemons.append(daemon)
-    due = {daemon: 0.0 for daemon in daemons}
+    indices = {daemon: index for index, daemon in enumerate(daemons)}
+    # when each daemon's timers next fall due, as (time, index) in a heap; stale entries (a
+    # daemon stepped earlier, for a message) are skipped: every step pushes its new due time
+    due = [(0.0, index) for index in range(count)]
+    next_due = [0.0] * count
     with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
         poller.register(signals.fileno(), zmq.POLLIN)
         while True:
-            wait_s = min(due.values()) - time.monotonic()
-            ready = dict(poller.poll(max(0, int(wait_s * 1000) + 1)))
+            ready = dict(poller.poll(max(0, int((due[0][0] - time.monotonic()) * 1000) + 1)))
             if signals.fileno() in ready and signals.drain():
                 break
+            # each daemon sees only its own sockets and fds: one poll's result holds a
+            # thousand daemons', and each daemon looks through what it is given
+            touched: dict[NodeDaemon, dict[object, int]] = {}
+            for item, events in ready.items():
+                owner = owners.get(item)
+                if owner is not None:
+                    touched.setdefault(owner, {})[item] = events
             now = time.monotonic()
-            touched = {owners[item] for item in ready if item in owners}
-            touched.update(daemon for daemon, at in due.items() if at <= now)
-            for daemon in touched:
-                daemon.step(ready)
-                due[daemon] = time.monotonic() + daemon.wait_ms() / 1000
+            while due and due[0][0] <= now:
+                at, index = heapq.heappop(due)
+                if at == next_due[index]:
+                    touched.setdefault(daemons[index], {})
+            for daemon, mine in touched.items():
+                daemon.step(mine)
+                index = indices[daemon]
+                next_due[index] = time.monotonic() + daemon.wait_ms() / 1000
+                heapq.heappush(due, (next_due[index], index))
     for daemon in daemons:
         daemon.close()
     context.term()
@@ -168,10 +186,11 @@ def run_agents(master: str, count: int, spool: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m gangsched.bench.scale_agents", description=__doc__)
     parser.add_argument("--master", required=True, help="the master's ROUTER endpoint")
+    parser.add_argument("--first", type=int, default=0, help="the first node's index (their names are agentNNNNN)")
     parser.add_argument("--count", type=int, required=True, help="emulated nodes")
     parser.add_argument("--spool", type=Path, required=True, help="a folder for their spools")
     options = parser.parse_args()
-    run_agents(options.master, options.count, options.spool)
+    run_agents(options.master, options.first, options.count, options.spool)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from gangsched.master.stats import MIGRATION_BOUNDS_S, STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
 from gangsched.master.switches import SwitchLog
 from gangsched.policy.quantum import PlanInput, Selection, planner
-from gangsched.protocol.messages import SlotSwitch
+from gangsched.protocol.messages import MAX_REPORT_QUANTA, SlotSwitch
 from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
@@ -97,9 +97,11 @@ class MasterCore(ClientRequests, NodeEvents):
         self.outbox.extend(self._columns.update(scheduler.rows, scheduler.nodes, self._quantum))
         self._ran = {job_id for row in self._selection.rows for job_id in scheduler.layout[row]}
         self._ran.update(self._selection.alternates)
+        nodes = len(scheduler.nodes)
         switch = SlotSwitch(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(),
-                            rows=list(self._selection.rows), alternates=list(self._selection.alternates))
-        self._switch_log.sent(switch, self._selection, len(scheduler.nodes))
+                            rows=list(self._selection.rows), alternates=list(self._selection.alternates),
+                            report_every=min(MAX_REPORT_QUANTA, max(1, -(-nodes // self.settings.reports_per_quantum))))
+        self._switch_log.sent(switch, self._selection, nodes)
         self.tick_time.observe((switch.sent_ns - started_ns) / 1e9)
         return switch
 

@@ -75,29 +75,32 @@ class NodeEvents(JobLifecycle):
     def report(self, report: QuantumReport) -> ErrorReply | None:
         if not self._nodes.seen(report.node, self._clock.monotonic()):
             return _say_hello(report.node)
-        self._switch_log.reported(report)
-        lost = self._columns.reported(report.node, report.column_epoch, report.quantum)
-        if lost is not None:
-            log.warning("node %s applied switch %d with column %d, not %d: sent again", report.node,
-                        report.quantum, report.column_epoch, lost.epoch)
-            self.outbox.append((report.node, lost))
         node = self._nodes.get(report.node)
         share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
-        if node is not None:
-            used_ns = sum(sample.cpu_ns for sample in report.samples)
-            node.util_pct = min(100.0, 100.0 * used_ns / (self.settings.quantum_ms * 1e6 * node.cpus))
         now, wall = self._clock.monotonic(), self._clock.time()
-        for sample in report.samples:
-            self._launching.pop((sample.job_id, sample.rank), None)
-            job = self._jobs.get(sample.job_id)
-            if job is None or job.state is not JobState.RUNNING:
-                continue
-            job.cpu_ns += sample.cpu_ns
-            if sample.runnable_ns > 0:
-                job.add_utilization(report.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * share))
-            if sample.rank == 0:
-                job.record_progress(now, wall, sample.progress)
-                self._migrated(job, sample.progress)
+        for account in report.accounts:
+            self._switch_log.reported(account)
+            for sample in account.samples:
+                self._launching.pop((sample.job_id, sample.rank), None)
+                job = self._jobs.get(sample.job_id)
+                if job is None or job.state is not JobState.RUNNING:
+                    continue
+                job.cpu_ns += sample.cpu_ns
+                if sample.runnable_ns > 0:
+                    job.add_utilization(account.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * share))
+                if sample.rank == 0:
+                    job.record_progress(now, wall, sample.progress)
+                    self._migrated(job, sample.progress)
+        newest = report.accounts[-1]
+        # the column the node holds now: an older account's is superseded
+        lost = self._columns.reported(report.node, newest.column_epoch, newest.quantum)
+        if lost is not None:
+            log.warning("node %s applied switch %d with column %d, not %d: sent again", report.node,
+                        newest.quantum, newest.column_epoch, lost.epoch)
+            self.outbox.append((report.node, lost))
+        if node is not None:
+            used_ns = sum(sample.cpu_ns for sample in newest.samples)
+            node.util_pct = min(100.0, 100.0 * used_ns / (self.settings.quantum_ms * 1e6 * node.cpus))
         return None
 
     def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:

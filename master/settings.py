@@ -31,6 +31,10 @@ class MasterSettings(BaseSettings):
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
+    reports_per_quantum: int = Field(
+        256, ge=1, description="about how many node reports the master reads per quantum: with more nodes "
+        "up, each node sends its accounts every ceil(nodes / this) quanta, together in one report"
+    )
     rejoin_s: float = Field(
         10.0, gt=0, description="after a restart, how long the nodes of running jobs have to say hello again"
     )

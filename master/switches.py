@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gangsched.master.stats import SWITCH_BOUNDS_S, Timings
 from gangsched.policy.quantum import Selection
-from gangsched.protocol.messages import QuantumReport, SlotSwitch, SwitchStats
+from gangsched.protocol.messages import QuantumAccount, SlotSwitch, SwitchStats
 
 SWITCHES_KEPT = 100_000  # about 3 hours at 100 ms
 
@@ -43,11 +43,11 @@ class SwitchLog:
         if len(self._order) > SWITCHES_KEPT:
             del self._switches[self._order.popleft()]
 
-    def reported(self, report: QuantumReport) -> None:
-        switch = self._switches.get(report.quantum)
+    def reported(self, account: QuantumAccount) -> None:
+        switch = self._switches.get(account.quantum)
         if switch is not None:
             switch.reported += 1
-            switch.last_applied_ns = max(switch.last_applied_ns, report.switch_applied_ns)
+            switch.last_applied_ns = max(switch.last_applied_ns, account.switch_applied_ns)
             if switch.reported == switch.expected:
                 self.latency.observe((switch.last_applied_ns - switch.sent_ns) / 1e9)
 

@@ -44,6 +44,7 @@ from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
+    MAX_REPORT_QUANTA,
     CheckpointTask,
     ErrorReply,
     ExitAck,
@@ -55,6 +56,7 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeWelcome,
     PmiFenceDone,
+    QuantumAccount,
     QuantumReport,
     SlotSwitch,
     TaskExit,
@@ -115,8 +117,9 @@ class NodeDaemon:
         self._master_unreachable = False
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._next_heartbeat = 0.0
-        self._report: QuantumReport | None = None  # measured at the switch, sent a little later
-        self._report_due = 0.0
+        # the quanta's accounts, measured at each switch and sent once the switch's report_every are held
+        self._accounts: list[QuantumAccount] = []
+        self._report_due: float | None = None
         self._look_due: float | None = None  # when to look for processes the tasks started
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any], None]] = {
@@ -198,17 +201,19 @@ class NodeDaemon:
         applied_ns, samples = self._switcher.apply(switch, self._tasks.values())
         self._look_due = time.monotonic() + _LOOK_DELAY_S
         if self._registered:
-            self._report = QuantumReport(
-                node=self.name,
+            self._accounts.append(QuantumAccount(
                 quantum=switch.quantum,
                 switch_sent_ns=switch.sent_ns,
                 switch_applied_ns=applied_ns,
                 column_epoch=self._switcher.column.epoch,
                 samples=samples,
-            )
-            # sending costs a trip through the network stack: where nodes share cores, it may
-            # delay the other nodes' switch, so it can wait until they have had time to apply theirs
-            self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
+            ))
+            if len(self._accounts) == MAX_REPORT_QUANTA:  # as many as a report holds: none waits longer
+                self._send_report()
+            elif len(self._accounts) >= switch.report_every and self._report_due is None:
+                # sending costs a trip through the network stack: where nodes share cores, it may delay
+                # the other nodes' switch, so it can wait until they have had time to apply theirs
+                self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
 
     # ------------------------------------------------------------ messages from the master
 
@@ -329,14 +334,20 @@ class NodeDaemon:
                          error=error, cpu_ns=cpu_ns, progress=progress)
         self._unacknowledged[(job_id, rank)] = exit_
         if self._registered:
+            self._send_report()  # the task's last quanta before its exit, which ends its job's accounts
             self._send(self._push, exit_)
+
+    def _send_report(self) -> None:
+        self._report_due = None
+        if self._accounts:
+            self._send(self._push, QuantumReport(node=self.name, accounts=self._accounts))
+            self._accounts = []
+            self._next_heartbeat = time.monotonic() + self._heartbeat_s  # a report proves life
 
     def _on_timers(self) -> None:
         now = time.monotonic()
-        if self._report is not None and now >= self._report_due:
-            self._send(self._push, self._report)
-            self._report = None
-            self._next_heartbeat = now + self._heartbeat_s  # a report proves life
+        if self._report_due is not None and now >= self._report_due:
+            self._send_report()
         if self._look_due is not None and now >= self._look_due:
             self._look_due = None
             for task in self._tasks.values():
@@ -354,7 +365,7 @@ class NodeDaemon:
 
     def wait_ms(self) -> int:
         deadline = self._next_heartbeat
-        if self._report is not None:
+        if self._report_due is not None:
             deadline = min(deadline, self._report_due)
         if self._look_due is not None:
             deadline = min(deadline, self._look_due)

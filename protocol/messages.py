@@ -25,6 +25,8 @@ from pydantic import Field, field_validator
 
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
+
+MAX_REPORT_QUANTA = 64  # accounts in one QuantumReport
 from gangsched.protocol.records import (
     JobInfo,
     JobSpec,
@@ -158,6 +160,9 @@ class SlotSwitch(WireModel):
     A node runs the jobs its column holds in those rows, and those alternates it
     holds; it stops every other task. Its size does not grow with the cluster,
     and it is never a delta: a node that missed switches converges on the next one.
+    ``report_every``: a node sends its accounts of the quanta once it holds this many
+    (the master raises it with the cluster, so that it reads a bounded number of
+    reports per quantum).
     """
 
     type: Literal["slot_switch"] = "slot_switch"
@@ -165,19 +170,27 @@ class SlotSwitch(WireModel):
     sent_ns: int
     rows: list[int]
     alternates: list[int] = []
+    report_every: int = Field(1, ge=1, le=MAX_REPORT_QUANTA)
 
 
-class QuantumReport(WireModel):
-    """A node's account of quantum ``quantum``, sent when the next switch arrives."""
+class QuantumAccount(WireModel):
+    """What a node did in quantum ``quantum``: when it applied that quantum's switch, and
+    what its tasks used in the quantum before it."""
 
-    type: Literal["quantum_report"] = "quantum_report"
-    node: str
-    quantum: int  # the quantum whose switch was just applied
+    quantum: int  # the quantum whose switch was applied
     switch_sent_ns: int  # echoed from that switch
     switch_applied_ns: int  # when this node had sent all its signals for it
     column_epoch: int  # of the node's column it applied the switch with (-1: it has none yet)
     # for each task runnable in the quantum before it (docs/architecture.md, 'One quantum', step 4)
     samples: list[TaskSample]
+
+
+class QuantumReport(WireModel):
+    """A node's accounts of its last quanta, oldest first: one, or ``report_every`` of them."""
+
+    type: Literal["quantum_report"] = "quantum_report"
+    node: str
+    accounts: list[QuantumAccount] = Field(min_length=1, max_length=MAX_REPORT_QUANTA)
 
 
 # ------------------------------------------------------- client <-> master

@@ -19,6 +19,7 @@ from gangsched.protocol.messages import (
     LaunchTask,
     NodeColumn,
     NodeHello,
+    QuantumAccount,
     QuantumReport,
     SetUser,
     Submit,
@@ -53,8 +54,8 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4) -> MasterCore:
-    core = MasterCore(SETTINGS, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
+def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: MasterSettings = SETTINGS) -> MasterCore:
+    core = MasterCore(settings, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
     for index in range(1, nodes + 1):
         hello(core, f"n{index}")
     return core
@@ -92,9 +93,11 @@ def test_a_job_launches_one_task_per_node_and_completes(tmp_path, clock):
     assert info.state is JobState.COMPLETED and info.exit_code == 0
 
 
-def report_of(node: str, quantum: int, column_epoch: int) -> QuantumReport:
-    return QuantumReport(node=node, quantum=quantum, switch_sent_ns=0, switch_applied_ns=0,
-                         column_epoch=column_epoch, samples=[])
+def report_of(node: str, quantum: int, column_epoch: int, samples: list[TaskSample] | None = None,
+              sent_ns: int = 0, applied_ns: int = 0) -> QuantumReport:
+    return QuantumReport(node=node, accounts=[QuantumAccount(
+        quantum=quantum, switch_sent_ns=sent_ns, switch_applied_ns=applied_ns, column_epoch=column_epoch,
+        samples=samples or [])])
 
 
 def test_a_switch_names_rows_and_each_node_gets_its_column_when_it_changes(tmp_path, clock):
@@ -195,8 +198,32 @@ def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
     core.tick()
     reply = core.heartbeat(Heartbeat(node="n1"))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
-    report = QuantumReport(node="n1", quantum=1, switch_sent_ns=0, switch_applied_ns=0, column_epoch=0, samples=[])
-    assert isinstance(core.report(report), ErrorReply)
+    assert isinstance(core.report(report_of("n1", 1, 0)), ErrorReply)
+
+
+def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_counts(tmp_path, clock):
+    """Above ``reports_per_quantum`` nodes a switch asks each node for its accounts every few
+    quanta; a report of several quanta counts each as one report of it would."""
+    core = make_core(tmp_path, clock, nodes=4, settings=SETTINGS.model_copy(update={"reports_per_quantum": 3}))
+    job = submit(core, nodes=2)
+    switches = [core.tick() for _ in range(2)]
+    assert [switch.report_every for switch in switches] == [2, 2]  # ceil(4 / 3)
+    assert make_core(tmp_path / "small", clock).tick().report_every == 1
+    for node, cpu_ms in (("n1", 90), ("n2", 70)):
+        core.report(QuantumReport(node=node, accounts=[
+            QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
+                           switch_applied_ns=switch.sent_ns + 1000 * (index + 1), column_epoch=1,
+                           samples=[TaskSample(job_id=job, rank=int(node[1]) - 1, cpu_ns=cpu_ms * 10**6,
+                                               runnable_ns=200 * 10**6, progress=index)])
+            for index, switch in enumerate(switches)]))
+    for node in ("n3", "n4"):
+        core.report(QuantumReport(node=node, accounts=[
+            QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
+                           switch_applied_ns=switch.sent_ns, column_epoch=0, samples=[]) for switch in switches]))
+    assert core.switch_stats(10).latencies_ns == [1000, 2000]  # both quanta, every node's
+    (info,) = infos(core, [job])
+    assert info.util_pct == pytest.approx(80.0)  # (90 + 70) / 2 ms of 200 ms at a 0.5 share
+    assert info.barriers == 1
 
 
 def test_a_job_wider_than_the_cluster_is_refused(tmp_path, clock):
@@ -220,8 +247,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     switch = core.tick()
     for rank, (node, cpu_ms) in enumerate([("n1", 90), ("n2", 80)]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
-        core.report(QuantumReport(node=node, quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
-                                  switch_applied_ns=switch.sent_ns + 1000, column_epoch=1, samples=[sample]))
+        core.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 5

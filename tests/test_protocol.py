@@ -31,6 +31,7 @@ from gangsched.protocol.messages import (
     NodeWelcome,
     PmiFence,
     PmiFenceDone,
+    QuantumAccount,
     QuantumReport,
     SetUser,
     NodeColumn,
@@ -62,10 +63,12 @@ from gangsched.protocol.records import (
 SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])
 
 MESSAGES = [
-    SlotSwitch(quantum=7, sent_ns=123, rows=[0, 2], alternates=[5]),
+    SlotSwitch(quantum=7, sent_ns=123, rows=[0, 2], alternates=[5], report_every=4),
     NodeColumn(epoch=3, rows=[[1], [], [2, 4]]),
-    QuantumReport(node="n1", quantum=7, switch_sent_ns=1, switch_applied_ns=2, column_epoch=3,
-                  samples=[TaskSample(job_id=1, rank=0, cpu_ns=5, runnable_ns=9, progress=3)]),
+    QuantumReport(node="n1", accounts=[
+        QuantumAccount(quantum=7, switch_sent_ns=1, switch_applied_ns=2, column_epoch=3,
+                       samples=[TaskSample(job_id=1, rank=0, cpu_ns=5, runnable_ns=9, progress=3)]),
+        QuantumAccount(quantum=8, switch_sent_ns=3, switch_applied_ns=4, column_epoch=3, samples=[])]),
     NodeHello(node="n1", cpus=0.5, pid=42, incarnation="a1", peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
               tasks=[TaskRef(job_id=1, rank=0)],
               exits=[TaskExit(node="n1", job_id=2, rank=1, returncode=-9)]),

@@ -70,3 +70,19 @@ def test_a_node_that_joins_late_gets_its_column_and_runs_its_rank(start_cluster,
     finally:
         late.terminate()
         late.wait(timeout=15)
+
+
+def test_nodes_that_report_every_few_quanta_leave_no_quantum_unaccounted(start_cluster, monkeypatch):
+    """With one report a quantum for the whole cluster, each of 3 nodes sends its accounts every
+    3 quanta: the master still has every switch from every node, and each job's utilization."""
+    monkeypatch.setenv("GANG_MASTER_REPORTS_PER_QUANTUM", "1")
+    cluster = start_cluster(nodes=3, quantum_ms=100)
+    client = cluster.client
+    compute, io = (client.submit(job_spec(SyntheticJob(kind, 0, 10.0), 3)) for kind in ("compute", "io"))
+    wait_until_running(client, [compute, io], timeout_s=20)
+    wait_until(lambda: client.matrix().quantum >= 40, 10, "40 quanta")
+    latencies = client.switch_stats(30).latencies_ns
+    assert len(latencies) == 30  # each reported by all three nodes, some up to 3 quanta late
+    assert all(0 < latency < 100_000_000 for latency in latencies)
+    utilization = {job.job_id: job.util_pct for job in client.jobs([compute, io])}
+    assert utilization[compute] > 50 and utilization[io] < 30, utilization
