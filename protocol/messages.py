@@ -19,7 +19,7 @@ Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import Field, field_validator
 
@@ -173,9 +173,10 @@ class SlotSwitch(WireModel):
     report_every: int = Field(1, ge=1, le=MAX_REPORT_QUANTA)
 
 
-class QuantumAccount(WireModel):
+class QuantumAccount(NamedTuple):
     """What a node did in quantum ``quantum``: when it applied that quantum's switch, and
-    what its tasks used in the quantum before it."""
+    what its tasks used in the quantum before it. A tuple, as TaskSample is: the report
+    that holds it validates it."""
 
     quantum: int  # the quantum whose switch was applied
     switch_sent_ns: int  # echoed from that switch

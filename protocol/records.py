@@ -8,7 +8,7 @@ containers of one host); times named ``*_time`` are Unix seconds.
 
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -184,8 +184,13 @@ class TaskSpec(WireModel):
     restore: bool = False  # restarted from that state
 
 
-class TaskSample(WireModel):
-    """One task's use of the quantum that just ended."""
+class TaskSample(NamedTuple):
+    """One task's use of the quantum that just ended.
+
+    A tuple, not a model: a thousand nodes send one each quantum, and as a msgpack
+    array it is a third of the bytes and a fifth of the work to build and read; the
+    message that holds it still validates every field.
+    """
 
     job_id: int
     rank: int

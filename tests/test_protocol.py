@@ -139,9 +139,16 @@ def test_every_message_survives_a_round_trip(message):
          ErrorCode.VERSION_MISMATCH),
         (msgpack.packb({"type": "cancel", "job_id": 1, "user": "u"}), ErrorCode.VERSION_MISMATCH),
         (b"\x00" * (MAX_MESSAGE_BYTES + 1), ErrorCode.TOO_LARGE),
+        # accounts and samples are arrays: one short of a field, or with a word for a number
+        (msgpack.packb({"v": PROTOCOL_VERSION, "type": "quantum_report", "node": "n",
+                        "accounts": [[1, 2, 3, 4, [[1, 0, 5, 9]]]]}), ErrorCode.BAD_MESSAGE),
+        (msgpack.packb({"v": PROTOCOL_VERSION, "type": "quantum_report", "node": "n",
+                        "accounts": [[1, 2, 3, "four", []]]}), ErrorCode.BAD_MESSAGE),
+        (msgpack.packb({"v": PROTOCOL_VERSION, "type": "quantum_report", "node": "n", "accounts": []}),
+         ErrorCode.BAD_MESSAGE),
     ],
     ids=["empty", "invalid-byte", "truncated", "list", "unknown-type", "wrong-field-type",
-         "newer-version", "no-version", "too-large"],
+         "newer-version", "no-version", "too-large", "short-sample", "word-for-number", "no-accounts"],
 )
 def test_bad_bytes_give_one_typed_error(frame, code):
     with pytest.raises(ProtocolError) as raised:
