@@ -74,10 +74,11 @@ class MasterCore(ClientRequests, NodeEvents):
         now = self._clock.monotonic()
         started_ns = self._clock.monotonic_ns()
         timeout = self.settings.heartbeat_ms * self.settings.heartbeat_misses / 1000
-        for name in self._nodes.silent(now, timeout):
-            self._lose_node(name, f"node {name} missed {self.settings.heartbeat_misses} heartbeats")
         rejoin = self.settings.rejoin_s
-        for name in self._nodes.not_back(now, rejoin):
+        silent, not_back = self._nodes.overdue(now, timeout, rejoin)
+        for name in silent:
+            self._lose_node(name, f"node {name} missed {self.settings.heartbeat_misses} heartbeats")
+        for name in not_back:
             self._lose_node(name, f"node {name} did not come back within {rejoin:g} s of a master restart")
         self._count_run_time(now)
         if self._wake_at is not None and now >= self._wake_at:

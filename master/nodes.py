@@ -45,20 +45,23 @@ class NodeRegistry:
         node.last_seen = now
         return True
 
-    def silent(self, now: float, timeout: float) -> list[str]:
-        """Up nodes that said hello and then nothing for longer than ``timeout`` seconds."""
-        return self._quiet(now, timeout, registered=True)
+    def overdue(self, now: float, timeout: float, rejoin: float) -> tuple[list[str], list[str]]:
+        """Up nodes that said hello and then nothing for longer than ``timeout`` seconds, and nodes
+        expected after a restart that have not said hello within ``rejoin`` seconds.
 
-    def not_back(self, now: float, rejoin: float) -> list[str]:
-        """Nodes expected after a restart that have not said hello within ``rejoin`` seconds."""
-        return self._quiet(now, rejoin, registered=False)
-
-    def _quiet(self, now: float, limit: float, registered: bool) -> list[str]:
-        return sorted(
-            name
-            for name, node in self._nodes.items()
-            if node.state is NodeState.UP and (node.peer is not None) == registered and now - node.last_seen > limit
-        )
+        One pass over the nodes for both: the master asks each quantum.
+        """
+        silent, not_back = [], []
+        for name, node in self._nodes.items():
+            if node.state is not NodeState.UP:
+                continue
+            quiet_s = now - node.last_seen
+            if node.peer is None:
+                if quiet_s > rejoin:
+                    not_back.append(name)
+            elif quiet_s > timeout:
+                silent.append(name)
+        return sorted(silent), sorted(not_back)
 
     def mark_down(self, name: str) -> bool:
         """Mark an up node down; False if it was not up."""
