@@ -1,7 +1,6 @@
 """A finished schedule written out: one CSV row per job, or SWF with each job's wait filled in."""
 
 import csv
-import dataclasses
 from pathlib import Path
 
 from gangsched.sim.jobs import SimJob
@@ -26,5 +25,5 @@ def _scheduled(job: SimJob) -> SwfJob:
     """The job as the schedule ran it: its wait filled in."""
     wait = -1.0 if job.start is None else round(job.start - job.submit, 2)
     record = modelled_job(job.job_id, job.submit, job.run_time, job.procs)
-    return dataclasses.replace(record, wait=wait, req_time=job.estimate)
+    return record._replace(wait=wait, req_time=job.estimate)
 

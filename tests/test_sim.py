@@ -101,10 +101,9 @@ def test_preparing_a_trace_counts_what_it_changes():
 def test_pyss_reads_a_trace_its_own_way():
     """pyss cuts a run to its estimate, narrows a job to the machine, and makes a record without run time
     or processors a 1-second serial job; times are whole seconds."""
-    import dataclasses
 
-    records = [dataclasses.replace(modelled_job(1, 0, 100.7, 4), req_time=50),
-               dataclasses.replace(modelled_job(2, 5, 10, 9), req_time=20),
+    records = [modelled_job(1, 0, 100.7, 4)._replace(req_time=50),
+               modelled_job(2, 5, 10, 9)._replace(req_time=20),
                modelled_job(3, 6, 0, 2), modelled_job(4, 7, 10, 0)]
     jobs = {job.job_id: job for job in prepare_as_pyss(records, procs=8).jobs}
     assert (jobs[1].run_time, jobs[1].estimate) == (50, 100)

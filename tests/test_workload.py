@@ -1,7 +1,6 @@
 """Workloads: SWF against the real traces and bad input, and the Lublin model's shape."""
 
 import collections
-import dataclasses
 import math
 import statistics
 
@@ -23,7 +22,7 @@ BASE = SwfJob(job_id=1, submit=10, wait=-1, run_time=100.5, procs=4, avg_cpu=-1,
 
 
 def job(job_id: int, **changes: float) -> SwfJob:
-    return dataclasses.replace(BASE, job_id=job_id, submit=10.0 * job_id, **changes)
+    return BASE._replace(job_id=job_id, submit=10.0 * job_id, **changes)
 
 
 @pytest.mark.parametrize("name", ["trace.swf", "trace.swf.gz"])

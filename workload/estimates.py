@@ -5,7 +5,6 @@ it is run time * (1 - β) / (1 - y). β = 1 gives exact estimates; smaller β
 overestimates more jobs, without bound as y approaches 1.
 """
 
-import dataclasses
 import random
 
 from gangsched.workload.swf import SwfJob
@@ -19,5 +18,5 @@ def beta_estimates(jobs: list[SwfJob], beta: float, seed: int) -> list[SwfJob]:
     for job in jobs:
         y = rng.random()
         factor = 1.0 if y < beta else (1.0 - beta) / (1.0 - y)
-        estimated.append(dataclasses.replace(job, req_time=round(job.run_time * factor, 2)))
+        estimated.append(job._replace(req_time=round(job.run_time * factor, 2)))
     return estimated

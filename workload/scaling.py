@@ -1,6 +1,5 @@
 """Changing a workload's load: by its arrival rate or by its run times (docs/metrics.md, 'Workloads')."""
 
-import dataclasses
 
 from gangsched.workload.swf import SwfJob
 
@@ -15,14 +14,14 @@ def offered_load(jobs: list[SwfJob], procs: int) -> float:
 def scale_arrivals(jobs: list[SwfJob], factor: float) -> list[SwfJob]:
     """Inter-arrival times divided by ``factor``: the load rises by that factor."""
     first = jobs[0].submit if jobs else 0.0
-    return [dataclasses.replace(job, submit=round(first + (job.submit - first) / factor, 2))
+    return [job._replace(submit=round(first + (job.submit - first) / factor, 2))
             for job in jobs]
 
 
 def scale_run_times(jobs: list[SwfJob], factor: float) -> list[SwfJob]:
     """Run times and estimates multiplied by ``factor``, as Zhang et al. 2000 raise their load (1.0-1.8)."""
     return [
-        dataclasses.replace(job, run_time=job.run_time * factor,
+        job._replace(run_time=job.run_time * factor,
                             req_time=job.req_time * factor if job.req_time > 0 else job.req_time)
         for job in jobs
     ]
