@@ -236,6 +236,8 @@ class NodeDaemon:
     def _welcome(self, welcome: NodeWelcome) -> None:
         self._registered = True
         self._heartbeat_s = welcome.heartbeat_ms / 1000
+        # the next hello was due up to 0.5 s on: the master counts silence from now, at its own period
+        self._next_heartbeat = min(self._next_heartbeat, time.monotonic() + self._heartbeat_s)
         switches = self._follow(self._sub, welcome.switch_endpoint)
         reports = self._follow(self._push, welcome.report_endpoint)
         log.info("registered with the master; switches from %s, reports to %s", switches, reports)
