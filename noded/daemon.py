@@ -71,10 +71,6 @@ _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
 # above a cluster network's round trip, this makes the node try again at once.
 _CONNECT_TIMEOUT_MS = 250
 _LAST_EXITS_LINGER_MS = 1000
-# The signals of a switch go to the processes a task had at the last look; the next look,
-# which gives the processes started since then the same signal, waits this long, so that
-# where nodes share cores it does not hold back the other nodes' switch.
-_LOOK_DELAY_S = 0.001
 
 
 class NodeDaemon:
@@ -199,7 +195,11 @@ class NodeDaemon:
 
     def _apply(self, switch: SlotSwitch) -> None:
         applied_ns, samples = self._switcher.apply(switch, self._tasks.values())
-        self._look_due = time.monotonic() + _LOOK_DELAY_S
+        # The signals went to the processes each task had at the last look; the next look gives those
+        # started since the same signal. It waits as a report does (where nodes share cores, until the
+        # others have applied the switch) and else runs in this wake-up: a wake-up of its own, on a core
+        # whose caches the jobs have filled, cost as much CPU as the switch itself.
+        self._look_due = time.monotonic() + self._settings.report_delay_ms / 1000
         if self._registered:
             self._accounts.append(QuantumAccount(
                 quantum=switch.quantum,

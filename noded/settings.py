@@ -56,8 +56,9 @@ class NodeSettings(BaseSettings):
         30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"
     )
     report_delay_ms: int = Field(
-        0, ge=0, le=50, description="send a quantum report this long after the switch that completes it: "
-        "where many nodes share few cores (containers), so that the others apply theirs first; 0: at once"
+        0, ge=0, le=50, description="send a quantum report, and look for the processes the tasks started, this "
+        "long after the switch: where many nodes share few cores (containers), so that the others apply "
+        "theirs first; 0: at once, in the switch's wake-up"
     )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_file: Path | None = Field(None, description="log here, rotated at 10 MiB (3 kept), not to stderr")

@@ -7,6 +7,7 @@ import uvicorn
 
 from gangsched.daemon.logs import setup_logging
 from gangsched.web.app import LOOPBACK, create_app
+from gangsched.web.server import ViewServer
 from gangsched.web.watch import ClusterWatch
 
 
@@ -24,15 +25,15 @@ def main() -> None:
     token = None if host in LOOPBACK else os.environ.get("GANG_WEB_TOKEN")
     if host not in LOOPBACK and not token:
         raise SystemExit(f"serving {host} needs a token in GANG_WEB_TOKEN")
-    server: uvicorn.Server | None = None
+    server: ViewServer | None = None
 
     def stop() -> None:
         if server is not None:
-            server.should_exit = True
+            server.end()
 
     app = create_app(ClusterWatch(arguments.master, arguments.quantum_ms), token, arguments.parent, stop)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=int(port), log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=1, lifespan="on"))
+    server = ViewServer(uvicorn.Config(app, host=host, port=int(port), log_level="warning", access_log=False,
+                                       timeout_graceful_shutdown=1, lifespan="on"))
     log.info("serving http://%s/", arguments.bind)
     server.run()
 
