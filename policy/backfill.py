@@ -87,15 +87,25 @@ class EasyPolicy(_QueuePolicy):
     def schedule(self, now: float) -> Decision:
         started = Decision()
         self._start_from_head(now, started)
-        if not self.queue:
-            return started
-        shadow, extra = self._shadow(self.queue[0].procs, now)
         free = self.free
+        # the cheap tests first: a trace's queue is scanned at every event, mostly on a full machine,
+        # so the head's shadow is only worked out (a sort of the running jobs) once a job could use it
+        if len(self.queue) < 2 or free == 0:
+            return started
+        shadow: float | None = None
+        extra = 0  # the processors spare at the shadow time
         waiting = []
-        for job in self.queue[1:]:
+        for position, job in enumerate(self.queue[1:], start=1):
+            if free == 0:
+                waiting.extend(self.queue[position:])
+                break
+            if job.procs > free:
+                waiting.append(job)
+                continue
+            if shadow is None:
+                shadow, extra = self._shadow(self.queue[0].procs, now)
             ends_in_time = now + job.estimate <= shadow
-            # the cheap tests first: a trace's queue is scanned at every event, mostly on a full machine
-            if job.procs <= free and (ends_in_time or job.procs <= extra) and self.columns.fits(job):
+            if (ends_in_time or job.procs <= extra) and self.columns.fits(job):
                 self._start(job, now, started)
                 free -= job.procs
                 if not ends_in_time:
