@@ -18,13 +18,8 @@ from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.sim.output import write_jobs, write_schedule
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
-from gangsched.workload.downey import DowneyParameters, downey_jobs
-from gangsched.workload.estimates import beta_estimates
-from gangsched.workload.hyper_erlang import classes_from_json, hyper_erlang_jobs
-from gangsched.workload.lublin import lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, read_swf
-from gangsched.workload.zhang2000 import MACHINE_NODES, zhang2000_jobs
 
 console = Console()
 
@@ -234,23 +229,38 @@ def _workload(trace: Path | None, model: str | None, model_params: Path | None, 
     if trace is not None:
         records, size = read_trace(trace, procs)
     else:
-        size = procs or (MACHINE_NODES if model == "zhang2000" else 128)
-        if model == "lublin":
-            records = lublin_jobs(count, size, seed)
-        elif model == "downey":
-            records = downey_jobs(count, 0.7, seed, DowneyParameters(procs=size))
-        elif model == "zhang2000":
-            records = zhang2000_jobs(count, seed)
-        else:
-            assert model_params is not None
-            try:
-                classes = classes_from_json(model_params.read_text())
-            except ValueError as error:
-                raise click.ClickException(f"{model_params}: {error}") from None
-            records = hyper_erlang_jobs(count, classes, seed)
+        records, size = _model_jobs(model, model_params, count, procs, seed)
     if beta is not None:
+        from gangsched.workload.estimates import beta_estimates
+
         records = beta_estimates(records, beta, seed)
     return records, size
+
+
+def _model_jobs(model: str | None, model_params: Path | None, count: int, procs: int | None,
+                seed: int) -> tuple[list[SwfJob], int]:
+    """A workload model's jobs and machine size; each model is loaded only when asked for (start-up)."""
+    if model == "zhang2000":
+        from gangsched.workload.zhang2000 import MACHINE_NODES, zhang2000_jobs
+
+        return zhang2000_jobs(count, seed), procs or MACHINE_NODES
+    size = procs or 128
+    if model == "lublin":
+        from gangsched.workload.lublin import lublin_jobs
+
+        return lublin_jobs(count, size, seed), size
+    if model == "downey":
+        from gangsched.workload.downey import DowneyParameters, downey_jobs
+
+        return downey_jobs(count, 0.7, seed, DowneyParameters(procs=size)), size
+    from gangsched.workload.hyper_erlang import classes_from_json, hyper_erlang_jobs
+
+    assert model_params is not None
+    try:
+        classes = classes_from_json(model_params.read_text())
+    except ValueError as error:
+        raise click.ClickException(f"{model_params}: {error}") from None
+    return hyper_erlang_jobs(count, classes, seed), size
 
 
 def _table(outcome: Outcome, procs: int, load: float) -> Table:

@@ -8,12 +8,15 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import Summary, summarize
-from gangsched.sim.quanta import Quanta, simulate_quanta
+
+if TYPE_CHECKING:  # the quantum-by-quantum simulator loads only when asked for (`gang sim` starts faster)
+    from gangsched.sim.quanta import Quanta
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ def run(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int]
 
 
 def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int], None] | None = None,
-                     quanta: Quanta | None = None) -> tuple[Outcome, list[SimJob]]:
+                     quanta: "Quanta | None" = None) -> tuple[Outcome, list[SimJob]]:
     """As ``run``, and the scheduled jobs too (for per-job CSV and SWF output).
 
     With ``quanta``, quantum by quantum (sim/quanta.py: paired gang scheduling, the CPU the jobs use);
@@ -42,6 +45,8 @@ def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int, progress: C
     if quanta is None:
         totals = simulate(scheduled, policy, progress)
     else:
+        from gangsched.sim.quanta import simulate_quanta
+
         totals = simulate_quanta(scheduled, policy, procs, quanta, progress)
     outcome = Outcome(choice, summarize(scheduled, procs, totals))
     shared = policy.time_sharing()
