@@ -4,10 +4,13 @@ The tools are Debian's (prometheus, chromium, chromium-driver): installed here w
 """
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import textwrap
 import urllib.error
@@ -16,6 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gangsched.bench.mix import job_spec
@@ -141,6 +145,52 @@ def test_off_loopback_every_path_needs_the_token(start_cluster):
         assert get(base + path, {"Authorization": f"Bearer {token}"})[0] == 200
     status, _, headers = get(f"{base}/?token={token}")
     assert status == 200 and "gang_web_token=" in headers.get("set-cookie", "")
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path):
+    """It sleeps between checks for its end (web/server.py): a signal, or its master's death, still ends it."""
+    def web(port: int) -> list[str]:  # a master that never answers: the server runs all the same
+        return [sys.executable, "-m", "gangsched.web", "--bind", f"127.0.0.1:{port}",
+                "--master", f"ipc://{tmp_path}/no-master.sock"]
+
+    port = free_port()
+    server = subprocess.Popen([*web(port), "--parent", str(os.getpid())])
+    try:
+        wait_until(lambda: _answers(f"http://127.0.0.1:{port}", (200,)), 30, "the web server to answer")
+        server.terminate()
+        server.wait(10)
+    finally:
+        server.kill()
+
+    # its master killed -9: the server, an orphan now, ends by itself
+    port = free_port()
+    master = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os, subprocess, time
+        server = subprocess.Popen({web(port)!r} + ["--parent", str(os.getpid())])
+        print(server.pid, flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True)
+    orphan = 0
+    try:
+        assert master.stdout is not None
+        orphan = int(master.stdout.readline())
+        wait_until(lambda: _answers(f"http://127.0.0.1:{port}", (200,)), 30, "the web server to answer")
+        master.kill()
+        master.wait()
+        # within its check of the parent (1 s) and its last question to the master (5 s at most)
+        wait_until(lambda: _ended(orphan), 20, "the orphaned web server to end")
+    finally:
+        master.kill()
+        if orphan:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(orphan).kill()
 
 
 def test_the_viewer_socket_only_reads(web_cluster):
