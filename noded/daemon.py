@@ -195,11 +195,12 @@ class NodeDaemon:
 
     def _apply(self, switch: SlotSwitch) -> None:
         applied_ns, samples = self._switcher.apply(switch, self._tasks.values())
+        # where nodes share cores, what can wait does until the others have had time to apply the switch
+        others_applied = time.monotonic() + self._settings.report_delay_ms / 1000
         # The signals went to the processes each task had at the last look; the next look gives those
-        # started since the same signal. It waits as a report does (where nodes share cores, until the
-        # others have applied the switch) and else runs in this wake-up: a wake-up of its own, on a core
-        # whose caches the jobs have filled, cost as much CPU as the switch itself.
-        self._look_due = time.monotonic() + self._settings.report_delay_ms / 1000
+        # started since the same signal. It waits as a report does, and else runs in this wake-up: a
+        # wake-up of its own, on a core whose caches the jobs have filled, cost as much CPU as the switch.
+        self._look_due = others_applied
         if self._registered:
             self._accounts.append(QuantumAccount(
                 quantum=switch.quantum,
@@ -212,8 +213,8 @@ class NodeDaemon:
                 self._send_report()
             elif len(self._accounts) >= switch.report_every and self._report_due is None:
                 # sending costs a trip through the network stack: where nodes share cores, it may delay
-                # the other nodes' switch, so it can wait until they have had time to apply theirs
-                self._report_due = time.monotonic() + self._settings.report_delay_ms / 1000
+                # the other nodes' switch
+                self._report_due = others_applied
 
     # ------------------------------------------------------------ messages from the master
 

@@ -101,7 +101,6 @@ def test_preparing_a_trace_counts_what_it_changes():
 def test_pyss_reads_a_trace_its_own_way():
     """pyss cuts a run to its estimate, narrows a job to the machine, and makes a record without run time
     or processors a 1-second serial job; times are whole seconds."""
-
     records = [modelled_job(1, 0, 100.7, 4)._replace(req_time=50),
                modelled_job(2, 5, 10, 9)._replace(req_time=20),
                modelled_job(3, 6, 0, 2), modelled_job(4, 7, 10, 0)]

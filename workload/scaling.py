@@ -1,6 +1,5 @@
 """Changing a workload's load: by its arrival rate or by its run times (docs/metrics.md, 'Workloads')."""
 
-
 from gangsched.workload.swf import SwfJob
 
 
@@ -22,7 +21,7 @@ def scale_run_times(jobs: list[SwfJob], factor: float) -> list[SwfJob]:
     """Run times and estimates multiplied by ``factor``, as Zhang et al. 2000 raise their load (1.0-1.8)."""
     return [
         job._replace(run_time=job.run_time * factor,
-                            req_time=job.req_time * factor if job.req_time > 0 else job.req_time)
+                     req_time=job.req_time * factor if job.req_time > 0 else job.req_time)
         for job in jobs
     ]
 

@@ -22,8 +22,8 @@ class SwfError(Exception):
 class SwfJob(NamedTuple):
     """One record of a Standard Workload Format log, its 18 fields in order.
 
-    A tuple rather than a frozen dataclass: a log of 28,000 jobs is read in a third of
-    the time (a frozen dataclass sets each field through object.__setattr__).
+    A tuple rather than a frozen dataclass, which sets each field through
+    object.__setattr__: a log of 28,000 jobs parses in 0.15 s, not 0.21.
     """
 
     job_id: int
