@@ -2,13 +2,15 @@
 with emulated tasks, in one process per core), a matrix of MPL 5 filled with jobs of many
 widths, and per N what the master spends and what a switch weighs and takes.
 
-Per N, one row: the switch's bytes as a node receives them (a subscriber of the bench's
-own counts every frame), the master's CPU over the window as a share of one core (and the
-share of its ZeroMQ I/O thread) and its resident memory, the mean time of one read of the node messages and of one quantum
-boundary (the master's own histograms), the time for all N to register, and the
-switch latency (send to the last node having applied it) at its median and 99th
-percentile over the switches every node reported, and the emulated nodes' own CPU:
-where that process uses a whole core, the latency measures the emulation, not the master.
+The master relays as it is told (``--relay-fanout``, its own default unless given); each
+row counts the nodes homed at a relay. Per N, one row: the switch's bytes as a node
+receives them (a subscriber of the bench's own counts every frame), the master's CPU over
+the window as a share of one core (and the share of its ZeroMQ I/O thread) and its
+resident memory, the mean time of one read of the node messages and of one quantum
+boundary (the master's own histograms), the time for all N to register, and the switch
+latency (send to the last node having applied it) at its median and 99th percentile over
+the switches every node reported, and the emulated nodes' own CPU: where that process uses
+a whole core, the latency measures the emulation, not the master.
 """
 
 import getpass
@@ -39,6 +41,7 @@ _HEARTBEAT_MS = 2000
 @dataclass(frozen=True)
 class ScaleRow:
     nodes: int
+    relayed: int  # nodes homed at a relay, not at the master
     jobs: int
     register_s: float
     switch_bytes: int
@@ -65,7 +68,7 @@ def widths(nodes: int) -> list[int]:
     return row * MPL
 
 
-def measure_scale(nodes: int, quantum_ms: int, seconds: float) -> ScaleRow:
+def measure_scale(nodes: int, quantum_ms: int, seconds: float, relay_fanout: int | None = None) -> ScaleRow:
     with tempfile.TemporaryDirectory(prefix="gang-scale-") as folder:
         work = Path(folder)
         endpoint = f"ipc://{work}/master.sock"
@@ -73,7 +76,8 @@ def measure_scale(nodes: int, quantum_ms: int, seconds: float) -> ScaleRow:
             "master", "--bind", endpoint, "--switch-bind", f"ipc://{work}/switch.sock",
             "--report-bind", f"ipc://{work}/report.sock", "--state-dir", str(work / "master"),
             "--quantum-ms", str(quantum_ms), "--heartbeat-ms", str(_HEARTBEAT_MS), "--policy", "gs", "--mpl", str(MPL),
-            "--log-file", str(work / "master.log")])
+            "--log-file", str(work / "master.log"),
+            *([] if relay_fanout is None else ["--relay-fanout", str(relay_fanout)])])
         agents: list[subprocess.Popen[bytes]] = []
         try:
             with MasterClient(endpoint, timeout_s=30) as client:
@@ -88,7 +92,8 @@ def measure_scale(nodes: int, quantum_ms: int, seconds: float) -> ScaleRow:
                 _wait(lambda: sum(node.state is NodeState.UP for node in client.nodes()) == nodes, _REGISTER_S,
                       f"{nodes} agents to register", agents)
                 register_s = time.monotonic() - began
-                return _measure(client, f"ipc://{work}/switch.sock", nodes, register_s, seconds,
+                relayed = sum(node.via is not None for node in client.nodes())
+                return _measure(client, f"ipc://{work}/switch.sock", nodes, relayed, register_s, seconds,
                                 psutil.Process(master.pid), [psutil.Process(process.pid) for process in agents])
         finally:
             for process in [*agents, master]:
@@ -102,7 +107,7 @@ def _shares(nodes: int, processes: int) -> list[tuple[int, int]]:
     return [(low, high - low) for low, high in zip(bounds, bounds[1:])]
 
 
-def _measure(client: MasterClient, switches: str, nodes: int, register_s: float, seconds: float,
+def _measure(client: MasterClient, switches: str, nodes: int, relayed: int, register_s: float, seconds: float,
              master: psutil.Process, agents: list[psutil.Process]) -> ScaleRow:
     job_ids = [client.submit(JobSpec(name=f"w{width}", user=_user(), tasks=width, argv=["true"]))
                for width in widths(nodes)]
@@ -125,7 +130,7 @@ def _measure(client: MasterClient, switches: str, nodes: int, register_s: float,
         client.cancel(job_id, _user())
     _wait(lambda: all(job.state.is_final for job in client.jobs(job_ids)), 60, "every job to end")
     return ScaleRow(
-        nodes=nodes, jobs=len(job_ids), register_s=round(register_s, 2),
+        nodes=nodes, relayed=relayed, jobs=len(job_ids), register_s=round(register_s, 2),
         switch_bytes=max(sizes, default=0),
         master_cpu_pct=round(100 * (after.cpu_s - before.cpu_s) / window, 1),
         master_io_cpu_pct=round(100 * (io_after - io_before) / window, 1),

@@ -138,7 +138,7 @@ def agent_name(index: int) -> str:
 
 def run_agents(master: str, first: int, count: int, spool: Path) -> None:
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    context.set(zmq.MAX_SOCKETS, 4 * count + 64)  # three sockets a daemon, and room
+    context.set(zmq.MAX_SOCKETS, 6 * count + 64)  # five sockets a daemon (three, and two to relay), and room
     poller = zmq.Poller()
     owners: dict[object, NodeDaemon] = {}
     daemons = []

@@ -286,15 +286,17 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 @click.option("--quantum-ms", type=click.IntRange(min=10), default=100, show_default=True)
 @click.option("--seconds", type=click.FloatRange(min=1), default=10.0, show_default=True,
               help="measurement window per run")
+@click.option("--relay-fanout", type=click.IntRange(min=0), default=None,
+              help="the master's --relay-fanout (0: no relays) [the master's default]")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="write the rows here, and their plot beside it (.png)")
-def scale(node_counts: str, quantum_ms: int, seconds: float, csv_path: Path | None) -> None:
+def scale(node_counts: str, quantum_ms: int, seconds: float, relay_fanout: int | None, csv_path: Path | None) -> None:
     """A real master and N emulated node daemons: switch bytes, master CPU and memory, switch latency."""
     from gangsched.bench.scale import measure_scale, write_plot
 
     rows = []
     for nodes in _counts(node_counts):
-        rows.append(measure_scale(nodes, quantum_ms, seconds))
+        rows.append(measure_scale(nodes, quantum_ms, seconds, relay_fanout))
         console.print(f"{nodes} nodes measured")
     _print_rows(f"scale, quantum {quantum_ms} ms, MPL 5, {seconds:g} s each", [asdict(row) for row in rows], csv_path)
     if csv_path is not None:

@@ -102,5 +102,6 @@ NODE_FIELDS: dict[str, Column[Fields]] = {
     "procs": Column("PROCS(U/T)", 10, lambda node: f"{node['processors_used']}/{node['processors']}", right=True),
     "seen": Column("SEEN_S", 6, lambda node: f"{node['seen_ago_s']:.1f}", right=True),
     "jobs": Column("JOBS", 10, lambda node: ",".join(map(str, node["jobs"])) or "-"),
+    "via": Column("VIA", 12, lambda node: node["via"] or "-"),  # its relay (docs/architecture.md, 'Relays')
 }
 NODES_FORMAT = "node,state,cpus,procs,seen,jobs"

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 import zmq
 
-if TYPE_CHECKING:  # its thread module loads asyncio: only the master, which serves keys, needs it
+if TYPE_CHECKING:  # its thread module loads asyncio: only the master and relays, which serve keys, need it
+    from zmq.auth.thread import ThreadAuthenticator
+
     from gangsched.daemon.zap import NamingAuthenticator
 
 NODE_USER = "node"
@@ -68,9 +70,10 @@ class KeyFolder:
         if not (path / "master.key").exists():
             raise CurveError(f"{path} holds no master.key: make the keys with `gang keygen {path}`")
 
-    def serve(self, socket: zmq.Socket[bytes]) -> None:
-        """Make ``socket`` a CURVE server with the master's key (before it binds)."""
-        public, secret = self._pair(self.path / "master.key_secret")
+    def serve(self, socket: zmq.Socket[bytes], name: str = "master") -> None:
+        """Make ``socket`` a CURVE server with ``name``'s key (before it binds): the master's, or the
+        nodes' on a node relaying for others."""
+        public, secret = self._pair(self.path / f"{name}.key_secret")
         socket.curve_publickey, socket.curve_secretkey = public, secret
         socket.curve_server = True
 
@@ -79,7 +82,26 @@ class KeyFolder:
         secret_file = self.path / f"{name}.key_secret" if name == NODE_USER else self.path / "users" / f"{name}.key_secret"
         public, secret = self._pair(secret_file)
         socket.curve_publickey, socket.curve_secretkey = public, secret
-        socket.curve_serverkey = _certificate(self.path / "master.key")[0]
+        socket.curve_serverkey = self.server_key(relay=False)
+
+    def server_key(self, relay: bool) -> bytes:
+        """The public key of what a node connects to: a relay (another node) or the master."""
+        return _certificate(self.path / (f"{NODE_USER}.key" if relay else "master.key"))[0]
+
+    def relay_authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> "ThreadAuthenticator":
+        """Started: lets in only the nodes' key, on a relay's sockets."""
+        from zmq.auth.thread import ThreadAuthenticator
+
+        nodes_key = _certificate(self.path / f"{NODE_USER}.key")[0]  # Z85, as the handler passes keys
+
+        class NodesOnly:
+            def callback(self, domain: str, key: bytes) -> bool:
+                return key == nodes_key
+
+        authenticator = ThreadAuthenticator(context)
+        authenticator.start()
+        authenticator.configure_curve_callback(domain="*", credentials_provider=NodesOnly())
+        return authenticator
 
     def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> "NamingAuthenticator":
         """Started: lets in the keys of ``authorized/``, each as the user its file is named after."""

@@ -23,6 +23,7 @@ from gangsched.master.barriers import BarrierEndpoints
 from gangsched.master.node_columns import NodeColumns
 from gangsched.master.node_events import NodeEvents
 from gangsched.master.nodes import NodeRegistry
+from gangsched.master.relays import RelayTree
 from gangsched.master.requests import ClientRequests
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
@@ -47,6 +48,7 @@ class MasterCore(ClientRequests, NodeEvents):
         self._jobs = {}
         self._dependent = {}
         self._nodes = NodeRegistry()
+        self._relays = RelayTree(settings.relay_fanout)
         self._barriers = BarrierEndpoints()
         self._scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
         self._planner = planner(settings.pairing_used(), settings.matching, settings.coordination)

@@ -34,19 +34,25 @@ class NodeEvents(JobLifecycle):
             log.info("node %s registers again (pid %d)", hello.node, hello.pid)
         else:
             log.info("node %s registers: %.2f cpus, pid %d", hello.node, hello.cpus, hello.pid)
-        self._nodes.register(hello, identity, self._clock.monotonic())
+        home = self._relays.home(hello.node, hello.relay, hello.left_relay)
+        if hello.left_relay is not None:
+            log.warning("node %s heard no switch through relay %s: homed anew", hello.node, hello.left_relay)
+        self._nodes.register(hello, identity, self._clock.monotonic(), home.via)
         for exit_ in hello.exits:
             self.outbox.append((hello.node, self.task_exit(exit_)))
         self._reconcile_tasks(hello)
         self._follow_nodes()
         self._settle()
         self.outbox.append((hello.node, self._columns.hello(hello.node, self._quantum)))
+        relay = home.endpoints
         return NodeWelcome(
             node=hello.node,
-            switch_endpoint=self._endpoints.switch,
-            report_endpoint=self._endpoints.report,
+            switch_endpoint=self._endpoints.switch if relay is None else relay.switch,
+            report_endpoint=self._endpoints.report if relay is None else relay.report,
             heartbeat_ms=self.settings.heartbeat_ms,
             quantum_ms=self.settings.quantum_ms,
+            via=home.via,
+            relays=home.relays,
         )
 
     def heartbeat(self, message: Heartbeat) -> ErrorReply | None:
@@ -168,6 +174,7 @@ class NodeEvents(JobLifecycle):
     def _lose_node(self, name: str, reason: str) -> None:
         if not self._nodes.mark_down(name):
             return
+        self._relays.lost(name)
         log.warning("%s: marked down", reason)
         for job in list(self._jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}

@@ -17,15 +17,16 @@ class Node:
     last_seen: float  # monotonic seconds
     incarnation: str = ""  # of the daemon that said hello: another one has none of its tasks
     util_pct: float | None = None  # its tasks' CPU over the last quantum reported, of its CPU share
+    via: str | None = None  # the relay its messages come through; None: straight to the master
 
 
 class NodeRegistry:
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
 
-    def register(self, hello: NodeHello, identity: bytes, now: float) -> Node:
+    def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
         node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now,
-                    hello.incarnation)
+                    hello.incarnation, via=via)
         self._nodes[hello.node] = node
         return node
 
@@ -49,6 +50,8 @@ class NodeRegistry:
         """Up nodes that said hello and then nothing for longer than ``timeout`` seconds, and nodes
         expected after a restart that have not said hello within ``rejoin`` seconds.
 
+        A node behind a relay has twice ``timeout``: if the relay died, the node first needs to
+        notice (no switch comes) and register again straight with the master.
         One pass over the nodes for both: the master asks each quantum.
         """
         silent, not_back = [], []
@@ -59,7 +62,7 @@ class NodeRegistry:
             if node.peer is None:
                 if quiet_s > rejoin:
                     not_back.append(name)
-            elif quiet_s > timeout:
+            elif quiet_s > (timeout if node.via is None else 2 * timeout):
                 silent.append(name)
         return sorted(silent), sorted(not_back)
 
@@ -100,6 +103,7 @@ class NodeRegistry:
                 jobs=jobs_by_node.get(node.name, []),
                 seen_ago_s=now - node.last_seen,
                 util_pct=node.util_pct,
+                via=node.via,
             )
             for node in sorted(self._nodes.values(), key=lambda node: node.name)
         ]

@@ -35,6 +35,10 @@ class MasterSettings(BaseSettings):
         256, ge=1, description="about how many node reports the master reads per quantum: with more nodes "
         "up, each node sends its accounts every ceil(nodes / this) quanta, together in one report"
     )
+    relay_fanout: int = Field(
+        32, ge=0, le=1024, description="nodes homed at the master, and at each relay, beyond which nodes relay "
+        "switches and node messages for others (docs/architecture.md, 'Relays'); 0: every node is homed at the master"
+    )
     rejoin_s: float = Field(
         10.0, gt=0, description="after a restart, how long the nodes of running jobs have to say hello again"
     )

@@ -8,6 +8,7 @@ from gangsched.master.barriers import BarrierEndpoints
 from gangsched.master.jobs import Job
 from gangsched.master.node_columns import NodeColumns
 from gangsched.master.nodes import NodeRegistry
+from gangsched.master.relays import RelayTree
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
 from gangsched.master.stats import Timings
@@ -42,6 +43,7 @@ class CoreState:
     _jobs: dict[int, Job]  # pending and running only
     _dependent: dict[int, Job]  # pending, held back from the policy by the jobs they depend on
     _nodes: NodeRegistry
+    _relays: RelayTree  # which node each node reaches the master through
     _barriers: BarrierEndpoints
     _scheduler: LiveScheduler
     _planner: QuantumPlanner

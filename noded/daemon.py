@@ -15,7 +15,9 @@ barrier of a job on several nodes goes through the master (``PmiFence``).
 The hello goes over the DEALER, which also brings the master's orders and
 answers; reports, heartbeats and exits go over a PUSH socket to the master's
 PULL socket, which the master reads once a quantum. One socket keeps them in
-order, so no exit overtakes the last report of its task.
+order, so no exit overtakes the last report of its task. Where the master homes the
+node at a relay (another node, noded/relay.py), the SUB and PUSH connect there instead;
+a node the master makes a relay forwards switches and the other nodes' messages.
 """
 
 import logging
@@ -36,6 +38,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import ContainmentError
 from gangsched.noded.pmi_service import PmiService
+from gangsched.noded.relay import NodeRelay, Upstream
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.switching import ColumnSwitcher
 from gangsched.noded.task_host import NodeTask, ProcessHost, TaskHost
@@ -103,6 +106,12 @@ class NodeDaemon:
         self._poller.register(self._sub, zmq.POLLIN)
         self._tasks: dict[tuple[int, int], NodeTask] = {}  # by (job id, rank)
         self._by_pidfd: dict[int, NodeTask] = {}
+        self._relay = NodeRelay.open(self._context, self._spool, self._keys,
+                                     settings.peer_host if settings.peer_transport == "tcp" else None) \
+            if settings.relay else None
+        if self._relay is not None:
+            self._poller.register(self._relay.pull, zmq.POLLIN)
+        self._upstream = Upstream()
         self._pmi = PmiService(self.name, self._poller, self._tasks, lambda fence: self._send(self._dealer, fence),
                                self._terminate)
         self._processor_cores = settings.processor_cores()
@@ -142,9 +151,11 @@ class NodeDaemon:
         self.close()
 
     @property
-    def sockets(self) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
-        """The sockets it polls for the master's messages and switches."""
-        return self._dealer, self._sub
+    def sockets(self) -> tuple[zmq.Socket[bytes], ...]:
+        """The sockets it polls: the master's messages, switches, and nodes' messages to relay."""
+        if self._relay is None:
+            return self._dealer, self._sub
+        return self._dealer, self._sub, self._relay.pull
 
     def step(self, ready: dict[Any, int]) -> None:
         """Handle what ``ready`` (a poll's result) holds for this daemon, then its timers."""
@@ -154,6 +165,9 @@ class NodeDaemon:
             survive(log, "reading the master's messages", self._receive_all)
         if self._sub in ready:
             survive(log, "the switch", self._switch)
+        if self._relay is not None and self._relay.pull in ready:
+            relay = self._relay
+            survive(log, "relaying node messages", lambda: relay.forward_messages(self._push))
         for task in self._pmi.ready(ready):
             survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: self._pmi.readable(task))
         for task in [self._by_pidfd[fd] for fd in ready if fd in self._by_pidfd]:
@@ -164,9 +178,12 @@ class NodeDaemon:
         # the last exits are on their way on the PUSH socket: a short linger lets them reach the master,
         # which otherwise learns of them only when it misses this node or hears from its next daemon
         self._push.close(linger=_LAST_EXITS_LINGER_MS)
-        for socket in (self._dealer, self._sub):
+        for socket in self.sockets:
             self._poller.unregister(socket)
-            socket.close()
+        self._dealer.close()
+        self._sub.close()
+        if self._relay is not None:
+            self._relay.close()
         if self._owns_context:
             self._context.term()
         self._host.close()
@@ -184,9 +201,13 @@ class NodeDaemon:
 
     def _switch(self) -> None:
         try:
-            switch = decode(self._sub.recv(zmq.NOBLOCK))  # CONFLATE: only the newest
+            frame = self._sub.recv(zmq.NOBLOCK)  # CONFLATE: only the newest
         except zmq.Again:
             return
+        if self._relay is not None:
+            self._relay.forward_switch(frame)  # first: the relayed nodes wait on it
+        try:
+            switch = decode(frame)
         except ProtocolError as error:
             log.warning("bad switch message: %s", error)
             return
@@ -195,8 +216,10 @@ class NodeDaemon:
 
     def _apply(self, switch: SlotSwitch) -> None:
         applied_ns, samples = self._switcher.apply(switch, self._tasks.values())
+        now = time.monotonic()
+        self._upstream.heard(now)
         # where nodes share cores, what can wait does until the others have had time to apply the switch
-        others_applied = time.monotonic() + self._settings.report_delay_ms / 1000
+        others_applied = now + self._settings.report_delay_ms / 1000
         # The signals went to the processes each task had at the last look; the next look gives those
         # started since the same signal. It waits as a report does, and else runs in this wake-up: a
         # wake-up of its own, on a core whose caches the jobs have filled, cost as much CPU as the switch.
@@ -237,11 +260,15 @@ class NodeDaemon:
     def _welcome(self, welcome: NodeWelcome) -> None:
         self._registered = True
         self._heartbeat_s = welcome.heartbeat_ms / 1000
+        self._upstream.welcomed(welcome, time.monotonic())
+        if self._relay is not None:
+            self._relay.serving = welcome.relays
         # the next hello was due up to 0.5 s on: the master counts silence from now, at its own period
         self._next_heartbeat = min(self._next_heartbeat, time.monotonic() + self._heartbeat_s)
         switches = self._follow(self._sub, welcome.switch_endpoint)
         reports = self._follow(self._push, welcome.report_endpoint)
-        log.info("registered with the master; switches from %s, reports to %s", switches, reports)
+        log.info("registered with the master%s; switches from %s, reports to %s",
+                 f" through relay {welcome.via}" if welcome.via else "", switches, reports)
         for fence in self._pmi.pending_fences():
             self._send(self._dealer, fence)
 
@@ -252,6 +279,8 @@ class NodeDaemon:
         if endpoint != previous:
             if previous is not None:
                 socket.disconnect(previous)
+            if self._keys is not None:  # a relay presents the nodes' key, the master its own
+                socket.curve_serverkey = self._keys.server_key(relay=self._upstream.via is not None)
             socket.connect(endpoint)
             self._endpoints[socket] = endpoint
         return endpoint
@@ -358,6 +387,10 @@ class NodeDaemon:
         for task in self._tasks.values():
             if task.kill_deadline is not None and now >= task.kill_deadline:
                 task.kill()
+        relay_lost_at = self._upstream.lost_at()
+        if self._registered and relay_lost_at is not None and now >= relay_lost_at:
+            self._upstream.leave(now)
+            self._registered, self._next_heartbeat = False, now  # say hello at once
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + self._heartbeat_s
             self._host.sweep({(task.job_id, task.rank) for task in self._tasks.values()})
@@ -372,6 +405,9 @@ class NodeDaemon:
             deadline = min(deadline, self._report_due)
         if self._look_due is not None:
             deadline = min(deadline, self._look_due)
+        relay_lost_at = self._upstream.lost_at()
+        if self._registered and relay_lost_at is not None:
+            deadline = min(deadline, relay_lost_at)
         for task in self._tasks.values():
             if task.kill_deadline is not None:
                 deadline = min(deadline, task.kill_deadline)
@@ -387,6 +423,8 @@ class NodeDaemon:
             peer=self._peer(),
             tasks=[TaskRef(job_id=t.job_id, rank=t.rank) for t in self._tasks.values()],
             exits=list(self._unacknowledged.values()),
+            relay=self._relay.endpoints if self._relay is not None else None,
+            left_relay=self._upstream.left,
         )
 
     def _peer(self) -> PeerEndpoint:

@@ -47,6 +47,10 @@ class NodeSettings(BaseSettings):
         default_factory=socket.gethostname, description="address other nodes reach this one at (tcp)"
     )
     peer_ports: str = Field("23000-23999", description="ports rank-0 tasks may bind: barriers (tcp), MASTER_PORT")
+    relay: bool = Field(
+        True, description="offer to relay switches and node messages for other nodes, which the master uses "
+        "beyond its --relay-fanout nodes (over tcp only with keys)"
+    )
     containment: Literal["auto", "cgroup", "process-tree"] = Field(
         "auto", description="what holds every process of a task: a cgroup (v2, where the daemon may create "
         "groups), or its process tree under a subreaper; auto: a cgroup where possible"

@@ -35,6 +35,7 @@ from gangsched.protocol.records import (
     MAX_ARRAY_JOBS,
     NodeInfo,
     PeerEndpoint,
+    RelayEndpoints,
     TaskRef,
     TaskSample,
     TaskSpec,
@@ -78,15 +79,19 @@ class NodeHello(WireModel):
     peer: PeerEndpoint
     tasks: list[TaskRef] = []
     exits: list[TaskExit] = []
+    relay: RelayEndpoints | None = None  # where it would listen as a relay; None: it cannot relay
+    left_relay: str | None = None  # the relay it heard no switch through for too long
 
 
 class NodeWelcome(WireModel):
     type: Literal["node_welcome"] = "node_welcome"
     node: str
-    switch_endpoint: str  # the master's PUB socket, as bound
-    report_endpoint: str  # the master's PULL socket for reports, heartbeats and exits, as bound
+    switch_endpoint: str  # the master's PUB socket as bound, or its relay's
+    report_endpoint: str  # the master's PULL socket for reports, heartbeats and exits as bound, or its relay's
     heartbeat_ms: int
     quantum_ms: int
+    via: str | None = None  # the node it reaches the master through; None: the master itself
+    relays: bool = False  # it forwards switches and node messages for the nodes homed at it
 
 
 class Heartbeat(WireModel):

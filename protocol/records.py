@@ -155,6 +155,14 @@ class PeerEndpoint(WireModel):
         return self
 
 
+class RelayEndpoints(WireModel):
+    """Where a node that relays for others listens: a PUB that forwards the master's switches,
+    and a PULL whose node messages it forwards to the master (docs/architecture.md, 'Relays')."""
+
+    switch: str = Field(pattern=r"^(ipc|tcp)://", max_length=300)
+    report: str = Field(pattern=r"^(ipc|tcp)://", max_length=300)
+
+
 class TaskSpec(WireModel):
     """One task of a job, as the master asks a node to launch it.
 
@@ -235,6 +243,7 @@ class NodeInfo(WireModel):
     jobs: list[int]
     seen_ago_s: float
     util_pct: float | None = None  # CPU of its tasks over the last quantum it reported, per processor
+    via: str | None = None  # the relay it reaches the master through; None: none
 
 
 class UserInfo(WireModel):

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import zmq
 
-from gangsched.daemon.curve import CurveError, KeyFolder, keygen
+from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder, keygen
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
+from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode
 from gangsched.protocol.messages import NodeHello, NodeWelcome, TaskExit
 from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint
@@ -171,3 +172,55 @@ def test_keygen_writes_secret_keys_for_their_owner_only_and_refuses_reserved_nam
     with pytest.raises(CurveError, match="'node' names the node's key"):
         keygen(tmp_path / "keys", ["node"])
     assert (tmp_path / "keys" / "authorized" / "node.key").read_bytes() == node_key
+
+
+def test_a_relay_lets_in_the_nodes_key_only(tmp_path):
+    """A node relaying over tcp with keys: a frame pushed with a user's key never reaches it,
+    one pushed with the nodes' key does (real CURVE handshakes, its ZAP handler in a thread)."""
+    keygen(tmp_path / "keys", ["gangalice"])
+    keys = KeyFolder(tmp_path / "keys")
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    relay = NodeRelay.open(context, tmp_path / "spool", keys, "127.0.0.1")
+    assert relay is not None and relay.endpoints.report.startswith("tcp://127.0.0.1:")
+    pushes = []
+    try:
+        for name in ("gangalice", NODE_USER):
+            push = context.socket(zmq.PUSH)
+            push.setsockopt(zmq.LINGER, 0)
+            keys.connect_as(push, name)
+            push.curve_serverkey = keys.server_key(relay=True)
+            push.connect(relay.endpoints.report)
+            push.send(name.encode())
+            pushes.append(push)
+        assert relay.pull.poll(10_000) and relay.pull.recv() == NODE_USER.encode()
+        assert not relay.pull.poll(500), "a user's key spoke through a relay"
+    finally:
+        for push in pushes:
+            push.close()
+        relay.close()
+        context.term()
+
+
+def test_a_node_without_keys_over_tcp_offers_no_relay(tmp_path):
+    assert NodeRelay.open(zmq.Context.instance(), tmp_path / "spool", None, "127.0.0.1") is None
+
+
+@pytest.fixture
+def relay_fanout_one(monkeypatch):
+    """A master started after it homes the second node on: a relay, then nodes at it."""
+    monkeypatch.setenv("GANG_MASTER_RELAY_FANOUT", "1")
+
+
+def test_nodes_relay_for_each_other_over_tcp_with_keys(relay_fanout_one, secured, tmp_path):
+    endpoint, keys = secured.endpoint, secured.keys
+    with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:
+        for count, name in enumerate(("direct", "relay", "relayed"), start=1):  # in turn: the order makes the tree
+            secured.started.append(daemon("noded", "--master", endpoint, "--name", name, "--keys", str(keys),
+                                          "--spool-dir", str(tmp_path / name), "--peer-transport", "tcp",
+                                          "--peer-host", "127.0.0.1"))
+            wait_until(lambda: len(gangalice.nodes()) == count, 15, f"node {name}")
+        assert {n.name: n.via for n in gangalice.nodes()} == {"direct": None, "relay": None, "relayed": "relay"}
+        job_id = gangalice.submit(JobSpec(name="true", user="gangalice", tasks=3, argv=["true"], cwd="/", env={}))
+        # it completes once every rank's exit reached the master: the relayed node's through its relay
+        info = wait_until(lambda: (job := gangalice.job(job_id)).state.is_final and job, 30, "the job to end")
+        assert info.state is JobState.COMPLETED, info.reason

@@ -24,7 +24,8 @@ def test_the_maps_the_list_commands_read_are_the_models():
                   start_time=1.5e9 + 10, end_time=1.5e9 + 70, node_names=["n1", "n2"], processors=[0, 0],
                   exit_code=3, util_pct=97.5, predicted_pct=90.0, barriers=12, barriers_per_s=0.2,
                   migration_s=[0.4])
-    node = NodeInfo(name="n1", state="up", cpus=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2)
+    node = NodeInfo(name="n1", state="up", cpus=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2,
+                    via="r1")
     job_map = unpack(encode(JobList(jobs=[job], more=True)))["jobs"][0]
     node_map = unpack(encode(NodeList(nodes=[node])))["nodes"][0]
 
@@ -35,7 +36,7 @@ def test_the_maps_the_list_commands_read_are_the_models():
     shown = columns.render(list(columns.JOB_FIELDS.values()), [job_map]).splitlines()[1].split()
     assert shown[:5] == ["8", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
     assert columns.render(list(columns.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
-        ["n1", "up", "1", "1/2", "0.2", "8"]
+        ["n1", "up", "1", "1/2", "0.2", "8", "r1"]
 
 
 @pytest.mark.live
