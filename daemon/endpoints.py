@@ -14,12 +14,16 @@ def connectable(bound: str, via: str) -> str:
     A wildcard host is replaced by the host the peer used for ``via``; ipc and
     concrete addresses are returned unchanged.
     """
+    return reachable_at(bound, via.partition("://")[2].rpartition(":")[0])
+
+
+def reachable_at(bound: str, host: str) -> str:
+    """``bound`` with a wildcard host replaced by ``host``; ipc and concrete addresses unchanged."""
     scheme, _, address = bound.partition("://")
-    host, _, port = address.rpartition(":")
-    if scheme != "tcp" or host not in _WILDCARDS:
+    bound_host, _, port = address.rpartition(":")
+    if scheme != "tcp" or bound_host not in _WILDCARDS:
         return bound
-    via_host = via.partition("://")[2].rpartition(":")[0]
-    return f"tcp://{via_host}:{port}"
+    return f"tcp://{host}:{port}"
 
 
 # a master's default sockets: ipc in its own state folder, where nodes and clients of the

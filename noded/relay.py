@@ -19,7 +19,7 @@ from pathlib import Path
 import zmq
 
 from gangsched.daemon.curve import NODE_USER, KeyFolder
-from gangsched.daemon.endpoints import UnsafeBind, private_ipc
+from gangsched.daemon.endpoints import UnsafeBind, private_ipc, reachable_at
 from gangsched.protocol.messages import NodeWelcome
 from gangsched.protocol.records import RelayEndpoints
 
@@ -44,7 +44,8 @@ class NodeRelay:
                 if keys is not None:
                     keys.serve(socket, NODE_USER)
                 socket.bind(endpoint)
-                bound.append(_reachable(socket.getsockopt_string(zmq.LAST_ENDPOINT), advertised_host))
+                endpoint = socket.getsockopt_string(zmq.LAST_ENDPOINT)
+                bound.append(endpoint if advertised_host is None else reachable_at(endpoint, advertised_host))
         except zmq.ZMQError:
             self.close()  # an open socket would hold up the context's end
             raise
@@ -123,10 +124,3 @@ class Upstream:
         log.warning("no switch through relay %s for %.1f s: registering with the master again",
                     self.via, now - self._heard)
         self.left, self.via = self.via, None
-
-
-def _reachable(bound: str, host: str | None) -> str:
-    """``bound`` (``tcp://0.0.0.0:PORT``, or an ipc path) as other nodes connect to it."""
-    if host is None or not bound.startswith("tcp://"):
-        return bound
-    return f"tcp://{host}:{bound.rpartition(':')[2]}"
