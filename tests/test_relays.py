@@ -37,7 +37,9 @@ def run_to_the_end(cluster: Cluster, tasks: int) -> JobInfo:
 def relaying(start_cluster, monkeypatch) -> tuple[Cluster, str, str]:
     """A cluster of 4 nodes, one homed at a relay: (the cluster, that node, its relay)."""
     monkeypatch.setenv("GANG_MASTER_RELAY_FANOUT", "1")  # 1 node at the master, then relays of 1 node
-    cluster = start_cluster(nodes=4, heartbeat_ms=200)
+    # a node is lost after 1.5 s of silence (3 s behind a relay), and leaves a relay after 0.5 s without
+    # a switch: a CI host that stalls a daemon for half a second loses no node
+    cluster = start_cluster(nodes=4, heartbeat_ms=500)
     homes = wait_until(lambda: relayed(cluster), 10, "a node homed at a relay")
     assert isinstance(homes, dict) and len(homes) == 1, homes
     [(node, relay)] = homes.items()
