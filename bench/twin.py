@@ -9,6 +9,7 @@ part of the CPU are simulated quantum by quantum (sim/quanta.py), the jobs'
 utilization and the cores' sharing included (sim/cpu.py).
 """
 
+import copy
 import dataclasses
 import getpass
 import os
@@ -119,7 +120,7 @@ def simulate_twin(config: ClusterConfig, jobs: list[SimJob], cost: ProgramCost |
         quanta = Quanta(settings.quantum_ms / 1000, settings.pairing_used(), settings.matching,
                         settings.coordination, settings.sharp_change or None,
                         Cores.pinned(config.nodes, config.processors_per_node, os.cpu_count() or 1))
-    costed = jobs if cost is None else [cost.dedicated(job) for job in jobs]
+    costed = [copy.copy(job) if cost is None else cost.dedicated(job) for job in jobs]
     scheduled = run_keeping_jobs(settings.choice(), costed, config.nodes * config.processors_per_node,
                                  quanta=quanta)[1]
     return [dataclasses.replace(job, start=twin.start, end=twin.end) for job, twin in zip(jobs, scheduled)]

@@ -1,8 +1,9 @@
 """The metrics of docs/metrics.md over a finished schedule."""
 
 import math
+import operator
 import statistics
-from collections.abc import Callable
+from itertools import compress
 from dataclasses import dataclass
 
 from gangsched.sim.engine import RunTotals
@@ -37,17 +38,17 @@ def summarize(jobs: list[SimJob], procs: int, totals: RunTotals | None = None) -
     median_run = statistics.median(job.run_time for job in done) if done else 0.0
     waits = [wait(job) for job in done]
     slowdowns = [bounded_slowdown(job) for job in done]
-    groups: dict[str, Callable[[SimJob], bool]] = {
-        f"small ≤{LARGE_ABOVE}p": lambda job: job.procs <= LARGE_ABOVE,
-        f"large >{LARGE_ABOVE}p": lambda job: job.procs > LARGE_ABOVE,
-        "short ≤median": lambda job: job.run_time <= median_run,
-        "long >median": lambda job: job.run_time > median_run,
+    small = [job.procs <= LARGE_ABOVE for job in done]
+    short = [job.run_time <= median_run for job in done]
+    groups = {  # group -> whether each job is in it, in the order of ``done``
+        f"small ≤{LARGE_ABOVE}p": small, f"large >{LARGE_ABOVE}p": [not member for member in small],
+        "short ≤median": short, "long >median": [not member for member in short],
     }
     by_group = {}
-    for name, test in groups.items():
-        members = [index for index, job in enumerate(done) if test(job)]
-        if members:
-            by_group[name] = (len(members), _stat([waits[i] for i in members]), _stat([slowdowns[i] for i in members]))
+    for name, members in groups.items():
+        if any(members):
+            by_group[name] = (sum(members), _stat(list(compress(waits, members))),
+                              _stat(list(compress(slowdowns, members))))
     return Summary(
         jobs=len(done),
         unfinished=len(jobs) - len(done),
@@ -103,7 +104,8 @@ def _stat(values: list[float]) -> Stat:
     if not values:
         return Stat(0.0, 0.0)
     mean = math.fsum(values) / len(values)
-    return Stat(mean, math.sqrt(math.fsum((value - mean) ** 2 for value in values) / len(values)))
+    deviations = [value - mean for value in values]
+    return Stat(mean, math.sqrt(math.fsum(map(operator.mul, deviations, deviations)) / len(values)))
 
 
 # Student's t at 97.5 % by degrees of freedom, for 95 % confidence intervals of a mean over a few seeds
