@@ -1,6 +1,7 @@
 """Many node daemons in one process, for `gang bench scale`: each a real ``NodeDaemon`` (its
 registration, heartbeats, columns, switch decode and apply, quantum reports, task exits),
-all sharing one ZeroMQ context and one poll, with tasks that only record what they are told.
+all sharing one ZeroMQ context and one poll (bench/epoll_poller.py), with tasks that only
+record what they are told.
 
 The task host is the one part swapped: ``EmulatedHost`` starts no process. Its task is
 busy whenever it is runnable (its CPU time is its runnable time), counts one barrier each
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import zmq
 
+from gangsched.bench.epoll_poller import EpollPoller
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.daemon import NodeDaemon
 from gangsched.noded.pmi import LineReader
@@ -139,7 +141,7 @@ def agent_name(index: int) -> str:
 def run_agents(master: str, first: int, count: int, spool: Path) -> None:
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     context.set(zmq.MAX_SOCKETS, 6 * count + 64)  # five sockets a daemon (three, and two to relay), and room
-    poller = zmq.Poller()
+    poller = EpollPoller()  # a poll over every daemon's sockets would cost more than the switch
     owners: dict[object, NodeDaemon] = {}
     daemons = []
     for name in map(agent_name, range(first, first + count)):
@@ -175,11 +177,13 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
                     touched.setdefault(daemons[index], {})
             for daemon, mine in touched.items():
                 daemon.step(mine)
+                poller.recheck(daemon.sockets)
                 index = indices[daemon]
                 next_due[index] = time.monotonic() + daemon.wait_ms() / 1000
                 heapq.heappush(due, (next_due[index], index))
     for daemon in daemons:
         daemon.close()
+    poller.close()
     context.term()
 
 
