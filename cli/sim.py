@@ -1,18 +1,18 @@
 """`gang sim`: run a policy over a trace or a model workload; `gang sim sweep`: a load sweep."""
 
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from gangsched import traces
-from gangsched.policy.slack import Heuristic, SlackSettings
+from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.metrics import Stat, pyss_selection, summarize
 from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.policy.catalog import POLICY_NAMES, Choice
@@ -137,16 +137,7 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
     prepared = prepare_as_pyss(records, size) if as_pyss else prepare(records, size)
     jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
     choice = _choice(policy, given)
-    with Progress(console=console, transient=True, auto_refresh=False) as bar:
-        task = bar.add_task(f"{choice.label()} on {size} procs", total=len(jobs))
-        finished = 0
-
-        def advance(done: int) -> None:
-            nonlocal finished
-            finished += done
-            if finished % 1000 == 0:  # a redraw per job would cost more than the simulation
-                bar.update(task, completed=finished, refresh=True)
-
+    with _progress(f"{choice.label()} on {size} procs", len(jobs)) as advance:
         outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
     if as_pyss:  # the machine's utilization and loss of capacity stay those of the whole run
         summary = outcome.summary
@@ -190,6 +181,8 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
         raise click.UsageError(f"--loads must be numbers separated by commas, not {loads!r}") from None
     choices = [_choice(name, dict(given)) for name in names]
     out.mkdir(parents=True, exist_ok=True)
+    from rich.progress import Progress
+
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{len(choices) * len(levels)} runs", total=len(choices) * len(levels))
         points = sweep(records, size, choices, levels, "arrivals" if scaling == "arrivals" else "run-times",
@@ -206,6 +199,27 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
 
     paths = write_sweep(points, out, "sweep")
     console.print("wrote " + ", ".join(str(path) for path in paths))
+
+
+@contextlib.contextmanager
+def _progress(what: str, jobs: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar of finished jobs on a terminal; elsewhere none, not even loaded (a faster start)."""
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True, auto_refresh=False) as bar:
+        task = bar.add_task(what, total=jobs)
+        finished = 0
+
+        def advance(done: int) -> None:
+            nonlocal finished
+            finished += done
+            if finished % 1000 == 0:  # a redraw per job would cost more than the simulation
+                bar.update(task, completed=finished, refresh=True)
+
+        yield advance
 
 
 def read_trace(trace: Path, procs: int | None) -> tuple[list[SwfJob], int]:

@@ -9,7 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.quantum import Pairing
-from gangsched.policy.slack import SlackSettings
+from gangsched.policy.slack_settings import SlackSettings
 
 
 class MasterSettings(BaseSettings):

@@ -173,14 +173,16 @@ class PlanningPolicy(SpaceSharing, Generic[PlanT]):
     def schedule(self, now: float) -> Decision:
         started = Decision()
         next_start = math.inf
-        for job_id, plan in self.planned.items():
+        due = now + _EPSILON
+        for job_id, plan in self.planned.items():  # at every event: the cheap test first
+            if plan.start > due:
+                if plan.start < next_start:
+                    next_start = plan.start
             # a live job may overrun its estimate until it is killed: then a due plan waits for its end
-            if plan.start <= now + _EPSILON and self.columns.fits(plan.job):
+            elif self.columns.fits(plan.job):
                 started.rates[job_id] = 1.0
                 self.running[job_id] = (plan.end, plan.job.procs)
                 self.columns.take(job_id, plan.job)
-            elif plan.start > now + _EPSILON and plan.start < next_start:
-                next_start = plan.start
         for job_id in started.rates:
             del self.planned[job_id]
         # a plan's start is not always the end of another job: compression can move that job away

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
 from gangsched.policy.interface import LivePolicy
 from gangsched.policy.large_jobs import LargeJobs
-from gangsched.policy.matrix_policy import matrix_policy
 from gangsched.policy.matrix_settings import MatrixPolicyKind
-from gangsched.policy.slack import SlackPolicy, SlackSettings
+from gangsched.policy.slack_settings import SlackSettings
 from gangsched.policy.topology import Topology
 
 SPACE_SHARING: dict[str, Callable[[int, Topology | None], LivePolicy]] = {
@@ -47,8 +46,13 @@ def build_policy(choice: Choice, procs: int, longest_estimate: float, topology: 
     """
     if choice.policy in SPACE_SHARING:
         return SPACE_SHARING[choice.policy](procs, topology)
+    # the other policies load when chosen: a simulation of one policy starts faster
     if choice.policy == "slack":
+        from gangsched.policy.slack import SlackPolicy
+
         return SlackPolicy(procs, choice.slack, topology)
+    from gangsched.policy.matrix_policy import matrix_policy
+
     return matrix_policy(
         MatrixPolicyKind(choice.policy), procs, mpl=choice.mpl, context_switch=choice.context_switch,
         migration_cost_s=choice.migration_cost_s, migrate_per_slice=choice.migrate_per_slice,

@@ -16,12 +16,16 @@ def lowest_columns(mask: int, count: int) -> int:
     """The ``count`` lowest columns of ``mask`` (which has at least that many)."""
     if mask.bit_count() == count:
         return mask
-    chosen = 0
-    for _ in range(count):
-        column = mask & -mask
-        chosen |= column
-        mask ^= column
-    return chosen
+    # the fewest low bits of ``mask`` that hold ``count`` columns, found by halving: as many
+    # steps as the machine's width has bits, not one per column as taking them one by one
+    low, high = count, mask.bit_length()
+    while low < high:
+        middle = (low + high) // 2
+        if (mask & ((1 << middle) - 1)).bit_count() >= count:
+            high = middle
+        else:
+            low = middle + 1
+    return mask & ((1 << low) - 1)
 
 
 def column_list(mask: int) -> list[int]:

@@ -54,22 +54,31 @@ class Profile:
 
     def _scan(self, procs: int, duration: float, after: float, limit: float, clip: bool) -> float:
         times, free = self.times, self.free
-        index = max(bisect_right(times, after) - 1, 0)
-        if not clip and limit < INFINITY and max(free[index:bisect_left(times, limit, index)], default=procs) < procs:
+        index = bisect_right(times, after) - 1 if after > times[0] else 0  # mostly from now: the first step
+        stop = bisect_left(times, limit, index)  # the steps from ``stop`` on begin at the limit or later
+        if not clip and limit < INFINITY and max(free[index:stop], default=procs) < procs:
             return limit  # nowhere before the limit has room: decided at C speed (pays off for BGS's rows)
-        start = after
+        if after >= limit:
+            return limit
         last = len(times) - 1
-        while start < limit:
-            if free[index] < procs:
+        start = after
+        while True:
+            # the loops are tight, as compressing a queue runs them for every job at every early end
+            while free[index] < procs:  # no room: the next step that has some may start the job
                 index += 1
-                if index > last:
+                if index >= stop:
                     return limit
                 start = times[index]
-                continue
-            if index == last or times[index + 1] >= (min(start + duration, limit) if clip else start + duration):
-                return start
+            end = start + duration
+            if clip and end > limit:
+                end = limit
             index += 1
-        return limit
+            while index <= last and times[index] < end:  # room all through to ``end``?
+                if free[index] < procs:
+                    break
+                index += 1
+            else:
+                return start
 
     def fits(self, procs: int, start: float, end: float) -> bool:
         """Whether ``procs`` are free all through [start, end)."""

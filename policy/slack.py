@@ -28,11 +28,11 @@ initial slack.
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from gangsched.policy.backfill import Plan, PlanningPolicy, compress
 from gangsched.policy.interface import Job
 from gangsched.policy.profile import Profile
+from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.policy.topology import Topology
 
 _LOWEST_PRIORITY = 0.01  # a floor for ratios of priorities
@@ -40,25 +40,6 @@ _LOWEST_PRIORITY = 0.01  # a floor for ratios of priorities
 # growing as the slack runs out, and 1 (not 0) for a job that never had slack, so that moving
 # such a job up still earns what its size, time and priority are worth
 _SLACK_SMOOTHING_S = 1.0
-
-
-class Heuristic(StrEnum):
-    AST = "ast"  # ascending scheduled time
-    AAT = "aat"  # ascending arrival time
-    DU = "du"  # descending utilization n·t
-    DC = "dc"  # descending cost of one second's delay
-    DP = "dp"  # descending priority, then arrival
-
-
-@dataclass(frozen=True)
-class SlackSettings:
-    slack_factor: float = 3.0  # SF
-    average_wait_s: float = 2401.0  # AWT, the site's yearly average (KTH under conservative)
-    heuristic: Heuristic = Heuristic.AST
-    utilization_weight: float = 1.0  # αu
-    time_weight: float = 1.0  # αt
-    priority_weight: float = 1.0  # αp
-    fairness_weight: float = 1.0  # αf
 
 
 @dataclass

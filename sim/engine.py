@@ -11,6 +11,7 @@ import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gangsched.policy.interface import Policy
 from gangsched.sim.jobs import SimJob
@@ -38,7 +39,7 @@ class _Progress:
 
 def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None] | None = None) -> RunTotals:
     """Run ``jobs`` under ``policy``; fills in their start and end."""
-    pending = sorted(jobs, key=lambda job: (job.submit, job.job_id))
+    pending = sorted(jobs, key=attrgetter("submit", "job_id"))
     by_id = {job.job_id: job for job in pending}
     running: dict[int, _Progress] = {}
     completions: list[tuple[float, int, int]] = []  # (end, job id, version)

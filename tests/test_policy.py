@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from gangsched.master.scheduling import LiveScheduler, PolicyJob, Processor
 from gangsched.policy.catalog import Choice
+from gangsched.policy.columns import lowest_columns
 from gangsched.policy.quantum import round_robin
 
 NODES = ["n1", "n2", "n3", "n4"]
@@ -148,3 +149,12 @@ def test_a_shape_the_nodes_up_can_never_hold_is_held():
     live = scheduler("gs", nodes=["n1", "n2"], processors=2)
     live.submit(job(1, 3, per_node=1), 0.0)  # three nodes needed
     assert live.schedule(0.0).starts == {} and live.is_held(1)
+
+
+@given(st.integers(min_value=1, max_value=(1 << 300) - 1), st.data())
+def test_a_job_takes_the_lowest_free_columns(mask, data):
+    count = data.draw(st.integers(1, mask.bit_count()))
+    chosen = lowest_columns(mask, count)
+    highest = chosen.bit_length() - 1
+    assert chosen & ~mask == 0 and chosen.bit_count() == count
+    assert mask & ((1 << highest) - 1) == chosen & ((1 << highest) - 1)  # no free column below it is left out

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
 from gangsched.policy.interface import Job
-from gangsched.policy.slack import Heuristic, SlackPolicy, SlackSettings
+from gangsched.policy.slack import SlackPolicy
+from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.engine import simulate
 from gangsched.sim.jobs import SimJob
 from gangsched.sim.metrics import bounded_slowdown, confidence_interval, pyss_selection
