@@ -19,6 +19,7 @@ from typing import Any
 import zmq
 
 _RECEIVE_ONLY = (zmq.SUB, zmq.PULL)
+_EVENTS = int(zmq.EVENTS)  # as a plain number: pyzmq turns an option enum into its type through an Enum call
 _EPOLL_EVENTS = {zmq.POLLIN: select.EPOLLIN, zmq.POLLOUT: select.EPOLLOUT, zmq.POLLERR: select.EPOLLERR}
 
 
@@ -82,7 +83,7 @@ class EpollPoller(zmq.Poller):
 
     def _look(self, ready: dict[Any, int]) -> None:
         for socket in list(self._unsure):
-            events = int(socket.getsockopt(zmq.EVENTS)) & self._flags[socket]
+            events = int(socket.getsockopt(_EVENTS)) & self._flags[socket]
             if events:
                 ready[socket] = events  # and unsure still: its owner may not take all it holds
             else:
