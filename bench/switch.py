@@ -3,14 +3,18 @@
 While every node runs busy tasks in two rows, each switch's latency is the
 time from the master's send to the last node having sent its signals. The
 overhead is the job CPU time lost against the same tasks run unscheduled
-for the same wall time (measured first, with no daemon running).
+for the same wall time (measured first, with no daemon running). Both are
+read from the tasks' own CPU clocks: the master learns of a quantum's CPU
+only with a node's next report, one to several quanta later.
 """
 
 import dataclasses
+import os
 import statistics
 import subprocess
 import sys
 import time
+import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -45,17 +49,14 @@ def unscheduled_cpu_rate(tasks: int, seconds: float) -> float:
     processes = [subprocess.Popen(SPIN) for _ in range(tasks)]
     try:
         time.sleep(1.0)  # past their start-up
-        before, start = _cpu(processes), time.monotonic()
+        pids = [process.pid for process in processes]
+        before, start = _cpu_s(pids), time.monotonic()
         time.sleep(seconds)
-        return (_cpu(processes) - before) / (time.monotonic() - start)
+        return (_cpu_s(pids) - before) / (time.monotonic() - start)
     finally:
         for process in processes:
             process.kill()
             process.wait()
-
-
-def _cpu(processes: list[subprocess.Popen[bytes]]) -> float:
-    return sum(process_cpu_ns(process.pid) for process in processes) / 1e9
 
 
 def measure_switch(cluster: AbstractContextManager[MasterClient], nodes: int, switches: int, quantum_ms: int,
@@ -69,35 +70,48 @@ def measure_switch(cluster: AbstractContextManager[MasterClient], nodes: int, sw
 
 
 def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int) -> SwitchResult:
-    spec = job_spec(SyntheticJob("spin"), nodes)
-    with running(client, [spec, spec], warmup_s=3 * quantum_ms / 1000) as job_ids:
-        before, start = _job_cpu_after_switch(client, job_ids)
+    run = uuid.uuid4().hex
+    spec = job_spec(SyntheticJob("spin"), nodes).model_copy(update={"env": {_MARKER: run}})
+    with running(client, [spec, spec], warmup_s=3 * quantum_ms / 1000):
+        pids = _task_pids(f"{_MARKER}={run}".encode(), 2 * nodes)
         master_before = client.switch_stats(1)
+        before, start = _cpu_s(pids), time.monotonic()
         time.sleep(switches * quantum_ms / 1000)
-        after, end = _job_cpu_after_switch(client, job_ids)
+        after, end = _cpu_s(pids), time.monotonic()
         stats = client.switch_stats(switches)
     elapsed = end - start
     latencies = sorted(ns / 1e6 for ns in stats.latencies_ns)
-    scheduled = (after - before) / elapsed
     return SwitchResult(
         switches=len(latencies),
         median_ms=statistics.median(latencies),
         p99_ms=percentile(latencies, 0.99),
         cpu=100 * (stats.master_cpu_ns - master_before.master_cpu_ns) / 1e9 / elapsed,
-        job_cpu_rate=scheduled,
+        job_cpu_rate=(after - before) / elapsed,
     )
 
 
-def _job_cpu_after_switch(client: MasterClient, job_ids: list[int]) -> tuple[float, float]:
-    """The jobs' CPU time, and when, read at the same point of a quantum at both ends.
+_MARKER = "GANG_BENCH_SWITCH_RUN"  # in the tasks' environment: this run's tasks among all processes
+_FIND_S = 30.0
 
-    The master learns a task's CPU time from the node's report after each switch, and
-    reads the reports just before the next switch, so a reading at a random moment
-    lags by one to two quanta: about ±0.1 % of the overhead over a 100 s run. Read
-    just after a switch, it counts up to the switch before at both ends, and the
-    interval between the readings covers whole quanta.
-    """
-    quantum = client.matrix().quantum
-    while client.matrix().quantum == quantum:
-        time.sleep(0.002)
-    return sum(job.cpu_s for job in client.jobs(job_ids)), time.monotonic()
+
+def _task_pids(marker: bytes, count: int) -> list[int]:
+    """The processes of this run's tasks (on this host's kernel, containers' included), by ``marker``
+    in their environment: each task's command is one process, its launcher having become it."""
+    deadline = time.monotonic() + _FIND_S
+    while True:
+        pids = []
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and marker in open(f"/proc/{entry}/environ", "rb").read().split(b"\0"):
+                    pids.append(int(entry))
+            except OSError:  # gone, or not ours to read
+                continue
+        if len(pids) == count:
+            return pids
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"found {len(pids)} processes of the benchmark's tasks, not {count}")
+        time.sleep(0.1)
+
+
+def _cpu_s(pids: list[int]) -> float:
+    return sum(process_cpu_ns(pid) for pid in pids) / 1e9

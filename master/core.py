@@ -103,10 +103,17 @@ class MasterCore(ClientRequests, NodeEvents):
         nodes = len(scheduler.nodes)
         switch = SlotSwitch(quantum=self._quantum, sent_ns=self._clock.monotonic_ns(),
                             rows=list(self._selection.rows), alternates=list(self._selection.alternates),
-                            report_every=min(MAX_REPORT_QUANTA, max(1, -(-nodes // self.settings.reports_per_quantum))))
+                            report_every=self._report_every(nodes))
         self._switch_log.sent(switch, self._selection, nodes)
         self.tick_time.observe((switch.sent_ns - started_ns) / 1e9)
         return switch
+
+    def _report_every(self, nodes: int) -> int:
+        """How many quanta's accounts a node sends in one report: those of ``report_interval_ms``, and
+        on a large cluster enough that about ``reports_per_quantum`` reports arrive each quantum."""
+        settings = self.settings
+        return min(MAX_REPORT_QUANTA, max(1, settings.report_interval_ms // settings.quantum_ms,
+                                          -(-nodes // settings.reports_per_quantum)))
 
     def _restore(self) -> None:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""

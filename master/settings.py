@@ -31,6 +31,10 @@ class MasterSettings(BaseSettings):
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")
+    report_interval_ms: int = Field(
+        200, ge=0, description="the least time between two reports of a node: each holds the accounts of "
+        "this / quantum quanta, at least one (more on large clusters: --reports-per-quantum)"
+    )
     reports_per_quantum: int = Field(
         256, ge=1, description="about how many node reports the master reads per quantum: with more nodes "
         "up, each node sends its accounts every ceil(nodes / this) quanta, together in one report"

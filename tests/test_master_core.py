@@ -202,13 +202,17 @@ def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
 
 
 def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_counts(tmp_path, clock):
-    """Above ``reports_per_quantum`` nodes a switch asks each node for its accounts every few
-    quanta; a report of several quanta counts each as one report of it would."""
-    core = make_core(tmp_path, clock, nodes=4, settings=SETTINGS.model_copy(update={"reports_per_quantum": 3}))
+    """A switch asks each node for its accounts every ``report_interval_ms``, and above
+    ``reports_per_quantum`` nodes every few quanta more; a report of several quanta counts
+    each as one report of it would."""
+    every_quantum = SETTINGS.model_copy(update={"report_interval_ms": 0})
+    core = make_core(tmp_path, clock, nodes=4, settings=every_quantum.model_copy(update={"reports_per_quantum": 3}))
     job = submit(core, nodes=2)
     switches = [core.tick() for _ in range(2)]
     assert [switch.report_every for switch in switches] == [2, 2]  # ceil(4 / 3)
-    assert make_core(tmp_path / "small", clock).tick().report_every == 1
+    assert make_core(tmp_path / "small", clock, settings=every_quantum).tick().report_every == 1
+    interval = SETTINGS.model_copy(update={"report_interval_ms": 350})  # 3 quanta of 100 ms, and part of one
+    assert make_core(tmp_path / "interval", clock, settings=interval).tick().report_every == 3
     for node, cpu_ms in (("n1", 90), ("n2", 70)):
         core.report(QuantumReport(node=node, accounts=[
             QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
