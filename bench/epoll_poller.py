@@ -65,24 +65,28 @@ class EpollPoller(zmq.Poller):
 
     def poll(self, timeout: int | None = None) -> list[tuple[Any, int]]:
         ready: dict[Any, int] = {}
-        self._look(ready)
+        self._look(ready, list(self._unsure))
         wait = 0.0 if ready else -1.0 if timeout is None or timeout < 0 else timeout / 1000
+        signalled = []
         for fd, events in self._epoll.poll(wait):
             item = self._by_fd[fd]
             if isinstance(item, zmq.Socket):
-                self._unsure.add(item)
+                if item not in ready:  # else looked at just now, and unsure still
+                    signalled.append(item)
             else:
                 polled = sum(flag for flag, epoll in _EPOLL_EVENTS.items() if events & epoll)
                 if polled & (self._flags[item] | zmq.POLLERR):
                     ready[item] = polled
-        self._look(ready)
+        self._unsure.update(signalled)
+        self._look(ready, signalled)
         return list(ready.items())
 
     def close(self) -> None:
         self._epoll.close()
 
-    def _look(self, ready: dict[Any, int]) -> None:
-        for socket in list(self._unsure):
+    def _look(self, ready: dict[Any, int], sockets: "list[zmq.Socket[bytes]]") -> None:
+        """Each of ``sockets`` (unsure ones) into ``ready`` if it is, out of the unsure if it is not."""
+        for socket in sockets:
             events = int(socket.getsockopt(_EVENTS)) & self._flags[socket]
             if events:
                 ready[socket] = events  # and unsure still: its owner may not take all it holds

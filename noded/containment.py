@@ -51,7 +51,7 @@ class TaskGroup:
 
     The switch path signals the processes found at the last look, by pidfd (a pid
     recycled since is never signalled), and reads nothing; ``follow``, called
-    after every node's switch is applied, looks again and gives the processes
+    after each switch that signalled the node's tasks, looks again and gives the processes
     started since the last signal, so a fork is stopped within the switch's
     wake-up, not the next. The cgroup's files stay open: a look is one read.
     """

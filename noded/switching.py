@@ -23,6 +23,7 @@ class ColumnSwitcher:
         self.column = NodeColumn(epoch=-1, rows=[])
         self._column_jobs: set[int] = set()
         self._desired: set[int] = set()
+        self.signalled = False  # whether the last switch stopped or continued a task
 
     def new_column(self, column: NodeColumn) -> None:
         # the master's messages come in the order it sent them: the last column is its newest
@@ -36,18 +37,29 @@ class ColumnSwitcher:
 
     def apply(self, switch: SlotSwitch, tasks: Iterable[NodeTask]) -> tuple[int, list[TaskSample]]:
         """Signal ``tasks`` as ``switch`` asks; when it was applied (monotonic ns), and what ran before it."""
-        rows = self.column.rows
-        desired = {job_id for row in switch.rows if row < len(rows) for job_id in rows[row]}
-        desired.update(job_id for job_id in switch.alternates if job_id in self._column_jobs)
+        # plain loops, one pass over the tasks: at a thousand daemons in a process (`gang bench scale`)
+        # each switch's comprehensions and generators were a third of its apply
+        rows, desired = self.column.rows, set()
+        for row in switch.rows:
+            if row < len(rows):
+                desired.update(rows[row])
+        for job_id in switch.alternates:
+            if job_id in self._column_jobs:
+                desired.add(job_id)
         self._desired = desired
-        tasks = list(tasks)
-        ran = [task for task in tasks if task.runnable]  # in the quantum that just ended
-        resumed = [task for task in tasks if not task.runnable and task.job_id in desired]
-        for task in ran:
-            if not task.leaving and task.job_id not in desired:
-                task.stop()
+        ran, stopped, resumed = [], [], []
+        for task in tasks:
+            if task.runnable:  # in the quantum that just ended
+                ran.append(task)
+                if task.job_id not in desired and not task.leaving:
+                    stopped.append(task)
+            elif task.job_id in desired:
+                resumed.append(task)
+        for task in stopped:
+            task.stop()
         for task in resumed:
             task.resume()
+        self.signalled = bool(stopped or resumed)
         applied_ns = time.monotonic_ns()
         samples = [_sample(task, applied_ns) for task in ran]
         for task in resumed:
@@ -63,10 +75,5 @@ def _sample(task: NodeTask, now_ns: int) -> TaskSample:
     """
     runnable_ns = now_ns - task.runnable_since_ns
     task.runnable_since_ns = now_ns
-    return TaskSample(
-        job_id=task.job_id,
-        cpu_ns=task.take_cpu_ns(),
-        runnable_ns=runnable_ns,
-        rank=task.rank,
-        progress=task.read_progress() if task.rank == 0 else 0,  # only rank 0 counts barriers
-    )
+    # only rank 0 counts barriers
+    return TaskSample(task.job_id, task.rank, task.take_cpu_ns(), runnable_ns, task.read_progress() if task.rank == 0 else 0)

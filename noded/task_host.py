@@ -50,6 +50,7 @@ class NodeTask(Protocol):
 
 class TaskHost(Protocol):
     description: str  # for the daemon's log
+    forks: bool  # whether its tasks are processes that can start others, which a switch's signals must reach
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
                cores: set[int] | None) -> NodeTask: ...
@@ -59,6 +60,8 @@ class TaskHost(Protocol):
 
 
 class ProcessHost:
+    forks = True
+
     def __init__(self, node: str, spool: Path, wanted: str) -> None:
         self._containment = Containment(node, spool, wanted)
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
