@@ -13,7 +13,6 @@ it stops on SIGTERM, ending its daemons.
 """
 
 import argparse
-import gc
 import heapq
 import os
 import signal
@@ -24,6 +23,7 @@ from pathlib import Path
 import zmq
 
 from gangsched.bench.epoll_poller import EpollPoller
+from gangsched.daemon.realtime import freeze_start_up_objects
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.daemon import NodeDaemon
 from gangsched.noded.pmi import LineReader
@@ -155,9 +155,7 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
         owners.update({socket: daemon for socket in daemon.sockets})
         daemons.append(daemon)
     indices = {daemon: index for index, daemon in enumerate(daemons)}
-    # a full collection goes through every object of a thousand daemons, 20 ms in which no switch is
-    # applied: what they hold from their start is kept out of collections
-    gc.freeze()
+    freeze_start_up_objects()
     # when each daemon's timers next fall due, as (time, index) in a heap; stale entries (a
     # daemon stepped earlier, for a message) are skipped: every step pushes its new due time
     due = [(0.0, index) for index in range(count)]

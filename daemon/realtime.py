@@ -8,6 +8,7 @@ daemon must only ever block on sockets and timers: one that spins starves the
 machine (the kernel's RT throttling leaves the rest 5 %).
 """
 
+import gc
 import logging
 import os
 
@@ -31,6 +32,14 @@ def raise_priority(priority: int, log: logging.Logger) -> bool:
         return False
     log.info("running at SCHED_FIFO priority %d; tasks start at normal priority", priority)
     return True
+
+
+def freeze_start_up_objects() -> None:
+    """Keep what the daemon holds once started (its modules, sockets, settings) out of the
+    garbage collector's passes: a full pass over a daemon's imports alone takes about 10 ms,
+    a pause that would fall inside a switch now and then, and at a thousand daemons in one
+    process (`gang bench scale`) 20 ms."""
+    gc.freeze()
 
 
 def _fall_back() -> str:

@@ -30,7 +30,7 @@ import zmq
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import UnsafeBind, private_ipc
 from gangsched.daemon.logs import ThrottledWarning, survive
-from gangsched.daemon.realtime import raise_priority, zmq_context
+from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.master.core import MasterCore, NodeEndpoints
@@ -151,6 +151,7 @@ class MasterDaemon:
             if self._viewer is not None:
                 poller.register(self._viewer, zmq.POLLIN)
             next_switch = next_read = time.monotonic()
+            freeze_start_up_objects()
             while True:
                 wait_s = min(next_switch, next_read) - time.monotonic()
                 ready = dict(poller.poll(math.ceil(max(0.0, wait_s) * 1000)))

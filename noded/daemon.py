@@ -33,7 +33,7 @@ import zmq
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
 from gangsched.daemon.endpoints import connectable
 from gangsched.daemon.logs import survive
-from gangsched.daemon.realtime import raise_priority, zmq_context
+from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import ContainmentError
@@ -141,6 +141,7 @@ class NodeDaemon:
     def run(self) -> None:
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
             self._poller.register(signals.fileno(), zmq.POLLIN)
+            freeze_start_up_objects()
             while True:
                 ready = dict(self._poller.poll(self.wait_ms()))
                 if signals.fileno() in ready and signals.drain():
