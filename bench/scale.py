@@ -202,14 +202,21 @@ def write_plot(rows: list[ScaleRow], path: Path) -> None:
                ("master_rss_mb", "master resident MB"), ("report_drain_ms", "one read of node messages, ms"),
                ("decide_ms", "one quantum boundary, ms"), ("switch_p99_ms", "switch latency p99, ms"),
                ("register_s", "all nodes registered, s"), ("agents_cpu_pct", "the emulated nodes' CPU, % of a core")]
+    # both axes logarithmic, beside a line that grows as the nodes do from the first point: a figure
+    # whose points stay on or below it grows no worse than linearly
     figure, axes = plt.subplots(3, 3, figsize=(13, 10))
-    nodes = [row.nodes for row in rows]
     for axis, (field, title) in zip(axes.flat, figures):
-        axis.plot(nodes, [getattr(row, field) for row in rows], marker="o")
+        points = [(row.nodes, getattr(row, field)) for row in rows if getattr(row, field) > 0]
+        if points:
+            (first_nodes, first_value), last_nodes = points[0], points[-1][0]
+            axis.plot([first_nodes, last_nodes], [first_value, first_value * last_nodes / first_nodes],
+                      linestyle="--", color="grey", label="linear in the nodes")
+            axis.plot(*zip(*points), marker="o", label="measured")
         axis.set_xscale("log", base=2)
-        axis.set_ylim(bottom=0)
+        axis.set_yscale("log")
         axis.set_title(title)
         axis.set_xlabel("nodes")
+    axes.flat[0].legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
