@@ -39,20 +39,32 @@ class SwitchResult:
     overhead_pct: float | None = None  # once set beside the unscheduled rate
 
     def against(self, baselines: list[float]) -> "SwitchResult":
-        """With the overhead against the mean of the unscheduled rates measured."""
-        baseline = statistics.fmean(baselines)
+        """With the overhead against the median of the unscheduled rates measured."""
+        baseline = statistics.median(baselines)
         return dataclasses.replace(self, overhead_pct=100 * (1 - self.job_cpu_rate / baseline))
 
 
-def unscheduled_cpu_rate(tasks: int, seconds: float) -> float:
-    """CPU seconds per wall second that ``tasks`` spinning processes get on their own."""
+# The unscheduled rate is read in segments, and the overhead taken against their median: other work
+# on the host now and then takes a share of a baseline. On 2026-11-25 two runs of five, each against
+# the mean of a 20 s baseline before and one after, read baselines 0.5-0.9 % below the others' (and a
+# quiet host's, 1.993-1.995 CPU s/s), and so overheads of 0.44 and 0.20 % against 1.08-1.24 %.
+_BASELINE_SEGMENT_S = 5.0
+
+
+def unscheduled_cpu_rates(tasks: int, seconds: float) -> list[float]:
+    """CPU seconds per wall second that ``tasks`` spinning processes get on their own, in each
+    segment of about 5 s of ``seconds``."""
     processes = [subprocess.Popen(SPIN) for _ in range(tasks)]
     try:
         time.sleep(1.0)  # past their start-up
         pids = [process.pid for process in processes]
-        before, start = _cpu_s(pids), time.monotonic()
-        time.sleep(seconds)
-        return (_cpu_s(pids) - before) / (time.monotonic() - start)
+        segments = max(1, round(seconds / _BASELINE_SEGMENT_S))
+        rates = []
+        for _ in range(segments):
+            before, start = _cpu_s(pids), time.monotonic()
+            time.sleep(seconds / segments)
+            rates.append((_cpu_s(pids) - before) / (time.monotonic() - start))
+        return rates
     finally:
         for process in processes:
             process.kill()
@@ -62,11 +74,11 @@ def unscheduled_cpu_rate(tasks: int, seconds: float) -> float:
 def measure_switch(cluster: AbstractContextManager[MasterClient], nodes: int, switches: int, quantum_ms: int,
                    baseline_s: float) -> SwitchResult:
     """``run_switch`` on a fresh ``cluster``, its overhead against the tasks run unscheduled
-    for ``baseline_s`` before the cluster starts and after it stops."""
-    before = unscheduled_cpu_rate(2 * nodes, baseline_s)
+    for ``baseline_s`` before the cluster starts and after it stops (the median of their segments)."""
+    before = unscheduled_cpu_rates(2 * nodes, baseline_s)
     with cluster as client:
         scheduled = run_switch(client, nodes, switches, quantum_ms)
-    return scheduled.against([before, unscheduled_cpu_rate(2 * nodes, baseline_s)])
+    return scheduled.against(before + unscheduled_cpu_rates(2 * nodes, baseline_s))
 
 
 def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int) -> SwitchResult:

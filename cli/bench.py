@@ -65,7 +65,8 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
 @bench.command()
 @click.option("--switches", type=click.IntRange(min=10), default=1000, show_default=True)
 @click.option("--baseline-s", type=float, default=20.0, show_default=True,
-              help="seconds the tasks run unscheduled, before and after, for the overhead")
+              help="seconds the tasks run unscheduled, before and after, for the overhead (against the median "
+                   "of its 5 s segments)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 @DOCKER
 @cluster_options

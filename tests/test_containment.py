@@ -66,6 +66,34 @@ def test_every_process_of_a_task_stops_and_continues_with_it_and_ends_with_it(st
                "both jobs cancelled")
 
 
+# a task that starts a process once it has run for a while: alone on its node, through switches that
+# signal nothing, after which the node does not look for new processes
+FORKS_LATER = """
+import os, time
+time.sleep(1.0)
+if os.fork() == 0:
+    time.sleep(300)
+    os._exit(0)
+time.sleep(300)
+"""
+
+
+def test_a_process_started_between_signals_is_stopped_with_its_task(start_cluster, containment):
+    cluster = start_cluster(nodes=1, quantum_ms=100)
+    user = getpass.getuser()
+    alone = cluster.client.submit(JobSpec(name="forks", user=user, tasks=1, argv=[sys.executable, "-c", FORKS_LATER]))
+    processes = wait_until(lambda: len(found := task_processes(cluster.home, alone)) == 2 and found, 10,
+                           "the task and the process it started after running alone")
+    other = cluster.client.submit(JobSpec(name="other", user=user, tasks=1, argv=["sleep", "300"]))
+    # the switch that stops the task signals the process it had at the last look; the look after it
+    # gives the new one the same signal
+    wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in processes), 5,
+               "both stopped while the other job runs")
+    for job in (alone, other):
+        cluster.client.cancel(job, user)
+    wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs to end")
+
+
 def test_a_task_that_exits_takes_what_it_started_with_it(start_cluster, containment):
     cluster = start_cluster(nodes=2)
     leader_returns = ESCAPES.rsplit("time.sleep(300)", 1)[0] + "time.sleep(1)\n"
