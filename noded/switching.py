@@ -38,7 +38,7 @@ class ColumnSwitcher:
     def apply(self, switch: SlotSwitch, tasks: Iterable[NodeTask]) -> tuple[int, list[TaskSample]]:
         """Signal ``tasks`` as ``switch`` asks; when it was applied (monotonic ns), and what ran before it."""
         # plain loops, one pass over the tasks: at a thousand daemons in a process (`gang bench scale`)
-        # each switch's comprehensions and generators were a third of its apply
+        # the comprehensions and generators were a quarter of each switch's apply (3.1 to 2.3 µs warm)
         rows, desired = self.column.rows, set()
         for row in switch.rows:
             if row < len(rows):
