@@ -179,10 +179,10 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
                 if at == next_due[index]:
                     touched.setdefault(daemons[index], {})
             for daemon, mine in touched.items():
-                daemon.step(mine)
+                due_at = daemon.step(mine)
                 poller.recheck(daemon.sockets)
                 index = indices[daemon]
-                next_due[index] = daemon.next_timer()
+                next_due[index] = due_at
                 heapq.heappush(due, (next_due[index], index))
     for daemon in daemons:
         daemon.close()

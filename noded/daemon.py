@@ -142,12 +142,13 @@ class NodeDaemon:
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
             self._poller.register(signals.fileno(), zmq.POLLIN)
             freeze_start_up_objects()
+            due = self._next_timer()
             while True:
-                ready = dict(self._poller.poll(self.wait_ms()))
+                ready = dict(self._poller.poll(max(0, int((due - time.monotonic()) * 1000) + 1)))
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
-                self.step(ready)
+                due = self.step(ready)
         self._end_all_tasks()
         self.close()
 
@@ -158,8 +159,9 @@ class NodeDaemon:
             return self._dealer, self._sub
         return self._dealer, self._sub, self._relay.pull
 
-    def step(self, ready: dict[Any, int]) -> None:
-        """Handle what ``ready`` (a poll's result) holds for this daemon, then its timers."""
+    def step(self, ready: dict[Any, int]) -> float:
+        """Handle what ``ready`` (a poll's result) holds for this daemon, then its timers; when they next
+        fall due (monotonic seconds)."""
         # each step alone: one that fails is logged, and the others and the loop go on;
         # the master's messages first, as a new column goes out before the switch that needs it
         if self._dealer in ready:
@@ -175,8 +177,11 @@ class NodeDaemon:
             survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: self._exited(task))
         # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
         # scale`) spent a fifth of each one's switch going through timers that were not due
-        if time.monotonic() >= self.next_timer():
+        due = self._next_timer()
+        if time.monotonic() >= due:
             survive(log, "the timers (reports, heartbeats, kills)", self._on_timers)
+            due = self._next_timer()
+        return due
 
     def close(self) -> None:
         # the last exits are on their way on the PUSH socket: a short linger lets them reach the master,
@@ -406,10 +411,7 @@ class NodeDaemon:
             else:
                 self._send(self._dealer, self._hello())
 
-    def wait_ms(self) -> int:
-        return max(0, int((self.next_timer() - time.monotonic()) * 1000) + 1)
-
-    def next_timer(self) -> float:
+    def _next_timer(self) -> float:
         """When the first of its timers falls due (monotonic seconds): ``_on_timers`` has nothing to do before."""
         deadline = self._next_heartbeat
         if self._report_due is not None:

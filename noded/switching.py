@@ -75,5 +75,6 @@ def _sample(task: NodeTask, now_ns: int) -> TaskSample:
     """
     runnable_ns = now_ns - task.runnable_since_ns
     task.runnable_since_ns = now_ns
-    # only rank 0 counts barriers
-    return TaskSample(task.job_id, task.rank, task.take_cpu_ns(), runnable_ns, task.read_progress() if task.rank == 0 else 0)
+    cpu_ns = task.take_cpu_ns()
+    progress = task.read_progress() if task.rank == 0 else 0  # only rank 0 counts barriers
+    return TaskSample(task.job_id, task.rank, cpu_ns, runnable_ns, progress)
