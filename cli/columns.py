@@ -25,7 +25,8 @@ def render(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> str:
         fitted = [cell[:max(column.width, len(column.header))] for column, cell in zip(columns, cells)]
         parts = [cell.rjust(column.width) if column.right else cell.ljust(column.width)
                  for column, cell in zip(columns[:-1], fitted)]
-        return " ".join([*parts, cells[-1]]).rstrip()
+        last = cells[-1].rjust(columns[-1].width) if columns[-1].right else cells[-1]
+        return " ".join([*parts, last]).rstrip()
 
     return "\n".join([line([column.header for column in columns]),
                       *(line([column.value(row) for column in columns]) for row in rows)])

@@ -3,15 +3,16 @@
 import contextlib
 import dataclasses
 import functools
+import gc
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from gangsched import traces
+from gangsched.cli.columns import Column, render
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.metrics import Stat, pyss_selection, summarize
 from gangsched.sim.prepare import prepare, prepare_as_pyss
@@ -20,8 +21,6 @@ from gangsched.sim.output import write_jobs, write_schedule
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, read_swf
-
-console = Console()
 
 
 class TraceFile(click.ParamType):
@@ -137,6 +136,9 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
     prepared = prepare_as_pyss(records, size) if as_pyss else prepare(records, size)
     jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
     choice = _choice(policy, given)
+    # The jobs live as long as the process: the collector need not go through them again at each of
+    # the simulation's full collections (a twentieth of a conservative run of the KTH log).
+    gc.freeze()
     with _progress(f"{choice.label()} on {size} procs", len(jobs)) as advance:
         outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
     if as_pyss:  # the machine's utilization and loss of capacity stay those of the whole run
@@ -144,9 +146,9 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
         outcome = dataclasses.replace(outcome, summary=dataclasses.replace(
             summarize(pyss_selection(scheduled), size), utilization=summary.utilization,
             loss_of_capacity=summary.loss_of_capacity, unfinished=summary.unfinished))
-    console.print(_table(outcome, size, offered_load(records, size)))
+    click.echo(_report(outcome, size, offered_load(records, size)))
     for what, how_many in sorted(prepared.awkward.items()):
-        console.print(f"  {how_many:>6}  {what}")
+        click.echo(f"  {how_many:>6}  {what}")
     if csv_path:
         write_jobs(csv_path, scheduled)
     if swf_out:
@@ -181,8 +183,11 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
         raise click.UsageError(f"--loads must be numbers separated by commas, not {loads!r}") from None
     choices = [_choice(name, dict(given)) for name in names]
     out.mkdir(parents=True, exist_ok=True)
+    from rich.console import Console
     from rich.progress import Progress
+    from rich.table import Table
 
+    console = Console()
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{len(choices) * len(levels)} runs", total=len(choices) * len(levels))
         points = sweep(records, size, choices, levels, "arrivals" if scaling == "arrivals" else "run-times",
@@ -204,12 +209,12 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
 @contextlib.contextmanager
 def _progress(what: str, jobs: int) -> Iterator[Callable[[int], None] | None]:
     """A progress bar of finished jobs on a terminal; elsewhere none, not even loaded (a faster start)."""
-    if not console.is_terminal:
+    if not sys.stdout.isatty():
         yield None
         return
     from rich.progress import Progress
 
-    with Progress(console=console, transient=True, auto_refresh=False) as bar:
+    with Progress(transient=True, auto_refresh=False) as bar:
         task = bar.add_task(what, total=jobs)
         finished = 0
 
@@ -277,7 +282,20 @@ def _model_jobs(model: str | None, model_params: Path | None, count: int, procs:
     return hyper_erlang_jobs(count, classes, seed), size
 
 
-def _table(outcome: Outcome, procs: int, load: float) -> Table:
+Group = tuple[str, int, Stat, Stat]  # jobs, how many, their wait and bounded slowdown
+GROUP_COLUMNS: list[Column[Group]] = [
+    Column("JOBS", 13, lambda group: group[0]),
+    Column("N", 6, lambda group: str(group[1]), right=True),
+    Column("WAIT_S", 9, lambda group: f"{group[2].mean:,.1f}", right=True),
+    Column("SD", 9, lambda group: f"{group[2].sd:,.1f}", right=True),
+    Column("BSLD", 8, lambda group: f"{group[3].mean:,.1f}", right=True),
+    Column("SD", 8, lambda group: f"{group[3].sd:,.1f}", right=True),
+]
+
+
+def _report(outcome: Outcome, procs: int, load: float) -> str:
+    """The run's metrics as plain text (BSLD: bounded slowdown): rich's tables would be a twentieth of
+    the start of a command that is often run in loops and scripts."""
     summary = outcome.summary
     extras = [f"utilization {summary.utilization:.3f}", f"offered load {load:.3f}",
               f"loss of capacity {summary.loss_of_capacity:.3f}",
@@ -286,16 +304,7 @@ def _table(outcome: Outcome, procs: int, load: float) -> Table:
         extras.append(f"average slots {outcome.average_slots:.2f}")
     if outcome.migrations:
         extras.append(f"migrations {outcome.migrations} ({outcome.migrated_tasks} tasks)")
-    table = Table(title=f"{outcome.choice.label()}, {procs} procs: {summary.jobs} jobs, "
-                        f"{summary.unfinished} unfinished", caption=", ".join(extras))
-    for column in ("jobs", "n", "wait (s)", "± sd", "bounded slowdown", "± sd"):
-        table.add_column(column, justify="right", no_wrap=True)
-    groups = [("all", summary.jobs, summary.wait, summary.bounded_slowdown),
-              *((name, n, waits, slowdowns) for name, (n, waits, slowdowns) in summary.by_group.items())]
-    for name, n, waits, slowdowns in groups:
-        table.add_row(name, str(n), *_pm(waits), *_pm(slowdowns))
-    return table
-
-
-def _pm(stat: Stat) -> tuple[str, str]:
-    return f"{stat.mean:,.1f}", f"{stat.sd:,.1f}"
+    groups: list[Group] = [("all", summary.jobs, summary.wait, summary.bounded_slowdown),
+                           *((name, n, waits, slowdowns) for name, (n, waits, slowdowns) in summary.by_group.items())]
+    return "\n".join([f"{outcome.choice.label()}, {procs} procs: {summary.jobs} jobs, {summary.unfinished} unfinished",
+                      render(GROUP_COLUMNS, groups), ", ".join(extras)])

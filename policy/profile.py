@@ -42,36 +42,35 @@ class Profile:
 
     def earliest(self, procs: int, duration: float, after: float, limit: float = INFINITY) -> float:
         """The first instant from ``after`` with ``procs`` free for ``duration``; ``limit`` if none before it."""
-        return self._scan(procs, duration, after, limit, clip=False)
+        return self.earlier_start(procs, duration, after, limit, clip=False)
 
-    def earlier_start(self, procs: int, duration: float, after: float, held: float) -> float:
+    def earlier_start(self, procs: int, duration: float, after: float, held: float, clip: bool = True) -> float:
         """Where a job holding a reservation from ``held`` could start instead, without releasing it first.
 
         From its own start on, its own processors are free to it, so only the
         part of the window before ``held`` needs looking at. ``held`` if nowhere earlier.
+        Without ``clip`` (``earliest``), ``held`` is only a limit, and the whole window must be free:
+        one function for both, as compressing a queue calls this one for every job at every early end.
         """
-        return self._scan(procs, duration, after, held, clip=True)
-
-    def _scan(self, procs: int, duration: float, after: float, limit: float, clip: bool) -> float:
         times, free = self.times, self.free
         index = bisect_right(times, after) - 1 if after > times[0] else 0  # mostly from now: the first step
-        stop = bisect_left(times, limit, index)  # the steps from ``stop`` on begin at the limit or later
-        if not clip and limit < INFINITY and max(free[index:stop], default=procs) < procs:
-            return limit  # nowhere before the limit has room: decided at C speed (pays off for BGS's rows)
-        if after >= limit:
-            return limit
+        stop = bisect_left(times, held, index)  # the steps from ``stop`` on begin at ``held`` or later
+        if not clip and held < INFINITY and max(free[index:stop], default=procs) < procs:
+            return held  # nowhere before the limit has room: decided at C speed (pays off for BGS's rows)
+        if after >= held:
+            return held
         last = len(times) - 1
         start = after
         while True:
-            # the loops are tight, as compressing a queue runs them for every job at every early end
+            # the loops are tight for the same reason
             while free[index] < procs:  # no room: the next step that has some may start the job
                 index += 1
                 if index >= stop:
-                    return limit
+                    return held
                 start = times[index]
             end = start + duration
-            if clip and end > limit:
-                end = limit
+            if clip and end > held:
+                end = held
             index += 1
             while index <= last and times[index] < end:  # room all through to ``end``?
                 if free[index] < procs:

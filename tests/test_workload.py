@@ -40,6 +40,15 @@ def test_a_bad_line_is_an_error_with_its_line_number(line, what):
         parse_swf(["; MaxProcs: 4", line], "t.swf")
 
 
+def test_decimals_read_where_swf_allows_them_and_every_field_has_its_type():
+    whole = parse_swf(["1 0 5 10 4 -1 -1 4 100 -1 1 3 1 -1 1 -1 -1 -1"]).jobs[0]
+    decimal = parse_swf(["1 0 5 10.5 4 12.25 -1 4 100 -1 1 3 1 -1 1 -1 -1 -1"]).jobs[0]
+    assert decimal == whole._replace(run_time=10.5, avg_cpu=12.25)
+    types = [int, float, float, float, int, float, float, int, float, float, int, int, int, int, int, int, int, float]
+    for record in (whole, decimal):  # a line of whole numbers only is read another way
+        assert [type(value) for value in record] == types
+
+
 def test_the_shipped_kth_log_reads_as_its_readme_describes():
     trace = read_swf(KTH)
     assert len(trace.jobs) == 28_476 and trace.max_procs() == 100
