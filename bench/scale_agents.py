@@ -22,7 +22,7 @@ from pathlib import Path
 
 import zmq
 
-from gangsched.bench.epoll_poller import EpollPoller
+from gangsched.bench.epoll_poller import EpollPoller, SendNotingContext
 from gangsched.daemon.realtime import freeze_start_up_objects
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.daemon import NodeDaemon
@@ -141,7 +141,7 @@ def agent_name(index: int) -> str:
 
 
 def run_agents(master: str, first: int, count: int, spool: Path) -> None:
-    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    context = SendNotingContext()  # which sockets were sent on, for the poller's recheck
     context.set(zmq.MAX_SOCKETS, 6 * count + 64)  # five sockets a daemon (three, and two to relay), and room
     poller = EpollPoller()  # a poll over every daemon's sockets would cost more than the switch
     owners: dict[object, NodeDaemon] = {}
@@ -180,10 +180,12 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
                     touched.setdefault(daemons[index], {})
             for daemon, mine in touched.items():
                 due_at = daemon.step(mine)
-                poller.recheck(daemon.sockets)
                 index = indices[daemon]
                 next_due[index] = due_at
                 heapq.heappush(due, (next_due[index], index))
+            assert context.sent is not None
+            poller.recheck(context.sent)
+            context.sent.clear()
     for daemon in daemons:
         daemon.close()
     poller.close()

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import zmq
 
-from gangsched.bench.epoll_poller import EpollPoller
+from gangsched.bench.epoll_poller import EpollPoller, SendNotingContext
 
 
 @pytest.fixture
@@ -61,7 +61,8 @@ def test_messages_there_before_registration_are_reported(context, tmp_path):
     poller.close()
 
 
-def test_a_message_that_came_during_a_send_is_found_by_the_recheck(context, tmp_path):
+def test_a_message_that_came_during_a_send_is_found_by_the_recheck(tmp_path):
+    context = SendNotingContext()  # its sockets say which were sent on
     poller = EpollPoller()
     master, node = pair(context, tmp_path, (zmq.ROUTER, zmq.DEALER), "c")
     poller.register(node, zmq.POLLIN)
@@ -72,11 +73,15 @@ def test_a_message_that_came_during_a_send_is_found_by_the_recheck(context, tmp_
     deadline = time.monotonic() + 5
     while not node.poll(0) and time.monotonic() < deadline:  # as a send would, this takes the signal
         time.sleep(0.01)
+    assert context.sent is not None
+    context.sent.clear()
     node.send(b"heartbeat")
-    poller.recheck((node,))
+    assert context.sent == {node}
+    poller.recheck(context.sent)
     assert dict(poller.poll(0)).get(node) == zmq.POLLIN
     assert node.recv() == b"welcome"
     poller.close()
+    context.destroy(linger=0)
 
 
 def test_plain_descriptors_and_unregistering(context, tmp_path):
