@@ -11,9 +11,9 @@ That descriptor only says that the socket's state may have changed, and reading 
 after its owner's turn, or whose signal a send consumed, would never be reported again. So a
 socket stays *unsure*, and is looked at on every poll, from its signal (or registration) until a
 look finds it empty; and the sockets sent on are handed back with ``recheck``. Which those are,
-the sockets of a ``SendNotingContext`` note themselves: a look costs some 4.5 µs (reading
-``EVENTS`` is a system call), and looking again at every daemon's DEALER after each of its turns,
-though it had sent nothing there, was a third of the looks of a switch at a thousand daemons.
+the sockets of a ``SendNotingContext`` note themselves: looking again at every daemon's DEALER
+after each of its turns, though it had sent nothing there, was a third of the looks of a switch at
+a thousand daemons (a look reads the socket's ``EVENTS``, a system call).
 """
 
 import select
@@ -23,7 +23,6 @@ from typing import Any, cast
 import zmq
 
 _RECEIVE_ONLY = (zmq.SUB, zmq.PULL)
-_EVENTS = int(zmq.EVENTS)  # as a plain number: pyzmq turns an option enum into its type through an Enum call
 _EPOLL_EVENTS = {zmq.POLLIN: select.EPOLLIN, zmq.POLLOUT: select.EPOLLOUT, zmq.POLLERR: select.EPOLLERR}
 
 
@@ -110,9 +109,16 @@ class EpollPoller(zmq.Poller):
         self._epoll.close()
 
     def _look(self, ready: dict[Any, int], sockets: "list[zmq.Socket[bytes]]") -> None:
-        """Each of ``sockets`` (unsure ones) into ``ready`` if it is, out of the unsure if it is not."""
+        """Each of ``sockets`` (unsure ones) into ``ready`` if it is, out of the unsure if it is not.
+
+        All in one ``zmq_poll`` that does not wait, which reads each socket's ``EVENTS`` in C:
+        2.7 µs a socket that holds a switch and 0.7 µs an empty one, against 4.1 and 1.7 µs
+        through ``getsockopt`` from Python (512 sockets)."""
+        if not sockets:
+            return
+        found = dict(zmq.zmq_poll([(socket, self._flags[socket]) for socket in sockets], 0))
         for socket in sockets:
-            events = int(socket.getsockopt(_EVENTS)) & self._flags[socket]
+            events = found.get(socket, 0) & self._flags[socket]
             if events:
                 ready[socket] = events  # and unsure still: its owner may not take all it holds
             else:
