@@ -14,6 +14,7 @@ it stops on SIGTERM, ending its daemons.
 
 import argparse
 import heapq
+import math
 import os
 import signal
 import socket
@@ -157,7 +158,7 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
     indices = {daemon: index for index, daemon in enumerate(daemons)}
     freeze_start_up_objects()
     # when each daemon's timers next fall due, as (time, index) in a heap; stale entries (a
-    # daemon stepped earlier, for a message) are skipped: every step pushes its new due time
+    # daemon stepped earlier, for a message) are skipped: a step pushes its due time when it changed
     due = [(0.0, index) for index in range(count)]
     next_due = [0.0] * count
     with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
@@ -177,12 +178,16 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
             while due and due[0][0] <= now:
                 at, index = heapq.heappop(due)
                 if at == next_due[index]:
+                    next_due[index] = math.nan  # its entry is gone: the step pushes the next
                     touched.setdefault(daemons[index], {})
             for daemon, mine in touched.items():
                 due_at = daemon.step(mine)
                 index = indices[daemon]
-                next_due[index] = due_at
-                heapq.heappush(due, (next_due[index], index))
+                # a switch seldom moves a daemon's timers: pushing only a new time keeps the heap
+                # at about one entry a daemon, not one for each of its steps in the last 2 s
+                if due_at != next_due[index]:
+                    next_due[index] = due_at
+                    heapq.heappush(due, (due_at, index))
             assert context.sent is not None
             poller.recheck(context.sent)
             context.sent.clear()
