@@ -201,5 +201,6 @@ def quantum_costs(quanta_ms: list[int], seconds: float, baseline_s: float, nodes
         result = measure_switch(temporary_cluster(config), nodes, switches, quantum_ms, baseline_s)
         rows.append({"measure": "job CPU lost to scheduling", "n": nodes, "quantum_ms": quantum_ms,
                      "lost_pct": round(result.overhead_pct or 0.0, 2), "master_cpu_pct": round(result.cpu, 2),
+                     "daemons_pct": round(result.daemons_pct or 0.0, 2),
                      "switch_p50_us": round(result.median_ms * 1e3, 1), "switch_p99_us": round(result.p99_ms * 1e3, 1)})
     return rows

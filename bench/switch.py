@@ -18,6 +18,8 @@ import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
+import psutil
+
 from gangsched.bench.mix import job_spec, running
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
@@ -36,6 +38,10 @@ class SwitchResult:
     p99_ms: float
     cpu: float  # the master's CPU, % of one core
     job_cpu_rate: float  # CPU seconds per second the scheduled tasks got
+    # the CPU of every daemon process of a local cluster (master, nodes and their watchdogs, web view,
+    # I/O server, their ZeroMQ threads), % of the machine as the overhead is: what the jobs lose, if
+    # nothing else does; None for a docker cluster, whose processes are not this one's children
+    daemons_pct: float | None = None
     overhead_pct: float | None = None  # once set beside the unscheduled rate
 
     def against(self, baselines: list[float]) -> "SwitchResult":
@@ -86,20 +92,47 @@ def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int)
     spec = job_spec(SyntheticJob("spin"), nodes).model_copy(update={"env": {_MARKER: run}})
     with running(client, [spec, spec], warmup_s=3 * quantum_ms / 1000):
         pids = _task_pids(f"{_MARKER}={run}".encode(), 2 * nodes)
+        daemons = _daemons(set(pids))
         master_before = client.switch_stats(1)
-        before, start = _cpu_s(pids), time.monotonic()
+        before, daemons_before, start = _cpu_s(pids), _processes_cpu_s(daemons), time.monotonic()
         time.sleep(switches * quantum_ms / 1000)
-        after, end = _cpu_s(pids), time.monotonic()
+        after, daemons_after, end = _cpu_s(pids), _processes_cpu_s(daemons), time.monotonic()
         stats = client.switch_stats(switches)
     elapsed = end - start
     latencies = sorted(ns / 1e6 for ns in stats.latencies_ns)
+    cores = len(os.sched_getaffinity(0))
     return SwitchResult(
         switches=len(latencies),
         median_ms=statistics.median(latencies),
         p99_ms=percentile(latencies, 0.99),
         cpu=100 * (stats.master_cpu_ns - master_before.master_cpu_ns) / 1e9 / elapsed,
         job_cpu_rate=(after - before) / elapsed,
+        daemons_pct=100 * (daemons_after - daemons_before) / elapsed / cores if daemons else None,
     )
+
+
+def _daemons(tasks: set[int]) -> list[int]:
+    """A local cluster's daemon processes: this process's descendants (it started the cluster), the
+    tasks left out; none for a docker cluster."""
+    return [child.pid for child in psutil.Process().children(recursive=True) if child.pid not in tasks]
+
+
+def _processes_cpu_s(pids: list[int]) -> float:
+    """The time on a core of every thread of ``pids``, to the nanosecond (psutil's counts 10 ms ticks,
+    too coarse for a second's run); one that ended counts no more."""
+    total = 0
+    for pid in pids:
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/schedstat") as file:
+                    total += int(file.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    return total / 1e9
 
 
 _MARKER = "GANG_BENCH_SWITCH_RUN"  # in the tasks' environment: this run's tasks among all processes

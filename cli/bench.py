@@ -75,10 +75,11 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool
     config = cluster_config(**shape)
     result = measure_switch(_cluster(config, docker), config.nodes, switches, config.quantum_ms, baseline_s)
     table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
-    for column in ("median_ms", "p99_ms", "cpu", "overhead_pct"):
+    for column in ("median_ms", "p99_ms", "cpu", "overhead_pct", "daemons_pct"):
         table.add_column(column, justify="right")
     table.add_row(f"{result.median_ms:.3f}", f"{result.p99_ms:.3f}", f"{result.cpu:.2f}",
-                  f"{result.overhead_pct or 0.0:.2f}")
+                  f"{result.overhead_pct or 0.0:.2f}",
+                  "-" if result.daemons_pct is None else f"{result.daemons_pct:.2f}")
     console.print(table)
     if csv_path:
         _write_csv(csv_path, [asdict(result)])

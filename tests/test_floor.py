@@ -25,6 +25,7 @@ def test_the_floor_prints_and_writes_every_measure(tmp_path):
     assert ("CPU clock step, stopped every ~1 ms", "1") in measures
     lost = [row for row in rows if row["measure"] == "job CPU lost to scheduling"]
     assert [row["quantum_ms"] for row in lost] == ["100"] and float(lost[0]["switch_p50_us"]) > 0
+    assert float(lost[0]["daemons_pct"]) > 0  # the local cluster's daemons, found and measured
     assert all(float(row["p50_us"]) > 0 for row in rows if row["p50_us"])
 
 
