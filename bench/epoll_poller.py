@@ -30,9 +30,7 @@ class SendNotingSocket(zmq.Socket[bytes]):
     """A socket that notes each send in its context's ``sent`` (``send_multipart`` sends by ``send``)."""
 
     def send(self, *args: Any, **kwargs: Any) -> Any:
-        sent = cast(SendNotingContext, self.context).sent
-        assert sent is not None
-        sent.add(self)
+        cast(SendNotingContext, self.context).sent.add(self)
         return super().send(*args, **kwargs)
 
 
@@ -40,7 +38,7 @@ class SendNotingContext(zmq.Context[SendNotingSocket]):
     """A context whose sockets note in ``sent`` that they were sent on, for ``EpollPoller.recheck``."""
 
     _socket_class = SendNotingSocket
-    sent: "set[zmq.Socket[bytes]] | None" = None  # pyzmq takes unknown attributes for socket options
+    sent: "set[zmq.Socket[bytes]]"  # declared: pyzmq takes an undeclared attribute for a socket option
 
     def __init__(self) -> None:
         super().__init__()

@@ -188,7 +188,6 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
                 if due_at != next_due[index]:
                     next_due[index] = due_at
                     heapq.heappush(due, (due_at, index))
-            assert context.sent is not None
             poller.recheck(context.sent)
             context.sent.clear()
     for daemon in daemons:

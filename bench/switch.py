@@ -94,9 +94,9 @@ def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int)
         pids = _task_pids(f"{_MARKER}={run}".encode(), 2 * nodes)
         daemons = _daemons(set(pids))
         master_before = client.switch_stats(1)
-        before, daemons_before, start = _cpu_s(pids), _processes_cpu_s(daemons), time.monotonic()
+        before, daemons_before, start = _cpu_s(pids), _cpu_s(daemons), time.monotonic()
         time.sleep(switches * quantum_ms / 1000)
-        after, daemons_after, end = _cpu_s(pids), _processes_cpu_s(daemons), time.monotonic()
+        after, daemons_after, end = _cpu_s(pids), _cpu_s(daemons), time.monotonic()
         stats = client.switch_stats(switches)
     elapsed = end - start
     latencies = sorted(ns / 1e6 for ns in stats.latencies_ns)
@@ -115,24 +115,6 @@ def _daemons(tasks: set[int]) -> list[int]:
     """A local cluster's daemon processes: this process's descendants (it started the cluster), the
     tasks left out; none for a docker cluster."""
     return [child.pid for child in psutil.Process().children(recursive=True) if child.pid not in tasks]
-
-
-def _processes_cpu_s(pids: list[int]) -> float:
-    """The time on a core of every thread of ``pids``, to the nanosecond (psutil's counts 10 ms ticks,
-    too coarse for a second's run); one that ended counts no more."""
-    total = 0
-    for pid in pids:
-        try:
-            threads = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for thread in threads:
-            try:
-                with open(f"/proc/{pid}/task/{thread}/schedstat") as file:
-                    total += int(file.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    return total / 1e9
 
 
 _MARKER = "GANG_BENCH_SWITCH_RUN"  # in the tasks' environment: this run's tasks among all processes
