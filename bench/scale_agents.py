@@ -64,8 +64,8 @@ class EmulatedTask:
     def pids(self) -> list[int]:
         return []
 
-    def follow(self) -> None:
-        pass
+    def follow(self) -> bool:
+        return False
 
     def stop(self) -> None:
         self.take_cpu_ns()

@@ -51,9 +51,12 @@ class TaskGroup:
 
     The switch path signals the processes found at the last look, by pidfd (a pid
     recycled since is never signalled), and reads nothing; ``follow``, called
-    after each switch that signalled the node's tasks, looks again and gives the processes
+    after each switch that stopped the task, looks again and gives the processes
     started since the last signal, so a fork is stopped within the switch's
-    wake-up, not the next. The cgroup's files stay open: a look is one read.
+    wake-up, not the next. A process found so may have started another before the
+    signal reached it, so the node looks again until a look finds nothing new (a
+    stopped process starts none, nor does one with a stop signal pending: the
+    kernel holds its fork back). The cgroup's files stay open: a look is one read.
     """
 
     def __init__(self, containment: "Containment", job_id: int, rank: int) -> None:
@@ -90,27 +93,30 @@ class TaskGroup:
     def resume(self) -> None:
         self._signal_known(signal.SIGCONT)
 
-    def follow(self) -> None:
-        """Look again for the task's processes; those new since the last look get the last signal."""
+    def follow(self) -> bool:
+        """Look again for the task's processes; those new since the last look get the last signal.
+        Whether there were any."""
         if self._procs_fd is not None:
             # after most switches the cgroup lists what it listed before, which one read tells: the
             # rest of a look was a fifth of a node's switch, on a core whose caches the jobs keep cold
             listed = os.pread(self._procs_fd, 1 << 16, 0)
             if listed == self._listed:
-                return
+                return False
             self._listed = listed
             current = {int(pid) for pid in listed.split()}
         else:
             current = set(self._containment.tree_of(self))
         for pid in self._members.keys() - current:
             os.close(self._members.pop(pid))
-        for pid in current - self._members.keys():
+        new = current - self._members.keys()
+        for pid in new:
             try:
                 self._members[pid] = pidfd = os.pidfd_open(pid)
             except OSError:  # gone already
                 continue
             if self._last_signal is not None:
                 _send(pidfd, self._last_signal)
+        return bool(new)
 
     def send(self, sig: signal.Signals) -> None:
         """Every process of the task, continued so that it handles the signal."""

@@ -74,6 +74,9 @@ _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
 # above a cluster network's round trip, this makes the node try again at once.
 _CONNECT_TIMEOUT_MS = 250
 _LAST_EXITS_LINGER_MS = 1000
+# looks for a stopped task's new processes in one wake-up: a chain of forks that outruns them is
+# looked at again after the next switch, and its processes stay stopped as each look finds them
+_LOOKS_PER_WAKE = 3
 
 
 class NodeDaemon:
@@ -126,6 +129,7 @@ class NodeDaemon:
         self._accounts: list[QuantumAccount] = []
         self._report_due: float | None = None
         self._look_due: float | None = None  # when to look for processes the tasks started
+        self._to_look: set[tuple[int, int]] = set()  # the tasks to look at then, by (job id, rank)
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any], None]] = {
             NodeWelcome: self._welcome,
@@ -229,13 +233,15 @@ class NodeDaemon:
         self._upstream.heard(now)
         # where nodes share cores, what can wait does until the others have had time to apply the switch
         others_applied = now + self._settings.report_delay_ms / 1000
-        # The signals went to the processes each task had at the last look; the next look gives those
-        # started since the same signal. It waits as a report does, and else runs in this wake-up: a
-        # wake-up of its own, on a core whose caches the jobs have filled, cost as much CPU as the switch.
-        # A switch that sent no signal changed no task, and processes started since run as they should;
-        # tasks that are no processes (`gang bench scale`) start none.
-        if self._switcher.signalled and self._host.forks:
-            self._look_due = others_applied
+        # The stop signals went to the processes each task had at the last look; a look now gives those
+        # it started since the same signal. Only a stopped task needs one: a running task's new processes
+        # run as they should, and a stopped one starts none. It waits as a report does, and else runs in
+        # this wake-up: a wake-up of its own, on a core whose caches the jobs have filled, cost as much
+        # CPU as the switch. Tasks that are no processes (`gang bench scale`) start none.
+        if self._host.forks:
+            self._to_look.update((task.job_id, task.rank) for task in self._switcher.stopped)
+            if self._to_look:
+                self._look_due = others_applied
         if self._registered:
             self._accounts.append(QuantumAccount(
                 quantum=switch.quantum,
@@ -394,8 +400,18 @@ class NodeDaemon:
             self._send_report()
         if self._look_due is not None and now >= self._look_due:
             self._look_due = None
-            for task in self._tasks.values():
-                task.follow()
+            looking, self._to_look = self._to_look, set()
+            for key in looking:
+                task = self._tasks.get(key)
+                if task is None:
+                    continue
+                # a process found now may have started another before its stop signal came: the task
+                # is looked at again until a look finds nothing new, after the next switch if need be
+                for _ in range(_LOOKS_PER_WAKE):
+                    if not task.follow():
+                        break
+                else:
+                    self._to_look.add(key)
         for task in self._tasks.values():
             if task.kill_deadline is not None and now >= task.kill_deadline:
                 task.kill()

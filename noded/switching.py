@@ -23,7 +23,7 @@ class ColumnSwitcher:
         self.column = NodeColumn(epoch=-1, rows=[])
         self._column_jobs: set[int] = set()
         self._desired: set[int] = set()
-        self.signalled = False  # whether the last switch stopped or continued a task
+        self.stopped: list[NodeTask] = []  # the tasks the last switch stopped
 
     def new_column(self, column: NodeColumn) -> None:
         # the master's messages come in the order it sent them: the last column is its newest
@@ -59,7 +59,7 @@ class ColumnSwitcher:
             task.stop()
         for task in resumed:
             task.resume()
-        self.signalled = bool(stopped or resumed)
+        self.stopped = stopped
         applied_ns = time.monotonic_ns()
         samples = [_sample(task, applied_ns) for task in ran]
         for task in resumed:

@@ -74,9 +74,10 @@ class Task:
     def pids(self) -> list[int]:
         return self.group.pids()
 
-    def follow(self) -> None:
-        """Take in the processes the task started since the last look: the next signals reach them too."""
-        self.group.follow()
+    def follow(self) -> bool:
+        """Take in the processes the task started since the last look: the next signals reach them too.
+        Whether there were any."""
+        return self.group.follow()
 
     def read_cpu_ns(self) -> int:
         """The task's CPU time now; the last reading once it is gone."""

@@ -5,16 +5,18 @@ can make them) and the process tree under a subreaper (the way of a node
 whose cgroups are read-only, e.g. in a container).
 """
 
+import contextlib
 import getpass
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 import psutil
 import pytest
 
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import task_processes, wait_until
+from tests.conftest import Cluster, task_processes, wait_until
 
 pytestmark = pytest.mark.live
 
@@ -78,20 +80,59 @@ time.sleep(300)
 """
 
 
+@contextlib.contextmanager
+def beside_another_job(cluster: Cluster, program: str) -> Iterator[int]:
+    """A one-task job running ``program`` alone until it has two processes, then beside a second job on
+    its node, which stops it every other quantum; at the end both are cancelled, and their processes gone."""
+    user = getpass.getuser()
+    job = cluster.client.submit(JobSpec(name="forks", user=user, tasks=1, argv=[sys.executable, "-c", program]))
+    wait_until(lambda: len(task_processes(cluster.home, job)) == 2, 10, "the task and the process it started")
+    other = cluster.client.submit(JobSpec(name="other", user=user, tasks=1, argv=["sleep", "300"]))
+    yield job
+    for each in (job, other):
+        cluster.client.cancel(each, user)
+    wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs to end")
+
+
 def test_a_process_started_between_signals_is_stopped_with_its_task(start_cluster, containment):
     cluster = start_cluster(nodes=1, quantum_ms=100)
-    user = getpass.getuser()
-    alone = cluster.client.submit(JobSpec(name="forks", user=user, tasks=1, argv=[sys.executable, "-c", FORKS_LATER]))
-    processes = wait_until(lambda: len(found := task_processes(cluster.home, alone)) == 2 and found, 10,
-                           "the task and the process it started after running alone")
-    other = cluster.client.submit(JobSpec(name="other", user=user, tasks=1, argv=["sleep", "300"]))
-    # the switch that stops the task signals the process it had at the last look; the look after it
-    # gives the new one the same signal
-    wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in processes), 5,
-               "both stopped while the other job runs")
-    for job in (alone, other):
-        cluster.client.cancel(job, user)
-    wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs to end")
+    with beside_another_job(cluster, FORKS_LATER) as job:
+        processes = task_processes(cluster.home, job)
+        # the switch that stops the task signals the process it had at the last look; the look after it
+        # gives the new one the same signal
+        wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in processes), 5,
+                   "both stopped while the other job runs")
+
+
+# a chain of forks: each process starts the next and exits, a new pid every 50 ms, the
+# way a process outruns signals sent to the pids seen a moment before (the first one stays)
+FORK_CHAIN = """
+import os, time
+if os.fork() == 0:
+    while True:
+        time.sleep(0.05)
+        if os.fork():
+            os._exit(0)
+time.sleep(300)
+"""
+
+
+def test_a_chain_of_forks_is_stopped_with_its_task(start_cluster, containment):
+    cluster = start_cluster(nodes=1, quantum_ms=300)
+    with beside_another_job(cluster, FORK_CHAIN) as job:
+
+        def stopped_whole() -> list[int] | None:
+            """The pids of the task and of the chain's newest process, if both are stopped."""
+            processes = task_processes(cluster.home, job)
+            try:
+                if len(processes) == 2 and all(p.status() == psutil.STATUS_STOPPED for p in processes):
+                    return sorted(p.pid for p in processes)
+            except psutil.NoSuchProcess:  # a link of the chain ended: it was running
+                pass
+            return None
+
+        held = wait_until(stopped_whole, 10, "the task and the chain stopped while the other job runs")
+        wait_until(lambda: stopped_whole() != held, 10, "the chain going on in the task's next turn")
 
 
 def test_a_task_that_exits_takes_what_it_started_with_it(start_cluster, containment):
