@@ -26,7 +26,7 @@ import zmq
 from gangsched.bench.epoll_poller import EpollPoller, SendNotingContext
 from gangsched.daemon.realtime import freeze_start_up_objects
 from gangsched.daemon.signals import SignalEvents
-from gangsched.noded.daemon import NodeDaemon
+from gangsched.noded.daemon import NodeDaemon, poll_ms
 from gangsched.noded.pmi import LineReader
 from gangsched.noded.settings import NodeSettings
 from gangsched.protocol.records import TaskSpec
@@ -164,7 +164,7 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
     with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
         poller.register(signals.fileno(), zmq.POLLIN)
         while True:
-            ready = dict(poller.poll(max(0, int((due[0][0] - time.monotonic()) * 1000) + 1)))
+            ready = dict(poller.poll(poll_ms(due[0][0])))
             if signals.fileno() in ready and signals.drain():
                 break
             # each daemon sees only its own sockets and fds: one poll's result holds a

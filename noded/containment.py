@@ -84,7 +84,7 @@ class TaskGroup:
 
     def pids(self) -> list[int]:
         if self._procs_fd is not None:
-            return [int(pid) for pid in os.pread(self._procs_fd, 1 << 16, 0).split()]
+            return [int(pid) for pid in self._listing(self._procs_fd).split()]
         return self._containment.tree_of(self)
 
     def stop(self) -> None:
@@ -99,7 +99,7 @@ class TaskGroup:
         if self._procs_fd is not None:
             # after most switches the cgroup lists what it listed before, which one read tells: the
             # rest of a look was a fifth of a node's switch, on a core whose caches the jobs keep cold
-            listed = os.pread(self._procs_fd, 1 << 16, 0)
+            listed = self._listing(self._procs_fd)
             if listed == self._listed:
                 return False
             self._listed = listed
@@ -161,6 +161,11 @@ class TaskGroup:
         except OSError:
             return False
         return True
+
+    @staticmethod
+    def _listing(procs_fd: int) -> bytes:
+        """What the cgroup's ``cgroup.procs`` lists now: one pid a line."""
+        return os.pread(procs_fd, 1 << 16, 0)
 
     def _signal_known(self, sig: signal.Signals) -> None:
         self._last_signal = sig

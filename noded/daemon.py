@@ -148,7 +148,7 @@ class NodeDaemon:
             freeze_start_up_objects()
             due = self._next_timer()
             while True:
-                ready = dict(self._poller.poll(max(0, int((due - time.monotonic()) * 1000) + 1)))
+                ready = dict(self._poller.poll(poll_ms(due)))
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down: ending %d tasks", len(self._tasks))
                     break
@@ -493,6 +493,11 @@ class NodeDaemon:
         for task in list(self._tasks.values()):
             task.kill()
             self._exited(task)
+
+
+def poll_ms(due: float) -> int:
+    """A poll's timeout that ends just past ``due`` (monotonic seconds), never before it."""
+    return max(0, int((due - time.monotonic()) * 1000) + 1)
 
 
 def run_node(settings: NodeSettings) -> None:
