@@ -26,7 +26,7 @@ import zmq
 from gangsched.bench.epoll_poller import EpollPoller, SendNotingContext
 from gangsched.daemon.realtime import freeze_start_up_objects
 from gangsched.daemon.signals import SignalEvents
-from gangsched.noded.daemon import NodeDaemon, poll_ms
+from gangsched.noded.loop import NodeDaemon, poll_ms
 from gangsched.noded.pmi import LineReader
 from gangsched.noded.settings import NodeSettings
 from gangsched.protocol.records import TaskSpec
@@ -42,9 +42,6 @@ class EmulatedTask:
         self.job_id, self.rank = spec.job_id, spec.rank
         self.pidfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self.uid = os.getuid()
-        self.runnable = runnable
-        self.runnable_since_ns = time.monotonic_ns()
-        self.kill_deadline: float | None = None
         self.failure: str | None = None
         self.pmi: socket.socket | None = None  # no MPI here
         self.pmi_lines: LineReader | None = None
@@ -57,10 +54,6 @@ class EmulatedTask:
     def pid(self) -> int:
         return 0
 
-    @property
-    def leaving(self) -> bool:
-        return self._ended
-
     def pids(self) -> list[int]:
         return []
 
@@ -69,11 +62,11 @@ class EmulatedTask:
 
     def stop(self) -> None:
         self.take_cpu_ns()
-        self._cpu_from_ns, self.runnable = None, False
+        self._cpu_from_ns = None
 
     def resume(self) -> None:
-        if not self.runnable:
-            self._cpu_from_ns, self.runnable = time.monotonic_ns(), True
+        if self._cpu_from_ns is None:
+            self._cpu_from_ns = time.monotonic_ns()
             self._progress += 1
 
     def take_cpu_ns(self) -> int:
@@ -87,7 +80,7 @@ class EmulatedTask:
     def read_progress(self) -> int:
         return self._progress
 
-    def terminate(self, grace_s: float) -> None:
+    def terminate(self) -> None:
         self._exit()
 
     def kill(self) -> None:

@@ -20,7 +20,7 @@ console = Console()
 def master(**given: Any) -> None:
     """Run the master daemon (job table, matrix, quantum timer)."""
     from gangsched.daemon.logs import setup_logging
-    from gangsched.master.daemon import run_master
+    from gangsched.master.loop import run_master
 
     settings = build(MasterSettings, given)
     setup_logging("master", settings.log_level, settings.log_file)
@@ -32,7 +32,7 @@ def master(**given: Any) -> None:
 def noded(**given: Any) -> None:
     """Run a node daemon (launches tasks, applies switches, reports CPU use)."""
     from gangsched.daemon.logs import setup_logging
-    from gangsched.noded.daemon import run_node
+    from gangsched.noded.loop import run_node
 
     settings = build(NodeSettings, given)
     setup_logging(f"noded[{settings.name}]", settings.log_level, settings.log_file)

@@ -19,9 +19,11 @@ import secrets
 from collections import deque
 
 from gangsched.master.accounts import Account
-from gangsched.master.barriers import NoFreePort
+from gangsched.master.barriers import BarrierEndpoints, NoFreePort
+from gangsched.master.clock import Clock
 from gangsched.master.dependencies import dependencies, named
 from gangsched.master.jobs import Job, Migration
+from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import (
     Rendezvous,
     describe_shape,
@@ -29,54 +31,150 @@ from gangsched.master.placement import (
     processors_of,
     where,
 )
-from gangsched.master.scheduling import PolicyJob, Processor
-from gangsched.master.state import CoreState
-from gangsched.master.stats import Stopwatch
+from gangsched.master.scheduling import LiveScheduler, PolicyJob, Processor
+from gangsched.master.settings import MasterSettings
+from gangsched.master.stats import MIGRATION_BOUNDS_S, STEP_BOUNDS_S, Stopwatch, Timings
+from gangsched.master.store import JobStore
 from gangsched.policy.predictor import UtilizationPredictor
-from gangsched.protocol.messages import CheckpointTask, KillTask
+from gangsched.protocol.messages import CheckpointTask, KillTask, LaunchTask, Message
 from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
 
 
-class JobLifecycle(CoreState):
-    def _settle(self) -> None:
+class JobLifecycle:
+    """The jobs the master holds (pending and running), the policy's decisions over them, and each
+    one's way to its end; ``outbox`` takes the orders for the nodes."""
+
+    def __init__(self, settings: MasterSettings, store: JobStore, clock: Clock, nodes: NodeRegistry,
+                 scheduler: LiveScheduler, outbox: deque[tuple[str, Message]]) -> None:
+        self._settings = settings
+        self._store = store
+        self._clock = clock
+        self._nodes = nodes
+        self._scheduler = scheduler
+        self._outbox = outbox
+        self.jobs: dict[int, Job] = {}  # pending and running only
+        self._dependent: dict[int, Job] = {}  # pending, held back from the policy by the jobs they depend on
+        # launches no hello, report or exit has shown to arrive yet, with the incarnation of the node
+        # daemon they went to: a repeated hello of that daemon may have crossed them on the way
+        self._launching: dict[tuple[int, int], tuple[str, LaunchTask]] = {}
+        self._unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
+        self._barriers = BarrierEndpoints()
+        self._dirty = False  # a scheduling event happened: the policy must decide again
+        self._wake_at: float | None = None
+        self._last_tick: float | None = None
+        self.migration_costs = Timings(MIGRATION_BOUNDS_S)
+        self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
+        self.accounts = {account.user: account for account in store.accounts()}
+        self.rejoin_until = clock.monotonic()
+
+    def restore(self) -> None:
+        """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
+        now = self._clock.monotonic()
+        # a master that starts on a store of an earlier run: its nodes have rejoin_s to come back
+        self.rejoin_until = now + self._settings.rejoin_s if self._store.next_job_id() > 1 else now
+        for job in self._store.active():
+            job.predictor = self.predictor()
+            self.jobs[job.job_id] = job
+            if job.state is not JobState.RUNNING:
+                self.enqueue(job)
+                continue
+            job.live_ranks = set(range(len(job.node_names)))
+            self._unadopted[job.job_id] = job
+            for node in job.node_names:
+                self._nodes.expect(node, now)
+            for port in (job.barrier_port, job.rendezvous_port):
+                if port is not None:
+                    self._barriers.reserve(job.node_names[0], port)
+        if self.jobs:
+            log.info("recovered %d jobs from the store", len(self.jobs))
+
+    def event(self) -> None:
+        """A scheduling event happened (an arrival, a departure, a node up or lost): the policy decides
+        again at the next ``settle``."""
+        self._dirty = True
+
+    def quantum_ended(self, ran: set[int], now: float) -> None:
+        """Charge the jobs the last switch ran with the quantum that ended; end those past their limit;
+        wake the policy if it asked to be woken by now.
+
+        Only a job that ran can have passed its limit since the last boundary.
+        """
+        elapsed = 0.0 if self._last_tick is None else now - self._last_tick
+        self._last_tick = now
+        for job_id in ran:
+            job = self.jobs.get(job_id)
+            if job is None or job.state is not JobState.RUNNING:
+                continue
+            job.ran_s += elapsed
+            limit = self.time_limit(job)
+            if job.ending is None and job.ran_s > limit + self._settings.over_time_s:
+                self.decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s")
+        if self._wake_at is not None and now >= self._wake_at:
+            self._dirty = True
+
+    def arrived(self, job_id: int, rank: int) -> None:
+        """A hello, report or exit showed the task's launch arrived."""
+        self._launching.pop((job_id, rank), None)
+
+    def launch_in_flight(self, job_id: int, rank: int, incarnation: str) -> LaunchTask | None:
+        """The launch of a task on its way to the node daemon ``incarnation``, if one is."""
+        in_flight = self._launching.get((job_id, rank))
+        return in_flight[1] if in_flight is not None and in_flight[0] == incarnation else None
+
+    def adopt(self, up: set[str]) -> list[Job]:
+        """The jobs restored after a restart whose nodes are all ``up`` again: no longer unadopted."""
+        adopted = [job for job in self._unadopted.values() if set(job.node_names) <= up]
+        for job in adopted:
+            del self._unadopted[job.job_id]
+        return adopted
+
+    def withdraw(self, job: Job, reason: str) -> None:
+        """A pending job leaves the queue for good (cancelled)."""
+        self._scheduler.withdraw(job.job_id, self._clock.monotonic())
+        self._dependent.pop(job.job_id, None)
+        job.reason = reason
+        self.close(job, JobState.CANCELLED)
+        self._dirty = True
+
+    def settle(self) -> None:
         """After the events of one message or one tick: let the policy decide if one of them asks for it."""
         if not self._dirty:
             return
         now = self._clock.monotonic()
         while self._dirty:
             self._dirty = False
-            with Stopwatch(self._decision_time):
+            with Stopwatch(self.decision_time):
                 changes = self._scheduler.schedule(now)
             self._wake_at = changes.wake_at
             for job_id, nodes in changes.starts.items():
-                self._start(self._jobs[job_id], nodes)
+                self._start(self.jobs[job_id], nodes)
             for job_id, nodes in changes.moves.items():
-                self._migrate(self._jobs[job_id], nodes, now)
+                self._migrate(self.jobs[job_id], nodes, now)
         self._explain_waiting()
 
-    def _enqueue(self, job: Job) -> None:
+    def enqueue(self, job: Job) -> None:
         """A pending job goes to the policy once the jobs it depends on allow; it is cancelled if they never will."""
-        waiting, never, _ = dependencies(job.spec, self._state_of)
+        waiting, never, _ = dependencies(job.spec, self.state_of)
         self._dependent.pop(job.job_id, None)
         if never is not None:
             job.reason = f"DependencyNeverSatisfied: {never}"
-            self._close(job, JobState.CANCELLED)
+            self.close(job, JobState.CANCELLED)
         elif waiting:
             self._dependent[job.job_id] = job
             job.reason = f"Dependency: waits for {','.join(map(str, waiting))}"
         else:
             job.reason = ""
-            self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
+            self._scheduler.submit(self.policy_job(job), self._clock.monotonic())
             self._dirty = True
 
-    def _state_of(self, job_id: int) -> JobState | None:
-        job = self._jobs.get(job_id) or self._store.get(job_id)
+    def state_of(self, job_id: int) -> JobState | None:
+        job = self.jobs.get(job_id) or self._store.get(job_id)
         return None if job is None else job.state
 
     def _explain_waiting(self) -> None:
-        waiting = sorted((job for job in self._jobs.values()
+        waiting = sorted((job for job in self.jobs.values()
                           if job.state is JobState.PENDING and job.job_id not in self._dependent),
                          key=lambda job: job.job_id)
         up = len(self._scheduler.columns)
@@ -84,7 +182,7 @@ class JobLifecycle(CoreState):
         for job in waiting:
             if self._scheduler.is_held(job.job_id):
                 job.reason = f"needs {describe_shape(job.spec)}, {up} processors up"
-                if self._clock.monotonic() < self._rejoin_until:
+                if self._clock.monotonic() < self.rejoin_until:
                     job.reason += " (nodes rejoining after a master restart)"
             elif not job.reason.startswith("requeued"):
                 job.reason = "Resources" if first else "Priority"
@@ -114,7 +212,7 @@ class JobLifecycle(CoreState):
             job.node_names, job.processors, job.live_ranks = [], [], set()
             job.reason = f"could not start: {error}"
             self._scheduler.finish(job.job_id, self._clock.monotonic())
-            self._close(job, JobState.FAILED)
+            self.close(job, JobState.FAILED)
             self._dirty = True
             return False
         job.node_names = [processor.node for processor in processors]
@@ -128,11 +226,11 @@ class JobLifecycle(CoreState):
         # segments behind: a name never used before keeps a later job from opening them
         kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
         meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0])
-        for node_name, launch in launches(job, processors, meet, kvsname, self.settings.io_addr,
-                                          self.settings.checkpoint_dir, restore):
+        for node_name, launch in launches(job, processors, meet, kvsname, self._settings.io_addr,
+                                          self._settings.checkpoint_dir, restore):
             node = self._nodes.get(node_name)
             self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)
-            self.outbox.append((node_name, launch))
+            self._outbox.append((node_name, launch))
         return True
 
     def _migrate(self, job: Job, processors: list[Processor], now: float) -> None:
@@ -142,14 +240,14 @@ class JobLifecycle(CoreState):
         log.info("job %d migrates from %s to %s", job.job_id, where(processors_of(job)), where(processors))
         job.migration = Migration(target=processors, asked=now)
         for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
-            self.outbox.append((node, CheckpointTask(job_id=job.job_id)))
+            self._outbox.append((node, CheckpointTask(job_id=job.job_id)))
 
     def _restart(self, job: Job, migration: Migration) -> None:
         migration.saved = job.barriers
         if self._launch(job, migration.target, restore=True):
             log.info("job %d restarts on %s from barrier %d", job.job_id, where(migration.target), job.barriers)
 
-    def _migrated(self, job: Job, progress: int) -> None:
+    def migrated(self, job: Job, progress: int) -> None:
         """Rank 0 reported ``progress``: past the checkpoint, the migration is over and its cost known."""
         migration = job.migration
         if migration is None or migration.saved is None or progress <= migration.saved:
@@ -157,11 +255,11 @@ class JobLifecycle(CoreState):
         cost = self._clock.monotonic() - migration.asked
         job.migration = None
         job.migration_s.append(cost)
-        self._migration_costs.observe(cost)
-        self._scheduler.set_migration_cost(self._migration_costs.mean())
+        self.migration_costs.observe(cost)
+        self._scheduler.set_migration_cost(self.migration_costs.mean())
         log.info("job %d migrated in %.3f s", job.job_id, cost)
 
-    def _decide_end(self, job: Job, state: JobState, reason: str) -> None:
+    def decide_end(self, job: Job, state: JobState, reason: str) -> None:
         """The first cause decides how a running job ends: it leaves the policy, its other tasks are killed."""
         if job.ending is not None:
             return
@@ -171,9 +269,9 @@ class JobLifecycle(CoreState):
         self._scheduler.finish(job.job_id, self._clock.monotonic())
         self._dirty = True
         for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
-            self.outbox.append((node, KillTask(job_id=job.job_id, reason=reason)))
+            self._outbox.append((node, KillTask(job_id=job.job_id, reason=reason)))
 
-    def _ranks_gone(
+    def ranks_gone(
         self,
         job: Job,
         ranks: set[int],
@@ -186,7 +284,7 @@ class JobLifecycle(CoreState):
             self._launching.pop((job.job_id, rank), None)
         if ending is not None and job.ending is None:
             job.exit_code = exit_code
-            self._decide_end(job, *ending)
+            self.decide_end(job, *ending)
         if job.live_ranks:
             return
         self._unadopted.pop(job.job_id, None)
@@ -202,7 +300,7 @@ class JobLifecycle(CoreState):
         if job.ending is JobState.PENDING:
             self._requeue(job)
         else:
-            self._close(job, job.ending or JobState.COMPLETED)
+            self.close(job, job.ending or JobState.COMPLETED)
 
     def _requeue(self, job: Job) -> None:
         job.state, job.ending = JobState.PENDING, None
@@ -211,50 +309,50 @@ class JobLifecycle(CoreState):
         job.barrier_port, job.rendezvous_port = None, None
         job.util_pct, job.quantum_utils, job.ran_s = None, {}, 0.0
         job.barriers, job.progress_history = 0, deque(maxlen=job.progress_history.maxlen)
-        job.predictor = self._predictor()
+        job.predictor = self.predictor()
         job.reason = f"requeued: {job.reason}"
         self._store.save(job)
-        self._scheduler.submit(self._policy_job(job), self._clock.monotonic())
+        self._scheduler.submit(self.policy_job(job), self._clock.monotonic())
         self._dirty = True
 
-    def _close(self, job: Job, state: JobState) -> None:
+    def close(self, job: Job, state: JobState) -> None:
         job.state = state
         job.end_time = self._clock.time()
         if state is JobState.COMPLETED:
             job.exit_code = 0
         self._store.save(job)
-        del self._jobs[job.job_id]
+        del self.jobs[job.job_id]
         if job.ran_s:
-            account = self._account(job.spec.user)
+            account = self.account(job.spec.user)
             account.used_node_s += job.ran_s * job.spec.tasks
             self._store.save_account(account)
         log.info("job %d %s", job.job_id, state)
         for dependent in [each for each in self._dependent.values() if job.job_id in named(each.spec)]:
-            self._enqueue(dependent)
+            self.enqueue(dependent)
 
-    def _policy_job(self, job: Job) -> PolicyJob:
+    def policy_job(self, job: Job) -> PolicyJob:
         spec = job.spec
         return PolicyJob(
             job_id=job.job_id,
-            submit=self._monotonic(job.submit_time),
+            submit=self.monotonic(job.submit_time),
             procs=spec.tasks,
             nodes=spec.nodes,
             tasks_per_node=spec.tasks_per_node,
-            estimate=self._time_limit(job),
+            estimate=self.time_limit(job),
             user_priority=spec.priority,
-            political_priority=self._account(spec.user).priority_for_policy,
-            migratable=spec.migratable and self.settings.checkpoint_dir is not None,
+            political_priority=self.account(spec.user).priority_for_policy,
+            migratable=spec.migratable and self._settings.checkpoint_dir is not None,
         )
 
-    def _predictor(self) -> UtilizationPredictor:
-        return UtilizationPredictor(self.settings.sharp_change or None)
+    def predictor(self) -> UtilizationPredictor:
+        return UtilizationPredictor(self._settings.sharp_change or None)
 
-    def _monotonic(self, unix_time: float) -> float:
+    def monotonic(self, unix_time: float) -> float:
         return self._clock.monotonic() - (self._clock.time() - unix_time)
 
-    def _time_limit(self, job: Job) -> float:
+    def time_limit(self, job: Job) -> float:
         """The job's estimate, which is also its time limit."""
-        return job.spec.estimate_s or self.settings.default_estimate_s
+        return job.spec.estimate_s or self._settings.default_estimate_s
 
-    def _account(self, user: str) -> Account:
-        return self._accounts.setdefault(user, Account(user))
+    def account(self, user: str) -> Account:
+        return self.accounts.setdefault(user, Account(user))

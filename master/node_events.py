@@ -1,11 +1,18 @@
 """The master's side of the node protocol."""
 
 import logging
+from collections import deque
+from typing import NamedTuple
 
+from gangsched.master.clock import Clock
 from gangsched.master.jobs import Job
 from gangsched.master.lifecycle import JobLifecycle
-from gangsched.master.nodes import Node
+from gangsched.master.nodes import Node, NodeRegistry
 from gangsched.master.placement import processors_of
+from gangsched.master.relays import RelayTree
+from gangsched.master.rotation import SlotRotation
+from gangsched.master.scheduling import LiveScheduler
+from gangsched.master.settings import MasterSettings
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.exits import CHECKPOINTED
 from gangsched.protocol.messages import (
@@ -13,6 +20,7 @@ from gangsched.protocol.messages import (
     ExitAck,
     Heartbeat,
     KillTask,
+    Message,
     NodeHello,
     NodeWelcome,
     PmiFence,
@@ -25,8 +33,28 @@ from gangsched.protocol.records import JobState
 log = logging.getLogger("gangsched.master")
 
 
-class NodeEvents(JobLifecycle):
+class NodeEndpoints(NamedTuple):
+    """Where the nodes connect for the switches and the reports, as the master bound them."""
+
+    switch: str
+    report: str
+
+
+class NodeEvents:
     """What the node daemons say: hello, heartbeats, quantum reports, exits, PMI barriers."""
+
+    def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, clock: Clock, nodes: NodeRegistry,
+                 scheduler: LiveScheduler, lifecycle: JobLifecycle, rotation: SlotRotation,
+                 outbox: deque[tuple[str, Message]]) -> None:
+        self._settings = settings
+        self._endpoints = endpoints
+        self._clock = clock
+        self._nodes = nodes
+        self._relays = RelayTree(settings.relay_fanout)  # which node each node reaches the master through
+        self._scheduler = scheduler
+        self._lifecycle = lifecycle
+        self._rotation = rotation
+        self._outbox = outbox
 
     def hello(self, identity: bytes, hello: NodeHello) -> NodeWelcome:
         previous = self._nodes.get(hello.node)
@@ -39,18 +67,18 @@ class NodeEvents(JobLifecycle):
             log.warning("node %s heard no switch through relay %s: homed anew", hello.node, hello.left_relay)
         self._nodes.register(hello, identity, self._clock.monotonic(), home.via)
         for exit_ in hello.exits:
-            self.outbox.append((hello.node, self.task_exit(exit_)))
+            self._outbox.append((hello.node, self.task_exit(exit_)))
         self._reconcile_tasks(hello)
         self._follow_nodes()
-        self._settle()
-        self.outbox.append((hello.node, self._columns.hello(hello.node, self._quantum)))
+        self._lifecycle.settle()
+        self._outbox.append((hello.node, self._rotation.hello_column(hello.node)))
         relay = home.endpoints
         return NodeWelcome(
             node=hello.node,
             switch_endpoint=self._endpoints.switch if relay is None else relay.switch,
             report_endpoint=self._endpoints.report if relay is None else relay.report,
-            heartbeat_ms=self.settings.heartbeat_ms,
-            quantum_ms=self.settings.quantum_ms,
+            heartbeat_ms=self._settings.heartbeat_ms,
+            quantum_ms=self._settings.quantum_ms,
             via=home.via,
             relays=home.relays,
         )
@@ -61,8 +89,8 @@ class NodeEvents(JobLifecycle):
         return _say_hello(message.node)
 
     def task_exit(self, message: TaskExit) -> ExitAck:
-        self._launching.pop((message.job_id, message.rank), None)
-        job = self._jobs.get(message.job_id)
+        self._lifecycle.arrived(message.job_id, message.rank)
+        job = self._lifecycle.jobs.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
             job.cpu_ns += message.cpu_ns
             if message.rank == 0:
@@ -74,8 +102,8 @@ class NodeEvents(JobLifecycle):
             elif message.error is not None or message.returncode != 0:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
-            self._ranks_gone(job, {message.rank}, ending, exit_code=message.returncode)
-        self._settle()
+            self._lifecycle.ranks_gone(job, {message.rank}, ending, exit_code=message.returncode)
+        self._lifecycle.settle()
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport) -> ErrorReply | None:
@@ -85,10 +113,10 @@ class NodeEvents(JobLifecycle):
         share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
         now, wall = self._clock.monotonic(), self._clock.time()
         for account in report.accounts:
-            self._switch_log.reported(account)
+            self._rotation.switch_log.reported(account)
             for sample in account.samples:
-                self._launching.pop((sample.job_id, sample.rank), None)
-                job = self._jobs.get(sample.job_id)
+                self._lifecycle.arrived(sample.job_id, sample.rank)
+                job = self._lifecycle.jobs.get(sample.job_id)
                 if job is None or job.state is not JobState.RUNNING:
                     continue
                 job.cpu_ns += sample.cpu_ns
@@ -96,22 +124,22 @@ class NodeEvents(JobLifecycle):
                     job.add_utilization(account.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * share))
                 if sample.rank == 0:
                     job.record_progress(now, wall, sample.progress)
-                    self._migrated(job, sample.progress)
+                    self._lifecycle.migrated(job, sample.progress)
         newest = report.accounts[-1]
         # the column the node holds now: an older account's is superseded
-        lost = self._columns.reported(report.node, newest.column_epoch, newest.quantum)
+        lost = self._rotation.columns.reported(report.node, newest.column_epoch, newest.quantum)
         if lost is not None:
             log.warning("node %s applied switch %d with column %d, not %d: sent again", report.node,
                         newest.quantum, newest.column_epoch, lost.epoch)
-            self.outbox.append((report.node, lost))
+            self._outbox.append((report.node, lost))
         if node is not None:
             used_ns = sum(sample.cpu_ns for sample in newest.samples)
-            node.util_pct = min(100.0, 100.0 * used_ns / (self.settings.quantum_ms * 1e6 * node.cpus))
+            node.util_pct = min(100.0, 100.0 * used_ns / (self._settings.quantum_ms * 1e6 * node.cpus))
         return None
 
     def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
         """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put."""
-        job = self._jobs.get(fence.job_id)
+        job = self._lifecycle.jobs.get(fence.job_id)
         if job is None or job.state is not JobState.RUNNING or fence.node not in job.node_names:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
         entered = job.fences.setdefault(fence.epoch, {})
@@ -122,64 +150,63 @@ class NodeEvents(JobLifecycle):
         merged = {key: value for kvs in entered.values() for key, value in kvs.items()}
         del job.fences[fence.epoch]
         for node in sorted(nodes):
-            self.outbox.append((node, PmiFenceDone(job_id=job.job_id, epoch=fence.epoch, kvs=merged)))
+            self._outbox.append((node, PmiFenceDone(job_id=job.job_id, epoch=fence.epoch, kvs=merged)))
         return None
 
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
     def node_unreachable(self, name: str) -> None:
-        self._lose_node(name, f"node {name} became unreachable")
-        self._settle()
+        self.lose_node(name, f"node {name} became unreachable")
+        self._lifecycle.settle()
 
     def _follow_nodes(self) -> None:
         """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
         up = self._nodes.up()
-        adopted = [job for job in self._unadopted.values() if set(job.node_names) <= set(up)]
+        adopted = self._lifecycle.adopt(set(up))
         if up == self._scheduler.processor_counts() and not adopted:
             return
+        lifecycle = self._lifecycle
         self._scheduler.rebuild(up, self._clock.monotonic(), [
-            (self._policy_job(job), processors_of(job), self._monotonic(job.start_time or job.submit_time))
+            (lifecycle.policy_job(job), processors_of(job), lifecycle.monotonic(job.start_time or job.submit_time))
             for job in adopted
         ])
-        for job in adopted:
-            del self._unadopted[job.job_id]
-        self._dirty = True
+        lifecycle.event()
 
     def _reconcile_tasks(self, hello: NodeHello) -> None:
         reported = {(task.job_id, task.rank) for task in hello.tasks}
         expected = {
             (job.job_id, rank)
-            for job in self._jobs.values()
+            for job in self._lifecycle.jobs.values()
             for rank in job.live_ranks
             if job.node_names[rank] == hello.node
         }
         for job_id, rank in sorted(reported - expected):
             log.warning("node %s runs job %d rank %d that is not the master's: killing it",
                         hello.node, job_id, rank)
-            self.outbox.append((hello.node, KillTask(job_id=job_id, reason="orphaned task")))
-        for key in reported:
-            self._launching.pop(key, None)
+            self._outbox.append((hello.node, KillTask(job_id=job_id, reason="orphaned task")))
+        for job_id, rank in reported:
+            self._lifecycle.arrived(job_id, rank)
         for job_id, rank in sorted(expected - reported):
-            in_flight = self._launching.get((job_id, rank))
-            if in_flight is not None and in_flight[0] == hello.incarnation:
+            in_flight = self._lifecycle.launch_in_flight(job_id, rank, hello.incarnation)
+            if in_flight is not None:
                 # the same daemon: the launch is on its way, or this hello left before it came;
                 # sent again, it starts the task or is ignored as one that runs
-                self.outbox.append((hello.node, in_flight[1]))
+                self._outbox.append((hello.node, in_flight))
                 continue
-            job = self._jobs[job_id]
+            job = self._lifecycle.jobs[job_id]
             reason = f"rank {rank} vanished from node {hello.node}"
-            self._ranks_gone(job, {rank}, (_lost_state(job), reason))
+            self._lifecycle.ranks_gone(job, {rank}, (_lost_state(job), reason))
 
-    def _lose_node(self, name: str, reason: str) -> None:
+    def lose_node(self, name: str, reason: str) -> None:
         if not self._nodes.mark_down(name):
             return
         self._relays.lost(name)
         log.warning("%s: marked down", reason)
-        for job in list(self._jobs.values()):
+        for job in list(self._lifecycle.jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
             if ranks or name in self._scheduler.nodes_of(job.job_id):  # on it, or migrating to it
-                self._ranks_gone(job, ranks, (_lost_state(job), reason))
+                self._lifecycle.ranks_gone(job, ranks, (_lost_state(job), reason))
         self._follow_nodes()
 
 

@@ -15,18 +15,9 @@ import sys
 from pathlib import Path
 
 from gangsched.daemon.endpoints import private_ipc
-from gangsched.protocol.messages import (
-    JobQuery,
-    MatrixQuery,
-    NodeQuery,
-    StatsQuery,
-    SwitchStatsQuery,
-    UserQuery,
-)
 
 log = logging.getLogger("gangsched.master")
 
-READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery)
 _STOP_GRACE_S = 5.0
 
 

@@ -121,10 +121,6 @@ class PmiJob:
         self.initialized: set[int] = set()
         self.finalized: set[int] = set()
 
-    @property
-    def pending_fence(self) -> Fence | None:
-        return self._fence_sent
-
     def handle(self, rank: int, line: bytes) -> Outcome:
         try:
             name, fields = parse(line)

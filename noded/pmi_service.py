@@ -19,28 +19,29 @@ from gangsched.noded.pmi import Outcome, PmiError, PmiJob
 from gangsched.noded.shared_memory import JobSharedMemory
 from gangsched.noded.task_host import NodeTask
 from gangsched.noded.tasks import place_in_block
-from gangsched.protocol.messages import LaunchTask, PmiFence, PmiFenceDone
+from gangsched.protocol.messages import PmiFence, PmiFenceDone
+from gangsched.protocol.records import TaskSpec
 
 log = logging.getLogger("gangsched.noded")
 
 
 class PmiService:
     def __init__(self, node: str, poller: zmq.Poller, tasks: Mapping[tuple[int, int], NodeTask],
-                 send_fence: Callable[[PmiFence], None], terminate: Callable[[NodeTask], None]) -> None:
-        """``tasks``: the daemon's tasks by (job id, rank); ``terminate``: how the daemon ends a task."""
+                 send_fence: Callable[[PmiFence], None], fail: Callable[[NodeTask], None]) -> None:
+        """``tasks``: the daemon's tasks by (job id, rank); ``send_fence``: a barrier to gather across the
+        job's nodes; ``fail``: end a task whose ``failure`` says why (once, however often it is called)."""
         self._node = node
         self._poller = poller
         self._tasks = tasks
         self._send_fence = send_fence
-        self._terminate = terminate
+        self._fail = fail
         self._by_fd: dict[int, NodeTask] = {}
         self._jobs: dict[int, PmiJob] = {}
         self._shared_memory = JobSharedMemory()
 
-    def attach(self, task: NodeTask, message: LaunchTask) -> None:
+    def attach(self, task: NodeTask, spec: TaskSpec) -> None:
         """Serve a task just launched with a PMI socket."""
         assert task.pmi is not None
-        spec = message.task
         if spec.job_id not in self._jobs:
             index, _, _ = place_in_block(spec)
             self._jobs[spec.job_id] = PmiJob(spec.job_id, spec.size, spec.block or [spec.size], index, spec.kvsname)
@@ -78,11 +79,6 @@ class PmiService:
         job = self._jobs.get(message.job_id)
         if job is not None:
             self._outcome(job, job.fence_done(message.epoch, message.kvs))
-
-    def pending_fences(self) -> list[PmiFence]:
-        """The barriers sent to the master and not answered: a restarted master may not have heard of them."""
-        return [PmiFence(node=self._node, job_id=job.job_id, epoch=fence.epoch, kvs=fence.kvs)
-                for job in self._jobs.values() if (fence := job.pending_fence) is not None]
 
     def ending(self, task: NodeTask) -> None:
         """A task is being ended: its ranks will not unlink their shared memory."""
@@ -135,5 +131,4 @@ class PmiService:
         log.warning("job %d rank %d %s", task.job_id, task.rank, reason)
         task.failure = task.failure or reason
         self.close(task)
-        if task.kill_deadline is None:
-            self._terminate(task)
+        self._fail(task)

@@ -52,12 +52,8 @@ class Task:
     status_fd: int  # the launcher's reason, where it could not start the command
     progress_path: Path
     progress_fd: int
-    runnable: bool  # the state last applied, not the desired one
     uid: int  # the user it runs as
     cpu_ns: int = 0  # CPU time at the last reading
-    runnable_since_ns: int = 0  # when the current runnable stretch was last sampled
-    kill_deadline: float | None = None  # monotonic seconds; kill the group then
-    checkpointing: bool = False
     pmi: socket.socket | None = None  # the daemon's end of the task's PMI_FD
     pmi_lines: LineReader | None = None
     failure: str | None = None  # why the task failed, when it is not its exit status that says so
@@ -65,11 +61,6 @@ class Task:
     @property
     def pid(self) -> int:
         return self.process.pid
-
-    @property
-    def leaving(self) -> bool:
-        """Ending or migrating: it runs, whatever the switches say, until it exits."""
-        return self.kill_deadline is not None or self.checkpointing
 
     def pids(self) -> list[int]:
         return self.group.pids()
@@ -101,16 +92,13 @@ class Task:
 
     def stop(self) -> None:
         self.group.stop()
-        self.runnable = False
 
     def resume(self) -> None:
         self.group.resume()
-        self.runnable = True
 
-    def terminate(self, grace_s: float) -> None:
-        """SIGTERM every process and let them run to handle it; kill them once ``grace_s`` passed."""
+    def terminate(self) -> None:
+        """SIGTERM every process and let them run to handle it (the node's core orders the kill)."""
         self.group.send(signal.SIGTERM)
-        self.kill_deadline = time.monotonic() + grace_s
 
     def kill(self) -> None:
         self.group.kill()
@@ -121,7 +109,6 @@ class Task:
             os.kill(self.pid, signal.SIGUSR1)
         except ProcessLookupError:
             return
-        self.checkpointing = True
         self.resume()
 
     def close_pmi(self) -> None:
@@ -218,7 +205,6 @@ def launch(
         status_fd=status_read,
         progress_path=progress_path,
         progress_fd=os.open(progress_path, os.O_RDONLY),
-        runnable=True,
         uid=os.getuid() if account is None else account.pw_uid,
         pmi=ours,
         pmi_lines=None if ours is None else LineReader(),
@@ -226,7 +212,6 @@ def launch(
     if not runnable:
         task.stop()
     task.read_cpu_ns()
-    task.runnable_since_ns = time.monotonic_ns()
     return task
 
 

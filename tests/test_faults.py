@@ -31,7 +31,7 @@ def test_a_tick_and_a_switch_that_raise_are_logged_and_the_daemons_go_on(tmp_pat
                "--switch-bind", f"ipc://{home}/switch.sock", "--report-bind", f"ipc://{home}/report.sock",
                "--state-dir", str(home / "state"), "--quantum-ms", "100", "--heartbeat-ms", "100",
                "--log-file", str(master_log)),
-        faulty("gangsched.noded.daemon:NodeDaemon._apply", "8", "noded", "--master", endpoint, "--name", "n1",
+        faulty("gangsched.noded.loop:NodeDaemon._apply", "8", "noded", "--master", endpoint, "--name", "n1",
                "--processors", "1", "--spool-dir", str(home / "spool"), "--peer-transport", "ipc",
                "--log-file", str(node_log)),
     ]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.master.core import MasterCore, NodeEndpoints
+from gangsched.master.core import MasterCore
+from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
 from gangsched.policy.catalog import Choice
@@ -56,10 +57,10 @@ def replay_on_master(jobs: list[SimJob], choice: Choice, tmp_path: Path) -> dict
         clock.now = time
         if kind == 0:
             for rank, node in enumerate(nodes_of[master_id[job.job_id]]):
-                core.task_exit(TaskExit(node=node, job_id=master_id[job.job_id], rank=rank, returncode=0))
+                core.node_events.task_exit(TaskExit(node=node, job_id=master_id[job.job_id], rank=rank, returncode=0))
         elif kind == 1:
             spec = JobSpec(name="j", user="u", tasks=job.procs, argv=["true"], estimate_s=job.estimate)
-            master_id[job.job_id] = core.submit(Submit(spec=spec)).job_id
+            master_id[job.job_id] = core.clients.submit(Submit(spec=spec)).job_id
         else:
             core.tick()
         for _, message in core.outbox:

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from gangsched.master.accounts import OVER_QUOTA, Account
-from gangsched.master.core import MasterCore, NodeEndpoints
+from gangsched.master.core import MasterCore
+from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
 from gangsched.protocol.codec import encode
@@ -62,17 +63,17 @@ def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: Master
 
 
 def hello(core: MasterCore, node: str, tasks: list[TaskRef] = (), incarnation: str = "first") -> None:
-    core.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
+    core.node_events.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
                                         peer=PeerEndpoint(transport="ipc", host="/tmp")))
 
 
 def submit(core: MasterCore, nodes: int = 4, requeue: bool = False) -> int:
     spec = JobSpec(name="j", user="alice", tasks=nodes, argv=["true"], requeue=requeue)
-    return core.submit(Submit(spec=spec)).job_id
+    return core.clients.submit(Submit(spec=spec)).job_id
 
 
 def infos(core: MasterCore, job_ids: list[int]) -> list:
-    return core.query_jobs(JobQuery(job_ids=job_ids)).jobs
+    return core.clients.query_jobs(JobQuery(job_ids=job_ids)).jobs
 
 
 def sent(core: MasterCore, kind: type) -> list:
@@ -88,7 +89,7 @@ def test_a_job_launches_one_task_per_node_and_completes(tmp_path, clock):
     assert sorted(node for node, _ in launches) == ["n1", "n2", "n3", "n4"]
     assert sorted(m.task.rank for _, m in launches) == [0, 1, 2, 3]
     for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
-        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
     (info,) = infos(core, [job])
     assert info.state is JobState.COMPLETED and info.exit_code == 0
 
@@ -112,7 +113,7 @@ def test_a_switch_names_rows_and_each_node_gets_its_column_when_it_changes(tmp_p
     assert core.tick().rows == [1] and not sent(core, NodeColumn)  # the same layout: nothing to send
 
     for rank, node in enumerate(["n1", "n2"]):
-        core.task_exit(TaskExit(node=node, job_id=narrow, rank=rank, returncode=0))
+        core.node_events.task_exit(TaskExit(node=node, job_id=narrow, rank=rank, returncode=0))
     core.tick()
     changed = {node: column for node, column in sent(core, NodeColumn)}
     assert set(changed) == {"n1", "n2"} and changed["n1"].rows == [[wide]]  # the others' columns stand
@@ -124,12 +125,12 @@ def test_a_node_that_lost_its_column_gets_it_again_and_one_that_says_hello_gets_
     job = submit(core, nodes=2)
     first = core.tick()
     column = dict(sent(core, NodeColumn))["n1"]
-    core.report(report_of("n1", first.quantum, column.epoch - 1))  # the column may still be on its way
+    core.node_events.report(report_of("n1", first.quantum, column.epoch - 1))  # the column may still be on its way
     assert not sent(core, NodeColumn)
     later = core.tick()
-    core.report(report_of("n1", later.quantum, column.epoch - 1))  # a switch later: it was lost
+    core.node_events.report(report_of("n1", later.quantum, column.epoch - 1))  # a switch later: it was lost
     assert sent(core, NodeColumn) == [("n1", column)]
-    core.report(report_of("n2", later.quantum, column.epoch))
+    core.node_events.report(report_of("n2", later.quantum, column.epoch))
     assert not sent(core, NodeColumn)
 
     hello(core, "n2", tasks=[TaskRef(job_id=job, rank=1)], incarnation="restarted")
@@ -150,11 +151,11 @@ def test_a_failing_rank_fails_the_job_and_kills_the_others(tmp_path, clock):
     core = make_core(tmp_path, clock)
     job = submit(core)
     sent(core, LaunchTask)
-    core.task_exit(TaskExit(node="n2", job_id=job, rank=1, returncode=3))
+    core.node_events.task_exit(TaskExit(node="n2", job_id=job, rank=1, returncode=3))
     kills = sent(core, KillTask)
     assert sorted(node for node, _ in kills) == ["n1", "n3", "n4"]
     for rank, node in [(0, "n1"), (2, "n3"), (3, "n4")]:
-        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     (info,) = infos(core, [job])
     assert info.state is JobState.FAILED and info.exit_code == 3 and "rank 1 on n2" in info.reason
 
@@ -165,13 +166,13 @@ def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clo
     core.outbox.clear()
     clock.now += 0.25
     for node in ["n1", "n2", "n3"]:
-        core.heartbeat(Heartbeat(node=node))
+        core.node_events.heartbeat(Heartbeat(node=node))
     clock.now += 0.1  # n4 silent for 0.35 s > 3 heartbeats
     core.tick()
-    assert [n.state for n in core.query_nodes().nodes] == ["up", "up", "up", "down"]
+    assert [n.state for n in core.clients.query_nodes().nodes] == ["up", "up", "up", "down"]
     for job in (kept, lost):
         for rank, node in enumerate(["n1", "n2", "n3"]):
-            core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+            core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     requeued, failed = infos(core, [kept, lost])
     assert requeued.state is JobState.PENDING and requeued.requeues == 1
     assert failed.state is JobState.NODE_FAIL
@@ -187,7 +188,7 @@ def test_a_launch_in_flight_is_sent_again_to_the_same_daemon_only(tmp_path, cloc
     hello(core, "n2", incarnation="second")  # a new daemon, with none of the tasks
     assert sorted(node for node, _ in sent(core, KillTask)) == ["n1", "n3", "n4"]
     for rank, node in [(0, "n1"), (2, "n3"), (3, "n4")]:
-        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     (info,) = infos(core, [job])
     assert info.state is JobState.NODE_FAIL and "rank 1 vanished from node n2" in info.reason
 
@@ -196,9 +197,9 @@ def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
     core = make_core(tmp_path, clock)
     clock.now += 1.0
     core.tick()
-    reply = core.heartbeat(Heartbeat(node="n1"))
+    reply = core.node_events.heartbeat(Heartbeat(node="n1"))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
-    assert isinstance(core.report(report_of("n1", 1, 0)), ErrorReply)
+    assert isinstance(core.node_events.report(report_of("n1", 1, 0)), ErrorReply)
 
 
 def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_counts(tmp_path, clock):
@@ -214,14 +215,14 @@ def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_cou
     interval = SETTINGS.model_copy(update={"report_interval_ms": 350})  # 3 quanta of 100 ms, and part of one
     assert make_core(tmp_path / "interval", clock, settings=interval).tick().report_every == 3
     for node, cpu_ms in (("n1", 90), ("n2", 70)):
-        core.report(QuantumReport(node=node, accounts=[
+        core.node_events.report(QuantumReport(node=node, accounts=[
             QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
                            switch_applied_ns=switch.sent_ns + 1000 * (index + 1), column_epoch=1,
                            samples=[TaskSample(job_id=job, rank=int(node[1]) - 1, cpu_ns=cpu_ms * 10**6,
                                                runnable_ns=200 * 10**6, progress=index)])
             for index, switch in enumerate(switches)]))
     for node in ("n3", "n4"):
-        core.report(QuantumReport(node=node, accounts=[
+        core.node_events.report(QuantumReport(node=node, accounts=[
             QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
                            switch_applied_ns=switch.sent_ns, column_epoch=0, samples=[]) for switch in switches]))
     assert core.switch_stats(10).latencies_ns == [1000, 2000]  # both quanta, every node's
@@ -232,17 +233,17 @@ def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_cou
 
 def test_a_job_wider_than_the_cluster_is_refused(tmp_path, clock):
     core = make_core(tmp_path, clock)
-    reply = core.submit(Submit(spec=JobSpec(name="j", user="u", tasks=5, argv=["true"])))
+    reply = core.clients.submit(Submit(spec=JobSpec(name="j", user="u", tasks=5, argv=["true"])))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.NEVER_FITS
 
 
 def test_only_the_owner_may_cancel(tmp_path, clock):
     core = make_core(tmp_path, clock)
     job = submit(core)
-    reply = core.cancel(Cancel(job_id=job, user="mallory"))
+    reply = core.clients.cancel(Cancel(job_id=job, user="mallory"))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.PERMISSION_DENIED
-    assert core.cancel(Cancel(job_id=job, user="alice")).state is JobState.CANCELLED
-    assert isinstance(core.cancel(Cancel(job_id=99, user="alice")), ErrorReply)
+    assert core.clients.cancel(Cancel(job_id=job, user="alice")).state is JobState.CANCELLED
+    assert isinstance(core.clients.cancel(Cancel(job_id=99, user="alice")), ErrorReply)
 
 
 def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
@@ -251,7 +252,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     switch = core.tick()
     for rank, (node, cpu_ms) in enumerate([("n1", 90), ("n2", 80)]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
-        core.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
+        core.node_events.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 5
@@ -264,7 +265,7 @@ def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):
     core2 = make_core(tmp_path, clock, nodes=0)
     restored = infos(core2, [first, second, queued])
     assert [i.state for i in restored] == [JobState.RUNNING, JobState.RUNNING, JobState.PENDING]
-    assert core2.query_matrix().rows == []  # running jobs wait for their nodes to say hello
+    assert core2.clients.query_matrix().rows == []  # running jobs wait for their nodes to say hello
     # n1..n3 come back with their tasks; n4 lost its own and runs one nobody knows
     for rank, node in enumerate(["n1", "n2", "n3"]):
         hello(core2, node, [TaskRef(job_id=first, rank=rank), TaskRef(job_id=second, rank=rank)])
@@ -283,9 +284,9 @@ def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tm
     def after(seconds: float) -> list[str]:
         clock.now += seconds
         for node in ["n1", "n2", "n3"]:
-            restarted.heartbeat(Heartbeat(node=node))
+            restarted.node_events.heartbeat(Heartbeat(node=node))
         restarted.tick()
-        return [n.state for n in restarted.query_nodes().nodes]
+        return [n.state for n in restarted.clients.query_nodes().nodes]
 
     assert after(1.0) == ["up"] * 4  # n4 is past 3 heartbeats, but its reconnect may take that long
     assert not sent(restarted, KillTask)
@@ -296,21 +297,21 @@ def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tm
 
 def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
     core = make_core(tmp_path, clock)
-    refused = core.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
+    refused = core.clients.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
     assert isinstance(refused, ErrorReply) and refused.code is ErrorCode.PERMISSION_DENIED
-    core.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_node_s=2.0))
+    core.clients.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_node_s=2.0))
     job = submit(core, nodes=2)
     core.tick()
     clock.now += 0.25
     core.tick()  # job ran 0.25 s on 2 nodes: half a node-second
     for rank, node in enumerate(["n1", "n2"]):
-        core.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
-    (alice,) = core.query_users().users
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+    (alice,) = core.clients.query_users().users
     assert alice.used_node_s == pytest.approx(0.5) and not alice.over_quota
     assert Account("alice", 0.5, 2.0, alice.used_node_s).priority_for_policy == 0.5
     assert Account("alice", 0.5, 2.0, 2.0).priority_for_policy == OVER_QUOTA
     restarted = make_core(tmp_path, clock, nodes=0)
-    assert restarted.query_users().users == [alice]  # the store keeps it
+    assert restarted.clients.query_users().users == [alice]  # the store keeps it
 
 
 def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependency_completes(tmp_path, clock):
@@ -318,7 +319,7 @@ def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependen
     first = submit(core)
     sent(core, LaunchTask)
     spec = JobSpec(name="after", user="alice", tasks=4, argv=["true"], after_ok=[first])
-    dependent = core.submit(Submit(spec=spec)).job_id
+    dependent = core.clients.submit(Submit(spec=spec)).job_id
     core2 = make_core(tmp_path, clock, nodes=0)
     for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
         hello(core2, node, [TaskRef(job_id=first, rank=rank)])
@@ -326,6 +327,6 @@ def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependen
     assert waiting.state is JobState.PENDING and waiting.reason == f"Dependency: waits for {first}"
     assert not [m for _, m in sent(core2, LaunchTask) if m.task.job_id == dependent]
     for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
-        core2.task_exit(TaskExit(node=node, job_id=first, rank=rank, returncode=0))
+        core2.node_events.task_exit(TaskExit(node=node, job_id=first, rank=rank, returncode=0))
     assert {m.task.job_id for _, m in sent(core2, LaunchTask)} == {dependent}
     assert infos(core2, [dependent])[0].state is JobState.RUNNING

@@ -1,4 +1,4 @@
-"""The master daemon: a ZeroMQ loop around ``MasterCore``.
+"""The master daemon's loop around ``MasterCore``: its sockets, and nothing it decides.
 
 One ROUTER socket takes clients and the nodes' hellos and carries the
 master's replies and orders to the nodes; one PUB socket sends the slot switch
@@ -7,8 +7,10 @@ at every quantum boundary; one PULL socket takes what the nodes send unasked
 but reads the PULL socket only just before each switch (and at least once a
 heartbeat period): four nodes' reports then cost one wake-up, not four, and
 the decision sees every report of the quantum that ends. Every message is
-routed by its type through a table; a bad frame or a failing handler gets an
-error reply or a log line, and the loop lives on. SIGTERM and SIGINT end it.
+routed by its type through a table to the core's part that answers it, once
+master/authorization.py has said who sent it and whether they may; a bad frame
+or a failing handler gets an error reply or a log line, and the loop lives on.
+SIGTERM and SIGINT end it.
 
 No client can hold the switch back: a wake-up handles at most
 CLIENT_MESSAGES_PER_WAKE client messages, and none once the switch is due;
@@ -27,16 +29,18 @@ from typing import Any
 
 import zmq
 
-from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder
+from gangsched.daemon.curve import CurveError, KeyFolder
 from gangsched.daemon.endpoints import UnsafeBind, private_ipc
 from gangsched.daemon.logs import ThrottledWarning, survive
 from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
-from gangsched.master.core import MasterCore, NodeEndpoints
+from gangsched.master.authorization import as_sender, fence_refusal, is_node_report, viewer_refusal
+from gangsched.master.core import MasterCore
+from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
-from gangsched.master.viewer import READ_ONLY, WebServer, viewer_endpoint
+from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -108,23 +112,24 @@ class MasterDaemon:
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         self._core = MasterCore(settings, endpoints, JobStore(settings.state_dir / "jobs.db"), time)
+        nodes, clients = self._core.node_events, self._core.clients
         self._node_handlers: dict[type, NodeHandler] = {
-            QuantumReport: self._core.report,
-            Heartbeat: self._core.heartbeat,
-            TaskExit: self._core.task_exit,
+            QuantumReport: nodes.report,
+            Heartbeat: nodes.heartbeat,
+            TaskExit: nodes.task_exit,
         }
         self._handlers: dict[type, Handler] = {
-            NodeHello: lambda identity, m: self._core.hello(identity, m),
-            PmiFence: self._pmi_fence,
-            Submit: lambda _, m: self._core.submit(m),
-            Cancel: lambda _, m: self._core.cancel(m),
-            JobQuery: lambda _, m: self._core.query_jobs(m),
-            NodeQuery: lambda _, m: self._core.query_nodes(),
-            MatrixQuery: lambda _, m: self._core.query_matrix(),
+            NodeHello: nodes.hello,
+            PmiFence: lambda identity, m: fence_refusal(identity, m) or nodes.pmi_fence(m),
+            Submit: lambda _, m: clients.submit(m),
+            Cancel: lambda _, m: clients.cancel(m),
+            JobQuery: lambda _, m: clients.query_jobs(m),
+            NodeQuery: lambda _, m: clients.query_nodes(),
+            MatrixQuery: lambda _, m: clients.query_matrix(),
             SwitchStatsQuery: lambda _, m: self._core.switch_stats(m.last),
             StatsQuery: lambda _, m: self._core.stats(),
-            SetUser: lambda _, m: self._core.set_user(m),
-            UserQuery: lambda _, m: self._core.query_users(),
+            SetUser: lambda _, m: clients.set_user(m),
+            UserQuery: lambda _, m: clients.query_users(),
         }
         log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
                  self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)
@@ -209,9 +214,7 @@ class MasterDaemon:
                 if len(body) != 1:
                     raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(body)}")
                 message = decode(body[0])
-                if not isinstance(message, READ_ONLY):
-                    raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"the web view only reads: not {message.type}")
-                reply = self._handlers[type(message)](sender, message)
+                reply = viewer_refusal(message) or self._handlers[type(message)](sender, message)
             except ProtocolError as error:
                 reply = ErrorReply(code=error.code, reason=error.reason)
             if reply is not None:
@@ -245,7 +248,7 @@ class MasterDaemon:
             except ProtocolError as error:
                 self._bad_frame("bad message on the report socket: %s", error)
                 continue
-            if not isinstance(message, (QuantumReport, Heartbeat, TaskExit)) or user not in (None, NODE_USER):
+            if not is_node_report(message, user):
                 self._bad_frame("ignored a %s message on the report socket (key: %s): only nodes report there",
                                 message.type, user or "none")
                 continue
@@ -272,12 +275,11 @@ class MasterDaemon:
             self._bad_frame("bad message from %r: %s", envelope[0], error)
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
-        if user is not None:
-            if isinstance(message, (NodeHello, PmiFence)) and user != NODE_USER:
-                reason = f"{user}'s key is a user's: only a node's key registers a node or takes part in PMI"
-                self._reply(envelope, ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason))
-                return
-            message = _as_user(message, user)
+        sent = as_sender(message, user)
+        if isinstance(sent, ErrorReply):
+            self._reply(envelope, sent)
+            return
+        message = sent
         handler = self._handlers.get(type(message))
         if handler is None:
             reason = f"the master does not take {message.type!r} messages"
@@ -291,11 +293,6 @@ class MasterDaemon:
         if reply is not None:
             self._reply(envelope, reply)
 
-    def _pmi_fence(self, identity: bytes, fence: PmiFence) -> Message | None:
-        if identity != fence.node.encode():  # every node's routing id is its name
-            return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {fence.node} speaks for itself")
-        return self._core.pmi_fence(fence)
-
     def _reply(self, envelope: list[bytes], reply: Message) -> None:
         try:
             self._router.send_multipart([*envelope, encode(reply)], zmq.NOBLOCK)
@@ -306,24 +303,14 @@ class MasterDaemon:
         outbox = self._core.outbox
         while outbox:
             name, message = outbox.popleft()
-            node = self._core.node(name)
+            node = self._core.node_events.node(name)
             try:
                 if node is None:
                     raise zmq.ZMQError(zmq.EHOSTUNREACH)
                 self._router.send_multipart([node.identity, encode(message)], zmq.NOBLOCK)
             except zmq.ZMQError as error:
                 log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
-                self._core.node_unreachable(name)
-
-
-def _as_user(message: Message, user: str) -> Message:
-    if isinstance(message, Submit):
-        return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
-    if isinstance(message, Cancel):
-        return message.model_copy(update={"user": user})
-    if isinstance(message, SetUser):
-        return message.model_copy(update={"admin": user})
-    return message
+                self._core.node_events.node_unreachable(name)
 
 
 def run_master(settings: MasterSettings) -> None:

@@ -1,0 +1,72 @@
+"""Who may say what to the master (docs/architecture.md, 'Trust model').
+
+Without keys, whoever reaches the master's sockets is its own account, and
+every message counts as sent. With keys, a message counts as sent by the user
+its key belongs to, whatever it says: a submission is that user's, a cancel
+is asked by that user, an administrator's word is that user's. Only the
+nodes' key registers a node, takes part in PMI or reports; a node speaks only
+for itself; the web view only reads.
+"""
+
+from typing import TypeGuard
+
+from gangsched.daemon.curve import NODE_USER
+from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.messages import (
+    Cancel,
+    ErrorReply,
+    Heartbeat,
+    JobQuery,
+    MatrixQuery,
+    Message,
+    NodeHello,
+    NodeQuery,
+    PmiFence,
+    QuantumReport,
+    SetUser,
+    StatsQuery,
+    Submit,
+    SwitchStatsQuery,
+    TaskExit,
+    UserQuery,
+)
+
+# what the web view may ask: it shows, it never changes
+READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery)
+NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
+
+
+def as_sender(message: Message, user: str | None) -> Message | ErrorReply:
+    """A client's or node's message on the ROUTER as its key's ``user`` sent it (None: no keys), or the
+    refusal."""
+    if user is None:
+        return message
+    if isinstance(message, (NodeHello, PmiFence)) and user != NODE_USER:
+        reason = f"{user}'s key is a user's: only a node's key registers a node or takes part in PMI"
+        return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason)
+    if isinstance(message, Submit):
+        return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
+    if isinstance(message, Cancel):
+        return message.model_copy(update={"user": user})
+    if isinstance(message, SetUser):
+        return message.model_copy(update={"admin": user})
+    return message
+
+
+def fence_refusal(identity: bytes, fence: PmiFence) -> ErrorReply | None:
+    """Why a node may not enter ``fence``, if it may not: every node's routing id is its name."""
+    if identity != fence.node.encode():
+        return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {fence.node} speaks for itself")
+    return None
+
+
+def is_node_report(message: Message, user: str | None) -> TypeGuard[QuantumReport | Heartbeat | TaskExit]:
+    """Whether a message on the report socket is a node's report, heartbeat or exit, sent with the
+    nodes' key where there are keys."""
+    return isinstance(message, NODE_REPORTS) and user in (None, NODE_USER)
+
+
+def viewer_refusal(message: Message) -> ErrorReply | None:
+    if isinstance(message, READ_ONLY):
+        return None
+    return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"the web view only reads: not {message.type}")

@@ -1,0 +1,93 @@
+"""Which rows of the matrix run each quantum: the quantum planner's choice, the node columns
+that go out before a switch, the switch itself, and the log of switches sent and reported.
+
+A switch names rows, the same few bytes for every node; each node learns what those
+rows mean on it from its column (master/node_columns.py), sent when a new layout
+changed it and whenever the node says hello.
+"""
+
+from collections import deque
+
+from gangsched.master.clock import Clock
+from gangsched.master.jobs import Job
+from gangsched.master.node_columns import NodeColumns
+from gangsched.master.scheduling import LiveScheduler
+from gangsched.master.settings import MasterSettings
+from gangsched.master.stats import STEP_BOUNDS_S, Timings
+from gangsched.master.switches import SwitchLog
+from gangsched.policy.quantum import PlanInput, Selection, planner
+from gangsched.protocol.messages import MAX_REPORT_QUANTA, Message, MatrixView, NodeColumn, SlotSwitch
+
+
+class SlotRotation:
+    def __init__(self, settings: MasterSettings, clock: Clock, scheduler: LiveScheduler,
+                 outbox: deque[tuple[str, Message]]) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._scheduler = scheduler
+        self._outbox = outbox
+        self._planner = planner(settings.pairing_used(), settings.matching, settings.coordination)
+        self.quantum = 0
+        self._selection = Selection(())
+        self.ran: set[int] = set()  # the jobs the last switch ran
+        self.columns = NodeColumns()  # each node's column of the matrix, as sent
+        self.switch_log = SwitchLog()
+        self.tick_time = Timings(STEP_BOUNDS_S)  # of each quantum boundary
+
+    def next_switch(self, running: list[Job], now: float, started_ns: int) -> SlotSwitch:
+        """The rows (and alternates) of the next quantum among the ``running`` jobs; the node columns a new
+        layout changed go in the outbox first, as the switch names rows of that layout."""
+        self.quantum += 1
+        scheduler = self._scheduler
+        self._selection = self._planner.select(PlanInput(
+            layout=scheduler.layout,
+            predict=lambda: {job.job_id: job.predictor.predict() for job in running},
+            exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
+            columns=(1 << len(scheduler.columns)) - 1,
+            regroup=lambda predictions: scheduler.regroup(predictions, now),
+        ))
+        self._outbox.extend(self.columns.update(scheduler.rows, scheduler.nodes, self.quantum))
+        self.ran = {job_id for row in self._selection.rows for job_id in scheduler.layout[row]}
+        self.ran.update(self._selection.alternates)
+        nodes = len(scheduler.nodes)
+        switch = SlotSwitch(quantum=self.quantum, sent_ns=self._clock.monotonic_ns(),
+                            rows=list(self._selection.rows), alternates=list(self._selection.alternates),
+                            report_every=self._report_every(nodes))
+        self.switch_log.sent(switch, self._selection, nodes)
+        self.tick_time.observe((switch.sent_ns - started_ns) / 1e9)
+        return switch
+
+    def hello_column(self, node: str) -> NodeColumn:
+        """The column of a node that (re)registers: it may hold none, or an old one."""
+        return self.columns.hello(node, self.quantum)
+
+    def processors_in_turn(self) -> dict[str, int]:
+        """Per node, its processors in the row whose turn it is."""
+        used: dict[str, int] = {}
+        rows = self._scheduler.rows
+        for row in self._selection.rows[:1]:
+            for processor in rows[row] if row < len(rows) else ():
+                used[processor.node] = used.get(processor.node, 0) + 1
+        return used
+
+    def matrix_view(self) -> MatrixView:
+        scheduler = self._scheduler
+        columns = scheduler.columns
+        name = scheduler.name
+        return MatrixView(
+            quantum=self.quantum,
+            quantum_ms=self._settings.quantum_ms,
+            policy=name if self._planner.name == "strict" else f"{name}/{self._planner.name}",
+            nodes=[processor.node for processor in columns],
+            processors=[processor.number for processor in columns],
+            rows=[[row.get(processor) for processor in columns] for row in scheduler.rows],
+            running=list(self._selection.rows),
+            alternates=list(self._selection.alternates),
+        )
+
+    def _report_every(self, nodes: int) -> int:
+        """How many quanta's accounts a node sends in one report: those of ``report_interval_ms``, and
+        on a large cluster enough that about ``reports_per_quantum`` reports arrive each quantum."""
+        settings = self._settings
+        return min(MAX_REPORT_QUANTA, max(1, settings.report_interval_ms // settings.quantum_ms,
+                                          -(-nodes // settings.reports_per_quantum)))

@@ -1,0 +1,331 @@
+"""The node daemon's decisions, without sockets or processes (docs/architecture.md, 'The node's core').
+
+Every public method is one event: a message from the master, a switch, a
+task launched or exited, a PMI barrier entered, timers due, all with the clock
+passed in. The core answers with messages to send (``take_outbox``: each with
+its route, the master's DEALER or the report PUSH) and orders for the tasks
+(``take_orders``: launch, stop, kill, look, ...), which ``noded/loop.py``
+carries out; its timers are data (``next_deadline``). Tests drive it on a fake
+clock (tests/test_node_core.py), as tests/test_master_core.py drives the master's.
+
+Its parts: the column and what a switch stops and continues (``switching``),
+the relay it is homed at (``upstream``), the tasks as it knows them
+(``task_states``) and its timers (``deadlines``); here, registration and
+heartbeats, report batching, exits until acknowledged, and the PMI fences.
+"""
+
+import logging
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from gangsched.noded.deadlines import Deadlines
+from gangsched.noded.switching import ColumnSwitcher, SwitchPlan, samples
+from gangsched.noded.task_states import (
+    Checkpoint,
+    Connect,
+    FenceDone,
+    Kill,
+    Launch,
+    Look,
+    Order,
+    Sweep,
+    TaskKey,
+    TaskState,
+    Terminate,
+)
+from gangsched.noded.upstream import Upstream
+from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.messages import (
+    MAX_REPORT_QUANTA,
+    CheckpointTask,
+    ErrorReply,
+    ExitAck,
+    Heartbeat,
+    KillTask,
+    LaunchTask,
+    Message,
+    NodeColumn,
+    NodeHello,
+    NodeWelcome,
+    PmiFence,
+    PmiFenceDone,
+    QuantumAccount,
+    QuantumReport,
+    SlotSwitch,
+    TaskExit,
+)
+from gangsched.protocol.records import TaskRef
+
+log = logging.getLogger("gangsched.noded")
+
+_HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
+# looks for a stopped task's new processes in one wake-up: a chain of forks that outruns them is
+# looked at again after the next switch, and its processes stay stopped as each look finds them
+LOOKS_PER_WAKE = 3
+
+
+class Route(Enum):
+    MASTER = "master"  # the DEALER: hellos and PMI fences, which the master answers
+    REPORTS = "reports"  # the PUSH: reports, heartbeats and exits, kept in the order sent
+
+
+class Timer(Enum):
+    HEARTBEAT = "heartbeat"  # a heartbeat, or a hello while the master does not know this node
+    REPORT = "report"  # accounts held back until the other nodes applied the switch
+    LOOK = "look"  # for the processes the tasks a switch stopped started since
+    RELAY = "relay"  # no switch through the relay by then: it counts as lost
+
+
+class NodeCore:
+    def __init__(self, hello: NodeHello, kill_grace_s: float, report_delay_ms: int, forks: bool) -> None:
+        """``hello``: what this node says of itself (its tasks, exits and left relay are filled in at
+        each hello); ``forks``: its tasks are processes that can start others, which a switch's
+        signals must reach."""
+        self.name = hello.node
+        self._hello = hello
+        self._kill_grace_s = kill_grace_s
+        self._report_delay_s = report_delay_ms / 1000
+        self._forks = forks
+        self.tasks: dict[TaskKey, TaskState] = {}
+        self.registered = False
+        self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
+        self._upstream = Upstream()
+        self._switcher = ColumnSwitcher()
+        self._accounts: list[QuantumAccount] = []  # measured at each switch, sent once report_every are held
+        self._to_look: set[TaskKey] = set()  # the stopped tasks to look at for new processes
+        self._unacknowledged: dict[TaskKey, TaskExit] = {}  # resent with every hello until acknowledged
+        self._fences: dict[int, PmiFence] = {}  # by job: sent to the master, not answered yet
+        self._deadlines = Deadlines()
+        self._deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
+        self._outbox: list[tuple[Route, Message]] = []
+        self._orders: list[Order] = []
+        # each message type to the handler written for that type
+        self._handlers: dict[type, Callable[[Any, float], None]] = {
+            NodeWelcome: self._welcome,
+            NodeColumn: lambda column, _: self._switcher.new_column(column),
+            LaunchTask: self._launch,
+            KillTask: self._kill,
+            CheckpointTask: self._checkpoint,
+            ExitAck: self._exit_acknowledged,
+            PmiFenceDone: self._fence_done,
+            ErrorReply: self._error,
+        }
+
+    # ------------------------------------------------------------ what the loop reads
+
+    def take_outbox(self) -> list[tuple[Route, Message]]:
+        """The messages to send, in order, each with its route; taken, they are the loop's."""
+        taken, self._outbox = self._outbox, []
+        return taken
+
+    def take_orders(self) -> list[Order]:
+        taken, self._orders = self._orders, []
+        return taken
+
+    def next_deadline(self) -> float:
+        """When ``timers`` next has something to do (monotonic seconds)."""
+        return self._deadlines.next()
+
+    @property
+    def column(self) -> NodeColumn:
+        return self._switcher.column
+
+    # ------------------------------------------------------------ events
+
+    def message(self, message: Message, now: float) -> None:
+        """A message from the master (over the DEALER)."""
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            log.warning("ignored a %s message: not for a node", message.type)
+            return
+        handler(message, now)
+
+    def switch(self, switch: SlotSwitch, now: float) -> SwitchPlan:
+        """A switch came: what to stop and continue (the loop stops first), and which tasks ran."""
+        self._upstream.heard(now)
+        lost_at = self._upstream.lost_at()
+        if lost_at is not None:
+            self._deadlines.set(Timer.RELAY, lost_at)
+        return self._switcher.plan(switch, self.tasks.values())
+
+    def applied(self, switch: SlotSwitch, plan: SwitchPlan, applied_ns: int, readings: list[tuple[int, int]],
+                now: float) -> None:
+        """The loop signalled ``plan`` by ``applied_ns`` and read the tasks that ran: (CPU ns, barriers) each."""
+        measured = samples(plan, applied_ns, readings)
+        # where nodes share cores, what can wait does until the others have had time to apply the switch
+        others_applied = now + self._report_delay_s
+        # The stop signals went to the processes each task had at the last look; a look now gives those
+        # it started since the same signal. Only a stopped task needs one: a running task's new processes
+        # run as they should, and a stopped one starts none. It waits as a report does, and else runs in
+        # this wake-up: a wake-up of its own, on a core whose caches the jobs have filled, cost as much
+        # CPU as the switch. Tasks that are no processes (`gang bench scale`) start none.
+        if self._forks:
+            self._to_look.update(task.key for task in plan.stop)
+            if self._to_look:
+                self._deadlines.set(Timer.LOOK, others_applied)
+        if not self.registered:
+            return
+        self._accounts.append(QuantumAccount(
+            quantum=switch.quantum,
+            switch_sent_ns=switch.sent_ns,
+            switch_applied_ns=applied_ns,
+            column_epoch=self._switcher.column.epoch,
+            samples=measured,
+        ))
+        if len(self._accounts) == MAX_REPORT_QUANTA:  # as many as a report holds: none waits longer
+            self._send_report(now)
+        elif len(self._accounts) >= switch.report_every and self._deadlines.get(Timer.REPORT) is None:
+            # sending costs a trip through the network stack: where nodes share cores, it may delay
+            # the other nodes' switch
+            self._deadlines.set(Timer.REPORT, others_applied)
+
+    def launched(self, key: TaskKey, runnable: bool, started_ns: int) -> None:
+        """The loop started a task ``Launch`` asked for, running or stopped as it asked."""
+        self.tasks[key] = TaskState(key, runnable, started_ns)
+
+    def not_started(self, key: TaskKey, reason: str, now: float) -> None:
+        """A task ``Launch`` asked for could not start: its job fails with ``reason``."""
+        self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=None, error=reason), now)
+
+    def exited(self, key: TaskKey, returncode: int, error: str | None, cpu_ns: int, progress: int,
+               now: float) -> None:
+        """A task ended (the loop reaped it): its exit goes to the master until acknowledged."""
+        del self.tasks[key]
+        self._deadlines.clear(key)
+        self._to_look.discard(key)
+        if not any(other[0] == key[0] for other in self.tasks):
+            self._fences.pop(key[0], None)  # the job's last task here: no barrier of it is waited for
+        self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=returncode,
+                                   error=error, cpu_ns=cpu_ns, progress=progress), now)
+
+    def end(self, key: TaskKey, now: float) -> None:
+        """End a task (its job was cancelled or failed): SIGTERM, and SIGKILL once the grace is over."""
+        task = self.tasks.get(key)
+        if task is None or task.ending:
+            return
+        task.ending = True
+        self._orders.append(Terminate(key))
+        self._deadlines.set(key, now + self._kill_grace_s)
+
+    def end_all(self, now: float) -> None:
+        """The daemon stops: every task is ended."""
+        for key in list(self.tasks):
+            self.end(key, now)
+
+    def still_forking(self, key: TaskKey) -> None:
+        """Every look of a ``Look`` found new processes: the task is looked at again after the next switch."""
+        self._to_look.add(key)
+
+    def fence(self, fence: PmiFence) -> None:
+        """A job's ranks here entered a PMI barrier: the master gathers it across the job's nodes."""
+        self._fences[fence.job_id] = fence
+        self._outbox.append((Route.MASTER, fence))
+
+    def timers(self, now: float) -> None:
+        """Whatever of the timers is due at ``now``."""
+        deadlines = self._deadlines
+        if deadlines.pop_due(Timer.REPORT, now):
+            self._send_report(now)
+        if deadlines.pop_due(Timer.LOOK, now):
+            looking, self._to_look = self._to_look, set()
+            # a process found now may have started another before its stop signal came: the task
+            # is looked at again until a look finds nothing new, after the next switch if need be
+            self._orders.extend(Look(key, LOOKS_PER_WAKE) for key in looking if key in self.tasks)
+        for key in [key for key in self.tasks if deadlines.pop_due(key, now)]:
+            self._orders.append(Kill(key))
+            deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
+        if deadlines.pop_due(Timer.RELAY, now) and self.registered and self._upstream.via is not None:
+            self._upstream.leave(now)
+            self.registered = False
+            deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
+        if deadlines.pop_due(Timer.HEARTBEAT, now):
+            deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
+            self._orders.append(Sweep(frozenset(self.tasks)))
+            if self.registered:
+                self._outbox.append((Route.REPORTS, Heartbeat(node=self.name)))
+            else:
+                self._outbox.append((Route.MASTER, self._hello_now()))
+
+    # ------------------------------------------------------------ the master's messages
+
+    def _welcome(self, welcome: NodeWelcome, now: float) -> None:
+        self.registered = True
+        self._heartbeat_s = welcome.heartbeat_ms / 1000
+        self._upstream.welcomed(welcome, now)
+        lost_at = self._upstream.lost_at()
+        if lost_at is None:
+            self._deadlines.clear(Timer.RELAY)
+        else:
+            self._deadlines.set(Timer.RELAY, lost_at)
+        # the next hello was due up to 0.5 s on: the master counts silence from now, at its own period
+        heartbeat = self._deadlines.get(Timer.HEARTBEAT)
+        if heartbeat is None or heartbeat > now + self._heartbeat_s:
+            self._deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
+        self._orders.append(Connect(welcome))
+        self._outbox.extend((Route.MASTER, fence) for fence in self._fences.values())
+
+    def _launch(self, message: LaunchTask, now: float) -> None:
+        spec = message.task
+        key = (spec.job_id, spec.rank)
+        # a launch sent again after a hello that crossed it: the task runs, or ran and its exit
+        # is on its way to the master; either way it must not start twice
+        if key in self.tasks or key in self._unacknowledged:
+            log.info("job %d rank %d runs or ran here; launch ignored", spec.job_id, spec.rank)
+            return
+        self._orders.append(Launch(spec, self._switcher.runs(spec.job_id)))
+
+    def _kill(self, message: KillTask, now: float) -> None:
+        keys = [key for key, task in self.tasks.items() if key[0] == message.job_id and not task.ending]
+        if keys:
+            log.info("ending job %d: %s", message.job_id, message.reason)
+        for key in keys:
+            self.end(key, now)
+
+    def _checkpoint(self, message: CheckpointTask, now: float) -> None:
+        for key, task in self.tasks.items():
+            if key[0] == message.job_id and not task.leaving:
+                log.info("job %d rank %d checkpoints to migrate", key[0], key[1])
+                task.checkpointing = True
+                task.runnable = True  # it runs to its next barrier, where it saves its state
+                self._orders.append(Checkpoint(key))
+
+    def _exit_acknowledged(self, ack: ExitAck, now: float) -> None:
+        self._unacknowledged.pop((ack.job_id, ack.rank), None)
+
+    def _fence_done(self, message: PmiFenceDone, now: float) -> None:
+        fence = self._fences.get(message.job_id)
+        if fence is not None and fence.epoch == message.epoch:
+            del self._fences[message.job_id]
+        self._orders.append(FenceDone(message))
+
+    def _error(self, error: ErrorReply, now: float) -> None:
+        if error.code is ErrorCode.UNKNOWN_NODE:
+            if self.registered:
+                log.warning("the master does not know this node (restarted?): registering again")
+            self.registered = False
+            self._deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
+        else:
+            log.warning("the master refused a message: %s: %s", error.code, error.reason)
+
+    # ------------------------------------------------------------ what goes to the master
+
+    def _report_exit(self, exit_: TaskExit, now: float) -> None:
+        self._unacknowledged[(exit_.job_id, exit_.rank)] = exit_
+        if self.registered:
+            self._send_report(now)  # the task's last quanta before its exit, which ends its job's accounts
+            self._outbox.append((Route.REPORTS, exit_))
+
+    def _send_report(self, now: float) -> None:
+        self._deadlines.clear(Timer.REPORT)
+        if self._accounts:
+            self._outbox.append((Route.REPORTS, QuantumReport(node=self.name, accounts=self._accounts)))
+            self._accounts = []
+            self._deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)  # a report proves life
+
+    def _hello_now(self) -> NodeHello:
+        return self._hello.model_copy(update={
+            "tasks": [TaskRef(job_id=job_id, rank=rank) for job_id, rank in self.tasks],
+            "exits": list(self._unacknowledged.values()),
+            "left_relay": self._upstream.left,
+        })

@@ -1,0 +1,175 @@
+"""The node daemon's loop around ``NodeCore``, as ``master/loop.py`` is around ``MasterCore``.
+
+The loop feeds the core (noded/core.py) what happens: the master's messages, a
+switch, a task's exit, its timers falling due. It carries out the core's
+answers: the messages go out over the master's sockets (noded/master_link.py),
+the orders for tasks to the tasks (noded/task_runner.py), and it waits until
+the core's next deadline. It decides nothing.
+
+The switch path (``_apply``) is the hot path: the core plans the stops and the
+continues, the tasks are signalled (stops first) and the clocks of those that
+ran are read, and the core turns what they read into the quantum's account.
+"""
+
+import logging
+import math
+import os
+import signal
+import time
+import uuid
+from typing import Any
+
+import zmq
+
+from gangsched.daemon.curve import CurveError
+from gangsched.daemon.logs import survive
+from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
+from gangsched.daemon.signals import SignalEvents
+from gangsched.noded.containment import ContainmentError
+from gangsched.noded.core import NodeCore
+from gangsched.noded.master_link import MasterLink
+from gangsched.noded.settings import NodeSettings
+from gangsched.noded.task_host import ProcessHost, TaskHost
+from gangsched.noded.task_runner import TaskRunner
+from gangsched.noded.task_states import Connect
+from gangsched.protocol.messages import NodeHello, SlotSwitch
+from gangsched.protocol.records import PeerEndpoint
+
+log = logging.getLogger("gangsched.noded")
+
+
+class NodeDaemon:
+    def __init__(self, settings: NodeSettings, host: TaskHost | None = None,
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None, poller: zmq.Poller | None = None) -> None:
+        """``host``, ``context`` and ``poller``: given where one process runs many daemons (`gang bench
+        scale`), which then share one I/O thread and one poll, and step each (``step``) in turn."""
+        self._settings = settings
+        self.name = settings.name
+        settings.spool().mkdir(parents=True, exist_ok=True)
+        self._host = host or ProcessHost(self.name, settings.spool(), settings.containment)
+        log.info("tasks are held by %s", self._host.description)
+        priority = settings.realtime_priority
+        realtime = priority > 0 and raise_priority(priority, log)
+        self._owns_context = context is None
+        self._context = context or zmq_context(priority if realtime else None)
+        self._poller = poller or zmq.Poller()
+        self._link = MasterLink(settings, self._context, self._poller)
+        self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks)
+        self._runner = TaskRunner(settings, self._host, self._poller, self._core)
+
+    @property
+    def sockets(self) -> tuple[zmq.Socket[bytes], ...]:
+        return self._link.sockets
+
+    def run(self) -> None:
+        with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
+            self._poller.register(signals.fileno(), zmq.POLLIN)
+            freeze_start_up_objects()
+            due = self._core.next_deadline()
+            while True:
+                ready = dict(self._poller.poll(poll_ms(due)))
+                if signals.fileno() in ready and signals.drain():
+                    log.info("shutting down: ending %d tasks", len(self._core.tasks))
+                    break
+                due = self.step(ready)
+        # leave nothing behind: SIGTERM and continue every task, SIGKILL after the grace
+        self._core.end_all(time.monotonic())
+        self._carry_out()
+        self._runner.wait_for_all(self._settings.kill_grace_s)
+        self._carry_out()  # the exits, on their way as the sockets close
+        self.close()
+
+    def step(self, ready: dict[Any, int]) -> float:
+        """Handle what ``ready`` (a poll's result) holds for this daemon, then its timers; when they next
+        fall due (monotonic seconds)."""
+        # each step alone: one that fails is logged, and the others and the loop go on;
+        # the master's messages first, as a new column goes out before the switch that needs it
+        link, runner = self._link, self._runner
+        if link.dealer in ready:
+            survive(log, "reading the master's messages", self._receive_all)
+        if link.sub in ready:
+            survive(log, "the switch", self._switch)
+        if link.relay_ready(ready):
+            survive(log, "relaying node messages", link.relay_messages)
+        for task in runner.pmi.ready(ready):
+            survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: runner.pmi.readable(task))
+            self._carry_out()
+        for task in runner.exits(ready):
+            survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: runner.exited(task))
+            self._carry_out()
+        # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
+        # scale`) spent a fifth of each one's switch going through timers that were not due
+        due = self._core.next_deadline()
+        now = time.monotonic()
+        if now >= due:
+            survive(log, "the timers (reports, heartbeats, kills)", lambda: self._core.timers(now))
+            self._carry_out()
+            due = self._core.next_deadline()
+        return due
+
+    def close(self) -> None:
+        self._link.close()
+        if self._owns_context:
+            self._context.term()
+        self._host.close()
+
+    def _switch(self) -> None:
+        switch = self._link.switch()
+        if switch is not None:
+            self._apply(switch)
+
+    def _apply(self, switch: SlotSwitch) -> None:
+        plan = self._core.switch(switch, time.monotonic())
+        applied_ns, readings = self._runner.signal(plan)
+        self._core.applied(switch, plan, applied_ns, readings, time.monotonic())
+        self._carry_out()
+
+    def _receive_all(self) -> None:
+        for message in self._link.messages():
+            try:
+                self._core.message(message, time.monotonic())
+            except Exception:
+                log.exception("handling %s failed", message.type)
+            # now, not after the rest: a kill that follows a launch must find its task
+            self._carry_out()
+
+    def _carry_out(self) -> None:
+        """Send what the core has to send, and carry out its orders (which may give it more of both)."""
+        core = self._core
+        while True:
+            outbox, orders = core.take_outbox(), core.take_orders()
+            if not outbox and not orders:
+                return
+            for route, message in outbox:
+                self._link.send(route, message)
+            for order in orders:
+                if isinstance(order, Connect):
+                    self._link.connect(order.welcome)
+                else:
+                    survive(log, f"carrying out {type(order).__name__}", lambda: self._runner.carry_out(order))
+
+    def _hello(self) -> NodeHello:
+        """What this node says of itself in every hello; the core adds its tasks and exits."""
+        settings = self._settings
+        low, _, high = settings.peer_ports.partition("-")
+        ports = (int(low), int(high or low))
+        peer = PeerEndpoint(transport="ipc", host=str(settings.spool()), ports=ports) \
+            if settings.peer_transport == "ipc" else PeerEndpoint(transport="tcp", host=settings.peer_host, ports=ports)
+        return NodeHello(node=self.name, cpus=settings.cpus, processors=settings.processors, pid=os.getpid(),
+                         incarnation=uuid.uuid4().hex, peer=peer, relay=self._link.relay_endpoints)
+
+
+def poll_ms(due: float) -> int:
+    """A poll's timeout that ends just past ``due`` (monotonic seconds), never before it; -1: none is due."""
+    if due == math.inf:
+        return -1
+    return max(0, int((due - time.monotonic()) * 1000) + 1)
+
+
+def run_node(settings: NodeSettings) -> None:
+    try:
+        daemon = NodeDaemon(settings)
+    except (CurveError, ContainmentError) as error:
+        log.error("%s", error)
+        raise SystemExit(2) from None
+    daemon.run()

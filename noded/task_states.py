@@ -1,0 +1,91 @@
+"""What the node's core knows of a task, and what it orders its loop to do to tasks.
+
+The core decides over ``TaskState`` records, keyed by (job id, rank); the loop holds the
+real tasks (processes, or `gang bench scale`'s emulated ones) under the same keys and
+carries out the orders. An order names a task by its key, never by a process.
+"""
+
+from dataclasses import dataclass
+
+from gangsched.protocol.messages import NodeWelcome, PmiFenceDone
+from gangsched.protocol.records import TaskSpec
+
+TaskKey = tuple[int, int]  # (job id, rank)
+
+
+@dataclass(slots=True, eq=False)
+class TaskState:
+    key: TaskKey
+    runnable: bool  # as last applied (signalled), not as desired
+    runnable_since_ns: int  # monotonic; when its current runnable stretch was last sampled
+    ending: bool = False  # sent SIGTERM; killed at its deadline
+    checkpointing: bool = False
+
+    @property
+    def job_id(self) -> int:
+        return self.key[0]
+
+    @property
+    def rank(self) -> int:
+        return self.key[1]
+
+    @property
+    def leaving(self) -> bool:
+        """Ending or migrating: it runs, whatever the switches say, until it exits."""
+        return self.ending or self.checkpointing
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    spec: TaskSpec
+    runnable: bool  # start it running, or stopped: what the switch in force says of its job
+
+
+@dataclass(frozen=True, slots=True)
+class Terminate:
+    """SIGTERM every process of the task (continued, so it can handle it); a ``Kill`` follows after the grace."""
+
+    key: TaskKey
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    key: TaskKey
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    key: TaskKey
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """Take in the processes a stopped task started since the last look, up to ``attempts`` times
+    while each look finds new ones; the loop tells the core (``still_forking``) if the last one did."""
+
+    key: TaskKey
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """Reap what ended tasks left; ``live``: the tasks that still run."""
+
+    live: frozenset[TaskKey]
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Follow the endpoints a welcome names (the master's or a relay's), and relay if it says so."""
+
+    welcome: NodeWelcome
+
+
+@dataclass(frozen=True, slots=True)
+class FenceDone:
+    """Hand the master's answer to a PMI barrier to the job's ranks."""
+
+    message: PmiFenceDone
+
+
+Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | Connect | FenceDone

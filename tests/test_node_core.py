@@ -1,0 +1,268 @@
+"""The node's decisions, event by event, on a fake clock: no sockets, no processes.
+
+The core is fed what the loop would feed it and answers with messages (and their
+routes) and orders for the tasks; these tests carry the orders out by hand, as
+the loop does (noded/loop.py), and judge what the core says."""
+
+import math
+
+from gangsched.noded.core import LOOKS_PER_WAKE, NodeCore, Route
+from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, Sweep, Terminate
+from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.messages import (
+    CheckpointTask,
+    ErrorReply,
+    ExitAck,
+    Heartbeat,
+    KillTask,
+    LaunchTask,
+    NodeColumn,
+    NodeHello,
+    NodeWelcome,
+    PmiFence,
+    PmiFenceDone,
+    QuantumReport,
+    SlotSwitch,
+    TaskExit,
+)
+from gangsched.protocol.records import PeerEndpoint, TaskSpec
+
+HEARTBEAT_S = 1.0
+GRACE_S = 5.0
+
+
+def make_core(report_delay_ms: int = 0, forks: bool = True) -> NodeCore:
+    hello = NodeHello(node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
+    return NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=report_delay_ms, forks=forks)
+
+
+def welcome(via: str | None = None) -> NodeWelcome:
+    return NodeWelcome(node="n1", switch_endpoint="ipc:///s", report_endpoint="ipc:///r",
+                       heartbeat_ms=int(HEARTBEAT_S * 1000), quantum_ms=100, via=via)
+
+
+def registered(core: NodeCore, now: float = 0.0, via: str | None = None) -> NodeCore:
+    core.timers(now)
+    assert [type(message) for _, message in core.take_outbox()] == [NodeHello]
+    core.message(welcome(via), now)
+    assert any(isinstance(order, Connect) for order in core.take_orders())
+    return core
+
+
+def task_spec(job_id: int, rank: int = 0, argv: tuple[str, ...] = ("true",)) -> TaskSpec:
+    return TaskSpec(job_id=job_id, rank=rank, size=rank + 1, user="u", argv=list(argv), cwd=None, env={},
+                    barrier_addr="ipc:///b", barrier_bind="ipc:///b", io_addr=None, output=None)
+
+
+def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0) -> Launch:
+    spec = task_spec(job_id, rank)
+    core.message(LaunchTask(task=spec), now)
+    (order,) = core.take_orders()
+    assert isinstance(order, Launch)
+    core.launched((job_id, rank), order.runnable, started_ns=int(now * 1e9))
+    return order
+
+
+def switch(core: NodeCore, quantum: int, rows: list[int], now: float, report_every: int = 1,
+           cpu_ns: int = 0) -> tuple[list, list]:
+    """A switch applied as the loop applies it, timers and all: each task that ran read ``cpu_ns``;
+    the tasks stopped and continued."""
+    message = SlotSwitch(quantum=quantum, sent_ns=0, rows=rows, alternates=[], report_every=report_every)
+    plan = core.switch(message, now)
+    core.applied(message, plan, int(now * 1e9), [(cpu_ns, 0) for _ in plan.ran], now)
+    core.timers(now)
+    return [task.key for task in plan.stop], [task.key for task in plan.resume]
+
+
+def sent(core: NodeCore) -> list[tuple[Route, type]]:
+    return [(route, type(message)) for route, message in core.take_outbox()]
+
+
+def test_a_node_says_hello_at_once_and_heartbeats_at_the_masters_period_once_welcomed():
+    core = make_core()
+    assert core.next_deadline() == 0.0
+    core.timers(0.0)
+    (route, hello), = core.take_outbox()
+    assert route is Route.MASTER and isinstance(hello, NodeHello) and hello.incarnation == "first"
+    core.message(welcome(), 0.1)
+    # the master counts silence from its welcome, at its period: the hello's next, due sooner, stands
+    assert core.next_deadline() == 0.5
+    core.timers(0.5)
+    assert sent(core) == [(Route.REPORTS, Heartbeat)]
+    core.timers(1.4)
+    assert sent(core) == []
+    core.timers(1.5)
+    assert sent(core) == [(Route.REPORTS, Heartbeat)]
+    assert isinstance(core.take_orders()[-1], Sweep)  # what ended tasks left is swept at each heartbeat
+
+
+def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_comes():
+    core = registered(make_core())
+    assert launch(core, 7).runnable is False  # no switch runs job 7 yet: it starts stopped
+    assert switch(core, 1, rows=[0], now=1.0) == ([], [])  # row 0 is nothing to a node without its column
+    (_, report), = core.take_outbox()
+    assert report.accounts[0].column_epoch == -1  # the master sees the column has not arrived
+    core.message(NodeColumn(epoch=3, rows=[[7]]), 1.05)
+    assert switch(core, 2, rows=[0], now=1.1) == ([], [(7, 0)])
+    (_, report), = core.take_outbox()
+    assert report.accounts[0].column_epoch == 3
+    assert switch(core, 3, rows=[1], now=1.2) == ([(7, 0)], [])  # row 1 does not hold it: stopped
+
+
+def test_only_tasks_that_ran_are_sampled_each_against_its_own_runnable_time():
+    core = registered(make_core())
+    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    switch(core, 1, rows=[0], now=0.0)
+    launch(core, 7, now=0.0)
+    launch(core, 8, now=0.0)
+    core.take_outbox()
+    switch(core, 2, rows=[1], now=0.1, cpu_ns=90_000_000)
+    (_, report), = core.take_outbox()
+    (sample,) = report.accounts[0].samples
+    assert (sample.job_id, sample.cpu_ns, sample.runnable_ns) == (7, 90_000_000, 100_000_000)
+
+
+def test_accounts_go_every_report_every_quanta_and_after_the_report_delay():
+    core = registered(make_core(report_delay_ms=5))
+    for quantum in (1, 2):
+        switch(core, quantum, rows=[0], now=quantum * 0.1, report_every=3)
+    assert sent(core) == []
+    switch(core, 3, rows=[0], now=0.3, report_every=3)
+    assert sent(core) == [] and math.isclose(core.next_deadline(), 0.305)  # after the others switched
+    core.timers(0.305)
+    (route, report), = core.take_outbox()
+    assert route is Route.REPORTS and [account.quantum for account in report.accounts] == [1, 2, 3]
+
+
+def test_a_report_batch_across_a_relays_loss_loses_no_held_account_and_the_hello_names_the_relay():
+    core = registered(make_core(), now=0.0, via="n9")
+    launch(core, 7)
+    switch(core, 1, rows=[0], now=0.1, report_every=4)
+    switch(core, 2, rows=[0], now=0.2, report_every=4)
+    assert sent(core) == []
+    core.timers(0.5)
+    assert sent(core) == [(Route.REPORTS, Heartbeat)]
+    # no switch through the relay for two quanta or a heartbeat period (1 s): it is taken for lost
+    assert math.isclose(core.next_deadline(), 1.2)
+    core.timers(1.2)
+    (route, hello), = core.take_outbox()
+    assert route is Route.MASTER and isinstance(hello, NodeHello)
+    assert hello.left_relay == "n9" and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
+    switch(core, 3, rows=[0], now=1.25, report_every=4)  # from the master, before its welcome: not counted
+    core.message(welcome(), 1.3)
+    assert isinstance(core.take_orders()[-1], Connect)
+    switch(core, 4, rows=[0], now=1.4, report_every=2)
+    (_, report), = core.take_outbox()
+    assert [account.quantum for account in report.accounts] == [1, 2, 4]
+
+
+def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_with_the_unacknowledged_exits():
+    core = registered(make_core())
+    launch(core, 7)
+    launch(core, 8)
+    core.exited((8, 0), 0, None, cpu_ns=5, progress=0, now=0.05)
+    assert sent(core) == [(Route.REPORTS, TaskExit)]
+    core.timers(1.05)
+    assert sent(core) == [(Route.REPORTS, Heartbeat)]  # the master is gone: nobody answers
+    core.timers(2.05)
+    assert sent(core) == [(Route.REPORTS, Heartbeat)]
+    # the restarted master does not know this node
+    core.message(ErrorReply(code=ErrorCode.UNKNOWN_NODE, reason="register first"), 2.45)
+    assert not core.registered and core.next_deadline() == 2.45
+    core.timers(2.45)
+    (route, hello), = core.take_outbox()
+    assert route is Route.MASTER and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
+    assert [(e.job_id, e.returncode) for e in hello.exits] == [(8, 0)]  # until the master acknowledges it
+    core.message(ExitAck(job_id=8, rank=0), 2.5)
+    core.message(ErrorReply(code=ErrorCode.UNKNOWN_NODE, reason="register first"), 2.5)
+    core.timers(2.5)
+    (_, hello), = core.take_outbox()
+    assert hello.exits == []
+
+
+def test_a_task_that_exits_between_switches_sends_its_last_accounts_first_and_never_starts_twice():
+    core = registered(make_core())
+    launch(core, 7)
+    core.message(NodeColumn(epoch=1, rows=[[7]]), 0.0)
+    switch(core, 1, rows=[0], now=0.1, report_every=5, cpu_ns=1)
+    core.exited((7, 0), 0, None, cpu_ns=2, progress=3, now=0.15)
+    (_, report), (_, exit_) = core.take_outbox()
+    assert isinstance(report, QuantumReport) and isinstance(exit_, TaskExit)  # in this order, on one socket
+    assert (exit_.cpu_ns, exit_.progress) == (2, 3) and core.tasks == {}
+    core.message(LaunchTask(task=task_spec(7)), 0.2)  # sent again by a master whose hello crossed the exit
+    assert core.take_orders() == []
+
+
+def test_a_task_that_cannot_start_fails_with_its_reason():
+    core = registered(make_core())
+    core.message(LaunchTask(task=task_spec(7, argv=("nope",))), 0.0)
+    core.take_orders()
+    core.not_started((7, 0), "could not start: command not found", 0.0)
+    (_, exit_), = core.take_outbox()
+    assert exit_.returncode is None and exit_.error == "could not start: command not found"
+
+
+def test_a_killed_job_gets_sigterm_then_sigkill_after_the_grace_and_keeps_running_meanwhile():
+    core = registered(make_core())
+    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    launch(core, 7)
+    launch(core, 8)
+    core.message(KillTask(job_id=7, reason="cancelled"), 1.0)
+    core.message(KillTask(job_id=7, reason="cancelled again"), 1.1)
+    assert core.take_orders() == [Terminate((7, 0))]  # once
+    assert switch(core, 1, rows=[1], now=1.2) == ([], [(8, 0)])  # an ending task is not stopped
+    assert core.next_deadline() <= 1.0 + GRACE_S
+    core.timers(1.0 + GRACE_S)
+    assert Kill((7, 0)) in core.take_orders()
+
+
+def test_a_checkpointing_task_runs_until_it_exits():
+    core = registered(make_core())
+    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    switch(core, 1, rows=[1], now=0.0)
+    launch(core, 7)
+    core.message(CheckpointTask(job_id=7), 0.1)
+    assert core.take_orders() == [Checkpoint((7, 0))]
+    assert switch(core, 2, rows=[1], now=0.2) == ([], [])  # not its row, but it runs to its barrier
+
+
+def test_a_stopped_task_is_looked_at_after_the_switch_and_again_while_it_keeps_forking():
+    core = registered(make_core(report_delay_ms=2))
+    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    switch(core, 1, rows=[0], now=0.0)
+    launch(core, 7)
+    core.take_orders()
+    switch(core, 2, rows=[1], now=0.1)  # stops job 7; the look waits as a report does
+    assert core.take_orders() == []
+    core.timers(0.11)
+    assert core.take_orders() == [Look((7, 0), LOOKS_PER_WAKE)]
+    core.still_forking((7, 0))  # each look found new processes: again after the next switch
+    core.timers(0.15)
+    assert [order for order in core.take_orders() if isinstance(order, Look)] == []
+    switch(core, 3, rows=[1], now=0.2)
+    core.timers(0.21)
+    assert core.take_orders() == [Look((7, 0), LOOKS_PER_WAKE)]
+
+
+def test_tasks_that_are_no_processes_are_never_looked_at():
+    core = registered(make_core(forks=False))
+    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    switch(core, 1, rows=[0], now=0.0)
+    launch(core, 7)
+    switch(core, 2, rows=[1], now=0.1)
+    core.timers(0.1)
+    assert not any(isinstance(order, Look) for order in core.take_orders())
+
+
+def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until_answered():
+    core = registered(make_core())
+    launch(core, 7)
+    fence = PmiFence(node="n1", job_id=7, epoch=0, kvs={"k": "v"})
+    core.fence(fence)
+    assert core.take_outbox() == [(Route.MASTER, fence)]
+    core.message(welcome(), 1.0)  # a restarted master may never have heard of it
+    assert core.take_outbox() == [(Route.MASTER, fence)]
+    core.message(PmiFenceDone(job_id=7, epoch=0, kvs={"k": "v"}), 1.1)
+    assert [type(order).__name__ for order in core.take_orders()] == ["Connect", "FenceDone"]
+    core.message(welcome(), 2.0)
+    assert core.take_outbox() == []
