@@ -23,7 +23,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.lublin import lublin_jobs
 
 MEDIAN_RUN_S = 1.5

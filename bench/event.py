@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gangsched.policy.matrix_policy import matrix_policy
 from gangsched.policy.matrix_settings import MatrixPolicyKind
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 
 
 @dataclass(frozen=True)

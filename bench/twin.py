@@ -23,7 +23,7 @@ from gangsched.master.client import MasterClient
 from gangsched.master.settings import MasterSettings
 from gangsched.protocol.records import JobSpec, JobState
 from gangsched.sim.cpu import Cores, job_rates
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.quanta import Quanta
 from gangsched.sim.runner import run_keeping_jobs
 

@@ -9,10 +9,10 @@ import importlib
 
 import click
 
-from gangsched.cli.main import LIST_COMMANDS
-
 
 HELP_LIMIT = 60
+# the list commands' entry: ``main`` runs them before click is imported; here they are listed for help
+LISTING = "gangsched.cli.listing:main"
 
 
 class LazyGroup(click.Group):
@@ -28,11 +28,11 @@ class LazyGroup(click.Group):
         "cluster": ("gangsched.cli.cluster:cluster", "A cluster to run on: local processes (the default) or..."),
         "image": ("gangsched.cli.image:image", "The gangsched container image (one for master, nodes and..."),
         "submit": ("gangsched.cli.submit:submit", "Submit a job: `gang submit -n 4 -- ./prog args`, `gang..."),
-        "queue": ("gangsched.cli.listing:main", "List jobs, like squeue: state, nodes, elapsed time,..."),
-        "history": ("gangsched.cli.listing:main", "Jobs of today, or since -S, finished or not, like sacct:..."),
-        "nodes": ("gangsched.cli.listing:main", "List nodes, like sinfo: state, CPU share, jobs, last..."),
-        "cancel": ("gangsched.cli.jobs:cancel", "Cancel jobs, like scancel: their tasks get SIGTERM, then..."),
-        "matrix": ("gangsched.cli.jobs:matrix", "Show the Ousterhout matrix: slots by nodes, the running..."),
+        "queue": (LISTING, "List jobs, like squeue: state, nodes, elapsed time,..."),
+        "history": (LISTING, "Jobs of today, or since -S, finished or not, like sacct:..."),
+        "nodes": (LISTING, "List nodes, like sinfo: state, CPU share, jobs, last..."),
+        "cancel": ("gangsched.cli.cancel:cancel", "Cancel jobs, like scancel: their tasks get SIGTERM, then..."),
+        "matrix": ("gangsched.cli.matrix:matrix", "Show the Ousterhout matrix: slots by nodes, the running..."),
         "admin": ("gangsched.cli.admin:admin", "Users' political priorities and quotas (root only), and..."),
         "bench": ("gangsched.cli.bench:bench", "Benchmarks on a fresh local cluster; each prints its..."),
         "experiment": ("gangsched.cli.experiment:experiment",
@@ -45,7 +45,7 @@ class LazyGroup(click.Group):
         return sorted([*super().list_commands(ctx), *self.lazy])
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in LIST_COMMANDS:
+        if self.lazy.get(name, ("",))[0] == LISTING:
             return _list_command(name)
         if name in self.lazy:
             module, _, attribute = self.lazy[name][0].partition(":")

@@ -5,7 +5,7 @@ People run these in `watch` loops and scripts, so they start in a fraction of th
 time: they parse their arguments with argparse instead of click and read the master's
 replies as plain maps instead of pydantic models (together about two thirds of a click
 command's start-up here; `gang bench cli` prints the latencies). Their output is the
-same fixed columns (``columns``) and, with --json, the protocol's JobInfo and NodeInfo.
+same fixed columns (``table``) and, with --json, the protocol's JobInfo and NodeInfo.
 """
 
 import argparse
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gangsched.cli import columns
+from gangsched.cli import table
 from gangsched.cli.master_access import NoMaster, error_code, find_master, json_error
 from gangsched.daemon.curve import CurveError
 from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
@@ -83,7 +83,7 @@ def _job_parser(name: str, fields: str, since: str) -> _Parser:
     parser.add_argument("-E", "--endtime", type=parse_time, metavar="TIME",
                         help="only jobs submitted before this time")
     parser.add_argument("-o", "--format", dest="fields", default=fields,
-                        help=f"the columns, comma-separated, of: {', '.join(columns.JOB_FIELDS)} [{fields}]")
+                        help=f"the columns, comma-separated, of: {', '.join(table.JOB_FIELDS)} [{fields}]")
     parser.add_argument("-u", "--user", dest="users", help="only these users' jobs (comma-separated)")
     parser.add_argument("-t", "--states",
                         help="only jobs in these states (comma-separated: pending,running,completed,... or PD,R,CD,...)")
@@ -128,26 +128,26 @@ def _nodes(master: MasterConnection, options: argparse.Namespace) -> None:
 def _states(parser: _Parser, given: str | None) -> set[str] | None:
     if given is None:
         return None
-    codes = {code: state for state, code in columns.STATE_CODES.items()}
+    codes = {code: state for state, code in table.STATE_CODES.items()}
     wanted = set()
     for name in given.split(","):
         state = codes.get(name.strip().upper(), name.strip().lower())
-        if state not in columns.STATE_CODES:
-            parser.error(f"-t/--states: no state {name!r}: one of {', '.join(columns.STATE_CODES)}")
+        if state not in table.STATE_CODES:
+            parser.error(f"-t/--states: no state {name!r}: one of {', '.join(table.STATE_CODES)}")
         wanted.add(state)
     return wanted
 
 
-def _columns(parser: _Parser, fields: dict[str, "columns.Column[Any]"], spec: str) -> "list[columns.Column[Any]]":
+def _columns(parser: _Parser, fields: dict[str, "table.Column[Any]"], spec: str) -> "list[table.Column[Any]]":
     try:
-        return columns.chosen(fields, spec)
+        return table.chosen(fields, spec)
     except ValueError as error:
         parser.error(f"-o/--format: {error}")
 
 
-def _print(rows: list[dict[str, Any]], shown: "list[columns.Column[Any]]", as_json: bool) -> None:
+def _print(rows: list[dict[str, Any]], shown: "list[table.Column[Any]]", as_json: bool) -> None:
     # the maps are the models' fields as the master packed them: their JSON is the models'
-    print(json.dumps(rows, indent=1) if as_json else columns.render(shown, rows))
+    print(json.dumps(rows, indent=1) if as_json else table.render(shown, rows))
 
 
 class _Failure(Exception):
@@ -159,15 +159,15 @@ Command = Callable[[MasterConnection, argparse.Namespace], None]
 
 def _command(name: str) -> tuple[_Parser, Command]:
     if name == "queue":
-        return _job_parser(name, columns.QUEUE_FORMAT,
+        return _job_parser(name, table.QUEUE_FORMAT,
                            "finished jobs too: every one that ended since this time (as sacct's -S)"), _queue
     if name == "history":
-        return _job_parser(name, columns.HISTORY_FORMAT,
+        return _job_parser(name, table.HISTORY_FORMAT,
                            "jobs that ended since this time, or still run or wait [today, 00:00]"), _history
     parser = _parser(name)
-    parser.add_argument("-o", "--format", dest="fields", default=columns.NODES_FORMAT,
-                        help=f"the columns, comma-separated, of: {', '.join(columns.NODE_FIELDS)} "
-                             f"[{columns.NODES_FORMAT}]")
+    parser.add_argument("-o", "--format", dest="fields", default=table.NODES_FORMAT,
+                        help=f"the columns, comma-separated, of: {', '.join(table.NODE_FIELDS)} "
+                             f"[{table.NODES_FORMAT}]")
     parser.add_argument("--json", dest="as_json", action="store_true",
                         help="the nodes as JSON: a list of NodeInfo (docs/protocol.md)")
     return parser, _nodes
@@ -178,7 +178,7 @@ def main(name: str, arguments: Sequence[str]) -> None:
     parser, command = _command(name)
     options = parser.parse_args(arguments)
     # the usage errors before the master is asked anything
-    options.shown = _columns(parser, columns.NODE_FIELDS if name == "nodes" else columns.JOB_FIELDS, options.fields)
+    options.shown = _columns(parser, table.NODE_FIELDS if name == "nodes" else table.JOB_FIELDS, options.fields)
     options.wanted_states = _states(parser, getattr(options, "states", None))
     try:
         endpoint, keys = find_master(options.master, options.keys)

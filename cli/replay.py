@@ -13,7 +13,7 @@ from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sim import read_trace
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.metrics import Summary, summarize
 from gangsched.sim.output import write_jobs, write_schedule
 

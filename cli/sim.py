@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from gangsched import traces
-from gangsched.cli.columns import Column, render
+from gangsched.cli.table import Column, render
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.metrics import Stat, pyss_selection, summarize
 from gangsched.sim.prepare import prepare, prepare_as_pyss

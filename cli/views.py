@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from gangsched.cli.columns import number
+from gangsched.cli.table import number
 from gangsched.protocol.messages import MatrixView
 from gangsched.protocol.records import JobInfo
 

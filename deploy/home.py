@@ -17,7 +17,7 @@ def default_home() -> Path:
     return Path(os.environ.get("GANG_HOME", Path.home() / ".gangsched"))
 
 
-class ClusterMaster(NamedTuple):  # no dataclass: see cli/columns.py
+class ClusterMaster(NamedTuple):  # no dataclass: see cli/table.py
     endpoint: str
     keys: Path | None  # the key folder to talk to it with, if it has keys
 

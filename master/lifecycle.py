@@ -22,7 +22,7 @@ from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.clock import Clock
 from gangsched.master.dependencies import dependencies, named
-from gangsched.master.jobs import Job, Migration
+from gangsched.master.job_record import Job, Migration
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import (
     Rendezvous,

@@ -5,7 +5,7 @@ from collections import deque
 from typing import NamedTuple
 
 from gangsched.master.clock import Clock
-from gangsched.master.jobs import Job
+from gangsched.master.job_record import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.nodes import Node, NodeRegistry
 from gangsched.master.placement import processors_of

@@ -4,7 +4,7 @@ node that MPI's process mapping describes, and the launch message of each task."
 from dataclasses import dataclass
 from pathlib import Path
 
-from gangsched.master.jobs import Job
+from gangsched.master.job_record import Job
 from gangsched.master.scheduling import Processor
 from gangsched.protocol import task_environment
 from gangsched.protocol.messages import LaunchTask

@@ -4,7 +4,7 @@ import logging
 
 from gangsched.master.clock import Clock
 from gangsched.master.dependencies import dependencies
-from gangsched.master.jobs import Job
+from gangsched.master.job_record import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import Shape, describe_shape

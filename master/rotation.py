@@ -9,7 +9,7 @@ changed it and whenever the node says hello.
 from collections import deque
 
 from gangsched.master.clock import Clock
-from gangsched.master.jobs import Job
+from gangsched.master.job_record import Job
 from gangsched.master.node_columns import NodeColumns
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings

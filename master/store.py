@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from gangsched.master.accounts import Account
-from gangsched.master.jobs import Job
+from gangsched.master.job_record import Job
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.protocol.records import JobSpec, JobState
 

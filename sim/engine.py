@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from gangsched.policy.interface import Policy
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 
 _EPSILON = 1e-9
 

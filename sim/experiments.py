@@ -18,7 +18,7 @@ from gangsched.sim.baseline import FACTORS, FEW_FACTORS, NODES, baseline, run, w
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table
 from gangsched.sim.table1 import S3_POLICIES, s3
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.plots import AXES, Panel, save_panels
 from gangsched.policy.catalog import Choice
 from gangsched.sim.sweep import Point, Scenario, point_rows, run_over_workloads

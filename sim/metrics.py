@@ -7,7 +7,7 @@ from itertools import compress
 from dataclasses import dataclass
 
 from gangsched.sim.engine import RunTotals
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.characteristics import LARGE_ABOVE
 
 TAU_S = 10.0  # bounded slowdown's floor (Zhang et al. 2000)

@@ -3,7 +3,7 @@
 import csv
 from pathlib import Path
 
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import SwfJob, modelled_job, write_swf
 
 

@@ -16,7 +16,7 @@ What is done with awkward records (docs/metrics.md, 'Traces'):
 from collections import Counter
 from dataclasses import dataclass
 
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import SwfJob
 
 

@@ -35,7 +35,7 @@ from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.policy.quantum import Coordination, Matching, Pairing, PlanInput, planner
 from gangsched.sim.cpu import Cores, job_rates
 from gangsched.sim.engine import RunTotals
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 
 _EPSILON = 1e-9
 

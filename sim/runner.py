@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.sim.engine import simulate
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.metrics import Summary, summarize
 
 if TYPE_CHECKING:  # the quantum-by-quantum simulator loads only when asked for (`gang sim` starts faster)

@@ -13,7 +13,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Literal
 
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.prepare import prepare
 from gangsched.policy.catalog import Choice
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs

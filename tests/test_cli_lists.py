@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gangsched.cli import columns
+from gangsched.cli import table
 from gangsched.protocol.codec import encode
 from gangsched.protocol.frames import unpack
 from gangsched.protocol.messages import JobList, NodeList
@@ -33,9 +33,9 @@ def test_the_maps_the_list_commands_read_are_the_models():
     assert json.loads(json.dumps(job_map)) == job.model_dump(mode="json")
     assert json.loads(json.dumps(node_map)) == node.model_dump(mode="json")
     # every column reads fields the models have, and shows what they hold
-    shown = columns.render(list(columns.JOB_FIELDS.values()), [job_map]).splitlines()[1].split()
+    shown = table.render(list(table.JOB_FIELDS.values()), [job_map]).splitlines()[1].split()
     assert shown[:5] == ["8", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
-    assert columns.render(list(columns.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
+    assert table.render(list(table.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
         ["n1", "up", "1", "1/2", "0.2", "8", "r1"]
 
 

@@ -9,7 +9,7 @@ import sys
 import click
 
 from gangsched.cli import listing
-from gangsched.cli.group import HELP_LIMIT, LazyGroup
+from gangsched.cli.group import HELP_LIMIT, LISTING, LazyGroup
 from gangsched.cli.main import LIST_COMMANDS
 
 
@@ -29,6 +29,10 @@ def test_the_help_lines_are_the_commands_own():
         module, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module), attribute)
         assert line == command.get_short_help_str(limit=HELP_LIMIT), name
+
+
+def test_the_group_lists_as_list_commands_those_main_runs_without_click():
+    assert {name for name, (target, _) in LazyGroup.lazy.items() if target == LISTING} == set(LIST_COMMANDS)
 
 
 def test_gang_help_imports_no_command():

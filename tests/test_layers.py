@@ -1,4 +1,5 @@
-"""Dependencies between the top-level packages go one way: the import graph has no cycle.
+"""Dependencies go one way: the import graph of the top-level packages has no cycle, and neither
+has that of the modules of a package (the command line's, among them).
 
 Every import counts, a function's own included (a lazy import is still a dependency)."""
 
@@ -9,21 +10,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+FOLDERS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+
+
+def imported(path: Path) -> list[list[str]]:
+    """Every gangsched module ``path`` imports, as its dotted parts after ``gangsched``
+    (``from gangsched.cli import table`` names ``cli.table``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [module.split(".")[1:] for module in modules if module.startswith("gangsched.")]
+    return found
+
+
 def package_imports() -> dict[str, set[str]]:
     """Top-level package -> the other top-level packages it imports."""
-    folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     graph: dict[str, set[str]] = {}
-    for package, folder in folders.items():
+    for package, folder in FOLDERS.items():
         name = package.removeprefix("gangsched.")
-        graph[name] = set()
-        for path in (ROOT / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                           else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-                for module in modules:
-                    parts = module.split(".")
-                    if parts[0] == "gangsched" and len(parts) > 1 and parts[1] != name:
-                        graph[name].add(parts[1])
+        graph[name] = {parts[0] for path in (ROOT / folder).rglob("*.py") for parts in imported(path)
+                       if parts and parts[0] != name}
+    return graph
+
+
+def module_imports(package: str) -> dict[str, set[str]]:
+    """Module of ``package`` -> the other modules of it that it imports."""
+    folder = ROOT / FOLDERS[f"gangsched.{package}"]
+    names = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        graph[path.stem] = {parts[1] for parts in imported(path)
+                            if len(parts) > 1 and parts[0] == package and parts[1] in names} - {path.stem}
     return graph
 
 
@@ -52,6 +74,12 @@ def test_the_packages_import_each_other_one_way():
     assert len(graph) >= 10
     found = cycle(graph)
     assert found is None, " -> ".join(found or [])
+
+
+def test_the_modules_of_each_package_import_each_other_one_way():
+    for package in (name.removeprefix("gangsched.") for name in FOLDERS):
+        found = cycle(module_imports(package))
+        assert found is None, f"{package}: " + " -> ".join(found or [])
 
 
 def test_the_cycle_finder_finds_a_cycle():

@@ -18,7 +18,7 @@ from gangsched.master.store import JobStore
 from gangsched.policy.catalog import Choice
 from gangsched.protocol.messages import LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.runner import run_keeping_jobs
 from tests.test_master_core import FakeClock, hello
 

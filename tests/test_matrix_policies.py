@@ -10,7 +10,7 @@ from gangsched.policy.large_jobs import LargeJobs
 from gangsched.policy.matrix_policy import MatrixPolicy, matrix_policy
 from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings
 from gangsched.sim.engine import simulate
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from tests.workloads import estimated, workloads
 
 

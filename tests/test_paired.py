@@ -8,7 +8,7 @@ from gangsched.policy.matrix_settings import MatrixPolicyKind
 from gangsched.policy.paired import alternates, best_fit_partner, fair_matching, pairable, row_utilizations
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.policy.quantum import PairedPlanner, PlanInput, StrictPlanner
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 
 ALL = 0b1111  # four nodes
 

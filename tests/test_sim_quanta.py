@@ -4,7 +4,7 @@ import pytest
 
 from gangsched.policy.catalog import Choice
 from gangsched.sim.cpu import Cores, job_rates, stretch
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.quanta import Quanta
 from gangsched.sim.runner import run_keeping_jobs
 

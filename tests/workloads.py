@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from gangsched.sim.jobs import SimJob
+from gangsched.sim.sim_job import SimJob
 
 Row = tuple[int, int, int, int]  # submit, procs, run time, estimate above the run time
 
