@@ -1,4 +1,4 @@
-"""Rich tables for the matrix and the local cluster's daemons (jobs and nodes: ``columns``)."""
+"""Rich tables for the matrix and the local cluster's daemons (jobs and nodes: ``table``)."""
 
 from typing import TYPE_CHECKING
 

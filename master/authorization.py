@@ -36,14 +36,18 @@ READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, Use
 NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
 
 
-def as_sender(message: Message, user: str | None) -> Message | ErrorReply:
-    """A client's or node's message on the ROUTER as its key's ``user`` sent it (None: no keys), or the
-    refusal."""
-    if user is None:
-        return message
-    if isinstance(message, (NodeHello, PmiFence)) and user != NODE_USER:
+def sender_refusal(message: Message, user: str | None) -> ErrorReply | None:
+    """Why the key's ``user`` (None: no keys) may not send a message on the ROUTER, if it may not."""
+    if user is not None and isinstance(message, (NodeHello, PmiFence)) and user != NODE_USER:
         reason = f"{user}'s key is a user's: only a node's key registers a node or takes part in PMI"
         return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason)
+    return None
+
+
+def as_sender(message: Message, user: str | None) -> Message:
+    """A message on the ROUTER as its key's ``user`` sent it, whatever it says (None: no keys)."""
+    if user is None:
+        return message
     if isinstance(message, Submit):
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
     if isinstance(message, Cancel):

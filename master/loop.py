@@ -35,7 +35,13 @@ from gangsched.daemon.logs import ThrottledWarning, survive
 from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
-from gangsched.master.authorization import as_sender, fence_refusal, is_node_report, viewer_refusal
+from gangsched.master.authorization import (
+    as_sender,
+    fence_refusal,
+    is_node_report,
+    sender_refusal,
+    viewer_refusal,
+)
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
@@ -275,11 +281,11 @@ class MasterDaemon:
             self._bad_frame("bad message from %r: %s", envelope[0], error)
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
-        sent = as_sender(message, user)
-        if isinstance(sent, ErrorReply):
-            self._reply(envelope, sent)
+        refusal = sender_refusal(message, user)
+        if refusal is not None:
+            self._reply(envelope, refusal)
             return
-        message = sent
+        message = as_sender(message, user)
         handler = self._handlers.get(type(message))
         if handler is None:
             reason = f"the master does not take {message.type!r} messages"

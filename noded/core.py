@@ -15,7 +15,7 @@ heartbeats, report batching, exits until acknowledged, and the PMI fences.
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
 
@@ -114,12 +114,17 @@ class NodeCore:
 
     # ------------------------------------------------------------ what the loop reads
 
-    def take_outbox(self) -> list[tuple[Route, Message]]:
+    def take_outbox(self) -> Sequence[tuple[Route, Message]]:
         """The messages to send, in order, each with its route; taken, they are the loop's."""
+        if not self._outbox:  # most events send nothing: no new list for them
+            return ()
         taken, self._outbox = self._outbox, []
         return taken
 
-    def take_orders(self) -> list[Order]:
+    def take_orders(self) -> Sequence[Order]:
+        """The orders for the tasks, in order; taken, they are the loop's."""
+        if not self._orders:
+            return ()
         taken, self._orders = self._orders, []
         return taken
 

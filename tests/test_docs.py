@@ -3,6 +3,7 @@ cites a document that is not in it."""
 
 import re
 import subprocess
+import tomllib
 import typing
 from pathlib import Path
 
@@ -60,3 +61,19 @@ def test_the_configuration_doc_is_made_from_the_settings_models():
 
     assert (ROOT / "docs" / "configuration.md").read_text() == configuration_doc(), (
         "docs/configuration.md is out of date: regenerate it as its first lines say")
+
+
+def test_the_architecture_table_names_every_module_of_every_package():
+    """A module added under a package folder and left out of docs/architecture.md's table fails here."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text[text.index("## Where the code is"):]
+    rows = dict(re.findall(r"^\| `([a-z_]+)/` \| (.*) \|$", table, re.MULTILINE))
+    folders = typing.cast(dict[str, str], tomllib.loads((ROOT / "pyproject.toml").read_text())
+                          ["tool"]["setuptools"]["package-dir"])
+    missing = []
+    for folder in folders.values():
+        assert folder in rows, f"no row for {folder}/"
+        named = set(re.findall(r"`([a-z_0-9]+)`", rows[folder]))
+        missing += [f"{folder}/{path.name}" for path in sorted((ROOT / folder).glob("*.py"))
+                    if not path.stem.startswith("__") and path.stem not in named]
+    assert not missing, "not in docs/architecture.md's table: " + ", ".join(missing)

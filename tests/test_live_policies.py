@@ -34,7 +34,9 @@ def test_a_job_migrates_between_nodes_and_continues_from_its_checkpoint(start_cl
     assert [mode(path) for path in (mine, saved.parent, saved)] == [0o700, 0o700, 0o600]
     # going on from the checkpoint; from zero it would need checkpointed_at iterations of 100 ms
     assert run.checkpointed_at < run.barriers_after <= run.checkpointed_at + 3
-    assert 0 < run.cost_s < min(2.0, run.checkpointed_at * 0.1 / 2)
+    # a move costs less than the work it saves (a restart from zero: checkpointed_at iterations of 100 ms
+    # runnable time); its figure is gang bench migration's
+    assert 0 < run.cost_s < run.checkpointed_at * 0.1
     assert [p.environ()["GANG_NODE"] for p in task_processes(cluster.home, run.job)] == []  # cancelled
 
 
