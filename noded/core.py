@@ -2,10 +2,11 @@
 
 Every public method is one event: a message from the master, a switch, a
 task launched or exited, a PMI barrier entered, timers due, all with the clock
-passed in. The core answers with messages to send (``take_outbox``: each with
-its route, the master's DEALER or the report PUSH) and orders for the tasks
-(``take_orders``: launch, stop, kill, look, ...), which ``noded/loop.py``
-carries out; its timers are data (``next_deadline``). Tests drive it on a fake
+passed in. The core answers with messages to send (``outbox``: each with its
+route, the master's DEALER or the report PUSH) and orders for the tasks
+(``orders``: launch, terminate, kill, look, ...), which ``noded/loop.py``
+takes and carries out, as it does the master core's ``outbox``; its timers
+are data (``next_deadline``). Tests drive it on a fake
 clock (tests/test_node_core.py), as tests/test_master_core.py drives the master's.
 
 Its parts: the column and what a switch stops and continues (``switching``),
@@ -15,8 +16,9 @@ heartbeats, report batching, exits until acknowledged, and the PMI fences.
 """
 
 import logging
-from collections.abc import Callable, Sequence
-from enum import Enum
+from collections import deque
+from collections.abc import Callable
+from enum import Enum, StrEnum
 from typing import Any
 
 from gangsched.noded.deadlines import Deadlines
@@ -70,11 +72,11 @@ class Route(Enum):
     REPORTS = "reports"  # the PUSH: reports, heartbeats and exits, kept in the order sent
 
 
-class Timer(Enum):
+class Timer(StrEnum):  # a str's hash, not Enum's in Python: the switch path sets timers
     HEARTBEAT = "heartbeat"  # a heartbeat, or a hello while the master does not know this node
     REPORT = "report"  # accounts held back until the other nodes applied the switch
     LOOK = "look"  # for the processes the tasks a switch stopped started since
-    RELAY = "relay"  # no switch through the relay by then: it counts as lost
+    RELAY = "relay"  # the relay's silence is looked at: lost, or looked at again when it may be
 
 
 class NodeCore:
@@ -98,8 +100,9 @@ class NodeCore:
         self._fences: dict[int, PmiFence] = {}  # by job: sent to the master, not answered yet
         self._deadlines = Deadlines()
         self._deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
-        self._outbox: list[tuple[Route, Message]] = []
-        self._orders: list[Order] = []
+        # what it answers, for the loop to take from the left: messages with their route, orders for the tasks
+        self.outbox: deque[tuple[Route, Message]] = deque()
+        self.orders: deque[Order] = deque()
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any, float], None]] = {
             NodeWelcome: self._welcome,
@@ -114,27 +117,9 @@ class NodeCore:
 
     # ------------------------------------------------------------ what the loop reads
 
-    def take_outbox(self) -> Sequence[tuple[Route, Message]]:
-        """The messages to send, in order, each with its route; taken, they are the loop's."""
-        if not self._outbox:  # most events send nothing: no new list for them
-            return ()
-        taken, self._outbox = self._outbox, []
-        return taken
-
-    def take_orders(self) -> Sequence[Order]:
-        """The orders for the tasks, in order; taken, they are the loop's."""
-        if not self._orders:
-            return ()
-        taken, self._orders = self._orders, []
-        return taken
-
     def next_deadline(self) -> float:
         """When ``timers`` next has something to do (monotonic seconds)."""
-        return self._deadlines.next()
-
-    @property
-    def column(self) -> NodeColumn:
-        return self._switcher.column
+        return self._deadlines.first
 
     # ------------------------------------------------------------ events
 
@@ -148,10 +133,7 @@ class NodeCore:
 
     def switch(self, switch: SlotSwitch, now: float) -> SwitchPlan:
         """A switch came: what to stop and continue (the loop stops first), and which tasks ran."""
-        self._upstream.heard(now)
-        lost_at = self._upstream.lost_at()
-        if lost_at is not None:
-            self._deadlines.set(Timer.RELAY, lost_at)
+        self._upstream.heard(now)  # the relay's timer, when due, sees it: no timer is set at every switch
         return self._switcher.plan(switch, self.tasks.values())
 
     def applied(self, switch: SlotSwitch, plan: SwitchPlan, applied_ns: int, readings: list[tuple[int, int]],
@@ -210,7 +192,7 @@ class NodeCore:
         if task is None or task.ending:
             return
         task.ending = True
-        self._orders.append(Terminate(key))
+        self.orders.append(Terminate(key))
         self._deadlines.set(key, now + self._kill_grace_s)
 
     def end_all(self, now: float) -> None:
@@ -225,7 +207,7 @@ class NodeCore:
     def fence(self, fence: PmiFence) -> None:
         """A job's ranks here entered a PMI barrier: the master gathers it across the job's nodes."""
         self._fences[fence.job_id] = fence
-        self._outbox.append((Route.MASTER, fence))
+        self.outbox.append((Route.MASTER, fence))
 
     def timers(self, now: float) -> None:
         """Whatever of the timers is due at ``now``."""
@@ -236,21 +218,25 @@ class NodeCore:
             looking, self._to_look = self._to_look, set()
             # a process found now may have started another before its stop signal came: the task
             # is looked at again until a look finds nothing new, after the next switch if need be
-            self._orders.extend(Look(key, LOOKS_PER_WAKE) for key in looking if key in self.tasks)
+            self.orders.extend(Look(key, LOOKS_PER_WAKE) for key in looking if key in self.tasks)
         for key in [key for key in self.tasks if deadlines.pop_due(key, now)]:
-            self._orders.append(Kill(key))
+            self.orders.append(Kill(key))
             deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
-        if deadlines.pop_due(Timer.RELAY, now) and self.registered and self._upstream.via is not None:
-            self._upstream.leave(now)
-            self.registered = False
-            deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
+        if deadlines.pop_due(Timer.RELAY, now):
+            lost_at = self._upstream.lost_at()
+            if lost_at is not None and now < lost_at:  # a switch came since it was set
+                deadlines.set(Timer.RELAY, lost_at)
+            elif lost_at is not None and self.registered:
+                self._upstream.leave(now)
+                self.registered = False
+                deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
         if deadlines.pop_due(Timer.HEARTBEAT, now):
             deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
-            self._orders.append(Sweep(frozenset(self.tasks)))
+            self.orders.append(Sweep(frozenset(self.tasks)))
             if self.registered:
-                self._outbox.append((Route.REPORTS, Heartbeat(node=self.name)))
+                self.outbox.append((Route.REPORTS, Heartbeat(node=self.name)))
             else:
-                self._outbox.append((Route.MASTER, self._hello_now()))
+                self.outbox.append((Route.MASTER, self._hello_now()))
 
     # ------------------------------------------------------------ the master's messages
 
@@ -267,8 +253,8 @@ class NodeCore:
         heartbeat = self._deadlines.get(Timer.HEARTBEAT)
         if heartbeat is None or heartbeat > now + self._heartbeat_s:
             self._deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
-        self._orders.append(Connect(welcome))
-        self._outbox.extend((Route.MASTER, fence) for fence in self._fences.values())
+        self.orders.append(Connect(welcome))
+        self.outbox.extend((Route.MASTER, fence) for fence in self._fences.values())
 
     def _launch(self, message: LaunchTask, now: float) -> None:
         spec = message.task
@@ -278,7 +264,7 @@ class NodeCore:
         if key in self.tasks or key in self._unacknowledged:
             log.info("job %d rank %d runs or ran here; launch ignored", spec.job_id, spec.rank)
             return
-        self._orders.append(Launch(spec, self._switcher.runs(spec.job_id)))
+        self.orders.append(Launch(spec, self._switcher.runs(spec.job_id)))
 
     def _kill(self, message: KillTask, now: float) -> None:
         keys = [key for key, task in self.tasks.items() if key[0] == message.job_id and not task.ending]
@@ -293,7 +279,7 @@ class NodeCore:
                 log.info("job %d rank %d checkpoints to migrate", key[0], key[1])
                 task.checkpointing = True
                 task.runnable = True  # it runs to its next barrier, where it saves its state
-                self._orders.append(Checkpoint(key))
+                self.orders.append(Checkpoint(key))
 
     def _exit_acknowledged(self, ack: ExitAck, now: float) -> None:
         self._unacknowledged.pop((ack.job_id, ack.rank), None)
@@ -302,7 +288,7 @@ class NodeCore:
         fence = self._fences.get(message.job_id)
         if fence is not None and fence.epoch == message.epoch:
             del self._fences[message.job_id]
-        self._orders.append(FenceDone(message))
+        self.orders.append(FenceDone(message))
 
     def _error(self, error: ErrorReply, now: float) -> None:
         if error.code is ErrorCode.UNKNOWN_NODE:
@@ -319,12 +305,12 @@ class NodeCore:
         self._unacknowledged[(exit_.job_id, exit_.rank)] = exit_
         if self.registered:
             self._send_report(now)  # the task's last quanta before its exit, which ends its job's accounts
-            self._outbox.append((Route.REPORTS, exit_))
+            self.outbox.append((Route.REPORTS, exit_))
 
     def _send_report(self, now: float) -> None:
         self._deadlines.clear(Timer.REPORT)
         if self._accounts:
-            self._outbox.append((Route.REPORTS, QuantumReport(node=self.name, accounts=self._accounts)))
+            self.outbox.append((Route.REPORTS, QuantumReport(node=self.name, accounts=self._accounts)))
             self._accounts = []
             self._deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)  # a report proves life
 

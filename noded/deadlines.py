@@ -12,24 +12,29 @@ from collections.abc import Hashable
 class Deadlines:
     def __init__(self) -> None:
         self._at: dict[Hashable, float] = {}  # monotonic seconds
+        # the first deadline, kept as they change: a loop asks for it at every wake-up, and a thousand
+        # daemons in one process (`gang bench scale`) ask a thousand times a switch
+        self.first = math.inf
 
     def set(self, name: Hashable, at: float) -> None:
+        previous = self._at.get(name)
         self._at[name] = at
+        if at < self.first:
+            self.first = at
+        elif previous == self.first:
+            self.first = min(self._at.values())
 
     def clear(self, name: Hashable) -> None:
-        self._at.pop(name, None)
+        if self._at.pop(name, math.inf) == self.first:
+            self.first = min(self._at.values(), default=math.inf)
 
     def get(self, name: Hashable) -> float | None:
         return self._at.get(name)
-
-    def next(self) -> float:
-        """The first deadline; infinity where none is set."""
-        return min(self._at.values(), default=math.inf)
 
     def pop_due(self, name: Hashable, now: float) -> bool:
         """Whether ``name`` is due at ``now``; a due one is cleared, to be set again if wanted."""
         at = self._at.get(name)
         if at is None or at > now:
             return False
-        del self._at[name]
+        self.clear(name)
         return True

@@ -89,14 +89,15 @@ class NodeDaemon:
             survive(log, "reading the master's messages", self._receive_all)
         if link.sub in ready:
             survive(log, "the switch", self._switch)
-        if link.relay_ready(ready):
+        if link.relay_pull is not None and link.relay_pull in ready:
             survive(log, "relaying node messages", link.relay_messages)
-        for task in runner.pmi.ready(ready):
-            survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: runner.pmi.readable(task))
-            self._carry_out()
-        for task in runner.exits(ready):
-            survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: runner.exited(task))
-            self._carry_out()
+        if len(ready) > 1 or link.sub not in ready:  # most wake-ups are a switch's alone
+            for task in runner.pmi.ready(ready):
+                survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: runner.pmi.readable(task))
+                self._carry_out()
+            for task in runner.exits(ready):
+                survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: runner.exited(task))
+                self._carry_out()
         # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
         # scale`) spent a fifth of each one's switch going through timers that were not due
         due = self._core.next_deadline()
@@ -119,9 +120,10 @@ class NodeDaemon:
             self._apply(switch)
 
     def _apply(self, switch: SlotSwitch) -> None:
-        plan = self._core.switch(switch, time.monotonic())
+        now = time.monotonic()
+        plan = self._core.switch(switch, now)
         applied_ns, readings = self._runner.signal(plan)
-        self._core.applied(switch, plan, applied_ns, readings, time.monotonic())
+        self._core.applied(switch, plan, applied_ns, readings, now)
         self._carry_out()
 
     def _receive_all(self) -> None:
@@ -135,14 +137,12 @@ class NodeDaemon:
 
     def _carry_out(self) -> None:
         """Send what the core has to send, and carry out its orders (which may give it more of both)."""
-        core = self._core
-        while True:
-            outbox, orders = core.take_outbox(), core.take_orders()
-            if not outbox and not orders:
-                return
-            for route, message in outbox:
-                self._link.send(route, message)
-            for order in orders:
+        outbox, orders = self._core.outbox, self._core.orders
+        while outbox or orders:
+            while outbox:
+                self._link.send(*outbox.popleft())
+            while orders:
+                order = orders.popleft()
                 if isinstance(order, Connect):
                     self._link.connect(order.welcome)
                 else:

@@ -62,6 +62,11 @@ class MasterLink:
         return self.dealer, self.sub, self._relay.pull
 
     @property
+    def relay_pull(self) -> zmq.Socket[bytes] | None:
+        """The socket the nodes homed here send to; None: it offers no relay."""
+        return None if self._relay is None else self._relay.pull
+
+    @property
     def relay_endpoints(self) -> RelayEndpoints | None:
         """Where other nodes may be homed at this one; None: it offers no relay."""
         return None if self._relay is None else self._relay.endpoints
@@ -88,9 +93,6 @@ class MasterLink:
             log.warning("bad switch message: %s", error)
             return None
         return switch if isinstance(switch, SlotSwitch) else None
-
-    def relay_ready(self, ready: dict[object, int]) -> bool:
-        return self._relay is not None and self._relay.pull in ready
 
     def relay_messages(self) -> None:
         """The nodes homed here sent reports, heartbeats or exits: on to the master."""

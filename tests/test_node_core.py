@@ -5,6 +5,7 @@ routes) and orders for the tasks; these tests carry the orders out by hand, as
 the loop does (noded/loop.py), and judge what the core says."""
 
 import math
+from collections import deque
 
 from gangsched.noded.core import LOOKS_PER_WAKE, NodeCore, Route
 from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, Sweep, Terminate
@@ -31,6 +32,13 @@ HEARTBEAT_S = 1.0
 GRACE_S = 5.0
 
 
+def taken(answers: deque) -> list:
+    """What the core answered since the last look, taken as the loop takes it."""
+    found = list(answers)
+    answers.clear()
+    return found
+
+
 def make_core(report_delay_ms: int = 0, forks: bool = True) -> NodeCore:
     hello = NodeHello(node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
     return NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=report_delay_ms, forks=forks)
@@ -43,9 +51,9 @@ def welcome(via: str | None = None) -> NodeWelcome:
 
 def registered(core: NodeCore, now: float = 0.0, via: str | None = None) -> NodeCore:
     core.timers(now)
-    assert [type(message) for _, message in core.take_outbox()] == [NodeHello]
+    assert [type(message) for _, message in taken(core.outbox)] == [NodeHello]
     core.message(welcome(via), now)
-    assert any(isinstance(order, Connect) for order in core.take_orders())
+    assert any(isinstance(order, Connect) for order in taken(core.orders))
     return core
 
 
@@ -57,7 +65,7 @@ def task_spec(job_id: int, rank: int = 0, argv: tuple[str, ...] = ("true",)) -> 
 def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0) -> Launch:
     spec = task_spec(job_id, rank)
     core.message(LaunchTask(task=spec), now)
-    (order,) = core.take_orders()
+    (order,) = taken(core.orders)
     assert isinstance(order, Launch)
     core.launched((job_id, rank), order.runnable, started_ns=int(now * 1e9))
     return order
@@ -75,14 +83,14 @@ def switch(core: NodeCore, quantum: int, rows: list[int], now: float, report_eve
 
 
 def sent(core: NodeCore) -> list[tuple[Route, type]]:
-    return [(route, type(message)) for route, message in core.take_outbox()]
+    return [(route, type(message)) for route, message in taken(core.outbox)]
 
 
 def test_a_node_says_hello_at_once_and_heartbeats_at_the_masters_period_once_welcomed():
     core = make_core()
     assert core.next_deadline() == 0.0
     core.timers(0.0)
-    (route, hello), = core.take_outbox()
+    (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and isinstance(hello, NodeHello) and hello.incarnation == "first"
     core.message(welcome(), 0.1)
     # the master counts silence from its welcome, at its period: the hello's next, due sooner, stands
@@ -93,18 +101,18 @@ def test_a_node_says_hello_at_once_and_heartbeats_at_the_masters_period_once_wel
     assert sent(core) == []
     core.timers(1.5)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]
-    assert isinstance(core.take_orders()[-1], Sweep)  # what ended tasks left is swept at each heartbeat
+    assert isinstance(taken(core.orders)[-1], Sweep)  # what ended tasks left is swept at each heartbeat
 
 
 def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_comes():
     core = registered(make_core())
     assert launch(core, 7).runnable is False  # no switch runs job 7 yet: it starts stopped
     assert switch(core, 1, rows=[0], now=1.0) == ([], [])  # row 0 is nothing to a node without its column
-    (_, report), = core.take_outbox()
+    (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == -1  # the master sees the column has not arrived
     core.message(NodeColumn(epoch=3, rows=[[7]]), 1.05)
     assert switch(core, 2, rows=[0], now=1.1) == ([], [(7, 0)])
-    (_, report), = core.take_outbox()
+    (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == 3
     assert switch(core, 3, rows=[1], now=1.2) == ([(7, 0)], [])  # row 1 does not hold it: stopped
 
@@ -115,9 +123,9 @@ def test_only_tasks_that_ran_are_sampled_each_against_its_own_runnable_time():
     switch(core, 1, rows=[0], now=0.0)
     launch(core, 7, now=0.0)
     launch(core, 8, now=0.0)
-    core.take_outbox()
+    taken(core.outbox)
     switch(core, 2, rows=[1], now=0.1, cpu_ns=90_000_000)
-    (_, report), = core.take_outbox()
+    (_, report), = taken(core.outbox)
     (sample,) = report.accounts[0].samples
     assert (sample.job_id, sample.cpu_ns, sample.runnable_ns) == (7, 90_000_000, 100_000_000)
 
@@ -130,7 +138,7 @@ def test_accounts_go_every_report_every_quanta_and_after_the_report_delay():
     switch(core, 3, rows=[0], now=0.3, report_every=3)
     assert sent(core) == [] and math.isclose(core.next_deadline(), 0.305)  # after the others switched
     core.timers(0.305)
-    (route, report), = core.take_outbox()
+    (route, report), = taken(core.outbox)
     assert route is Route.REPORTS and [account.quantum for account in report.accounts] == [1, 2, 3]
 
 
@@ -142,17 +150,20 @@ def test_a_report_batch_across_a_relays_loss_loses_no_held_account_and_the_hello
     assert sent(core) == []
     core.timers(0.5)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]
-    # no switch through the relay for two quanta or a heartbeat period (1 s): it is taken for lost
-    assert math.isclose(core.next_deadline(), 1.2)
+    # no switch through the relay for two quanta or a heartbeat period (1 s): it is taken for lost;
+    # its timer, set at the welcome, finds the switches since and waits for the silence after the last
+    assert core.next_deadline() == 1.0
+    core.timers(1.0)
+    assert sent(core) == [] and math.isclose(core.next_deadline(), 1.2)
     core.timers(1.2)
-    (route, hello), = core.take_outbox()
+    (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and isinstance(hello, NodeHello)
     assert hello.left_relay == "n9" and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
     switch(core, 3, rows=[0], now=1.25, report_every=4)  # from the master, before its welcome: not counted
     core.message(welcome(), 1.3)
-    assert isinstance(core.take_orders()[-1], Connect)
+    assert isinstance(taken(core.orders)[-1], Connect)
     switch(core, 4, rows=[0], now=1.4, report_every=2)
-    (_, report), = core.take_outbox()
+    (_, report), = taken(core.outbox)
     assert [account.quantum for account in report.accounts] == [1, 2, 4]
 
 
@@ -170,13 +181,13 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
     core.message(ErrorReply(code=ErrorCode.UNKNOWN_NODE, reason="register first"), 2.45)
     assert not core.registered and core.next_deadline() == 2.45
     core.timers(2.45)
-    (route, hello), = core.take_outbox()
+    (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
     assert [(e.job_id, e.returncode) for e in hello.exits] == [(8, 0)]  # until the master acknowledges it
     core.message(ExitAck(job_id=8, rank=0), 2.5)
     core.message(ErrorReply(code=ErrorCode.UNKNOWN_NODE, reason="register first"), 2.5)
     core.timers(2.5)
-    (_, hello), = core.take_outbox()
+    (_, hello), = taken(core.outbox)
     assert hello.exits == []
 
 
@@ -186,19 +197,19 @@ def test_a_task_that_exits_between_switches_sends_its_last_accounts_first_and_ne
     core.message(NodeColumn(epoch=1, rows=[[7]]), 0.0)
     switch(core, 1, rows=[0], now=0.1, report_every=5, cpu_ns=1)
     core.exited((7, 0), 0, None, cpu_ns=2, progress=3, now=0.15)
-    (_, report), (_, exit_) = core.take_outbox()
+    (_, report), (_, exit_) = taken(core.outbox)
     assert isinstance(report, QuantumReport) and isinstance(exit_, TaskExit)  # in this order, on one socket
     assert (exit_.cpu_ns, exit_.progress) == (2, 3) and core.tasks == {}
     core.message(LaunchTask(task=task_spec(7)), 0.2)  # sent again by a master whose hello crossed the exit
-    assert list(core.take_orders()) == []
+    assert taken(core.orders) == []
 
 
 def test_a_task_that_cannot_start_fails_with_its_reason():
     core = registered(make_core())
     core.message(LaunchTask(task=task_spec(7, argv=("nope",))), 0.0)
-    core.take_orders()
+    taken(core.orders)
     core.not_started((7, 0), "could not start: command not found", 0.0)
-    (_, exit_), = core.take_outbox()
+    (_, exit_), = taken(core.outbox)
     assert exit_.returncode is None and exit_.error == "could not start: command not found"
 
 
@@ -209,11 +220,11 @@ def test_a_killed_job_gets_sigterm_then_sigkill_after_the_grace_and_keeps_runnin
     launch(core, 8)
     core.message(KillTask(job_id=7, reason="cancelled"), 1.0)
     core.message(KillTask(job_id=7, reason="cancelled again"), 1.1)
-    assert list(core.take_orders()) == [Terminate((7, 0))]  # once
+    assert taken(core.orders) == [Terminate((7, 0))]  # once
     assert switch(core, 1, rows=[1], now=1.2) == ([], [(8, 0)])  # an ending task is not stopped
     assert core.next_deadline() <= 1.0 + GRACE_S
     core.timers(1.0 + GRACE_S)
-    assert Kill((7, 0)) in core.take_orders()
+    assert Kill((7, 0)) in taken(core.orders)
 
 
 def test_a_checkpointing_task_runs_until_it_exits():
@@ -222,7 +233,7 @@ def test_a_checkpointing_task_runs_until_it_exits():
     switch(core, 1, rows=[1], now=0.0)
     launch(core, 7)
     core.message(CheckpointTask(job_id=7), 0.1)
-    assert list(core.take_orders()) == [Checkpoint((7, 0))]
+    assert taken(core.orders) == [Checkpoint((7, 0))]
     assert switch(core, 2, rows=[1], now=0.2) == ([], [])  # not its row, but it runs to its barrier
 
 
@@ -231,17 +242,17 @@ def test_a_stopped_task_is_looked_at_after_the_switch_and_again_while_it_keeps_f
     core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
     switch(core, 1, rows=[0], now=0.0)
     launch(core, 7)
-    core.take_orders()
+    taken(core.orders)
     switch(core, 2, rows=[1], now=0.1)  # stops job 7; the look waits as a report does
-    assert list(core.take_orders()) == []
+    assert taken(core.orders) == []
     core.timers(0.11)
-    assert list(core.take_orders()) == [Look((7, 0), LOOKS_PER_WAKE)]
+    assert taken(core.orders) == [Look((7, 0), LOOKS_PER_WAKE)]
     core.still_forking((7, 0))  # each look found new processes: again after the next switch
     core.timers(0.15)
-    assert [order for order in core.take_orders() if isinstance(order, Look)] == []
+    assert [order for order in taken(core.orders) if isinstance(order, Look)] == []
     switch(core, 3, rows=[1], now=0.2)
     core.timers(0.21)
-    assert list(core.take_orders()) == [Look((7, 0), LOOKS_PER_WAKE)]
+    assert taken(core.orders) == [Look((7, 0), LOOKS_PER_WAKE)]
 
 
 def test_tasks_that_are_no_processes_are_never_looked_at():
@@ -251,7 +262,7 @@ def test_tasks_that_are_no_processes_are_never_looked_at():
     launch(core, 7)
     switch(core, 2, rows=[1], now=0.1)
     core.timers(0.1)
-    assert not any(isinstance(order, Look) for order in core.take_orders())
+    assert not any(isinstance(order, Look) for order in taken(core.orders))
 
 
 def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until_answered():
@@ -259,10 +270,10 @@ def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until
     launch(core, 7)
     fence = PmiFence(node="n1", job_id=7, epoch=0, kvs={"k": "v"})
     core.fence(fence)
-    assert list(core.take_outbox()) == [(Route.MASTER, fence)]
+    assert taken(core.outbox) == [(Route.MASTER, fence)]
     core.message(welcome(), 1.0)  # a restarted master may never have heard of it
-    assert list(core.take_outbox()) == [(Route.MASTER, fence)]
+    assert taken(core.outbox) == [(Route.MASTER, fence)]
     core.message(PmiFenceDone(job_id=7, epoch=0, kvs={"k": "v"}), 1.1)
-    assert [type(order).__name__ for order in core.take_orders()] == ["Connect", "FenceDone"]
+    assert [type(order).__name__ for order in taken(core.orders)] == ["Connect", "FenceDone"]
     core.message(welcome(), 2.0)
-    assert list(core.take_outbox()) == []
+    assert taken(core.outbox) == []
