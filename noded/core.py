@@ -6,7 +6,7 @@ passed in. The core answers with messages to send (``outbox``: each with its
 route, the master's DEALER or the report PUSH) and orders for the tasks
 (``orders``: launch, terminate, kill, look, ...), which ``noded/loop.py``
 takes and carries out, as it does the master core's ``outbox``; its timers
-are data (``next_deadline``). Tests drive it on a fake
+are data (``deadlines``: the loop waits for the first). Tests drive it on a fake
 clock (tests/test_node_core.py), as tests/test_master_core.py drives the master's.
 
 Its parts: the column and what a switch stops and continues (``switching``),
@@ -98,8 +98,8 @@ class NodeCore:
         self._to_look: set[TaskKey] = set()  # the stopped tasks to look at for new processes
         self._unacknowledged: dict[TaskKey, TaskExit] = {}  # resent with every hello until acknowledged
         self._fences: dict[int, PmiFence] = {}  # by job: sent to the master, not answered yet
-        self._deadlines = Deadlines()
-        self._deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
+        self.deadlines = Deadlines()  # its timers: the loop waits until ``deadlines.first``
+        self.deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
         # what it answers, for the loop to take from the left: messages with their route, orders for the tasks
         self.outbox: deque[tuple[Route, Message]] = deque()
         self.orders: deque[Order] = deque()
@@ -117,10 +117,6 @@ class NodeCore:
 
     # ------------------------------------------------------------ what the loop reads
 
-    def next_deadline(self) -> float:
-        """When ``timers`` next has something to do (monotonic seconds)."""
-        return self._deadlines.first
-
     # ------------------------------------------------------------ events
 
     def message(self, message: Message, now: float) -> None:
@@ -133,7 +129,7 @@ class NodeCore:
 
     def switch(self, switch: SlotSwitch, now: float) -> SwitchPlan:
         """A switch came: what to stop and continue (the loop stops first), and which tasks ran."""
-        self._upstream.heard(now)  # the relay's timer, when due, sees it: no timer is set at every switch
+        self._upstream.heard_at = now  # the relay's timer, when due, sees it: no timer is set at every switch
         return self._switcher.plan(switch, self.tasks.values())
 
     def applied(self, switch: SlotSwitch, plan: SwitchPlan, applied_ns: int, readings: list[tuple[int, int]],
@@ -150,7 +146,7 @@ class NodeCore:
         if self._forks:
             self._to_look.update(task.key for task in plan.stop)
             if self._to_look:
-                self._deadlines.set(Timer.LOOK, others_applied)
+                self.deadlines.set(Timer.LOOK, others_applied)
         if not self.registered:
             return
         self._accounts.append(QuantumAccount(
@@ -162,10 +158,10 @@ class NodeCore:
         ))
         if len(self._accounts) == MAX_REPORT_QUANTA:  # as many as a report holds: none waits longer
             self._send_report(now)
-        elif len(self._accounts) >= switch.report_every and self._deadlines.get(Timer.REPORT) is None:
+        elif len(self._accounts) >= switch.report_every and self.deadlines.get(Timer.REPORT) is None:
             # sending costs a trip through the network stack: where nodes share cores, it may delay
             # the other nodes' switch
-            self._deadlines.set(Timer.REPORT, others_applied)
+            self.deadlines.set(Timer.REPORT, others_applied)
 
     def launched(self, key: TaskKey, runnable: bool, started_ns: int) -> None:
         """The loop started a task ``Launch`` asked for, running or stopped as it asked."""
@@ -179,7 +175,7 @@ class NodeCore:
                now: float) -> None:
         """A task ended (the loop reaped it): its exit goes to the master until acknowledged."""
         del self.tasks[key]
-        self._deadlines.clear(key)
+        self.deadlines.clear(key)
         self._to_look.discard(key)
         if not any(other[0] == key[0] for other in self.tasks):
             self._fences.pop(key[0], None)  # the job's last task here: no barrier of it is waited for
@@ -193,7 +189,7 @@ class NodeCore:
             return
         task.ending = True
         self.orders.append(Terminate(key))
-        self._deadlines.set(key, now + self._kill_grace_s)
+        self.deadlines.set(key, now + self._kill_grace_s)
 
     def end_all(self, now: float) -> None:
         """The daemon stops: every task is ended."""
@@ -211,7 +207,7 @@ class NodeCore:
 
     def timers(self, now: float) -> None:
         """Whatever of the timers is due at ``now``."""
-        deadlines = self._deadlines
+        deadlines = self.deadlines
         if deadlines.pop_due(Timer.REPORT, now):
             self._send_report(now)
         if deadlines.pop_due(Timer.LOOK, now):
@@ -246,13 +242,13 @@ class NodeCore:
         self._upstream.welcomed(welcome, now)
         lost_at = self._upstream.lost_at()
         if lost_at is None:
-            self._deadlines.clear(Timer.RELAY)
+            self.deadlines.clear(Timer.RELAY)
         else:
-            self._deadlines.set(Timer.RELAY, lost_at)
+            self.deadlines.set(Timer.RELAY, lost_at)
         # the next hello was due up to 0.5 s on: the master counts silence from now, at its own period
-        heartbeat = self._deadlines.get(Timer.HEARTBEAT)
+        heartbeat = self.deadlines.get(Timer.HEARTBEAT)
         if heartbeat is None or heartbeat > now + self._heartbeat_s:
-            self._deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
+            self.deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
         self.orders.append(Connect(welcome))
         self.outbox.extend((Route.MASTER, fence) for fence in self._fences.values())
 
@@ -295,7 +291,7 @@ class NodeCore:
             if self.registered:
                 log.warning("the master does not know this node (restarted?): registering again")
             self.registered = False
-            self._deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
+            self.deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
         else:
             log.warning("the master refused a message: %s: %s", error.code, error.reason)
 
@@ -308,11 +304,11 @@ class NodeCore:
             self.outbox.append((Route.REPORTS, exit_))
 
     def _send_report(self, now: float) -> None:
-        self._deadlines.clear(Timer.REPORT)
+        self.deadlines.clear(Timer.REPORT)
         if self._accounts:
             self.outbox.append((Route.REPORTS, QuantumReport(node=self.name, accounts=self._accounts)))
             self._accounts = []
-            self._deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)  # a report proves life
+            self.deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)  # a report proves life
 
     def _hello_now(self) -> NodeHello:
         return self._hello.model_copy(update={

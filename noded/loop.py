@@ -65,7 +65,7 @@ class NodeDaemon:
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
             self._poller.register(signals.fileno(), zmq.POLLIN)
             freeze_start_up_objects()
-            due = self._core.next_deadline()
+            due = self._core.deadlines.first
             while True:
                 ready = dict(self._poller.poll(poll_ms(due)))
                 if signals.fileno() in ready and signals.drain():
@@ -100,13 +100,12 @@ class NodeDaemon:
                 self._carry_out()
         # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
         # scale`) spent a fifth of each one's switch going through timers that were not due
-        due = self._core.next_deadline()
+        deadlines = self._core.deadlines
         now = time.monotonic()
-        if now >= due:
+        if now >= deadlines.first:
             survive(log, "the timers (reports, heartbeats, kills)", lambda: self._core.timers(now))
             self._carry_out()
-            due = self._core.next_deadline()
-        return due
+        return deadlines.first
 
     def close(self) -> None:
         self._link.close()
@@ -123,8 +122,10 @@ class NodeDaemon:
         now = time.monotonic()
         plan = self._core.switch(switch, now)
         applied_ns, readings = self._runner.signal(plan)
-        self._core.applied(switch, plan, applied_ns, readings, now)
-        self._carry_out()
+        core = self._core
+        core.applied(switch, plan, applied_ns, readings, now)
+        if core.outbox or core.orders:  # a report, now and then
+            self._carry_out()
 
     def _receive_all(self) -> None:
         for message in self._link.messages():

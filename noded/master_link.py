@@ -49,6 +49,8 @@ class MasterLink:
         self._relay = NodeRelay.open(context, settings.spool(), self._keys,
                                      settings.peer_host if settings.peer_transport == "tcp" else None) \
             if settings.relay else None
+        # where the nodes homed here send to; None: it offers no relay
+        self.relay_pull: zmq.Socket[bytes] | None = None if self._relay is None else self._relay.pull
         self._poller = poller
         for socket in self.sockets:
             poller.register(socket, zmq.POLLIN)
@@ -60,11 +62,6 @@ class MasterLink:
         if self._relay is None:
             return self.dealer, self.sub
         return self.dealer, self.sub, self._relay.pull
-
-    @property
-    def relay_pull(self) -> zmq.Socket[bytes] | None:
-        """The socket the nodes homed here send to; None: it offers no relay."""
-        return None if self._relay is None else self._relay.pull
 
     @property
     def relay_endpoints(self) -> RelayEndpoints | None:

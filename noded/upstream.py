@@ -16,23 +16,19 @@ class Upstream:
     def __init__(self) -> None:
         self.via: str | None = None  # the relay; None: the master
         self.left: str | None = None  # the relay left for silence, until the next welcome
-        self._heard = 0.0  # monotonic
+        self.heard_at = 0.0  # monotonic: when the last switch came
         self._silence_s = 0.0
 
     def welcomed(self, welcome: NodeWelcome, now: float) -> None:
         self.via, self.left = welcome.via, None
         self._silence_s = max(2 * welcome.quantum_ms / 1000, welcome.heartbeat_ms / 1000)
-        self._heard = now
-
-    def heard(self, now: float) -> None:
-        """A switch came."""
-        self._heard = now
+        self.heard_at = now
 
     def lost_at(self) -> float | None:
         """When the relay is taken for lost if no switch comes before; None: homed at the master."""
-        return None if self.via is None else self._heard + self._silence_s
+        return None if self.via is None else self.heard_at + self._silence_s
 
     def leave(self, now: float) -> None:
         log.warning("no switch through relay %s for %.1f s: registering with the master again",
-                    self.via, now - self._heard)
+                    self.via, now - self.heard_at)
         self.left, self.via = self.via, None

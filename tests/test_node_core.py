@@ -88,13 +88,13 @@ def sent(core: NodeCore) -> list[tuple[Route, type]]:
 
 def test_a_node_says_hello_at_once_and_heartbeats_at_the_masters_period_once_welcomed():
     core = make_core()
-    assert core.next_deadline() == 0.0
+    assert core.deadlines.first == 0.0
     core.timers(0.0)
     (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and isinstance(hello, NodeHello) and hello.incarnation == "first"
     core.message(welcome(), 0.1)
     # the master counts silence from its welcome, at its period: the hello's next, due sooner, stands
-    assert core.next_deadline() == 0.5
+    assert core.deadlines.first == 0.5
     core.timers(0.5)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]
     core.timers(1.4)
@@ -136,7 +136,7 @@ def test_accounts_go_every_report_every_quanta_and_after_the_report_delay():
         switch(core, quantum, rows=[0], now=quantum * 0.1, report_every=3)
     assert sent(core) == []
     switch(core, 3, rows=[0], now=0.3, report_every=3)
-    assert sent(core) == [] and math.isclose(core.next_deadline(), 0.305)  # after the others switched
+    assert sent(core) == [] and math.isclose(core.deadlines.first, 0.305)  # after the others switched
     core.timers(0.305)
     (route, report), = taken(core.outbox)
     assert route is Route.REPORTS and [account.quantum for account in report.accounts] == [1, 2, 3]
@@ -152,9 +152,9 @@ def test_a_report_batch_across_a_relays_loss_loses_no_held_account_and_the_hello
     assert sent(core) == [(Route.REPORTS, Heartbeat)]
     # no switch through the relay for two quanta or a heartbeat period (1 s): it is taken for lost;
     # its timer, set at the welcome, finds the switches since and waits for the silence after the last
-    assert core.next_deadline() == 1.0
+    assert core.deadlines.first == 1.0
     core.timers(1.0)
-    assert sent(core) == [] and math.isclose(core.next_deadline(), 1.2)
+    assert sent(core) == [] and math.isclose(core.deadlines.first, 1.2)
     core.timers(1.2)
     (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and isinstance(hello, NodeHello)
@@ -179,7 +179,7 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
     assert sent(core) == [(Route.REPORTS, Heartbeat)]
     # the restarted master does not know this node
     core.message(ErrorReply(code=ErrorCode.UNKNOWN_NODE, reason="register first"), 2.45)
-    assert not core.registered and core.next_deadline() == 2.45
+    assert not core.registered and core.deadlines.first == 2.45
     core.timers(2.45)
     (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
@@ -222,7 +222,7 @@ def test_a_killed_job_gets_sigterm_then_sigkill_after_the_grace_and_keeps_runnin
     core.message(KillTask(job_id=7, reason="cancelled again"), 1.1)
     assert taken(core.orders) == [Terminate((7, 0))]  # once
     assert switch(core, 1, rows=[1], now=1.2) == ([], [(8, 0)])  # an ending task is not stopped
-    assert core.next_deadline() <= 1.0 + GRACE_S
+    assert core.deadlines.first <= 1.0 + GRACE_S
     core.timers(1.0 + GRACE_S)
     assert Kill((7, 0)) in taken(core.orders)
 
