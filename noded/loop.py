@@ -119,10 +119,9 @@ class NodeDaemon:
             self._apply(switch)
 
     def _apply(self, switch: SlotSwitch) -> None:
-        now = time.monotonic()
-        plan = self._core.switch(switch, now)
+        core, now = self._core, time.monotonic()
+        plan = core.switch(switch, now)
         applied_ns, readings = self._runner.signal(plan)
-        core = self._core
         core.applied(switch, plan, applied_ns, readings, now)
         if core.outbox or core.orders:  # a report, now and then
             self._carry_out()
