@@ -208,17 +208,18 @@ class NodeCore:
     def timers(self, now: float) -> None:
         """Whatever of the timers is due at ``now``."""
         deadlines = self.deadlines
-        if deadlines.pop_due(Timer.REPORT, now):
+        due = deadlines.take_due(now)
+        if Timer.REPORT in due:
             self._send_report(now)
-        if deadlines.pop_due(Timer.LOOK, now):
+        if Timer.LOOK in due:
             looking, self._to_look = self._to_look, set()
             # a process found now may have started another before its stop signal came: the task
             # is looked at again until a look finds nothing new, after the next switch if need be
             self.orders.extend(Look(key, LOOKS_PER_WAKE) for key in looking if key in self.tasks)
-        for key in [key for key in self.tasks if deadlines.pop_due(key, now)]:
+        for key in [key for key, task in self.tasks.items() if task.ending and key in due]:
             self.orders.append(Kill(key))
             deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
-        if deadlines.pop_due(Timer.RELAY, now):
+        if Timer.RELAY in due:
             lost_at = self._upstream.lost_at()
             if lost_at is not None and now < lost_at:  # a switch came since it was set
                 deadlines.set(Timer.RELAY, lost_at)
@@ -226,7 +227,9 @@ class NodeCore:
                 self._upstream.leave(now)
                 self.registered = False
                 deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
-        if deadlines.pop_due(Timer.HEARTBEAT, now):
+        # taken as due, or made due by a relay lost just above; not one a report just pushed on
+        heartbeat = deadlines.get(Timer.HEARTBEAT)
+        if heartbeat is None or heartbeat <= now:
             deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
             self.orders.append(Sweep(frozenset(self.tasks)))
             if self.registered:

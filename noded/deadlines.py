@@ -6,7 +6,7 @@ loop asks one question, when the next falls due, instead of keeping a field for 
 """
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Set
 
 
 class Deadlines:
@@ -31,10 +31,12 @@ class Deadlines:
     def get(self, name: Hashable) -> float | None:
         return self._at.get(name)
 
-    def pop_due(self, name: Hashable, now: float) -> bool:
-        """Whether ``name`` is due at ``now``; a due one is cleared, to be set again if wanted."""
-        at = self._at.get(name)
-        if at is None or at > now:
-            return False
-        self.clear(name)
-        return True
+    def take_due(self, now: float) -> Set[Hashable]:
+        """The names due at ``now``, each cleared, to be set again if wanted: one call a wake-up, on
+        a core whose caches the jobs keep cold."""
+        due = {name for name, at in self._at.items() if at <= now}
+        if due:
+            for name in due:
+                del self._at[name]
+            self.first = min(self._at.values(), default=math.inf)
+        return due

@@ -146,7 +146,10 @@ class NodeDaemon:
                 if isinstance(order, Connect):
                     self._link.connect(order.welcome)
                 else:
-                    survive(log, f"carrying out {type(order).__name__}", lambda: self._runner.carry_out(order))
+                    try:  # each alone, as survive() does, without a closure for each on the switch path
+                        self._runner.carry_out(order)
+                    except Exception:
+                        log.exception("carrying out %s failed; the daemon goes on", type(order).__name__)
 
     def _hello(self) -> NodeHello:
         """What this node says of itself in every hello; the core adds its tasks and exits."""
