@@ -115,8 +115,6 @@ class NodeCore:
             ErrorReply: self._error,
         }
 
-    # ------------------------------------------------------------ what the loop reads
-
     # ------------------------------------------------------------ events
 
     def message(self, message: Message, now: float) -> None:

@@ -22,14 +22,6 @@ class TaskState:
     checkpointing: bool = False
 
     @property
-    def job_id(self) -> int:
-        return self.key[0]
-
-    @property
-    def rank(self) -> int:
-        return self.key[1]
-
-    @property
     def leaving(self) -> bool:
         """Ending or migrating: it runs, whatever the switches say, until it exits."""
         return self.ending or self.checkpointing
