@@ -27,7 +27,7 @@ from gangsched.bench.epoll_poller import EpollPoller, SendNotingContext
 from gangsched.daemon.realtime import freeze_start_up_objects
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.loop import NodeDaemon, poll_ms
-from gangsched.noded.pmi import LineReader
+from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
 from gangsched.protocol.records import TaskSpec
 
@@ -44,7 +44,6 @@ class EmulatedTask:
         self.uid = os.getuid()
         self.failure: str | None = None
         self.pmi: socket.socket | None = None  # no MPI here
-        self.pmi_lines: LineReader | None = None
         self._cpu_from_ns: int | None = time.monotonic_ns() if runnable else None
         self._cpu_ns = 0
         self._progress = 0
@@ -113,7 +112,7 @@ class EmulatedHost:
         self.daemon: NodeDaemon | None = None
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
-               cores: set[int] | None) -> EmulatedTask:
+               cores: set[int] | None, wiring: TaskWiring | None) -> EmulatedTask:
         task = EmulatedTask(spec, runnable)
         assert self.daemon is not None
         self._owners[task.pidfd] = self.daemon

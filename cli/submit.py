@@ -18,7 +18,8 @@ from gangsched.cli import job_script
 from gangsched.cli.connect import with_master
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
-from gangsched.protocol.records import JobInfo, JobSpec, JobState, MpiKind
+from gangsched.protocol.messages import NodeList
+from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind
 
 # long enough for a master to restart: its tries carry one token, so a retry never makes a second job
 SUBMIT_RETRY_S = 30.0
@@ -33,8 +34,9 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
               help="spread the tasks over exactly this many nodes [as few as they fit on]")
 @click.option("--ntasks-per-node", "tasks_per_node", type=click.IntRange(min=1), default=None,
               help="at most this many tasks on each node")
-@click.option("--mpi", type=click.Choice([kind.value for kind in MpiKind]), default=MpiKind.NONE.value,
-              show_default=True, help="pmi1: serve each task the simple PMI-1 wire protocol (MPICH, mpi4py)")
+@click.option("--mpi", type=click.Choice([*(kind.value for kind in MpiKind), "list"]), default=None,
+              help="the process-manager interface the tasks speak: pmi1 (MPICH, mpi4py), pmi2 (Intel MPI with "
+              "a PMI-2 library), pmix (Open MPI), none; list: what this cluster serves [the master's --mpi-default]")
 @click.option("-J", "--name", default=None, help="job name [the command's name]")
 @click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
 @click.option("-t", "--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -80,6 +82,9 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
 def submit(client: MasterClient, command: tuple[str, ...], **options: Any) -> None:
     """Submit a job: `gang submit -n 4 -- ./prog args`, `gang submit job.sh` (its #GANG lines
     are options) or `gang submit -n 4 --synthetic io`."""
+    if options["mpi"] == "list":
+        click.echo(mpi_served(client.node_list()))
+        return
     if command and job_script.is_script(command[0]):
         options = _with_directives(click.get_current_context(), Path(command[0]), options)
         if not os.access(command[0], os.X_OK):
@@ -118,6 +123,19 @@ def submit(client: MasterClient, command: tuple[str, ...], **options: Any) -> No
             click.echo(f"job {info.job_id} {info.state.value}" + (f": {info.reason}" if info.reason else ""),
                        err=options["follow"])
     raise SystemExit(_exit_code(worst.state, worst.exit_code))
+
+
+def mpi_served(listing: NodeList) -> str:
+    """What ``--mpi list`` prints: each interface, on how many of the nodes, and the default."""
+    lines = [f"{'MPI':<6} {'NODES':<7} NOTE"]
+    nodes = listing.nodes
+    for kind in MpiKind:
+        serving = len(nodes) if kind is MpiKind.NONE else sum(kind in node.mpi for node in nodes)
+        note = "the default (--mpi-default)" if kind is listing.mpi_default else ""
+        if kind is not MpiKind.NONE and serving == 0 and nodes:
+            note = UNSERVED_HINTS.get(kind, "no node serves it")
+        lines.append(f"{kind.value:<6} {f'{serving}/{len(nodes)}':<7} {note}".rstrip())
+    return "\n".join(lines)
 
 
 def _with_directives(ctx: click.Context, script: Path, options: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +194,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             tasks=options["tasks"] or (nodes or 1) * (tasks_per_node or 1),
             nodes=nodes,
             tasks_per_node=tasks_per_node,
-            mpi=MpiKind(options["mpi"]),
+            mpi=MpiKind(options["mpi"]) if options["mpi"] else None,
             argv=argv,
             cwd=cwd,
             env=env,

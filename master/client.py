@@ -17,6 +17,8 @@ from gangsched.protocol.messages import (
     MatrixQuery,
     MatrixView,
     Message,
+    NodeList,
+    NodeQuery,
     SetUser,
     StatsQuery,
     Submit,
@@ -88,6 +90,10 @@ class MasterClient(MasterConnection):
             return [NodeInfo.model_validate(node) for node in self.node_maps()]
         except ValueError as error:  # pydantic's ValidationError
             raise self.malformed(f"a node that is no NodeInfo: {error}") from None
+
+    def node_list(self) -> NodeList:
+        """The nodes with all the master says of them, and its --mpi-default (``nodes`` reads only the nodes)."""
+        return self.request(NodeQuery(), NodeList)
 
     def matrix(self) -> MatrixView:
         return self.request(MatrixQuery(), MatrixView)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from gangsched.master.scheduling import Processor
 from gangsched.policy.predictor import UtilizationPredictor
+from gangsched.protocol.messages import PmiFence
 from gangsched.protocol.records import JobInfo, JobSpec, JobState
 
 _RATE_WINDOW_S = 10.0
@@ -45,7 +46,7 @@ class Job:
     ending: JobState | None = None  # the final state decided while tasks still exit
     ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
     migration: Migration | None = None
-    fences: dict[int, dict[str, dict[str, str]]] = field(default_factory=dict)  # PMI epoch -> node -> its puts
+    fences: dict[int, dict[str, PmiFence]] = field(default_factory=dict)  # PMI epoch -> node -> its fence
     migration_s: list[float] = field(default_factory=list)
     util_pct: float | None = None
     cpu_ns: int = 0

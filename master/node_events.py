@@ -143,14 +143,16 @@ class NodeEvents:
         if job is None or job.state is not JobState.RUNNING or fence.node not in job.node_names:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
         entered = job.fences.setdefault(fence.epoch, {})
-        entered[fence.node] = fence.kvs
-        nodes = set(job.node_names)
-        if set(entered) < nodes:
+        entered[fence.node] = fence
+        nodes = list(dict.fromkeys(job.node_names))  # in the job's node order
+        if len(entered) < len(nodes):
             return None
-        merged = {key: value for kvs in entered.values() for key, value in kvs.items()}
         del job.fences[fence.epoch]
+        done = PmiFenceDone(job_id=job.job_id, epoch=fence.epoch,
+                            kvs={key: value for node in nodes for key, value in entered[node].kvs.items()},
+                            data=b"".join(entered[node].data for node in nodes))
         for node in sorted(nodes):
-            self._outbox.append((node, PmiFenceDone(job_id=job.job_id, epoch=fence.epoch, kvs=merged)))
+            self._outbox.append((node, done))
         return None
 
     def node(self, name: str) -> Node | None:

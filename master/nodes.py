@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from gangsched.protocol.messages import NodeHello
-from gangsched.protocol.records import NodeInfo, NodeState, PeerEndpoint
+from gangsched.protocol.records import MpiKind, NodeInfo, NodeState, PeerEndpoint
 
 
 @dataclass
@@ -18,6 +18,7 @@ class Node:
     incarnation: str = ""  # of the daemon that said hello: another one has none of its tasks
     util_pct: float | None = None  # its tasks' CPU over the last quantum reported, of its CPU share
     via: str | None = None  # the relay its messages come through; None: straight to the master
+    mpi: tuple[MpiKind, ...] = ()  # the process-manager interfaces it serves
 
 
 class NodeRegistry:
@@ -26,7 +27,7 @@ class NodeRegistry:
 
     def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
         node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now,
-                    hello.incarnation, via=via)
+                    hello.incarnation, via=via, mpi=tuple(hello.mpi))
         self._nodes[hello.node] = node
         return node
 
@@ -89,6 +90,10 @@ class NodeRegistry:
     def names(self) -> list[str]:
         return sorted(self._nodes)
 
+    def serving(self, kind: MpiKind) -> list[str]:
+        """The nodes that said hello and serve the process-manager interface ``kind``."""
+        return [name for name, node in sorted(self._nodes.items()) if node.peer is not None and kind in node.mpi]
+
     def count(self) -> int:
         return len(self._nodes)
 
@@ -104,6 +109,7 @@ class NodeRegistry:
                 seen_ago_s=now - node.last_seen,
                 util_pct=node.util_pct,
                 via=node.via,
+                mpi=list(node.mpi),
             )
             for node in sorted(self._nodes.values(), key=lambda node: node.name)
         ]

@@ -8,7 +8,7 @@ from gangsched.master.job_record import Job
 from gangsched.master.scheduling import Processor
 from gangsched.protocol import task_environment
 from gangsched.protocol.messages import LaunchTask
-from gangsched.protocol.records import JobSpec, TaskSpec
+from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
 
 
 @dataclass
@@ -74,6 +74,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
              checkpoint_dir: Path | None, restore: bool) -> list[tuple[str, LaunchTask]]:
     """The launch of each task of ``job`` on ``processors``, by node."""
     ranks_per_node = block([processor.node for processor in processors])
+    nodes = list(dict.fromkeys(processor.node for processor in processors)) if job.spec.mpi is MpiKind.PMIX else []
     environment, output = array_parts(job.spec)
     return [(processor.node, LaunchTask(task=TaskSpec(
         job_id=job.job_id,
@@ -82,7 +83,8 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         user=job.spec.user,
         processor=processor.number,
         block=ranks_per_node,
-        mpi=job.spec.mpi,
+        nodes=nodes,
+        mpi=job.spec.mpi or MpiKind.NONE,
         kvsname=kvsname,
         rendezvous=meet.master,
         argv=job.spec.argv,

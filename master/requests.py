@@ -26,7 +26,7 @@ from gangsched.protocol.messages import (
     Submitted,
     UserList,
 )
-from gangsched.protocol.records import JobSpec, JobState
+from gangsched.protocol.records import UNSERVED_HINTS, JobSpec, JobState, MpiKind
 
 log = logging.getLogger("gangsched.master")
 
@@ -36,8 +36,9 @@ _FINISHED_SHOWN = 200
 class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix, users."""
 
-    def __init__(self, store: JobStore, clock: Clock, nodes: NodeRegistry, lifecycle: JobLifecycle,
-                 rotation: SlotRotation) -> None:
+    def __init__(self, mpi_default: MpiKind, store: JobStore, clock: Clock, nodes: NodeRegistry,
+                 lifecycle: JobLifecycle, rotation: SlotRotation) -> None:
+        self._mpi_default = mpi_default
         self._store = store
         self._clock = clock
         self._nodes = nodes
@@ -46,6 +47,8 @@ class ClientRequests:
 
     def submit(self, message: Submit) -> Submitted | ErrorReply:
         spec = message.spec
+        if spec.mpi is None:  # Slurm's MpiDefault: the job names its interface from now on
+            spec = spec.model_copy(update={"mpi": self._mpi_default})
         count = len(message.array or [None])
         if message.token is not None:
             earlier = self._store.job_of_token(spec.user, message.token)
@@ -73,13 +76,20 @@ class ClientRequests:
         """Why a job can never run, if it cannot: wider than the cluster, or depending on what cannot be."""
         if spec.array_job_id is not None or spec.array_index is not None:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="a job's array fields are the master's to set")
-        cluster = Topology.of(self._nodes.processors())
         # while the nodes of a restarted master come back, a job waits for them instead
-        if self._clock.monotonic() >= self._lifecycle.rejoin_until and \
-                not cluster.fits((1 << cluster.width) - 1, Shape.of(spec)):
+        if self._clock.monotonic() < self._lifecycle.rejoin_until:
+            return self._dependency_refusal(spec)
+        cluster = Topology.of(self._nodes.processors())
+        if not cluster.fits((1 << cluster.width) - 1, Shape.of(spec)):
             reason = f"needs {describe_shape(spec)}, " \
                 f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
+        if spec.mpi not in (None, MpiKind.NONE) and not self._nodes.serving(spec.mpi):
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no node serves --mpi {spec.mpi}: "
+                              f"{UNSERVED_HINTS.get(spec.mpi, 'see gang submit --mpi list')}")
+        return self._dependency_refusal(spec)
+
+    def _dependency_refusal(self, spec: JobSpec) -> ErrorReply | None:
         found = dependencies(spec, self._lifecycle.state_of)
         if found.unknown is not None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no job {found.unknown} to depend on")
@@ -129,7 +139,7 @@ class ClientRequests:
             for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
                 jobs_by_node.setdefault(node, []).append(job.job_id)
         return NodeList(nodes=self._nodes.info(jobs_by_node, self._rotation.processors_in_turn(),
-                                               self._clock.monotonic()))
+                                               self._clock.monotonic()), mpi_default=self._mpi_default)
 
     def query_matrix(self) -> MatrixView:
         return self._rotation.matrix_view()

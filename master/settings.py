@@ -10,6 +10,7 @@ from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.quantum import Pairing
 from gangsched.policy.slack_settings import SlackSettings
+from gangsched.protocol.records import MpiKind
 
 
 class MasterSettings(BaseSettings):
@@ -42,6 +43,10 @@ class MasterSettings(BaseSettings):
     relay_fanout: int = Field(
         32, ge=0, le=1024, description="nodes homed at the master, and at each relay, beyond which nodes relay "
         "switches and node messages for others (docs/architecture.md, 'Relays'); 0: every node is homed at the master"
+    )
+    mpi_default: MpiKind = Field(
+        MpiKind.NONE, description="the process-manager interface of a job that names none (Slurm's MpiDefault): "
+        f"{', '.join(kind.value for kind in MpiKind)}"
     )
     rejoin_s: float = Field(
         10.0, gt=0, description="after a restart, how long the nodes of running jobs have to say hello again"

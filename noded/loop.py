@@ -54,8 +54,9 @@ class NodeDaemon:
         self._context = context or zmq_context(priority if realtime else None)
         self._poller = poller or zmq.Poller()
         self._link = MasterLink(settings, self._context, self._poller)
+        # the runner first: the hello names the process-manager interfaces it serves
+        self._runner = TaskRunner(settings, self._host, self._poller, lambda: self._core)
         self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks)
-        self._runner = TaskRunner(settings, self._host, self._poller, self._core)
 
     @property
     def sockets(self) -> tuple[zmq.Socket[bytes], ...]:
@@ -92,8 +93,8 @@ class NodeDaemon:
         if link.relay_pull is not None and link.relay_pull in ready:
             survive(log, "relaying node messages", link.relay_messages)
         if len(ready) > 1 or link.sub not in ready:  # most wake-ups are a switch's alone
-            for task in runner.pmi.ready(ready):
-                survive(log, f"job {task.job_id} rank {task.rank}'s PMI", lambda: runner.pmi.readable(task))
+            for handler in runner.process_managers.handlers(ready):
+                survive(log, "serving MPI tasks", handler)
                 self._carry_out()
             for task in runner.exits(ready):
                 survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: runner.exited(task))
@@ -159,7 +160,8 @@ class NodeDaemon:
         peer = PeerEndpoint(transport="ipc", host=str(settings.spool()), ports=ports) \
             if settings.peer_transport == "ipc" else PeerEndpoint(transport="tcp", host=settings.peer_host, ports=ports)
         return NodeHello(node=self.name, cpus=settings.cpus, processors=settings.processors, pid=os.getpid(),
-                         incarnation=uuid.uuid4().hex, peer=peer, relay=self._link.relay_endpoints)
+                         incarnation=uuid.uuid4().hex, peer=peer, relay=self._link.relay_endpoints,
+                         mpi=self._runner.process_managers.served)
 
 
 def poll_ms(due: float) -> int:

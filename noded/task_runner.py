@@ -4,19 +4,21 @@ The core (noded/core.py) knows its tasks by (job id, rank); this module holds
 the real ones under the same keys (processes under containment, or `gang bench
 scale`'s emulated tasks: noded/task_host.py), signals what a switch's plan
 says, reads the clocks of those that ran, starts, ends and looks at them as
-ordered, and reaps them when their pidfd says they exited. An MPI task's PMI
-socket is served by ``PmiService`` (noded/pmi_service.py), whose barriers go
-to the master through the core and whose failures end the task through it.
+ordered, and reaps them when their pidfd says they exited. An MPI task is
+served by its job's process-manager interface (noded/process_managers/), whose
+fences go to the master through the core and whose failures end the task
+through it.
 """
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import zmq
 
 from gangsched.noded.core import NodeCore
-from gangsched.noded.pmi_service import PmiService
+from gangsched.noded.process_managers.interface import ProcessManagerUnavailable
+from gangsched.noded.process_managers.served import ProcessManagers
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.switching import SwitchPlan
 from gangsched.noded.task_host import NodeTask, TaskHost
@@ -28,17 +30,24 @@ log = logging.getLogger("gangsched.noded")
 
 
 class TaskRunner:
-    def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller, core: NodeCore) -> None:
+    def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller,
+                 core: Callable[[], NodeCore]) -> None:
+        """``core``: the node's core, once made (its hello names what ``process_managers`` serve)."""
         self._settings = settings
         self._name = settings.name
         self._spools = (settings.spool(), settings.user_spool_dir)
         self._processor_cores = settings.processor_cores()
         self._host = host
         self._poller = poller
-        self._core = core
+        self._the_core = core
         self.tasks: dict[TaskKey, NodeTask] = {}
         self._by_pidfd: dict[int, NodeTask] = {}
-        self.pmi = PmiService(self._name, poller, self.tasks, core.fence, self._fail)
+        self.process_managers = ProcessManagers(settings, poller, self.tasks, lambda fence: core().fence(fence),
+                                                self._fail)
+
+    @property
+    def _core(self) -> NodeCore:
+        return self._the_core()
 
     def exits(self, ready: Iterable[object]) -> list[NodeTask]:
         """The tasks whose pidfds are among a poll's ready ``fds``: they exited."""
@@ -66,7 +75,7 @@ class TaskRunner:
                 self._launch(spec, runnable)
             case Terminate(key):
                 task = self.tasks[key]
-                self.pmi.ending(task)
+                self.process_managers.ending(task)
                 task.terminate()
             case Kill(key):
                 self.tasks[key].kill()
@@ -82,7 +91,7 @@ class TaskRunner:
             case Sweep(live):
                 self._host.sweep(set(live))
             case FenceDone(message):
-                self.pmi.fence_done(message)
+                self.process_managers.fence_done(message)
             case _:
                 raise ValueError(f"not an order for tasks: {order}")
 
@@ -96,7 +105,7 @@ class TaskRunner:
         returncode = task.reap()
         self._host.ended(task)
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
-        error = self.pmi.exited(task, returncode, task.failure)
+        error = self.process_managers.exited(task, returncode, task.failure)
         self._core.exited((task.job_id, task.rank), returncode, error, cpu_ns, progress, time.monotonic())
 
     def wait_for_all(self, grace_s: float) -> None:
@@ -119,23 +128,28 @@ class TaskRunner:
     def _launch(self, spec: TaskSpec, runnable: bool) -> None:
         key = (spec.job_id, spec.rank)
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
+        wiring = None
         try:
-            task = self._host.launch(spec, self._name, self._spools, runnable, cores)
-        except (OSError, ValueError, LaunchError) as error:
-            log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
-            self._core.not_started(key, f"could not start: {error}", time.monotonic())
-            return
+            wiring = self.process_managers.prepare(spec)
+            task = self._host.launch(spec, self._name, self._spools, runnable, cores, wiring)
         except Exception as error:  # a job that never starts must not stay RUNNING for ever
-            log.exception("job %d rank %d: launching failed", spec.job_id, spec.rank)
-            self._core.not_started(key, f"could not start: internal error of node {self._name}: "
-                                   f"{type(error).__name__}: {error}", time.monotonic())
+            if wiring is not None:
+                wiring.close()
+                self.process_managers.abandon(spec)
+            if isinstance(error, (OSError, ValueError, LaunchError, ProcessManagerUnavailable)):
+                log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
+                reason = f"could not start: {error}"
+            else:
+                log.exception("job %d rank %d: launching failed", spec.job_id, spec.rank)
+                reason = f"could not start: internal error of node {self._name}: {type(error).__name__}: {error}"
+            self._core.not_started(key, reason, time.monotonic())
             return
         self._core.launched(key, runnable, time.monotonic_ns())
         self.tasks[key] = task
         self._by_pidfd[task.pidfd] = task
         self._poller.register(task.pidfd, zmq.POLLIN)
-        if task.pmi is not None:
-            self.pmi.attach(task, spec)
+        if wiring is not None:
+            self.process_managers.attach(task, spec)
         log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
 
     def _fail(self, task: NodeTask) -> None:

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gangsched.noded.containment import Containment, TaskGroup
-from gangsched.noded.pmi import LineReader
+from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
-from gangsched.protocol.records import MpiKind, TaskSpec
+from gangsched.protocol.records import TaskSpec
 
 PROGRESS_BYTES = 8
 _LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -55,7 +55,6 @@ class Task:
     uid: int  # the user it runs as
     cpu_ns: int = 0  # CPU time at the last reading
     pmi: socket.socket | None = None  # the daemon's end of the task's PMI_FD
-    pmi_lines: LineReader | None = None
     failure: str | None = None  # why the task failed, when it is not its exit status that says so
 
     @property
@@ -138,16 +137,17 @@ class Task:
 
 def launch(
     spec: TaskSpec, node: str, spools: tuple[Path, Path], containment: Containment, runnable: bool,
-    cpus: set[int] | None,
+    cpus: set[int] | None, wiring: TaskWiring | None = None,
 ) -> Task:
     """Start the task, stopped unless ``runnable``, as its user where the daemon may change user.
 
     The daemon runs at real-time priority with SCHED_RESET_ON_FORK, so the
-    kernel starts the task at normal priority. An MPI task gets one end of a
-    socket pair as PMI_FD. ``spools``: the node's own spool, and the folder of
+    kernel starts the task at normal priority. An MPI task gets what its
+    process manager prepared (``wiring``): variables, and one end of a socket
+    pair as PMI_FD. ``spools``: the node's own spool, and the folder of
     other users' spools.
     """
-    account = _account(spec.user, node)
+    account = task_account(spec.user, node)
     folder = spools[0] if account is None else _user_folder(spools[1] / node, account.pw_name, account)
     stem = f"job-{spec.job_id}.{spec.rank}"
     progress_path = folder / f"{stem}.progress"
@@ -159,10 +159,9 @@ def launch(
     environment = _environment(spec, node, progress_path, containment.session, account)
     output = str(folder / f"{stem}.out") if spec.output is None else \
         spec.output.replace("%j", str(spec.job_id)).replace("%t", str(spec.rank))
-    ours, theirs = socket.socketpair() if spec.mpi is MpiKind.PMI1 else (None, None)
-    if theirs is not None:
-        environment.update(PMI_FD=str(theirs.fileno()), PMI_RANK=str(spec.rank),
-                           PMI_SIZE=str(spec.size), PMI_SPAWNED="0")
+    wiring = wiring or TaskWiring()
+    ours, theirs = wiring.ours, wiring.passed
+    environment.update(wiring.environment)
     group = containment.group(spec.job_id, spec.rank)
     launch_spec = {
         "argv": spec.argv, "env": environment, "cwd": spec.cwd or str(folder), "fallback_cwd": str(folder),
@@ -194,8 +193,6 @@ def launch(
             theirs.close()
     group.adopt(process.pid)
     containment.started(group)
-    if ours is not None:
-        ours.setblocking(False)
     task = Task(
         job_id=spec.job_id,
         rank=spec.rank,
@@ -207,7 +204,6 @@ def launch(
         progress_fd=os.open(progress_path, os.O_RDONLY),
         uid=os.getuid() if account is None else account.pw_uid,
         pmi=ours,
-        pmi_lines=None if ours is None else LineReader(),
     )
     if not runnable:
         task.stop()
@@ -225,7 +221,7 @@ def place_in_block(spec: TaskSpec) -> tuple[int, int, int]:
     raise ValueError(f"rank {spec.rank} is beyond the job's layout {spec.block}")
 
 
-def _account(user: str, node: str) -> pwd.struct_passwd | None:
+def task_account(user: str, node: str) -> pwd.struct_passwd | None:
     """The account a root daemon runs ``user``'s task as; None: the daemon's own (it runs as that user,
     or is not root and cannot change user)."""
     if os.geteuid() != 0 or user == "root":

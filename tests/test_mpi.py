@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gangsched.jobs.mpi_programs import build, mpi_tool
-from gangsched.noded.shared_memory import SHM
+from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import task_processes, wait_until
+from tests.conftest import ended, task_output, task_processes, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 
@@ -32,16 +32,6 @@ def python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def ended(cluster, job_id: int, timeout_s: float = 30):
-    return wait_until(lambda: next((info for info in cluster.client.jobs([job_id]) if info.state.is_final), None),
-                      timeout_s, f"job {job_id} to end")
-
-
-def output(cluster, job_id: int, node: str, rank: int) -> str:
-    path = cluster.home / "nodes" / node / f"job-{job_id}.{rank}.out"
-    return path.read_text() if path.exists() else ""
-
-
 def shared_memory() -> set[str]:
     return {path.name for path in SHM.iterdir()}
 
@@ -52,7 +42,7 @@ def test_a_c_program_gives_the_result_it_gives_under_mpiexec(start_cluster, allr
     info = ended(cluster, job)
     assert info.state is JobState.COMPLETED, info.reason
     assert info.node_names == ["node1", "node1", "node2", "node2"] and info.processors == [0, 1, 0, 1]
-    ours = re.search(r"result=(\d+)", output(cluster, job, "node1", 0))
+    ours = re.search(r"result=(\d+)", task_output(cluster, job, "node1", 0))
     reference = subprocess.run([mpi_tool("mpiexec"), "-n", "4", str(allreduce), "--iterations", str(ITERATIONS),
                                 "--grain-ms", "0"], capture_output=True, text=True, timeout=60)
     theirs = re.search(r"result=(\d+)", reference.stdout)
@@ -69,7 +59,7 @@ def test_mpi4py_ranks_on_four_nodes_talk_over_tcp(start_cluster):
     info = ended(cluster, job)
     assert info.state is JobState.COMPLETED, info.reason
     assert info.node_names == ["node1", "node2", "node3", "node4"]
-    rank, size, total, local_rank, port = output(cluster, job, "node3", 2).split()
+    rank, size, total, local_rank, port = task_output(cluster, job, "node3", 2).split()
     assert (rank, size, total, local_rank) == ("2", "4", "10", "0") and int(port) > 0
 
 
@@ -97,7 +87,7 @@ def test_a_cancelled_job_leaves_no_shared_memory(start_cluster):
     before = shared_memory()
     job = cluster.client.submit(mpi_job(python("import time; from mpi4py import MPI; MPI.COMM_WORLD.Barrier(); "
                                                "print('in', flush=True); time.sleep(60)"), 4))
-    wait_until(lambda: "in" in output(cluster, job, "node2", 3), 30, "the ranks past MPI_Init")
+    wait_until(lambda: "in" in task_output(cluster, job, "node2", 3), 30, "the ranks past MPI_Init")
     assert shared_memory() > before  # MPICH's segments, one per node
     cluster.client.cancel(job, getpass.getuser())
     ended(cluster, job)
@@ -124,7 +114,7 @@ def test_a_barrier_of_a_stopped_gang_waits_for_its_turn(start_cluster, allreduce
     for job in jobs:
         info = ended(cluster, job, 60)
         assert info.state is JobState.COMPLETED, info.reason
-        assert f"result={300 * 3}" in output(cluster, job, "node1", 0)
+        assert f"result={300 * 3}" in task_output(cluster, job, "node1", 0)
 
 
 def test_local_coordination_runs_every_placed_task_at_once(start_cluster):

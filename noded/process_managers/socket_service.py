@@ -1,0 +1,156 @@
+"""PMI-1 and PMI-2 as a node daemon serves them: the daemon's end of each MPI task's ``PMI_FD``.
+
+Each job with ranks here has a wire job (``Pmi1Job`` or ``Pmi2Job``, plain code
+over bytes) that answers its ranks; this module moves the bytes. Input that is
+not the protocol, a reply a task does not read, or a PMI failure (abort, a rank
+gone while others wait) fails the job through the task named: the daemon ends
+it and its exit carries the reason. A fence of a job on several nodes leaves as
+a ``PmiFence`` for the master, and its ``PmiFenceDone`` comes back here. MPICH
+and Intel MPI leave shared memory in /dev/shm that only ``MPI_Finalize``
+removes; what the tasks map is noted, and removed when the job's last task here
+is gone.
+"""
+
+import logging
+import socket
+from collections.abc import Sequence
+from typing import Protocol
+
+from gangsched.noded.process_managers.fences import Outcome
+from gangsched.noded.process_managers.interface import NodeServices, exit_failure
+from gangsched.noded.process_managers.wiring import TaskWiring
+from gangsched.noded.process_managers.shared_memory import JobSharedMemory
+from gangsched.noded.task_host import NodeTask
+from gangsched.noded.tasks import place_in_block
+from gangsched.protocol.messages import PmiFence, PmiFenceDone
+from gangsched.protocol.records import TaskSpec
+
+log = logging.getLogger("gangsched.noded")
+RECEIVE_BYTES = 65536
+
+
+class WireJob(Protocol):
+    job_id: int
+    initialized: set[int]  # ranks that spoke the protocol's init
+    finalized: set[int]
+
+    def received(self, rank: int, data: bytes) -> list[Outcome]: ...
+    def fence_done(self, epoch: int, kvs: dict[str, str]) -> Outcome: ...
+
+
+class WireJobType(Protocol):
+    def __call__(self, job_id: int, size: int, block: Sequence[int], node_index: int,
+                 kvsname: str = "") -> WireJob: ...
+
+
+class SocketService:
+    """One wire protocol (``job_type``) served on ``PMI_FD`` to every task of the jobs that ask for it."""
+
+    def __init__(self, job_type: WireJobType, name: str, variables: dict[str, str], node: NodeServices) -> None:
+        """``name``: the protocol's, for reasons; ``variables``: set for each task besides the PMI ones."""
+        self._job_type = job_type
+        self._name = name
+        self._variables = variables
+        self._node = node
+        self._jobs: dict[int, WireJob] = {}
+        self._ended: set[tuple[int, int]] = set()  # tasks the daemon ends: they are not to finalize
+        self._shared_memory = JobSharedMemory()
+
+    def prepare(self, spec: TaskSpec) -> TaskWiring:
+        ours, passed = socket.socketpair()
+        environment = dict(self._variables, PMI_FD=str(passed.fileno()), PMI_RANK=str(spec.rank),
+                           PMI_SIZE=str(spec.size), PMI_SPAWNED="0", PMI_JOBID=spec.kvsname or f"gang-{spec.job_id}")
+        return TaskWiring(environment, ours, passed)
+
+    def attach(self, task: NodeTask, spec: TaskSpec) -> None:
+        assert task.pmi is not None
+        if spec.job_id not in self._jobs:
+            index, _, _ = place_in_block(spec)
+            self._jobs[spec.job_id] = self._job_type(spec.job_id, spec.size, spec.block or [spec.size], index,
+                                                     spec.kvsname)
+        task.pmi.setblocking(False)
+        self._node.watch(task.pmi.fileno(), lambda: self._readable(task))
+
+    def abandon(self, spec: TaskSpec) -> None:
+        if not any(other.job_id == spec.job_id for other in self._node.tasks.values()):
+            self._jobs.pop(spec.job_id, None)  # none of its tasks here ever ran: none left shared memory
+
+    def fence_done(self, message: PmiFenceDone) -> None:
+        job = self._jobs.get(message.job_id)
+        if job is not None:
+            self._outcome(job, job.fence_done(message.epoch, message.kvs))
+
+    def ending(self, task: NodeTask) -> None:
+        if task.job_id in self._jobs:
+            self._ended.add((task.job_id, task.rank))
+            self._shared_memory.note(task.job_id, task.pids())
+
+    def exited(self, task: NodeTask, returncode: int, error: str | None) -> str | None:
+        self._close(task)
+        job = self._jobs.get(task.job_id)
+        if job is None:
+            return error
+        key = (task.job_id, task.rank)
+        ended = key in self._ended
+        self._ended.discard(key)
+        error = error or exit_failure(self._name, returncode, ended, task.rank in job.initialized,
+                                      task.rank in job.finalized)
+        if not any(other.job_id == task.job_id for other in self._node.tasks.values()):
+            del self._jobs[task.job_id]
+            for name in self._shared_memory.release(task.job_id, task.uid):
+                log.info("job %d left /dev/shm/%s: removed", task.job_id, name)
+        return error
+
+    def close(self) -> None:
+        self._jobs.clear()
+
+    def _readable(self, task: NodeTask) -> None:
+        if task.pmi is None:
+            return
+        try:
+            data = task.pmi.recv(RECEIVE_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the task closed its end: it exited, or is done with PMI
+            self._close(task)
+            return
+        job = self._jobs[task.job_id]
+        self._shared_memory.note(task.job_id, task.pids())  # a crash later leaves it in /dev/shm
+        for outcome in job.received(task.rank, data):
+            if task.pmi is None:  # failed on an earlier command: the rest is not read
+                return
+            self._outcome(job, outcome)
+
+    def _close(self, task: NodeTask) -> None:
+        if task.pmi is not None:
+            self._node.unwatch(task.pmi.fileno())
+            task.close_pmi()
+
+    def _outcome(self, job: WireJob, outcome: Outcome) -> None:
+        for reply in outcome.replies:
+            task = self._node.tasks.get((job.job_id, reply.rank))
+            if task is None or task.pmi is None:
+                continue
+            try:
+                sent = task.pmi.send(reply.line)
+            except (BlockingIOError, OSError):
+                sent = -1
+            if sent != len(reply.line):  # replies are a few hundred bytes: only a task that never reads
+                self._failed(task, f"does not read its {self._name} replies")
+        if outcome.fence is not None:
+            fence = outcome.fence
+            self._node.send_fence(PmiFence(node=self._node.node, job_id=job.job_id, epoch=fence.epoch,
+                                           kvs=fence.kvs))
+        if outcome.failure is not None:
+            failed = self._node.tasks.get((job.job_id, outcome.failure.rank))
+            if failed is not None:
+                self._failed(failed, outcome.failure.reason)
+
+    def _failed(self, task: NodeTask, reason: str) -> None:
+        """Fail the job through this task: it is ended, and its exit carries ``reason``."""
+        log.warning("job %d rank %d %s", task.job_id, task.rank, reason)
+        task.failure = task.failure or reason
+        self._close(task)
+        self._node.fail(task)
