@@ -53,6 +53,13 @@ def _test_machine_state() -> Iterator[None]:
         subprocess.run(["userdel", name], check=False)
 
 
+def install_debian_package(package: str) -> None:
+    """Install Debian's ``package`` (the tests run as root in CI, and install what they need)."""
+    subprocess.run(["apt-get", "update", "-qq"], check=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, capture_output=True,
+                   env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+
+
 def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> object:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

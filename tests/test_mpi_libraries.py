@@ -13,7 +13,7 @@ from gangsched.jobs.mpi_programs import build
 from gangsched.noded.process_managers.served import pmi2_variables
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import ended, task_output, task_processes, wait_until
+from tests.conftest import ended, install_debian_package, task_output, task_processes, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 
@@ -124,10 +124,18 @@ def intelmpi() -> MpiEnvironment:
     return ensure("intelmpi")
 
 
+@pytest.fixture(scope="module")
+def pmi2_library() -> str:
+    """Debian's PMI-2 client library (Slurm's), which Intel MPI loads to speak PMI-2."""
+    if "I_MPI_PMI_LIBRARY" not in pmi2_variables(None):
+        install_debian_package("libpmi2-0")
+    library = pmi2_variables(None).get("I_MPI_PMI_LIBRARY")
+    assert library is not None, "libpmi2-0 brought no libpmi2.so.0"
+    return library
+
+
 @pytest.mark.parametrize("mpi", [MpiKind.PMI1, MpiKind.PMI2])
-def test_an_intel_mpi_job_runs_under_pmi1_and_pmi2(start_cluster, intelmpi, tmp_path, mpi):
-    if mpi is MpiKind.PMI2 and "I_MPI_PMI_LIBRARY" not in pmi2_variables(None):
-        pytest.fail("Intel MPI speaks PMI-2 only through a client library: apt-get install libpmi2-0")
+def test_an_intel_mpi_job_runs_under_pmi1_and_pmi2(start_cluster, intelmpi, pmi2_library, tmp_path, mpi):
     cluster = start_cluster(nodes=1, processors_per_node=2)
     allreduce = intelmpi.build("allreduce", tmp_path)
     # Intel MPI on one node: its shared-memory fabric only (its TCP fabric does not start here: docs/mpi.md)
@@ -139,10 +147,9 @@ def test_an_intel_mpi_job_runs_under_pmi1_and_pmi2(start_cluster, intelmpi, tmp_
     assert f"result={ITERATIONS * (1 + 2)}" in task_output(cluster, job_id, "node1", 0)
 
 
-def test_a_pmi2_client_library_fences_across_nodes_and_shares_node_attributes(start_cluster):
+def test_a_pmi2_client_library_fences_across_nodes_and_shares_node_attributes(start_cluster, pmi2_library):
     """Debian's libpmi2 (Slurm's PMI-2 client, which Intel MPI loads) against the nodes' PMI-2 servers."""
-    library = pmi2_variables(None).get("I_MPI_PMI_LIBRARY")
-    assert library, "no PMI-2 client library: apt-get install libpmi2-0"
+    library = pmi2_library
     cluster = start_cluster(nodes=2, processors_per_node=2)
     job_id = cluster.client.submit(job(["/usr/bin/python3", str(PMI2_RANK), library], 4, mpi=MpiKind.PMI2))
     info = ended(cluster, job_id)

@@ -28,7 +28,7 @@ from gangsched.master.client import MasterClient, RequestRefused
 from gangsched.protocol.errors import ErrorCode
 from gangsched.web.watch import IDLE_PERIOD_S, ClusterWatch
 
-from .conftest import wait_until
+from .conftest import install_debian_package, wait_until
 
 pytestmark = pytest.mark.live
 
@@ -45,9 +45,7 @@ def debian_tool(command: str, package: str) -> str:
     """The path of ``command``, installing Debian's ``package`` first where it is missing."""
     found = shutil.which(command)
     if found is None:
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, capture_output=True,
-                       env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        install_debian_package(package)
         found = shutil.which(command)
     assert found is not None, f"{package} did not bring {command}"
     return found
