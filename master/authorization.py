@@ -22,6 +22,8 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeQuery,
     PmiFence,
+    PmixModexReply,
+    PmixModexRequest,
     QuantumReport,
     SetUser,
     StatsQuery,
@@ -34,11 +36,12 @@ from gangsched.protocol.messages import (
 # what the web view may ask: it shows, it never changes
 READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery)
 NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
+FROM_PROCESS_MANAGERS = (PmiFence, PmixModexRequest, PmixModexReply)  # what a node's MPI interfaces send
 
 
 def sender_refusal(message: Message, user: str | None) -> ErrorReply | None:
     """Why the key's ``user`` (None: no keys) may not send a message on the ROUTER, if it may not."""
-    if user is not None and isinstance(message, (NodeHello, PmiFence)) and user != NODE_USER:
+    if user is not None and isinstance(message, (NodeHello, *FROM_PROCESS_MANAGERS)) and user != NODE_USER:
         reason = f"{user}'s key is a user's: only a node's key registers a node or takes part in PMI"
         return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason)
     return None
@@ -57,10 +60,11 @@ def as_sender(message: Message, user: str | None) -> Message:
     return message
 
 
-def fence_refusal(identity: bytes, fence: PmiFence) -> ErrorReply | None:
-    """Why a node may not enter ``fence``, if it may not: every node's routing id is its name."""
-    if identity != fence.node.encode():
-        return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {fence.node} speaks for itself")
+def node_refusal(identity: bytes, message: PmiFence | PmixModexRequest | PmixModexReply) -> ErrorReply | None:
+    """Why a node may not send what a process manager of ``message.node`` sends, if it may not: every
+    node's routing id is its name, and a node speaks only for itself."""
+    if identity != message.node.encode():
+        return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {message.node} speaks for itself")
     return None
 
 

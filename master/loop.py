@@ -37,7 +37,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.master.authorization import (
     as_sender,
-    fence_refusal,
+    node_refusal,
     is_node_report,
     sender_refusal,
     viewer_refusal,
@@ -60,6 +60,8 @@ from gangsched.protocol.messages import (
     NodeHello,
     NodeQuery,
     PmiFence,
+    PmixModexReply,
+    PmixModexRequest,
     QuantumReport,
     SetUser,
     Submit,
@@ -126,7 +128,9 @@ class MasterDaemon:
         }
         self._handlers: dict[type, Handler] = {
             NodeHello: nodes.hello,
-            PmiFence: lambda identity, m: fence_refusal(identity, m) or nodes.pmi_fence(m),
+            PmiFence: lambda identity, m: node_refusal(identity, m) or nodes.pmi_fence(m),
+            PmixModexRequest: lambda identity, m: node_refusal(identity, m) or nodes.pmix_modex_request(m),
+            PmixModexReply: lambda identity, m: node_refusal(identity, m) or nodes.pmix_modex_reply(m),
             Submit: lambda _, m: clients.submit(m),
             Cancel: lambda _, m: clients.cancel(m),
             JobQuery: lambda _, m: clients.query_jobs(m),

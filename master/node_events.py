@@ -25,6 +25,8 @@ from gangsched.protocol.messages import (
     NodeWelcome,
     PmiFence,
     PmiFenceDone,
+    PmixModexReply,
+    PmixModexRequest,
     QuantumReport,
     TaskExit,
 )
@@ -139,8 +141,8 @@ class NodeEvents:
 
     def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
         """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put."""
-        job = self._lifecycle.jobs.get(fence.job_id)
-        if job is None or job.state is not JobState.RUNNING or fence.node not in job.node_names:
+        job = self._running_on(fence.job_id, fence.node)
+        if job is None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
         entered = job.fences.setdefault(fence.epoch, {})
         entered[fence.node] = fence
@@ -154,6 +156,28 @@ class NodeEvents:
         for node in sorted(nodes):
             self._outbox.append((node, done))
         return None
+
+    def pmix_modex_request(self, request: PmixModexRequest) -> ErrorReply | None:
+        """A node's PMIx library asks for a rank's data: the rank's node is asked."""
+        job = self._running_on(request.job_id, request.node)
+        if job is None or request.rank >= len(job.node_names):
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {request.rank} of a running job "
+                              f"{request.job_id} on {request.node}")
+        self._outbox.append((job.node_names[request.rank], request))
+        return None
+
+    def pmix_modex_reply(self, reply: PmixModexReply) -> ErrorReply | None:
+        """A rank's node answers a direct-modex request: the node that asked gets the data."""
+        job = self._running_on(reply.job_id, reply.asker)
+        if job is None or reply.rank >= len(job.node_names) or job.node_names[reply.rank] != reply.node:
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {reply.rank} of a running job "
+                              f"{reply.job_id} on {reply.node}")
+        self._outbox.append((reply.asker, reply))
+        return None
+
+    def _running_on(self, job_id: int, node: str) -> Job | None:
+        job = self._lifecycle.jobs.get(job_id)
+        return job if job is not None and job.state is JobState.RUNNING and node in job.node_names else None
 
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)

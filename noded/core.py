@@ -26,7 +26,6 @@ from gangsched.noded.switching import ColumnSwitcher, SwitchPlan, samples
 from gangsched.noded.task_states import (
     Checkpoint,
     Connect,
-    FenceDone,
     Kill,
     Launch,
     Look,
@@ -35,6 +34,7 @@ from gangsched.noded.task_states import (
     TaskKey,
     TaskState,
     Terminate,
+    ToProcessManager,
 )
 from gangsched.noded.upstream import Upstream
 from gangsched.protocol.errors import ErrorCode
@@ -52,6 +52,8 @@ from gangsched.protocol.messages import (
     NodeWelcome,
     PmiFence,
     PmiFenceDone,
+    PmixModexReply,
+    PmixModexRequest,
     QuantumAccount,
     QuantumReport,
     SlotSwitch,
@@ -112,6 +114,8 @@ class NodeCore:
             CheckpointTask: self._checkpoint,
             ExitAck: self._exit_acknowledged,
             PmiFenceDone: self._fence_done,
+            PmixModexRequest: lambda message, _: self.orders.append(ToProcessManager(message)),
+            PmixModexReply: lambda message, _: self.orders.append(ToProcessManager(message)),
             ErrorReply: self._error,
         }
 
@@ -198,10 +202,13 @@ class NodeCore:
         """Every look of a ``Look`` found new processes: the task is looked at again after the next switch."""
         self._to_look.add(key)
 
-    def fence(self, fence: PmiFence) -> None:
-        """A job's ranks here entered a PMI barrier: the master gathers it across the job's nodes."""
-        self._fences[fence.job_id] = fence
-        self.outbox.append((Route.MASTER, fence))
+    def from_process_manager(self, message: PmiFence | PmixModexRequest | PmixModexReply) -> None:
+        """A process-manager interface sends the master this: a fence of a job's ranks here, which the
+        master gathers across the job's nodes (kept, and sent again with each welcome until answered),
+        or a direct-modex request or reply, which it passes on to the node concerned."""
+        if isinstance(message, PmiFence):
+            self._fences[message.job_id] = message
+        self.outbox.append((Route.MASTER, message))
 
     def timers(self, now: float) -> None:
         """Whatever of the timers is due at ``now``."""
@@ -285,7 +292,7 @@ class NodeCore:
         fence = self._fences.get(message.job_id)
         if fence is not None and fence.epoch == message.epoch:
             del self._fences[message.job_id]
-        self.orders.append(FenceDone(message))
+        self.orders.append(ToProcessManager(message))
 
     def _error(self, error: ErrorReply, now: float) -> None:
         if error.code is ErrorCode.UNKNOWN_NODE:

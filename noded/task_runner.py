@@ -22,7 +22,17 @@ from gangsched.noded.process_managers.served import ProcessManagers
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.switching import SwitchPlan
 from gangsched.noded.task_host import NodeTask, TaskHost
-from gangsched.noded.task_states import Checkpoint, FenceDone, Kill, Launch, Look, Order, Sweep, TaskKey, Terminate
+from gangsched.noded.task_states import (
+    Checkpoint,
+    Kill,
+    Launch,
+    Look,
+    Order,
+    Sweep,
+    TaskKey,
+    Terminate,
+    ToProcessManager,
+)
 from gangsched.noded.tasks import LaunchError
 from gangsched.protocol.records import TaskSpec
 
@@ -42,8 +52,8 @@ class TaskRunner:
         self._the_core = core
         self.tasks: dict[TaskKey, NodeTask] = {}
         self._by_pidfd: dict[int, NodeTask] = {}
-        self.process_managers = ProcessManagers(settings, poller, self.tasks, lambda fence: core().fence(fence),
-                                                self._fail)
+        self.process_managers = ProcessManagers(settings, poller, self.tasks,
+                                                lambda message: core().from_process_manager(message), self._fail)
 
     @property
     def _core(self) -> NodeCore:
@@ -90,8 +100,8 @@ class TaskRunner:
                     self._core.still_forking(key)
             case Sweep(live):
                 self._host.sweep(set(live))
-            case FenceDone(message):
-                self.process_managers.fence_done(message)
+            case ToProcessManager(message):
+                self.process_managers.received(message)
             case _:
                 raise ValueError(f"not an order for tasks: {order}")
 

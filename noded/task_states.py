@@ -7,7 +7,7 @@ carries out the orders. An order names a task by its key, never by a process.
 
 from dataclasses import dataclass
 
-from gangsched.protocol.messages import NodeWelcome, PmiFenceDone
+from gangsched.protocol.messages import NodeWelcome, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import TaskSpec
 
 TaskKey = tuple[int, int]  # (job id, rank)
@@ -73,11 +73,15 @@ class Connect:
     welcome: NodeWelcome
 
 
+ProcessManagerMessage = PmiFenceDone | PmixModexRequest | PmixModexReply
+
+
 @dataclass(frozen=True, slots=True)
-class FenceDone:
-    """Hand the master's answer to a PMI barrier to the job's ranks."""
+class ToProcessManager:
+    """Hand a job's process-manager interface what the master sent for it: a fence's answer, or a
+    direct-modex request or reply."""
 
-    message: PmiFenceDone
+    message: ProcessManagerMessage
 
 
-Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | Connect | FenceDone
+Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | Connect | ToProcessManager

@@ -5,7 +5,9 @@ Three conversations share these models:
 * node daemon <-> master, over the node's DEALER and the master's ROUTER:
   ``NodeHello`` / ``NodeWelcome``, ``LaunchTask``, ``KillTask``,
   ``CheckpointTask``, ``NodeColumn``, ``ExitAck``, ``PmiFence`` / ``PmiFenceDone`` (an MPI
-  job's key-value space, exchanged at each PMI barrier) and ``ErrorReply``;
+  job's key-value space, exchanged at each PMI barrier), ``PmixModexRequest`` /
+  ``PmixModexReply`` (a rank's PMIx data, asked of its node through the master) and
+  ``ErrorReply``;
 * node daemon -> master, over PUSH/PULL: ``QuantumReport``, ``Heartbeat`` and
   ``TaskExit``, in the order the node sent them;
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum (the rows
@@ -147,6 +149,30 @@ class PmiFenceDone(WireModel):
     epoch: int
     kvs: dict[str, str]
     data: bytes = b""  # every node's ``data``, concatenated in the job's node order
+
+
+class PmixModexRequest(WireModel):
+    """A node's PMIx library asks for ``rank``'s data (direct modex); the master passes it to the rank's node,
+    which answers with a ``PmixModexReply``. ``request`` is the asking node's number for it."""
+
+    type: Literal["pmix_modex_request"] = "pmix_modex_request"
+    node: str  # the asking node
+    job_id: int
+    rank: int = Field(ge=0)
+    request: int
+
+
+class PmixModexReply(WireModel):
+    """The data of ``rank``, from its node, for the node that asked; the master passes it on."""
+
+    type: Literal["pmix_modex_reply"] = "pmix_modex_reply"
+    node: str  # the rank's node, which answers
+    asker: str
+    job_id: int
+    rank: int = Field(ge=0)
+    request: int
+    status: int  # the library's (0: found)
+    data: bytes = b""
 
 
 class NodeColumn(WireModel):
@@ -382,6 +408,8 @@ Message = Annotated[
     | CheckpointTask
     | PmiFence
     | PmiFenceDone
+    | PmixModexRequest
+    | PmixModexReply
     | TaskExit
     | ExitAck
     | NodeColumn

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.master.accounts import OVER_QUOTA, Account
+from gangsched.master.authorization import node_refusal
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
@@ -20,13 +21,17 @@ from gangsched.protocol.messages import (
     LaunchTask,
     NodeColumn,
     NodeHello,
+    PmiFence,
+    PmiFenceDone,
+    PmixModexReply,
+    PmixModexRequest,
     QuantumAccount,
     QuantumReport,
     SetUser,
     Submit,
     TaskExit,
 )
-from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint, TaskRef, TaskSample
+from gangsched.protocol.records import JobSpec, JobState, MpiKind, PeerEndpoint, TaskRef, TaskSample
 
 SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=2,
                           state_dir=Path("/nonexistent"))
@@ -62,9 +67,10 @@ def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: Master
     return core
 
 
-def hello(core: MasterCore, node: str, tasks: list[TaskRef] = (), incarnation: str = "first") -> None:
+def hello(core: MasterCore, node: str, tasks: list[TaskRef] = (), incarnation: str = "first",
+          mpi: tuple[MpiKind, ...] = ()) -> None:
     core.node_events.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
-                                        peer=PeerEndpoint(transport="ipc", host="/tmp")))
+                                        peer=PeerEndpoint(transport="ipc", host="/tmp"), mpi=list(mpi)))
 
 
 def submit(core: MasterCore, nodes: int = 4, requeue: bool = False) -> int:
@@ -330,3 +336,38 @@ def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependen
         core2.node_events.task_exit(TaskExit(node=node, job_id=first, rank=rank, returncode=0))
     assert {m.task.job_id for _, m in sent(core2, LaunchTask)} == {dependent}
     assert infos(core2, [dependent])[0].state is JobState.RUNNING
+
+
+def test_pmix_fences_concatenate_every_nodes_blob_and_modex_requests_go_to_the_ranks_node(tmp_path, clock):
+    core = make_core(tmp_path, clock, nodes=2)
+    for node in ("n1", "n2"):  # nodes that serve PMIx
+        hello(core, node, mpi=(MpiKind.PMI1, MpiKind.PMIX))
+    spec = JobSpec(name="j", user="alice", tasks=2, argv=["true"], mpi=MpiKind.PMIX)
+    job = core.clients.submit(Submit(spec=spec)).job_id
+    launches = sent(core, LaunchTask)
+    assert {message.task.nodes[0] for _, message in launches} == {"n1"}  # the node map: the job's nodes
+    assert core.node_events.pmi_fence(PmiFence(node="n2", job_id=job, epoch=0, kvs={}, data=b"\x00two")) is None
+    assert sent(core, PmiFenceDone) == []
+    core.node_events.pmi_fence(PmiFence(node="n1", job_id=job, epoch=0, kvs={}, data=b"one\x00"))
+    done = sent(core, PmiFenceDone)
+    assert [node for node, _ in done] == ["n1", "n2"] and {m.data for _, m in done} == {b"one\x00\x00two"}
+    core.node_events.pmix_modex_request(PmixModexRequest(node="n1", job_id=job, rank=1, request=5))
+    assert [node for node, _ in sent(core, PmixModexRequest)] == ["n2"]
+    core.node_events.pmix_modex_reply(PmixModexReply(node="n2", asker="n1", job_id=job, rank=1, request=5, status=0,
+                                                     data=b"x"))
+    assert [node for node, _ in sent(core, PmixModexReply)] == ["n1"]
+    wrong = core.node_events.pmix_modex_reply(PmixModexReply(node="n1", asker="n2", job_id=job, rank=1, request=5,
+                                                             status=0))
+    assert isinstance(wrong, ErrorReply)  # rank 1 is not n1's
+    assert node_refusal(b"n2", PmixModexRequest(node="n1", job_id=job, rank=0, request=1)).code \
+        is ErrorCode.PERMISSION_DENIED
+
+
+def test_an_interface_no_node_serves_is_refused_and_a_job_naming_none_gets_the_default(tmp_path, clock):
+    core = make_core(tmp_path, clock, settings=SETTINGS.model_copy(update={"mpi_default": MpiKind.PMI1}))
+    refused = core.clients.submit(Submit(spec=JobSpec(name="j", user="u", tasks=1, argv=["true"], mpi=MpiKind.PMIX)))
+    assert isinstance(refused, ErrorReply) and "no node serves --mpi pmix" in refused.reason
+    hello(core, "n1", mpi=(MpiKind.PMI1, MpiKind.PMI2))
+    job = core.clients.submit(Submit(spec=JobSpec(name="j", user="u", tasks=1, argv=["true"]))).job_id
+    (info,) = infos(core, [job])
+    assert info.spec.mpi is MpiKind.PMI1

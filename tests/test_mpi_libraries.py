@@ -62,6 +62,18 @@ def test_an_open_mpi_job_across_nodes_gives_the_result_it_gives_under_mpirun(pmi
     assert info.barriers == ITERATIONS
 
 
+def test_a_direct_modex_request_goes_to_the_ranks_own_node(pmix_cluster, openmpi, tmp_path):
+    """With an asynchronous modex, Open MPI asks for a peer's data when it first needs it: the node
+    asks the master, which asks the rank's node, whose library answers."""
+    cluster = pmix_cluster(nodes=2, processors_per_node=2)
+    allreduce = openmpi.build("allreduce", tmp_path)
+    job_id = cluster.client.submit(job([str(allreduce), "--iterations", "100", "--grain-ms", "0"], 4,
+                                       env={"OMPI_MCA_pmix_base_async_modex": "1"}))
+    info = ended(cluster, job_id)
+    assert info.state is JobState.COMPLETED, info.reason
+    assert f"result={100 * (1 + 2 + 3 + 4)}" in task_output(cluster, job_id, "node1", 0)
+
+
 # a rank that dies makes its peers call PMIx abort (Open MPI's status 14): whichever the master hears of
 # first is the job's reason
 PEER_ABORTED = r"rank \d on node\d called PMIx abort with status 14"
@@ -69,7 +81,7 @@ PEER_ABORTED = r"rank \d on node\d called PMIx abort with status 14"
 
 @pytest.mark.parametrize(("how", "reason"), [
     ("exit", rf"rank 1 on node1 exited with status 3|{PEER_ABORTED}"),
-    ("abort", r"rank 2 on node2 called PMIx abort with status 5"),
+    ("abort", rf"rank 2 on node2 called PMIx abort with status 5|{PEER_ABORTED}"),
     ("kill", rf"rank 3 on node2 exited with signal 9|{PEER_ABORTED}"),
 ])
 def test_a_failing_open_mpi_rank_fails_the_job_and_nothing_is_left(pmix_cluster, openmpi, tmp_path, how, reason):

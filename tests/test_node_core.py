@@ -269,11 +269,11 @@ def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until
     core = registered(make_core())
     launch(core, 7)
     fence = PmiFence(node="n1", job_id=7, epoch=0, kvs={"k": "v"})
-    core.fence(fence)
+    core.from_process_manager(fence)
     assert taken(core.outbox) == [(Route.MASTER, fence)]
     core.message(welcome(), 1.0)  # a restarted master may never have heard of it
     assert taken(core.outbox) == [(Route.MASTER, fence)]
     core.message(PmiFenceDone(job_id=7, epoch=0, kvs={"k": "v"}), 1.1)
-    assert [type(order).__name__ for order in taken(core.orders)] == ["Connect", "FenceDone"]
+    assert [type(order).__name__ for order in taken(core.orders)] == ["Connect", "ToProcessManager"]
     core.message(welcome(), 2.0)
     assert taken(core.outbox) == []

@@ -2,10 +2,10 @@
 
 A ``ProcessManager`` prepares a task's environment and descriptors before it
 starts (``prepare``), serves it once it runs (``attach``, and the descriptors it
-watches), takes the master's answer to a fence across nodes (``fence_done``),
+watches), takes what the master sends for its jobs (``received``: a fence's answer, a direct-modex request or reply),
 hears that a task is being ended or has exited, and cleans up after a job's
 last task here. It reaches the rest of the daemon only through ``NodeServices``:
-the tasks, a fence to send the master, a task to fail, a descriptor to watch.
+the tasks, a message to send the master, a task to fail, a descriptor to watch.
 PMI-1 and PMI-2 (noded/process_managers/pmi1.py, pmi2.py, served on a socket
 by socket_service.py) and PMIx (pmix.py) are the three; a fourth is a new module
 and one line in served.py.
@@ -17,7 +17,8 @@ from typing import Protocol
 
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_host import NodeTask
-from gangsched.protocol.messages import PmiFence, PmiFenceDone
+from gangsched.noded.task_states import ProcessManagerMessage
+from gangsched.protocol.messages import PmiFence, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import TaskSpec
 
 TaskKey = tuple[int, int]  # (job id, rank), as the node's core names tasks
@@ -33,7 +34,7 @@ class NodeServices:
 
     node: str
     tasks: Mapping[TaskKey, NodeTask]
-    send_fence: Callable[[PmiFence], None]  # to the master, which answers every node of the job
+    send: Callable[[PmiFence | PmixModexRequest | PmixModexReply], None]  # to the master, which passes it on
     fail: Callable[[NodeTask], None]  # end a task whose ``failure`` says why (once, however often called)
     watch: Callable[[int, Callable[[], None]], None]  # call this when that descriptor is readable
     unwatch: Callable[[int], None]
@@ -52,7 +53,9 @@ class ProcessManager(Protocol):
         """A task prepared for did not start."""
         ...
 
-    def fence_done(self, message: PmiFenceDone) -> None: ...
+    def received(self, message: ProcessManagerMessage) -> None:
+        """What the master sent for a job of this interface: a fence's answer, a direct-modex request or reply."""
+        ...
 
     def ending(self, task: NodeTask) -> None:
         """The task is being ended: it will not finalize."""

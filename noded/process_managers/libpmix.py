@@ -2,7 +2,7 @@
 
 Only what a node daemon's PMIx service needs: start the server, register a
 job's namespace and its local ranks, write each rank's environment
-(``setup_fork``), complete a fence the library asked
+(``setup_fork``), complete a fence or a direct-modex request the library asked
 the host for, and deregister. The layouts are the PMIx standard's (v4 and v5,
 which agree on them): ``pmix_proc_t`` is a 256-byte namespace and a 32-bit
 rank; info arrays are built with ``PMIx_Info_list_*`` rather than laid out by
@@ -22,6 +22,7 @@ from pathlib import Path
 
 PMIX_SUCCESS = 0
 PMIX_ERR_NOT_SUPPORTED = -47
+PMIX_ERR_NOT_FOUND = -46
 PMIX_ERR_UNREACH = -25
 PMIX_OPERATION_SUCCEEDED = -157
 PMIX_RANK_WILDCARD = 0xFFFFFFFE
@@ -60,6 +61,12 @@ AbortFunction = ctypes.CFUNCTYPE(ctypes.c_int, ProcPointer, ctypes.c_void_p, cty
 # fence_nb: (procs, nprocs, info, ninfo, data, ndata, modex_cbfunc, cbdata)
 FenceFunction = ctypes.CFUNCTYPE(ctypes.c_int, ProcPointer, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
                                  ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)
+
+# direct_modex: (proc, info, ninfo, modex_cbfunc, cbdata)
+DirectModexFunction = ctypes.CFUNCTYPE(ctypes.c_int, ProcPointer, ctypes.c_void_p, ctypes.c_size_t,
+                                       ctypes.c_void_p, ctypes.c_void_p)
+# void (*pmix_dmodex_response_fn_t)(status, char *data, size_t sz, void *cbdata)
+DmodexResponse = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 
 Info = tuple[str, str | int | bool]  # a key and its value: a string, a uint32 or a bool
 
@@ -122,6 +129,7 @@ class Libpmix:
         lib.PMIx_server_deregister_client.argtypes = [ProcPointer, ctypes.c_void_p, ctypes.c_void_p]
         lib.PMIx_server_deregister_client.restype = None
         lib.PMIx_server_setup_fork.argtypes = [ProcPointer, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p))]
+        lib.PMIx_server_dmodex_request.argtypes = [ProcPointer, DmodexResponse, ctypes.c_void_p]
         lib.PMIx_server_finalize.argtypes = []
 
     def error(self, status: int) -> str:
@@ -166,10 +174,15 @@ class Libpmix:
         return variables  # the library's small array is left to it: once per task, a few hundred bytes
 
     def complete_modex(self, callback: int, status: int, data: bytes, cbdata: int, held: HeldBuffers) -> None:
-        """Call a ``pmix_modex_cbfunc_t`` the library gave with a fence."""
+        """Call a ``pmix_modex_cbfunc_t`` the library gave with a fence or a direct-modex request."""
         buffer, number = held.hold(data)
         ModexCallback(callback)(status, ctypes.cast(buffer, ctypes.c_void_p), len(data), cbdata, held.release,
                                 number)
+
+    def dmodex_request(self, nspace: str, rank: int, response: "ctypes._CFunctionType", cbdata: int) -> int:
+        """Ask the library for a local rank's data, for another node (``response`` gets it, on the
+        library's thread); the status of asking."""
+        return int(self._lib.PMIx_server_dmodex_request(ctypes.byref(proc(nspace, rank)), response, cbdata))
 
     def _check(self, call: str, status: int) -> None:
         if status not in (PMIX_SUCCESS, PMIX_OPERATION_SUCCEEDED):

@@ -11,11 +11,14 @@ nodes. Those calls return at once and hand an event to the daemon's loop
 through a queue and an eventfd the loop polls; neither thread ever waits for
 the other. A fence of a job on several nodes goes to the master as PMI-1's
 does, carrying the library's blob for this node, and the master's answer, every
-node's blobs concatenated, completes it. A rank that aborts or exits before
+node's blobs concatenated, completes it. A direct-modex request (a rank's data,
+asked for when first needed) goes through the master to the rank's own node,
+whose library answers. A rank that aborts or exits before
 finalize fails its job; the namespace goes with the job's last task here.
 """
 
 import ctypes
+import itertools
 import logging
 import os
 import queue
@@ -33,7 +36,8 @@ from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_host import NodeTask
 from gangsched.noded.tasks import place_in_block, task_account
-from gangsched.protocol.messages import PmiFence, PmiFenceDone
+from gangsched.noded.task_states import ProcessManagerMessage
+from gangsched.protocol.messages import PmiFence, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import TaskSpec
 
 log = logging.getLogger("gangsched.noded")
@@ -90,7 +94,12 @@ class PmixService:
             libpmix.ClientFunction(self._on_client("finalized")),
             libpmix.AbortFunction(self._on_abort),
             libpmix.FenceFunction(self._on_fence),
+            libpmix.DirectModexFunction(self._on_direct_modex),
         ]
+        self._dmodex_response = libpmix.DmodexResponse(self._on_dmodex_data)
+        self._asked: dict[int, tuple[int, int]] = {}  # our direct-modex requests: number -> callback, cbdata
+        self._answering: dict[int, PmixModexRequest] = {}  # other nodes' requests, asked of the library
+        self._numbers = itertools.count(1)
         self._module = (ctypes.c_void_p * libpmix.MODULE_SLOTS)()
         for slot, function in enumerate(self._functions):
             self._module[slot] = ctypes.cast(function, ctypes.c_void_p)
@@ -144,12 +153,39 @@ class PmixService:
         if job is not None:
             self._forget(job, spec.rank)
 
-    def fence_done(self, message: PmiFenceDone) -> None:
-        job = self._jobs.get(message.job_id)
-        pending = job.fences.pop(message.epoch, None) if job is not None else None
-        if pending is not None:
-            callback, cbdata = pending
-            self._lib.complete_modex(callback, libpmix.PMIX_SUCCESS, message.data, cbdata, self._held)
+    def received(self, message: ProcessManagerMessage) -> None:
+        if isinstance(message, PmiFenceDone):
+            job = self._jobs.get(message.job_id)
+            pending = job.fences.pop(message.epoch, None) if job is not None else None
+            if pending is not None:
+                self._complete(pending, libpmix.PMIX_SUCCESS, message.data)
+        elif isinstance(message, PmixModexRequest):
+            self._answer(message)
+        else:
+            asked = self._asked.pop(message.request, None)
+            if asked is not None:
+                self._complete(asked, message.status, message.data)
+
+    def _complete(self, pending: tuple[int, int], status: int, data: bytes) -> None:
+        callback, cbdata = pending
+        self._lib.complete_modex(callback, status, data, cbdata, self._held)
+
+    def _answer(self, request: PmixModexRequest) -> None:
+        """Another node's library asks for a rank of ours: ours finds its data, now or once it is put."""
+        job = self._jobs.get(request.job_id)
+        status = libpmix.PMIX_ERR_NOT_FOUND
+        if job is not None and request.rank in job.registered:
+            number = next(self._numbers)
+            self._answering[number] = request
+            status = self._lib.dmodex_request(job.nspace, request.rank, self._dmodex_response, number)
+            if status == libpmix.PMIX_SUCCESS:
+                return
+            del self._answering[number]
+        self._reply(request, status, b"")
+
+    def _reply(self, request: PmixModexRequest, status: int, data: bytes) -> None:
+        self._node.send(PmixModexReply(node=self._node.node, asker=request.node, job_id=request.job_id,
+                                       rank=request.rank, request=request.request, status=status, data=data))
 
     def ending(self, task: NodeTask) -> None:
         job = self._jobs.get(task.job_id)
@@ -248,6 +284,21 @@ class PmixService:
         except Exception:
             return libpmix.PMIX_ERR_UNREACH
 
+    def _on_direct_modex(self, proc: "ctypes._Pointer[libpmix.Proc]", _info: int, _ninfo: int, callback: int,
+                         cbdata: int) -> int:
+        try:
+            self._handed(("modex", proc.contents.nspace.decode(), proc.contents.rank, callback, cbdata))
+            return libpmix.PMIX_SUCCESS
+        except Exception:
+            return libpmix.PMIX_ERR_UNREACH
+
+    def _on_dmodex_data(self, status: int, data: int, size: int, number: int) -> None:
+        try:
+            blob = ctypes.string_at(data, size) if data and size else b""
+            self._handed(("modex data", number, status, blob))
+        except Exception:  # never into the library's thread; the asking rank's job fails by its timeout
+            log.exception("taking a rank's PMIx data failed")
+
     def _on_fence(self, procs: "ctypes._Pointer[libpmix.Proc]", count: int, _info: int, _ninfo: int, data: int,
                   size: int, callback: int, cbdata: int) -> int:
         try:
@@ -274,10 +325,25 @@ class PmixService:
                 return
             self._event(*event)
 
-    def _event(self, what: object, nspace: object, *details: object) -> None:
-        job = self._by_nspace.get(str(nspace))
+    def _event(self, what: object, subject: object, *details: object) -> None:
+        if what == "modex data":  # the data another node asked for (``_answer``)
+            request = self._answering.pop(int(str(subject)), None)
+            status, blob = details
+            if request is not None:
+                assert isinstance(status, int) and isinstance(blob, bytes)
+                self._reply(request, status, blob)
+            return
+        job = self._by_nspace.get(str(subject))
         if job is None:
             return  # a job that ended meanwhile
+        if what == "modex":
+            rank, callback, cbdata = details
+            assert isinstance(rank, int) and isinstance(callback, int) and isinstance(cbdata, int)
+            number = next(self._numbers)
+            self._asked[number] = (callback, cbdata)
+            log.debug("job %d asks for rank %d's PMIx data (direct modex, request %d)", job.job_id, rank, number)
+            self._node.send(PmixModexRequest(node=self._node.node, job_id=job.job_id, rank=rank, request=number))
+            return
         if what == "fence":
             blob, callback, cbdata = details
             assert isinstance(blob, bytes) and isinstance(callback, int) and isinstance(cbdata, int)
@@ -301,8 +367,8 @@ class PmixService:
 
     def _fence(self, job: _Job, blob: bytes, callback: int, cbdata: int) -> None:
         if not job.spans_nodes:  # the library completes these itself: answer as it would
-            self._lib.complete_modex(callback, libpmix.PMIX_SUCCESS, blob, cbdata, self._held)
+            self._complete((callback, cbdata), libpmix.PMIX_SUCCESS, blob)
             return
         epoch, job.epoch = job.epoch, job.epoch + 1
         job.fences[epoch] = (callback, cbdata)
-        self._node.send_fence(PmiFence(node=self._node.node, job_id=job.job_id, epoch=epoch, kvs={}, data=blob))
+        self._node.send(PmiFence(node=self._node.node, job_id=job.job_id, epoch=epoch, kvs={}, data=blob))

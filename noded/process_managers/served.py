@@ -28,7 +28,8 @@ from gangsched.noded.process_managers.socket_service import SocketService
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_host import NodeTask
-from gangsched.protocol.messages import PmiFence, PmiFenceDone
+from gangsched.noded.task_states import ProcessManagerMessage
+from gangsched.protocol.messages import PmiFence, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import MpiKind, TaskSpec
 
 log = logging.getLogger("gangsched.noded")
@@ -36,11 +37,12 @@ log = logging.getLogger("gangsched.noded")
 
 class ProcessManagers:
     def __init__(self, settings: NodeSettings, poller: zmq.Poller, tasks: Mapping[TaskKey, NodeTask],
-                 send_fence: Callable[[PmiFence], None], fail: Callable[[NodeTask], None]) -> None:
+                 send: Callable[[PmiFence | PmixModexRequest | PmixModexReply], None],
+                 fail: Callable[[NodeTask], None]) -> None:
         self._poller = poller
         self._handlers: dict[int, Callable[[], None]] = {}
         self._tasks = tasks
-        node = NodeServices(settings.name, tasks, send_fence, fail, self._watch, self._unwatch)
+        node = NodeServices(settings.name, tasks, send, fail, self._watch, self._unwatch)
         self._served: dict[MpiKind, ProcessManager] = {
             MpiKind.PMI1: SocketService(Pmi1Job, "PMI-1", {}, node),
             MpiKind.PMI2: SocketService(Pmi2Job, "PMI-2", pmi2_variables(settings.pmi2_library), node),
@@ -82,10 +84,10 @@ class ProcessManagers:
         """What to call for the descriptors of a poll's ``ready`` that an interface watches."""
         return [self._handlers[fd] for fd in ready if isinstance(fd, int) and fd in self._handlers]
 
-    def fence_done(self, message: PmiFenceDone) -> None:
+    def received(self, message: ProcessManagerMessage) -> None:
         manager = self._jobs.get(message.job_id)
         if manager is not None:
-            manager.fence_done(message)
+            manager.received(message)
 
     def ending(self, task: NodeTask) -> None:
         manager = self._jobs.get(task.job_id)

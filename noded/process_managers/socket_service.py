@@ -21,6 +21,7 @@ from gangsched.noded.process_managers.interface import NodeServices, exit_failur
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.task_host import NodeTask
+from gangsched.noded.task_states import ProcessManagerMessage
 from gangsched.noded.tasks import place_in_block
 from gangsched.protocol.messages import PmiFence, PmiFenceDone
 from gangsched.protocol.records import TaskSpec
@@ -75,9 +76,9 @@ class SocketService:
         if not any(other.job_id == spec.job_id for other in self._node.tasks.values()):
             self._jobs.pop(spec.job_id, None)  # none of its tasks here ever ran: none left shared memory
 
-    def fence_done(self, message: PmiFenceDone) -> None:
+    def received(self, message: ProcessManagerMessage) -> None:
         job = self._jobs.get(message.job_id)
-        if job is not None:
+        if job is not None and isinstance(message, PmiFenceDone):  # nothing else is sent for these jobs
             self._outcome(job, job.fence_done(message.epoch, message.kvs))
 
     def ending(self, task: NodeTask) -> None:
@@ -141,7 +142,7 @@ class SocketService:
                 self._failed(task, f"does not read its {self._name} replies")
         if outcome.fence is not None:
             fence = outcome.fence
-            self._node.send_fence(PmiFence(node=self._node.node, job_id=job.job_id, epoch=fence.epoch,
+            self._node.send(PmiFence(node=self._node.node, job_id=job.job_id, epoch=fence.epoch,
                                            kvs=fence.kvs))
         if outcome.failure is not None:
             failed = self._node.tasks.get((job.job_id, outcome.failure.rank))
