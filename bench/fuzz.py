@@ -123,3 +123,28 @@ def pmi_lines(rng: random.Random, count: int) -> list[bytes]:
     ]
     lines = [makers[rng.randrange(len(makers))]() for _ in range(count - 1)]
     return [line + b"\n" for line in [*lines, b"\xff" + rng.randbytes(10).replace(b"\n", b"")]]
+
+
+PMI2_COMMANDS = [
+    b"cmd=fullinit;pmirank=0;threaded=FALSE;", b"cmd=job-getid;", b"cmd=info-getjobattr;key=PMI_process_mapping;",
+    b"cmd=kvs-put;key=k;value=v;;w;", b"cmd=kvs-get;jobid=KVS;srcid=-1;key=k;", b"cmd=kvs-fence;",
+    b"cmd=info-putnodeattr;key=n;value=v;", b"cmd=info-getnodeattr;key=n;wait=FALSE;",
+]
+
+
+def pmi2_commands(rng: random.Random, count: int) -> list[bytes]:
+    """The PMI-2 init line, then ``count`` commands, each framed by a length: valid ones, mutated
+    ones, random bytes, lengths that lie (too short, too long, not a number); the last is random
+    bytes under a length, so a task that sends them is sure to have spoken malformed PMI-2."""
+    def framed(body: bytes) -> bytes:
+        return f"{len(body):<6}".encode() + body
+
+    makers: list[Callable[[], bytes]] = [
+        lambda: framed(rng.choice(PMI2_COMMANDS)),
+        lambda: framed(mutate_bytes(rng, rng.choice(PMI2_COMMANDS))),
+        lambda: framed(rng.choice(PMI2_COMMANDS) + b"value=" + b"v" * rng.choice([10, 1100, 20000]) + b";"),
+        lambda: mutate_bytes(rng, framed(rng.choice(PMI2_COMMANDS))),
+        lambda: rng.randbytes(rng.randrange(0, 100)),
+    ]
+    commands = [makers[rng.randrange(len(makers))]() for _ in range(count - 1)]
+    return [b"cmd=init pmi_version=2 pmi_subversion=0\n", *commands, framed(b"\xff" + rng.randbytes(10))]

@@ -123,20 +123,23 @@ def fuzz_master(cluster: LocalCluster, socket_name: str, frames_count: int, seed
     return _afterwards(cluster, socket_name, frames_count, time.monotonic() - start)
 
 
-def fuzz_pmi(cluster: LocalCluster, frames_count: int, lines_per_task: int = 50, seed: int = 1) -> FuzzResult:
-    """Jobs of one MPI task per node whose tasks speak fuzzed PMI, ``frames_count`` lines in all."""
+def fuzz_pmi(cluster: LocalCluster, frames_count: int, lines_per_task: int = 50, seed: int = 1,
+             kind: MpiKind = MpiKind.PMI1) -> FuzzResult:
+    """Jobs of one MPI task per node whose tasks speak fuzzed PMI (``kind``: PMI-1 or PMI-2),
+    ``frames_count`` lines or commands in all."""
     state = _state(cluster)
     nodes = state.config.nodes
     jobs = max(1, frames_count // (lines_per_task * nodes))
     start = time.monotonic()
     with cluster.client(state) as client:
         job_ids = [client.submit(JobSpec(
-            name=f"pmi-fuzz-{index}", user=getpass.getuser(), tasks=nodes, mpi=MpiKind.PMI1,
-            argv=[sys.executable, "-m", "gangsched.bench.pmi_fuzz_task", str(seed + index), str(lines_per_task)],
+            name=f"{kind}-fuzz-{index}", user=getpass.getuser(), tasks=nodes, mpi=kind,
+            argv=[sys.executable, "-m", "gangsched.bench.pmi_fuzz_task", str(seed + index), str(lines_per_task),
+                  kind.value],
         )) for index in range(jobs)]
         _wait(lambda: all(job.state.is_final for job in client.jobs(job_ids)), "the PMI fuzz jobs to end")
         ended = client.jobs(job_ids)
-    result = _afterwards(cluster, "pmi", jobs * nodes * lines_per_task, time.monotonic() - start)
+    result = _afterwards(cluster, kind.value, jobs * nodes * lines_per_task, time.monotonic() - start)
     states = Counter(job.state.value for job in ended)
     return replace(result, fuzz_jobs=dict(states), reason=ended[0].reason)
 

@@ -1,8 +1,9 @@
-"""A task that speaks fuzzed PMI: ``python -m gangsched.bench.pmi_fuzz_task SEED LINES``.
+"""A task that speaks fuzzed PMI: ``python -m gangsched.bench.pmi_fuzz_task SEED LINES [pmi1|pmi2]``.
 
-Run as a rank of a job submitted with ``--mpi pmi1``: it writes LINES fuzzed lines
-(see ``fuzz.pmi_lines``) to the socket in PMI_FD at once, then waits until the node
-daemon closes the channel (it failed the job) or 30 s pass.
+Run as a rank of a job submitted with ``--mpi pmi1`` (or ``pmi2``): it writes LINES
+fuzzed lines (see ``fuzz.pmi_lines``; PMI-2: ``fuzz.pmi2_commands``) to the socket in
+PMI_FD at once, then waits until the node daemon closes the channel (it failed the
+job) or 30 s pass.
 """
 
 import os
@@ -10,7 +11,7 @@ import random
 import socket
 import sys
 
-from gangsched.bench.fuzz import pmi_lines
+from gangsched.bench.fuzz import pmi2_commands, pmi_lines
 
 
 def main() -> None:
@@ -19,7 +20,8 @@ def main() -> None:
     channel = socket.socket(fileno=int(os.environ["PMI_FD"]))
     channel.settimeout(30)
     try:
-        channel.sendall(b"".join(pmi_lines(rng, count)))
+        fuzzed = pmi2_commands if sys.argv[3:] == ["pmi2"] else pmi_lines
+        channel.sendall(b"".join(fuzzed(rng, count)))
         while channel.recv(65536):
             pass
     except OSError:  # closed under us, or no answer: either way this task is done

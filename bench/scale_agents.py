@@ -76,6 +76,9 @@ class EmulatedTask:
         taken, self._cpu_ns = self._cpu_ns, 0
         return taken
 
+    def take_waited_ns(self) -> int:
+        return 0  # an emulated task never waits for a core
+
     def read_progress(self) -> int:
         return self._progress
 

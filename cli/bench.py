@@ -131,6 +131,28 @@ def migrate(runs: int, csv_path: Path | None) -> None:
 
 
 @bench.command()
+@click.option("--mpi-library", "libraries", default="mpich,openmpi,intelmpi", show_default=True,
+              help="MPI libraries, comma-separated, each in an environment of its own (docs/mpi.md)")
+@click.option("--jobs", type=click.IntRange(min=1), default=5, show_default=True, help="jobs per shape: the median")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+def startup(libraries: str, jobs: int, csv_path: Path | None) -> None:
+    """MPI start-up: submission until every rank is past MPI_Init, per library, for 4 and 16 ranks."""
+    import tempfile
+
+    from gangsched.bench.mpi_libraries import measure_startup, mpi_library, startup_shapes
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gang-startup-") as folder:
+        for name in libraries.split(","):
+            library = mpi_library(name.strip())
+            binary = library.build("allreduce", Path(folder))
+            for nodes, processors in startup_shapes(library):
+                rows.append(measure_startup(library, binary, nodes, processors, jobs))
+                console.print(f"{library.name}: {nodes * processors} ranks measured")
+    _print_rows(f"MPI start-up, submission to every rank past MPI_Init (median of {jobs})", rows, csv_path)
+
+
+@bench.command()
 @click.option("--flood", "flood_frames", type=click.IntRange(min=1), default=30_000, show_default=True,
               help="junk frames one client sends as fast as it can")
 @click.option("--frames", type=click.IntRange(min=1), default=10_000, show_default=True,
@@ -141,12 +163,13 @@ def migrate(runs: int, csv_path: Path | None) -> None:
 def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **shape: Any) -> None:
     """A flood of junk and fuzzed frames on every socket: the switch's beat, and the cluster after."""
     from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
+    from gangsched.protocol.records import MpiKind
 
     config = cluster_config(**shape)
     with temporary_local_cluster(config) as cluster:
         flooded = flood(cluster, flood_frames, config.quantum_ms, seed)
         fuzzed = [fuzz_master(cluster, "client", frames, seed), fuzz_master(cluster, "report", frames, seed),
-                  fuzz_pmi(cluster, frames, seed=seed)]
+                  fuzz_pmi(cluster, frames, seed=seed), fuzz_pmi(cluster, frames, seed=seed, kind=MpiKind.PMI2)]
     table = Table(title=f"{flooded.frames} junk frames from one client, {config.nodes} nodes, "
                         f"quantum {config.quantum_ms} ms")
     for column in ("seconds", "switches", "longest_gap_ms", "longest_gap_quanta"):
@@ -161,8 +184,8 @@ def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **
         table.add_row(result.socket, str(result.frames), f"{result.seconds:.1f}",
                       ",".join(result.daemons_exited) or "0", str(result.queue_answers), result.new_job.value)
     console.print(table)
-    pmi = fuzzed[-1]
-    console.print(f"the PMI fuzz jobs ended: {pmi.fuzz_jobs}; for example: {pmi.reason}")
+    for pmi in fuzzed[2:]:
+        console.print(f"the {pmi.socket} fuzz jobs ended: {pmi.fuzz_jobs}; for example: {pmi.reason}")
     if csv_path:
         rows: list[dict[str, Any]] = [
             {"socket": "flood", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),

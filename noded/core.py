@@ -134,9 +134,10 @@ class NodeCore:
         self._upstream.heard_at = now  # the relay's timer, when due, sees it: no timer is set at every switch
         return self._switcher.plan(switch, self.tasks.values())
 
-    def applied(self, switch: SlotSwitch, plan: SwitchPlan, applied_ns: int, readings: list[tuple[int, int]],
-                now: float) -> None:
-        """The loop signalled ``plan`` by ``applied_ns`` and read the tasks that ran: (CPU ns, barriers) each."""
+    def applied(self, switch: SlotSwitch, plan: SwitchPlan, applied_ns: int,
+                readings: list[tuple[int, int, int]], now: float) -> None:
+        """The loop signalled ``plan`` by ``applied_ns`` and read the tasks that ran: (CPU ns, run-queue
+        wait, barriers) each."""
         measured = samples(plan, applied_ns, readings)
         # where nodes share cores, what can wait does until the others have had time to apply the switch
         others_applied = now + self._report_delay_s

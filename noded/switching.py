@@ -66,16 +66,17 @@ class ColumnSwitcher:
         return SwitchPlan(stop, resume, ran)
 
 
-def samples(plan: SwitchPlan, applied_ns: int, readings: Iterable[tuple[int, int]]) -> list[TaskSample]:
-    """The samples of the tasks that ran, from their ``readings`` (CPU ns since the last, barriers
-    passed) taken once the switch was applied at ``applied_ns``.
+def samples(plan: SwitchPlan, applied_ns: int, readings: Iterable[tuple[int, int, int]]) -> list[TaskSample]:
+    """The samples of the tasks that ran, from their ``readings`` (CPU ns and run-queue wait since the
+    last, barriers passed) taken once the switch was applied at ``applied_ns``.
 
     A stopped task is not read: what it ran after its stop signal is counted
     in its next runnable quantum.
     """
     found = []
-    for task, (cpu_ns, progress) in zip(plan.ran, readings, strict=True):
-        found.append(TaskSample(task.key[0], task.key[1], cpu_ns, applied_ns - task.runnable_since_ns, progress))
+    for task, (cpu_ns, waited_ns, progress) in zip(plan.ran, readings, strict=True):
+        found.append(TaskSample(task.key[0], task.key[1], cpu_ns, applied_ns - task.runnable_since_ns, progress,
+                                waited_ns))
         task.runnable_since_ns = applied_ns
     for task in plan.resume:
         task.runnable_since_ns = applied_ns

@@ -63,9 +63,10 @@ class TaskRunner:
         """The tasks whose pidfds are among a poll's ready ``fds``: they exited."""
         return [self._by_pidfd[fd] for fd in ready if isinstance(fd, int) and fd in self._by_pidfd]
 
-    def signal(self, plan: SwitchPlan) -> tuple[int, list[tuple[int, int]]]:
+    def signal(self, plan: SwitchPlan) -> tuple[int, list[tuple[int, int, int]]]:
         """Stop, then continue, as ``plan`` says; when that was done (monotonic ns), and what each task
-        that ran used: its CPU ns since the last reading, and (rank 0 only) its barriers."""
+        that ran used: its CPU ns and its run-queue wait since the last reading, and (rank 0 only) its
+        barriers."""
         tasks = self.tasks
         for state in plan.stop:
             tasks[state.key].stop()
@@ -76,7 +77,7 @@ class TaskRunner:
         for state in plan.ran:
             task = tasks[state.key]
             cpu_ns = task.take_cpu_ns()
-            readings.append((cpu_ns, task.read_progress() if state.key[1] == 0 else 0))
+            readings.append((cpu_ns, task.take_waited_ns(), task.read_progress() if state.key[1] == 0 else 0))
         return applied_ns, readings
 
     def carry_out(self, order: Order) -> None:

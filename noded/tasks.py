@@ -55,6 +55,8 @@ class Task:
     uid: int  # the user it runs as
     cpu_ns: int = 0  # CPU time at the last reading
     pmi: socket.socket | None = None  # the daemon's end of the task's PMI_FD
+    schedstat_fd: int = -1  # /proc/PID/schedstat of its first process
+    waited_ns: int = 0  # its run-queue wait at the last reading
     failure: str | None = None  # why the task failed, when it is not its exit status that says so
 
     @property
@@ -82,6 +84,16 @@ class Task:
         """CPU time used since the previous reading."""
         before = self.cpu_ns
         return self.read_cpu_ns() - before
+
+    def take_waited_ns(self) -> int:
+        """How long its first process's main thread waited on a run queue for a core (another process held
+        it) since the previous reading: time it wanted to run, which is not idleness."""
+        try:
+            waited = int(os.pread(self.schedstat_fd, 64, 0).split()[1])
+        except (OSError, IndexError, ValueError):  # gone
+            return 0
+        taken, self.waited_ns = waited - self.waited_ns, waited
+        return max(0, taken)
 
     def read_progress(self) -> int:
         try:
@@ -129,7 +141,7 @@ class Task:
         if reason and self.failure is None:
             self.failure = f"could not start: {reason}"
         self.close_pmi()
-        for fd in (self.pidfd, self.status_fd, self.progress_fd):
+        for fd in (self.pidfd, self.status_fd, self.progress_fd, self.schedstat_fd):
             os.close(fd)
         self.progress_path.unlink(missing_ok=True)
         return returncode
@@ -204,10 +216,12 @@ def launch(
         progress_fd=os.open(progress_path, os.O_RDONLY),
         uid=os.getuid() if account is None else account.pw_uid,
         pmi=ours,
+        schedstat_fd=os.open(f"/proc/{process.pid}/schedstat", os.O_RDONLY),
     )
     if not runnable:
         task.stop()
     task.read_cpu_ns()
+    task.take_waited_ns()
     return task
 
 

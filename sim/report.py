@@ -17,6 +17,7 @@ class ExperimentOptions:
     trace: Path | None = None  # simulated: the KTH trace, for S6
     seeds: int | None = None  # S3: model workloads averaged over [the experiment's default]
     workload: str = "zhang2000"  # S1-S4: the baseline's model (sim/baseline.py)
+    mpi_library: str = "mpich"  # L6: the MPI library its jobs are built with (bench/mpi_libraries.py)
 
 
 @dataclass(frozen=True)

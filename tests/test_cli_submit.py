@@ -142,3 +142,13 @@ def test_times_read_as_sacct_reads_them():
     assert parse_time("2026-01-02T03:04:05") == datetime.datetime(2026, 1, 2, 3, 4, 5).timestamp()
     today = datetime.date.today()
     assert parse_time("9:30") == datetime.datetime.combine(today, datetime.time(9, 30)).timestamp()
+
+
+def test_mpi_list_says_what_the_cluster_serves_and_the_default(gang):
+    listed = gang("submit", "--mpi", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["MPI", "NODES", "NOTE"]
+    served = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert served["none"][:2] == ["2/2", "the"] and served["pmi1"] == ["2/2"] and served["pmi2"] == ["2/2"]
+    assert set(served) == {"none", "pmi1", "pmi2", "pmix"}

@@ -161,18 +161,20 @@ def test_a_job_migrates_between_node_containers_through_the_shared_volume(compos
 
 
 MPI_PROGRAMS = {  # each prints its result on rank 0; 4 ranks, one per node container
-    "c": (["/opt/gang/libexec/allreduce", "--iterations", "200", "--grain-ms", "0"], "result=2000"),
-    "mpi4py": (["python", "-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
-                "print('total=%d' % c.allreduce(c.Get_rank() + 1))"], "total=10"),
+    "c": (MpiKind.PMI1, ["/opt/gang/libexec/allreduce", "--iterations", "200", "--grain-ms", "0"], "result=2000"),
+    "mpi4py": (MpiKind.PMI1, ["python", "-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
+                              "print('total=%d' % c.allreduce(c.Get_rank() + 1))"], "total=10"),
+    "openmpi": (MpiKind.PMIX, ["/opt/gang/libexec/allreduce-openmpi", "--iterations", "200", "--grain-ms", "0"],
+                "result=2000"),
 }
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("program", MPI_PROGRAMS)
 def test_mpi_ranks_in_four_node_containers_talk_over_tcp(compose, program):
-    argv, expected = MPI_PROGRAMS[program]
+    mpi, argv, expected = MPI_PROGRAMS[program]
     job_id = compose.client.submit(JobSpec(name=f"mpi-{program}", user=getpass.getuser(), tasks=4, nodes=4,
-                                           mpi=MpiKind.PMI1, argv=argv, cwd="/"))
+                                           mpi=mpi, argv=argv, cwd="/"))
     info = wait_until(lambda: (job := compose.job(job_id)).state.is_final and job, 60, "the MPI job to end")
     assert info.state is JobState.COMPLETED, info.reason
     assert len(set(info.node_names)) == 4

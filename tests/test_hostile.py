@@ -5,7 +5,7 @@ job ends with a reason. (How long the switch waits under a flood is a figure: `g
 import pytest
 
 from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
-from gangsched.protocol.records import JobState
+from gangsched.protocol.records import JobState, MpiKind
 
 pytestmark = pytest.mark.live
 
@@ -15,10 +15,11 @@ def test_junk_and_fuzzed_frames_on_every_socket_stop_nothing(start_cluster):
     flooded = flood(cluster.local, 3000, quantum_ms=100)
     assert flooded.switches >= 1
     results = [fuzz_master(cluster.local, "client", 1000), fuzz_master(cluster.local, "report", 1000),
-               fuzz_pmi(cluster.local, 200, lines_per_task=20)]
+               fuzz_pmi(cluster.local, 200, lines_per_task=20),
+               fuzz_pmi(cluster.local, 200, lines_per_task=20, kind=MpiKind.PMI2)]
     for result in results:
         assert (result.socket, result.daemons_exited, result.queue_answers, result.new_job) == \
             (result.socket, [], True, JobState.COMPLETED)
-    pmi = results[-1]
-    assert pmi.fuzz_jobs == {"failed": 5}, pmi
-    assert "PMI" in pmi.reason, pmi.reason
+    for pmi in results[2:]:
+        assert pmi.fuzz_jobs == {"failed": 5}, pmi
+        assert "PMI" in pmi.reason, pmi.reason

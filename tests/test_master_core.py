@@ -263,6 +263,14 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 5
     assert core.switch_stats(10).latencies_ns == [1000]
+    # a task that waited for a core another process held wanted it: not idleness, and never over 100 %
+    switch = core.tick()
+    for rank, (node, cpu_ms, waited_ms) in enumerate([("n1", 40, 50), ("n2", 90, 90)]):
+        sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=6,
+                            waited_ns=waited_ms * 10**6)
+        core.node_events.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
+    (info,) = infos(core, [job])
+    assert info.util_pct == pytest.approx((90.0 + 100.0) / 2)
 
 
 def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):

@@ -77,7 +77,7 @@ def switch(core: NodeCore, quantum: int, rows: list[int], now: float, report_eve
     the tasks stopped and continued."""
     message = SlotSwitch(quantum=quantum, sent_ns=0, rows=rows, alternates=[], report_every=report_every)
     plan = core.switch(message, now)
-    core.applied(message, plan, int(now * 1e9), [(cpu_ns, 0) for _ in plan.ran], now)
+    core.applied(message, plan, int(now * 1e9), [(cpu_ns, 0, 0) for _ in plan.ran], now)
     core.timers(now)
     return [task.key for task in plan.stop], [task.key for task in plan.resume]
 

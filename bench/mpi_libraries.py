@@ -1,0 +1,129 @@
+"""How the live MPI experiments and benchmarks run each MPI library, and the start-up benchmark.
+
+MPICH is the one of this installation (the ``[mpi]`` extra), speaking PMI-1;
+Open MPI and Intel MPI live in environments of their own
+(jobs/mpi_environments.py): Open MPI speaks PMIx to the node daemons' embedded
+server (their ``--pmix-library`` is its own ``libpmix.so.2``), Intel MPI PMI-1
+over its shared-memory fabric only (its TCP fabric does not start on this kind
+of machine, even under its own ``mpiexec``: docs/mpi.md).
+
+``gang bench startup`` measures, per library, the time from submission until
+every rank is past ``MPI_Init`` (``jobs/mpi/allreduce.c`` prints when the last
+rank got there), median of a few jobs, for 4 and 16 ranks.
+"""
+
+import getpass
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_cluster
+from gangsched.jobs.mpi_environments import MpiEnvironment, ensure
+from gangsched.jobs.mpi_programs import build, mpi_tool
+from gangsched.master.client import MasterClient
+from gangsched.protocol.records import JobInfo, JobSpec, JobState, MpiKind
+
+LIBRARIES = ("mpich", "openmpi", "intelmpi")
+STARTUP_JOBS = 5
+
+
+@dataclass(frozen=True)
+class MpiLibrary:
+    name: str
+    kind: MpiKind  # what its programs speak under gangsched
+    environment: MpiEnvironment | None  # None: this installation's MPICH
+    tcp: bool  # whether its ranks on several nodes reach each other here
+    no_yield: dict[str, str] | None  # what makes its waits only poll, where it yields by default
+
+    def build(self, program: str, folder: Path) -> Path:
+        if self.environment is None:
+            return build(program, folder)
+        return self.environment.build(program, folder)
+
+    def task_environment(self) -> dict[str, str]:
+        if self.environment is None:
+            return {}
+        if self.name == "intelmpi":  # its shared-memory fabric, the one that starts here
+            return {**self.environment.variables(), "I_MPI_FABRICS": "shm"}
+        return self.environment.variables()
+
+    def cluster_settings(self) -> dict[str, Any]:
+        """What the local clusters of its runs are given: Open MPI's own PMIx library for the nodes."""
+        if self.environment is not None and self.environment.pmix_library is not None:
+            return {"node_pmix_library": str(self.environment.pmix_library)}
+        return {}
+
+    def launcher(self, ranks: int) -> tuple[list[str], dict[str, str]]:
+        """Its own launcher's command for ``ranks`` ranks on this machine, and the variables it needs."""
+        if self.environment is None:
+            return [mpi_tool("mpiexec"), "-n", str(ranks)], {}
+        command = [str(self.environment.bin / "mpiexec"), "-n", str(ranks)]
+        if self.name == "openmpi":  # run as root in CI; more ranks than cores in the start-up runs
+            return [*command, "--oversubscribe"], {"OMPI_ALLOW_RUN_AS_ROOT": "1",
+                                                  "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        return command, self.task_environment()
+
+    def spec(self, binary: Path, tasks: int, iterations: int, grain_ms: float) -> JobSpec:
+        return JobSpec(name=f"allreduce-{grain_ms:g}ms", user=getpass.getuser(), tasks=tasks,
+                       mpi=self.kind, argv=[str(binary), "--iterations", str(iterations), "--grain-ms",
+                                            str(grain_ms)], cwd="/", env=self.task_environment())
+
+
+def mpi_library(name: str) -> MpiLibrary:
+    """``name`` (mpich, openmpi, intelmpi), its environment made where it is not yet."""
+    if name == "mpich":
+        return MpiLibrary("mpich", MpiKind.PMI1, None, tcp=True,
+                          no_yield={"MPIR_CVAR_POLLS_BEFORE_YIELD": "0"})
+    if name == "openmpi":
+        return MpiLibrary("openmpi", MpiKind.PMIX, ensure("openmpi"), tcp=True, no_yield=None)
+    if name == "intelmpi":
+        return MpiLibrary("intelmpi", MpiKind.PMI1, ensure("intelmpi"), tcp=False, no_yield=None)
+    raise ValueError(f"no MPI library {name!r}: one of {', '.join(LIBRARIES)}")
+
+
+def startup_shapes(library: MpiLibrary) -> tuple[tuple[int, int], ...]:
+    """(nodes, processors per node) of its 4- and 16-rank start-ups: on 4 nodes where it talks over TCP,
+    else on one."""
+    return ((4, 1), (4, 4)) if library.tcp else ((1, 4), (1, 16))
+
+
+def measure_startup(library: MpiLibrary, binary: Path, nodes: int, processors: int,
+                    jobs: int = STARTUP_JOBS) -> dict[str, Any]:
+    """Seconds from submission until every rank is past MPI_Init, median of ``jobs`` jobs."""
+    tasks = nodes * processors
+    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=100,
+                           **library.cluster_settings())
+    seconds = []
+    with temporary_cluster(config) as client:
+        for _ in range(jobs):
+            job = client.submit(library.spec(binary, tasks, 1, 0))
+            info = completed(client, job, timeout_s=60)
+            initialized = float(fields(rank0_output(client, info))["initialized_at"])
+            seconds.append(initialized - info.submit_time)
+    return {"library": library.name, "mpi": library.kind.value, "tasks": tasks, "nodes": nodes,
+            "seconds": round(statistics.median(seconds), 3), "longest_s": round(max(seconds), 3)}
+
+
+def completed(client: MasterClient, job: int, timeout_s: float) -> JobInfo:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        (info,) = client.jobs([job])
+        if info.state.is_final:
+            if info.state is not JobState.COMPLETED:
+                raise RuntimeError(f"job {job} ended {info.state}: {info.reason}")
+            return info
+        time.sleep(0.05)
+    raise RuntimeError(f"job {job} did not end within {timeout_s:g} s")
+
+
+def rank0_output(client: MasterClient, info: JobInfo) -> str:
+    home = Path(client.endpoint.removeprefix("ipc://")).parent  # the local cluster's GANG_HOME
+    return (home / "nodes" / info.node_names[0] / f"job-{info.job_id}.0.out").read_text()
+
+
+def fields(text: str) -> dict[str, str]:
+    return dict(re.findall(r"(\w+)=(\S+)", text))
