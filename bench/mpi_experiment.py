@@ -24,7 +24,6 @@ past ``MPI_Init``, of 4 and 16 ranks.
 """
 
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,15 +31,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from gangsched.bench.mix import measure_rates
-from gangsched.bench.mpi_libraries import (
-    MpiLibrary,
-    completed,
-    fields,
-    measure_startup,
-    mpi_library,
-    rank0_output,
-    startup_shapes,
-)
+from gangsched.bench.mpi_libraries import MpiLibrary, measure_alone, measure_startup, mpi_library, startup_shapes
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
@@ -74,7 +65,7 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         if library.no_yield is not None:  # does the library's yield help local?
             rows += _mix(library, binary, "local", "shm-spin", 2, 1, options.seconds)
         advance("L6 local without yielding")
-        alone = _alone(library, binary, cores)
+        alone = measure_alone(library, binary, 1, cores, ALONE_ITERATIONS, 1)
         advance("L6 alone vs the library's launcher")
         startups = [measure_startup(library, binary, nodes, processors)
                     for nodes, processors in startup_shapes(library)]
@@ -122,21 +113,6 @@ def _plot(path: Path, rows: list[dict[str, Any]], library: MpiLibrary) -> None:
     figure.savefig(path, dpi=120)
 
 
-def _alone(library: MpiLibrary, binary: Path, cores: int) -> dict[str, Any]:
-    """One job of 10,000 allreduces (1 ms grain) alone under strict gang scheduling, and under the
-    library's own launcher on the same cores."""
-    argv = ["--iterations", str(ALONE_ITERATIONS), "--grain-ms", "1"]
-    config = ClusterConfig(nodes=1, processors_per_node=cores, quantum_ms=QUANTUM_MS, **library.cluster_settings())
-    with temporary_cluster(config) as client:
-        job = client.submit(library.spec(binary, cores, ALONE_ITERATIONS, 1))
-        info = completed(client, job, timeout_s=120)
-        gang_output = rank0_output(client, info)
-    command, variables = library.launcher(cores)
-    reference = subprocess.run([*command, str(binary), *argv], capture_output=True, text=True, timeout=120,
-                               env={**os.environ, **variables}).stdout
-    return {"state": info.state.value, "gang": fields(gang_output), "launcher": fields(reference)}
-
-
 def _report(library: MpiLibrary, rows: list[dict[str, Any]], alone: dict[str, Any], startups: list[dict[str, Any]],
             cores: int) -> str:
     table = []
@@ -147,8 +123,7 @@ def _report(library: MpiLibrary, rows: list[dict[str, Any]], alone: dict[str, An
                           f"{strict / local:.2f}" if local else "-", f"{paired / strict:.2f}" if strict else "-"])
     tcp_strict, tcp_local = _total(rows, "strict", 2, 1, "tcp"), _total(rows, "local", 2, 1, "tcp")
     spin = _total(rows, "local", 2, 1, "shm-spin")
-    gang, launcher = alone["gang"], alone["launcher"]
-    ratio = float(gang["iterations_per_s"]) / float(launcher["iterations_per_s"])
+
     tcp = (f"The 2 jobs at 1 ms on {cores} nodes of one processor (ranks talk over TCP): strict {tcp_strict:.1f}, "
            f"local {tcp_local:.1f} (gang/local {tcp_strict / tcp_local:.2f})." if library.tcp else
            f"{library.name}'s TCP fabric does not start here: no run across nodes.")
@@ -161,9 +136,9 @@ def _report(library: MpiLibrary, rows: list[dict[str, Any]], alone: dict[str, An
         + markdown_table(["jobs", "grain (ms)", "strict", "paired", "local", "gang/local", "paired/strict"], table)
         + f"\n\n{tcp}{no_yield}"
         + f"\n\nOne job of {ALONE_ITERATIONS:,} allreduces (1 ms grain) alone: {alone['state']} under strict gang "
-        f"scheduling with result {gang['result']} at {gang['iterations_per_s']} iterations/s; under "
-        f"{library.name}'s own launcher result {launcher['result']} at {launcher['iterations_per_s']} "
-        f"iterations/s (gang/launcher {ratio:.2f}).\n\n"
+        f"scheduling with result {alone['gang_result']} at {alone['gang_iterations_per_s']} iterations/s; under "
+        f"{library.name}'s own launcher result {alone['launcher_result']} at {alone['launcher_iterations_per_s']} "
+        f"iterations/s (gang/launcher {alone['ratio']:.2f}).\n\n"
         + markdown_table(["ranks", "nodes", "start-up (s, median of 5)", "longest (s)"],
                          [[each["tasks"], each["nodes"], f"{each['seconds']:.3f}", f"{each['longest_s']:.3f}"]
                           for each in startups])

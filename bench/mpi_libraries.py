@@ -7,14 +7,17 @@ server (their ``--pmix-library`` is its own ``libpmix.so.2``), Intel MPI PMI-1
 over its shared-memory fabric only (its TCP fabric does not start on this kind
 of machine, even under its own ``mpiexec``: docs/mpi.md).
 
-``gang bench startup`` measures, per library, the time from submission until
+``gang bench alone`` runs one job alone on a fresh cluster against the
+library's own launcher on the same cores. ``gang bench startup`` measures, per library, the time from submission until
 every rank is past ``MPI_Init`` (``jobs/mpi/allreduce.c`` prints when the last
 rank got there), median of a few jobs, for 4 and 16 ranks.
 """
 
 import getpass
+import os
 import re
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +109,32 @@ def measure_startup(library: MpiLibrary, binary: Path, nodes: int, processors: i
             seconds.append(initialized - info.submit_time)
     return {"library": library.name, "mpi": library.kind.value, "tasks": tasks, "nodes": nodes,
             "seconds": round(statistics.median(seconds), 3), "longest_s": round(max(seconds), 3)}
+
+
+def measure_alone(library: MpiLibrary, binary: Path, nodes: int, processors: int, iterations: int,
+                  grain_ms: float) -> dict[str, Any]:
+    """One job as wide as a fresh cluster of ``nodes`` x ``processors``, alone under strict gang
+    scheduling, against the library's own launcher with as many ranks on the same cores: the state,
+    each one's result and iterations/s, and their ratio."""
+    tasks = nodes * processors
+    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=100,
+                           **library.cluster_settings())
+    with temporary_cluster(config) as client:
+        job = client.submit(library.spec(binary, tasks, iterations, grain_ms))
+        info = completed(client, job, timeout_s=max(120.0, iterations * grain_ms / 1000 * tasks * 3))
+        gang = fields(rank0_output(client, info))
+    command, variables = library.launcher(tasks)
+    launched = subprocess.run([*command, str(binary), "--iterations", str(iterations), "--grain-ms", str(grain_ms)],
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, **library.task_environment(), **variables})
+    launcher = fields(launched.stdout)
+    if "iterations_per_s" not in launcher:
+        raise RuntimeError(f"{library.name}'s launcher failed: {launched.stderr.strip()[-500:]}")
+    return {"library": library.name, "mpi": library.kind.value, "tasks": tasks, "nodes": nodes,
+            "state": info.state.value, "gang_result": gang["result"], "launcher_result": launcher["result"],
+            "gang_iterations_per_s": float(gang["iterations_per_s"]),
+            "launcher_iterations_per_s": float(launcher["iterations_per_s"]),
+            "ratio": round(float(gang["iterations_per_s"]) / float(launcher["iterations_per_s"]), 3)}
 
 
 def completed(client: MasterClient, job: int, timeout_s: float) -> JobInfo:

@@ -14,6 +14,7 @@ from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
+from gangsched.jobs.mpi_environments import LIBRARIES
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster, temporary_local_cluster
 from gangsched.jobs.synthetic import SyntheticJob
@@ -128,6 +129,31 @@ def migrate(runs: int, csv_path: Path | None) -> None:
                      "barriers_before": result.barriers_before, "checkpointed_at": result.checkpointed_at,
                      "barriers_after": result.barriers_after, "cost_s": round(result.cost_s, 3)})
     _print_rows(f"live migration under MGS, {NODES} nodes, quantum 100 ms", rows, csv_path)
+
+
+@bench.command()
+@click.option("--mpi-library", "library_name", type=click.Choice(LIBRARIES), default="openmpi",
+              show_default=True, help="the MPI library, in an environment of its own (docs/mpi.md)")
+@click.option("--nodes", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--processors-per-node", "processors", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--iterations", type=click.IntRange(min=1), default=10_000, show_default=True)
+@click.option("--grain-ms", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="CPU time between allreduces")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
+def alone(library_name: str, nodes: int, processors: int, iterations: int, grain_ms: float,
+          csv_path: Path | None) -> None:
+    """One MPI job (allreduce.c) alone on a fresh cluster under strict gang scheduling, against the
+    library's own launcher with as many ranks on the same cores: results and iterations/s."""
+    import tempfile
+
+    from gangsched.bench.mpi_libraries import measure_alone, mpi_library
+
+    library = mpi_library(library_name)
+    with tempfile.TemporaryDirectory(prefix="gang-alone-") as folder:
+        row = measure_alone(library, library.build("allreduce", Path(folder)), nodes, processors, iterations,
+                            grain_ms)
+    _print_rows(f"{library.name}: one job of {iterations:,} allreduces ({grain_ms:g} ms grain) alone, "
+                f"{nodes} nodes x {processors} processors", [row], csv_path)
 
 
 @bench.command()

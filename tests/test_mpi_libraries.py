@@ -146,9 +146,9 @@ def pmi2_library() -> str:
     return library
 
 
-@pytest.mark.parametrize("mpi", [MpiKind.PMI1, MpiKind.PMI2])
-def test_an_intel_mpi_job_runs_under_pmi1_and_pmi2(start_cluster, intelmpi, pmi2_library, tmp_path, mpi):
-    cluster = start_cluster(nodes=1, processors_per_node=2)
+@pytest.mark.parametrize("mpi", [MpiKind.PMI1, MpiKind.PMI2, MpiKind.PMIX])
+def test_an_intel_mpi_job_runs_under_pmi1_pmi2_and_pmix(pmix_cluster, intelmpi, pmi2_library, tmp_path, mpi):
+    cluster = pmix_cluster(nodes=1, processors_per_node=2)
     allreduce = intelmpi.build("allreduce", tmp_path)
     # Intel MPI on one node: its shared-memory fabric only (its TCP fabric does not start here: docs/mpi.md)
     env = {**intelmpi.variables(), "I_MPI_FABRICS": "shm"}

@@ -137,6 +137,8 @@ class PmixService:
         except LibpmixError as error:
             self._forget(job, spec.rank)
             raise ProcessManagerUnavailable(str(error)) from None
+        # Intel MPI speaks PMIx only through a client library it is told of: this server's own
+        environment.update(I_MPI_PMI="pmix", I_MPI_PMI_LIBRARY=str(self._lib.path))
         if self._settings.peer_transport == "ipc" and job.spans_nodes:
             # the nodes are one machine (a local cluster): Open MPI's TCP, which leaves out the
             # loopback interface by default, must take it to reach ranks on other nodes
@@ -229,13 +231,19 @@ class PmixService:
         account = task_account(spec.user, self._node.node)
         if account is not None:
             os.chown(sessions, account.pw_uid, account.pw_gid)
+        info: list[libpmix.Info] = [
+            ("pmix.nmap", ",".join(nodes)), ("pmix.pmap", ";".join(ranks)), ("pmix.job.size", spec.size),
+            ("pmix.univ.size", spec.size), ("pmix.max.size", spec.size), ("pmix.num.nodes", len(block)),
+            ("pmix.job.napps", 1), ("pmix.jobid", nspace), ("pmix.tmpdir", str(sessions)),
+            ("pmix.nsdir", str(sessions)),
+        ]
+        if local > self._settings.cpus:
+            # more of its ranks here than the node has cores (an emulated node's share of a host): Open
+            # MPI then yields the core while it waits, as under its own mpirun, rather than spin against
+            # its own ranks
+            info.append(("pmix.ndosub", True))
         try:
-            self._lib.register_nspace(nspace, local, [
-                ("pmix.nmap", ",".join(nodes)), ("pmix.pmap", ";".join(ranks)), ("pmix.job.size", spec.size),
-                ("pmix.univ.size", spec.size), ("pmix.max.size", spec.size), ("pmix.num.nodes", len(block)),
-                ("pmix.job.napps", 1), ("pmix.jobid", nspace), ("pmix.tmpdir", str(sessions)),
-                ("pmix.nsdir", str(sessions)),
-            ])
+            self._lib.register_nspace(nspace, local, info)
         except LibpmixError as error:
             shutil.rmtree(sessions, ignore_errors=True)
             raise ProcessManagerUnavailable(str(error)) from None
