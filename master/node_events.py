@@ -30,7 +30,7 @@ from gangsched.protocol.messages import (
     QuantumReport,
     TaskExit,
 )
-from gangsched.protocol.records import JobState
+from gangsched.protocol.records import JobState, TaskSample
 
 log = logging.getLogger("gangsched.master")
 
@@ -122,9 +122,8 @@ class NodeEvents:
                 if job is None or job.state is not JobState.RUNNING:
                     continue
                 job.cpu_ns += sample.cpu_ns
-                if sample.runnable_ns > 0:  # what it wanted of its processor: CPU, and waits for a core held
-                    wanted_ns = sample.cpu_ns + sample.waited_ns
-                    job.add_utilization(account.quantum, min(100.0, 100.0 * wanted_ns / (sample.runnable_ns * share)))
+                if sample.runnable_ns > 0:
+                    job.add_utilization(account.quantum, _utilization(sample, share))
                 if sample.rank == 0:
                     job.record_progress(now, wall, sample.progress)
                     self._lifecycle.migrated(job, sample.progress)
@@ -243,6 +242,18 @@ def _lost_state(job: Job) -> JobState:
 
 def _say_hello(node: str) -> ErrorReply:
     return ErrorReply(code=ErrorCode.UNKNOWN_NODE, reason=f"node {node} must register first")
+
+
+def _utilization(sample: TaskSample, share: float) -> float:
+    """What a task wanted of its processor in a quantum, in percent of its CPU ``share`` (at most 100).
+
+    Its CPU time, and where its processor has a core of its own, the time it waited on a run queue
+    for a core another process held: there that is the host's other processes taking what the task
+    wanted, not idleness. Where nodes share cores (an emulated node's part of a host), the tasks wait
+    for each other's nodes by design, and only the CPU time counts.
+    """
+    wanted_ns = sample.cpu_ns + (sample.waited_ns if share >= 1.0 else 0)
+    return min(100.0, 100.0 * wanted_ns / (sample.runnable_ns * share))
 
 
 def _describe(returncode: int | None) -> str:
