@@ -6,14 +6,14 @@ slack and yield to everyone else's.
 """
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from gangsched.cli.connect import with_master
+from gangsched.cli.console import command_console
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import UserInfo
 
-console = Console()
+console = command_console()
 
 
 @click.group()

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
+from gangsched.cli.console import command_console
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.jobs.mpi_environments import LIBRARIES
 from gangsched.deploy.config import ClusterConfig
@@ -21,7 +21,7 @@ from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.sim.report import write_csv
 
-console = Console()
+console = command_console()
 
 
 @click.group()

@@ -3,13 +3,13 @@
 from typing import Any
 
 import click
-from rich.console import Console
 
 from gangsched.cli import views
+from gangsched.cli.console import command_console
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.deploy.local import ClusterError, LocalCluster
 
-console = Console()
+console = command_console()
 
 
 DOCKER = click.option("--docker", is_flag=True,

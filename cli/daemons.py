@@ -5,14 +5,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
+from gangsched.cli.console import command_console
 from gangsched.cli.options import build, settings_options
 from gangsched.jobs.ioserver import IoServerSettings
 from gangsched.master.settings import MasterSettings
 from gangsched.noded.settings import NodeSettings
 
-console = Console()
+console = command_console()
 
 
 @click.command()

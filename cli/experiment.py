@@ -6,19 +6,19 @@ L1-L6 run on fresh local clusters; S1-S6 in the simulator, in worker processes.
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markdown import Markdown
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gangsched import traces
 from gangsched.bench.experiments import LIVE
+from gangsched.cli.console import command_console
 from gangsched.cli.sim import TRACE
 from gangsched.jobs.mpi_environments import LIBRARIES
 from gangsched.sim.baseline import MODELS
 from gangsched.sim.experiments import SIMULATED
 from gangsched.sim.report import ExperimentOptions
 
-console = Console()
+console = command_console()
 EXPERIMENTS = {**LIVE, **SIMULATED}
 
 

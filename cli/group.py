@@ -41,6 +41,15 @@ class LazyGroup(click.Group):
         "replay": ("gangsched.cli.replay:replay", "Replay a trace on a fresh cluster and print its metrics..."),
     }
 
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # click would end with status 1; Slurm's commands end quietly with 0
+            from gangsched.cli.pipes import quiet_pipe
+
+            quiet_pipe()
+            return None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
 

@@ -3,12 +3,12 @@
 from pathlib import Path
 
 import click
-from rich.console import Console
 
+from gangsched.cli.console import command_console
 from gangsched.deploy.compose import project_dir
 from gangsched.deploy.image import IMAGE, ImageError, build_image
 
-console = Console()
+console = command_console()
 
 
 @click.group()

@@ -28,6 +28,10 @@ def main() -> None:
             cli(prog_name="gang")
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:  # the list commands, writing after their reader went away
+        from gangsched.cli.pipes import quiet_pipe
+
+        quiet_pipe()
 
 
 def _unwind(signum: int, _: FrameType | None) -> None:

@@ -4,12 +4,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from gangsched.cli.bench import _cluster
 from gangsched.cli.cluster import DOCKER
+from gangsched.cli.console import command_console
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sim import read_trace
 from gangsched.jobs.synthetic import SyntheticJob
@@ -17,7 +17,7 @@ from gangsched.sim.sim_job import SimJob
 from gangsched.sim.metrics import Summary, summarize
 from gangsched.sim.output import write_jobs, write_schedule
 
-console = Console()
+console = command_console()
 
 
 @click.command()

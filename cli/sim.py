@@ -183,11 +183,11 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
         raise click.UsageError(f"--loads must be numbers separated by commas, not {loads!r}") from None
     choices = [_choice(name, dict(given)) for name in names]
     out.mkdir(parents=True, exist_ok=True)
-    from rich.console import Console
+    from gangsched.cli.console import command_console
     from rich.progress import Progress
     from rich.table import Table
 
-    console = Console()
+    console = command_console()
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{len(choices) * len(levels)} runs", total=len(choices) * len(levels))
         points = sweep(records, size, choices, levels, "arrivals" if scaling == "arrivals" else "run-times",

@@ -19,6 +19,7 @@ from gangsched.cli.connect import with_master
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import NodeList
+from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind
 
 # long enough for a master to restart: its tries carry one token, so a retry never makes a second job
@@ -48,7 +49,7 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
               help="the command checkpoints at barriers (jobs/runtime.py on_checkpoint); synthetic jobs always do")
 @click.option("--requeue", is_flag=True, help="back to the queue if a node of the job is lost")
 @click.option("-o", "--output", default=None, help="stdout+stderr file per task, %j job, %t rank, %A array job, "
-              "%a array index [the node's spool folder; with --follow gang-%j.%t.out]")
+              "%a array index, %% a % [the node's spool folder; with --follow gang-%j.%t.out]")
 @click.option("--export", "exports", multiple=True, metavar="KEY=VALUE", help="set in the tasks' environment")
 @click.option("-d", "--dependency", default=None, metavar="afterok:ID[:ID]|afterany:ID[:ID]",
               help="start after these jobs completed (afterok) or ended (afterany), comma-separated; "
@@ -224,7 +225,7 @@ def _wait(client: MasterClient, job_ids: list[int]) -> list[JobInfo]:
 
 
 def _rank0_output(pattern: str, job_id: int, cwd: str) -> Path:
-    return Path(cwd) / pattern.replace("%j", str(job_id)).replace("%t", "0")
+    return Path(cwd) / expand(pattern, {"j": job_id, "t": 0}, final=True)
 
 
 def _follow(client: MasterClient, job_id: int, output: Path) -> JobInfo:

@@ -7,6 +7,7 @@ from pathlib import Path
 from gangsched.master.job_record import Job
 from gangsched.master.scheduling import Processor
 from gangsched.protocol import task_environment
+from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.messages import LaunchTask
 from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
 
@@ -57,7 +58,7 @@ def array_parts(spec: JobSpec) -> tuple[dict[str, str], str | None]:
         return spec.env, spec.output
     environment = {**spec.env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
                    task_environment.ARRAY_TASK_ID: str(spec.array_index)}
-    output = spec.output and spec.output.replace("%A", str(spec.array_job_id)).replace("%a", str(spec.array_index))
+    output = spec.output and expand(spec.output, {"A": spec.array_job_id, "a": spec.array_index}, final=False)
     return environment, output
 
 

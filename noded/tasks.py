@@ -26,6 +26,7 @@ from gangsched.noded.containment import Containment, TaskGroup
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
+from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import TaskSpec
 
 PROGRESS_BYTES = 8
@@ -170,7 +171,7 @@ def launch(
         _user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
     environment = _environment(spec, node, progress_path, containment.session, account)
     output = str(folder / f"{stem}.out") if spec.output is None else \
-        spec.output.replace("%j", str(spec.job_id)).replace("%t", str(spec.rank))
+        expand(spec.output, {"j": spec.job_id, "t": spec.rank}, final=True)
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
     environment.update(wiring.environment)

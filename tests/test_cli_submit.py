@@ -2,7 +2,11 @@
 --follow, dependencies, arrays; and `gang history`, like sacct."""
 
 import datetime
+import getpass
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,7 +14,8 @@ import pytest
 
 from gangsched.cli import job_script
 from gangsched.cli.listing import parse_time
-from gangsched.protocol.records import JobState
+from gangsched.protocol.output_pattern import expand
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import wait_until
 
 SCRIPT = """#!/bin/sh
@@ -152,3 +157,24 @@ def test_mpi_list_says_what_the_cluster_serves_and_the_default(gang):
     served = {line.split()[0]: line.split()[1:] for line in lines[1:]}
     assert served["none"][:2] == ["2/2", "the"] and served["pmi1"] == ["2/2"] and served["pmi2"] == ["2/2"]
     assert set(served) == {"none", "pmi1", "pmi2", "pmix"}
+
+
+def test_an_output_pattern_reads_as_slurms_and_a_doubled_percent_is_one():
+    array = expand("out-%A_%a-%%A-%%j-%j.%t-%x%", {"A": 10, "a": 2}, final=False)  # the master's part
+    assert array == "out-10_2-%%A-%%j-%j.%t-%x%"
+    assert expand(array, {"j": 12, "t": 3}, final=True) == "out-10_2-%A-%j-12.3-%x%"  # the node's
+
+
+@pytest.mark.parametrize("command", [["queue", "--all"], ["submit", "--mpi", "list"], ["matrix"]])
+def test_a_command_whose_reader_went_away_ends_quietly_with_status_0(gang, command):
+    """`gang queue | head -1` with more output than head reads: no traceback, status 0, as squeue's."""
+    for _ in range(3):
+        gang.client.submit(JobSpec(name="x", user=getpass.getuser(), tasks=1, argv=["true"]))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        done = subprocess.run([sys.executable, "-m", "gangsched.cli", *command], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, "")
