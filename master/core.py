@@ -70,6 +70,8 @@ class MasterCore:
                 name, f"node {name} did not come back within {settings.rejoin_s:g} s of a master restart")
         lifecycle = self.lifecycle
         lifecycle.quantum_ended(self.rotation.ran, now)
+        if lifecycle.store_retry.due(now):
+            lifecycle.write_closes()
         lifecycle.settle()
         running = [job for job in lifecycle.jobs.values() if job.state is JobState.RUNNING]
         return self.rotation.next_switch(running, now, started_ns)
@@ -91,6 +93,7 @@ class MasterCore:
             quantum_decision=self.rotation.tick_time.histogram(),
             report_drain=self.report_drain_time.histogram(),
             store_write=self._store.write_time.histogram(),
+            store_failures=lifecycle.store_retry.failures,
             migrations=lifecycle.migration_costs.count,
             migration_cost=lifecycle.migration_costs.histogram(),
             cpu_s=self._clock.process_time_ns() / 1e9,

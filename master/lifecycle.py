@@ -14,13 +14,16 @@ barrier beyond the saved ones is the measured cost, fed back to the policy as
 its C.
 """
 
+import dataclasses
 import logging
 import secrets
+import sqlite3
 from collections import deque
 
 from gangsched.master.accounts import Account
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
 from gangsched.master.clock import Clock
+from gangsched.master.closing import Close, StoreRetry
 from gangsched.master.dependencies import dependencies, named
 from gangsched.master.job_record import Job, Migration
 from gangsched.master.nodes import NodeRegistry
@@ -68,6 +71,8 @@ class JobLifecycle:
         self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
         self.accounts = {account.user: account for account in store.accounts()}
         self.rejoin_until = clock.monotonic()
+        self._closing: dict[int, Close] = {}  # ended jobs whose end the store has not taken yet
+        self.store_retry = StoreRetry(settings.quantum_ms / 1000)
 
     def restore(self) -> None:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
@@ -316,19 +321,38 @@ class JobLifecycle:
         self._dirty = True
 
     def close(self, job: Job, state: JobState) -> None:
-        job.state = state
-        job.end_time = self._clock.time()
-        if state is JobState.COMPLETED:
-            job.exit_code = 0
-        self._store.save(job)
-        del self.jobs[job.job_id]
-        if job.ran_s:
-            account = self.account(job.spec.user)
-            account.used_node_s += job.ran_s * job.spec.tasks
-            self._store.save_account(account)
-        log.info("job %d %s", job.job_id, state)
-        for dependent in [each for each in self._dependent.values() if job.job_id in named(each.spec)]:
-            self.enqueue(dependent)
+        """The job ended ``state``: it is closed once the store has its end (master/closing.py)."""
+        self._closing[job.job_id] = Close(state, self._clock.time())
+        job.ending = job.ending or state  # nothing ends it again meanwhile
+        self.write_closes()
+
+    def write_closes(self) -> None:
+        """Write the closes that wait, in the order the jobs ended; each one the store takes takes
+        effect: the job leaves, its user's use counts, its dependents are released."""
+        for job_id, close in list(self._closing.items()):
+            job = self.jobs[job_id]
+            closed = dataclasses.replace(job, state=close.state, end_time=close.end_time,
+                                         exit_code=0 if close.state is JobState.COMPLETED else job.exit_code)
+            account = None
+            if job.ran_s:
+                used = self.account(job.spec.user)
+                account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
+            try:
+                self._store.closed(closed, account)
+            except sqlite3.Error as error:
+                delay = self.store_retry.failed(self._clock.monotonic())
+                log.error("the job store cannot write job %d's end (%s): %d job ends wait, tried again in %.1f s",
+                          job_id, error, len(self._closing), delay)
+                return
+            self.store_retry.succeeded()
+            del self._closing[job_id], self.jobs[job_id]
+            job.state, job.end_time, job.exit_code = closed.state, closed.end_time, closed.exit_code
+            if account is not None:
+                self.accounts[account.user] = account
+            log.info("job %d %s", job_id, close.state)
+            for dependent in [each for each in self._dependent.values() if job_id in named(each.spec)]:
+                self.enqueue(dependent)
+            self._dirty = True
 
     def policy_job(self, job: Job) -> PolicyJob:
         spec = job.spec

@@ -94,6 +94,14 @@ class JobStore:
                 self._db.execute("INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)",
                                  (jobs[0].spec.user, token, jobs[0].job_id))
 
+    def closed(self, job: Job, account: Account | None) -> None:
+        """A job's end and its user's use: both or neither (one transaction; master/closing.py)."""
+        with Stopwatch(self.write_time), self._db:
+            self._db.execute("BEGIN")
+            self._write(job)
+            if account is not None:
+                self._write_account(account)
+
     def job_of_token(self, user: str, token: str) -> int | None:
         row = self._db.execute("SELECT job_id FROM submissions WHERE user = ? AND token = ?", (user, token)).fetchone()
         return None if row is None else int(row[0])

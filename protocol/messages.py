@@ -367,6 +367,7 @@ class MasterStats(WireModel):
     quantum_decision: Histogram  # one quantum boundary: the rows to run, the columns, the switch
     report_drain: Histogram  # one read of every waiting node message (reports, heartbeats, exits)
     store_write: Histogram  # one write of a job to the store
+    store_failures: int = 0  # writes the store failed (each retried: master/closing.py)
     migrations: int
     migration_cost: Histogram  # checkpoint asked -> the job progressing on its new nodes
     cpu_s: float  # the master process's CPU time

@@ -1,5 +1,7 @@
 """The master's decisions, event by event, with a fake clock and a real SQLite store."""
 
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -395,3 +397,68 @@ def test_an_interface_no_node_serves_is_refused_and_a_job_naming_none_gets_the_d
     job = core.clients.submit(Submit(spec=JobSpec(name="j", user="u", tasks=1, argv=["true"]))).job_id
     (info,) = infos(core, [job])
     assert info.spec.mpi is MpiKind.PMI1
+
+
+@pytest.fixture
+def small_filesystem(tmp_path) -> Iterator[Path]:
+    """A file system of its own, 2 MiB, that a test can fill (a tmpfs: the tests run as root in CI)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def fill(folder: Path) -> Path:
+    """Fill ``folder``'s file system to the last byte; the filler, to delete for room again."""
+    filler = folder / "filler"
+    try:
+        with open(filler, "wb") as out:
+            while True:
+                out.write(bytes(4096))
+                out.flush()
+    except OSError:  # no space left, on a write or on the last flush
+        pass
+    return filler
+
+
+def quantum(core: MasterCore, clock: FakeClock, nodes: tuple[str, ...]) -> None:
+    """A quantum goes by, the nodes heard from."""
+    clock.now += 0.1
+    for node in nodes:
+        core.node_events.heartbeat(Heartbeat(node=node))
+    core.tick()
+
+
+def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dependent_after(small_filesystem,
+                                                                                            clock):
+    settings = SETTINGS.model_copy(update={"quantum_ms": 100})
+    core = MasterCore(settings, ENDPOINTS, JobStore(small_filesystem / "jobs.db"), clock)
+    for index in (1, 2):
+        hello(core, f"n{index}")
+    job = submit(core, nodes=2)
+    dependent = core.clients.submit(Submit(spec=JobSpec(name="after", user="alice", tasks=2, argv=["true"],
+                                                        after_ok=[job]))).job_id
+    sent(core, LaunchTask)
+    quantum(core, clock, ("n1", "n2"))  # the job runs a quantum: its user's use is counted at its end
+    core.outbox.clear()
+    filler = fill(small_filesystem)
+    for rank, node in enumerate(["n1", "n2"]):
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+    first, waiting = infos(core, [job, dependent])
+    assert first.state is JobState.RUNNING and waiting.state is JobState.PENDING  # memory follows the store
+    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.RUNNING
+    for _ in range(4):  # it stays so while the store cannot write, each try counted
+        quantum(core, clock, ("n1", "n2"))
+    assert core.stats().store_failures >= 2
+    assert sent(core, LaunchTask) == []
+    filler.unlink()  # room again: within 2 quanta the end is written and the dependent starts
+    for _ in range(2):
+        quantum(core, clock, ("n1", "n2"))
+    first, started = infos(core, [job, dependent])
+    assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING
+    assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
+    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.COMPLETED
+    assert core.clients.query_users().users[0].used_node_s > 0

@@ -93,6 +93,7 @@ def _master(stats: MasterStats) -> Iterator[Metric]:
         ("gangsched_paired_quanta", "Quanta in which a partner row ran beside the row whose turn it was",
          stats.paired_quanta),
         ("gangsched_scheduling_events", "Scheduling events the policy decided on", stats.scheduling_events),
+        ("gangsched_store_write_failures", "Writes the job store failed, each tried again", stats.store_failures),
         ("gangsched_master_cpu_seconds", "CPU time of the master process", stats.cpu_s),
     ):
         counter = CounterMetricFamily(name, help_)
