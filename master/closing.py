@@ -1,4 +1,5 @@
-"""A job's close, written whole or not at all, and what the master does while its store cannot write.
+"""A job's close (or requeue), written whole or not at all, and what the master does while its store
+cannot write.
 
 Closing a job is one transaction: its final record and its user's use
 (``JobStore.closed``). Only once the store has both does the master's memory
@@ -22,7 +23,7 @@ RETRY_QUANTA = 2  # between tries once one failed: dependents start within 2 qua
 
 @dataclass(frozen=True)
 class Close:
-    state: JobState
+    state: JobState  # PENDING: a requeue
     end_time: float  # when it ended, not when the store took it
 
 

@@ -308,17 +308,17 @@ class JobLifecycle:
             self.close(job, job.ending or JobState.COMPLETED)
 
     def _requeue(self, job: Job) -> None:
-        job.state, job.ending = JobState.PENDING, None
-        job.requeues += 1
-        job.node_names, job.processors, job.start_time = [], [], None
-        job.barrier_port, job.rendezvous_port = None, None
-        job.util_pct, job.quantum_utils, job.ran_s = None, {}, 0.0
-        job.barriers, job.progress_history = 0, deque(maxlen=job.progress_history.maxlen)
-        job.predictor = self.predictor()
-        job.reason = f"requeued: {job.reason}"
-        self._store.save(job)
-        self._scheduler.submit(self.policy_job(job), self._clock.monotonic())
-        self._dirty = True
+        """The job goes back to the queue once the store has it so (as a close does: master/closing.py)."""
+        self._closing[job.job_id] = Close(JobState.PENDING, self._clock.time())
+        self.write_closes()
+
+    def _requeued(self, job: Job) -> Job:
+        """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""
+        return dataclasses.replace(
+            job, state=JobState.PENDING, ending=None, requeues=job.requeues + 1, node_names=[], processors=[],
+            start_time=None, barrier_port=None, rendezvous_port=None, util_pct=None, quantum_utils={}, ran_s=0.0,
+            barriers=0, progress_history=deque(maxlen=job.progress_history.maxlen), predictor=self.predictor(),
+            reason=f"requeued: {job.reason}", live_ranks=set(), fences={})
 
     def close(self, job: Job, state: JobState) -> None:
         """The job ended ``state``: it is closed once the store has its end (master/closing.py)."""
@@ -327,32 +327,41 @@ class JobLifecycle:
         self.write_closes()
 
     def write_closes(self) -> None:
-        """Write the closes that wait, in the order the jobs ended; each one the store takes takes
-        effect: the job leaves, its user's use counts, its dependents are released."""
+        """Write the closes and requeues that wait, in the order the jobs ended; each one the store takes
+        takes effect: a closed job leaves, its user's use counts, its dependents are released; a requeued
+        one goes back to the policy."""
         for job_id, close in list(self._closing.items()):
             job = self.jobs[job_id]
-            closed = dataclasses.replace(job, state=close.state, end_time=close.end_time,
-                                         exit_code=0 if close.state is JobState.COMPLETED else job.exit_code)
             account = None
-            if job.ran_s:
-                used = self.account(job.spec.user)
-                account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
+            if close.state is JobState.PENDING:
+                written = self._requeued(job)
+            else:
+                written = dataclasses.replace(job, state=close.state, end_time=close.end_time,
+                                              exit_code=0 if close.state is JobState.COMPLETED else job.exit_code)
+                if job.ran_s:
+                    used = self.account(job.spec.user)
+                    account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
             try:
-                self._store.closed(closed, account)
+                self._store.closed(written, account)
             except sqlite3.Error as error:
                 delay = self.store_retry.failed(self._clock.monotonic())
-                log.error("the job store cannot write job %d's end (%s): %d job ends wait, tried again in %.1f s",
-                          job_id, error, len(self._closing), delay)
+                log.error("the job store cannot write job %d's %s (%s): %d wait, tried again in %.1f s", job_id,
+                          "requeue" if close.state is JobState.PENDING else "end", error, len(self._closing), delay)
                 return
             self.store_retry.succeeded()
-            del self._closing[job_id], self.jobs[job_id]
-            job.state, job.end_time, job.exit_code = closed.state, closed.end_time, closed.exit_code
+            del self._closing[job_id]
+            self._dirty = True
+            if close.state is JobState.PENDING:
+                self.jobs[job_id] = written
+                self._scheduler.submit(self.policy_job(written), self._clock.monotonic())
+                continue
+            del self.jobs[job_id]
+            job.state, job.end_time, job.exit_code = written.state, written.end_time, written.exit_code
             if account is not None:
                 self.accounts[account.user] = account
             log.info("job %d %s", job_id, close.state)
             for dependent in [each for each in self._dependent.values() if job_id in named(each.spec)]:
                 self.enqueue(dependent)
-            self._dirty = True
 
     def policy_job(self, job: Job) -> PolicyJob:
         spec = job.spec

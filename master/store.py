@@ -95,7 +95,8 @@ class JobStore:
                                  (jobs[0].spec.user, token, jobs[0].job_id))
 
     def closed(self, job: Job, account: Account | None) -> None:
-        """A job's end and its user's use: both or neither (one transaction; master/closing.py)."""
+        """A job's end (or its requeue) and its user's use: both or neither (one transaction;
+        master/closing.py)."""
         with Stopwatch(self.write_time), self._db:
             self._db.execute("BEGIN")
             self._write(job)
