@@ -123,7 +123,6 @@ def _report(library: MpiLibrary, rows: list[dict[str, Any]], alone: dict[str, An
                           f"{strict / local:.2f}" if local else "-", f"{paired / strict:.2f}" if strict else "-"])
     tcp_strict, tcp_local = _total(rows, "strict", 2, 1, "tcp"), _total(rows, "local", 2, 1, "tcp")
     spin = _total(rows, "local", 2, 1, "shm-spin")
-
     tcp = (f"The 2 jobs at 1 ms on {cores} nodes of one processor (ranks talk over TCP): strict {tcp_strict:.1f}, "
            f"local {tcp_local:.1f} (gang/local {tcp_strict / tcp_local:.2f})." if library.tcp else
            f"{library.name}'s TCP fabric does not start here: no run across nodes.")
