@@ -60,17 +60,19 @@ class MasterConnection:
         try:
             self._socket.send(frame)
             answered = self._socket.poll(self._timeout_ms, zmq.POLLIN)
+            received = self._socket.recv() if answered else None
         except zmq.Again:
-            answered = False
-        if not answered:
-            # a late answer must not be taken for the next request's
-            self._socket.close()
-            self._socket = self._connect()
+            received = None
+        except BaseException:  # interrupted (SIGTERM unwinds as SystemExit) between the request and its answer
+            self._reconnect()
+            raise
+        if received is None:
+            self._reconnect()
             raise MasterUnreachable(
                 f"no answer from the master at {self.endpoint} within {self._timeout_ms / 1000:g} s"
             )
         try:
-            reply = unpack(self._socket.recv())
+            reply = unpack(received)
         except ProtocolError as error:
             raise self.malformed(str(error)) from None
         if reply.get("type") == "error":
@@ -79,6 +81,11 @@ class MasterConnection:
             except (KeyError, ValueError):
                 raise self.malformed(f"an error reply without a known code and a reason: {reply}") from None
         return reply
+
+    def _reconnect(self) -> None:
+        """A request went without its answer: a late answer must not be taken for the next request's."""
+        self._socket.close()
+        self._socket = self._connect()
 
     def malformed(self, what: str) -> MasterUnreachable:
         return MasterUnreachable(f"the master at {self.endpoint} answered: {what}")
