@@ -109,6 +109,7 @@ class EmulatedHost:
 
     description = "emulation: no processes (gang bench scale)"
     forks = False
+    runs_mpi = False  # a thousand daemons in one process: none loads an MPI library or looks for one
 
     def __init__(self, owners: dict[object, NodeDaemon]) -> None:
         self._owners = owners

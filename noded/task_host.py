@@ -46,6 +46,7 @@ class NodeTask(Protocol):
 class TaskHost(Protocol):
     description: str  # for the daemon's log
     forks: bool  # whether its tasks are processes that can start others, which a switch's signals must reach
+    runs_mpi: bool  # whether its tasks can be MPI programs, which its process-manager interfaces serve
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
                cores: set[int] | None, wiring: TaskWiring | None) -> NodeTask: ...
@@ -56,6 +57,7 @@ class TaskHost(Protocol):
 
 class ProcessHost:
     forks = True
+    runs_mpi = True
 
     def __init__(self, node: str, spool: Path, wanted: str) -> None:
         self._containment = Containment(node, spool, wanted)

@@ -52,7 +52,7 @@ class TaskRunner:
         self._the_core = core
         self.tasks: dict[TaskKey, NodeTask] = {}
         self._by_pidfd: dict[int, NodeTask] = {}
-        self.process_managers = ProcessManagers(settings, poller, self.tasks,
+        self.process_managers = ProcessManagers(settings, host.runs_mpi, poller, self.tasks,
                                                 lambda message: core().from_process_manager(message), self._fail)
 
     @property

@@ -36,24 +36,28 @@ log = logging.getLogger("gangsched.noded")
 
 
 class ProcessManagers:
-    def __init__(self, settings: NodeSettings, poller: zmq.Poller, tasks: Mapping[TaskKey, NodeTask],
+    def __init__(self, settings: NodeSettings, runs_mpi: bool, poller: zmq.Poller, tasks: Mapping[TaskKey, NodeTask],
                  send: Callable[[PmiFence | PmixModexRequest | PmixModexReply], None],
                  fail: Callable[[NodeTask], None]) -> None:
         self._poller = poller
         self._handlers: dict[int, Callable[[], None]] = {}
         self._tasks = tasks
         node = NodeServices(settings.name, tasks, send, fail, self._watch, self._unwatch)
-        self._served: dict[MpiKind, ProcessManager] = {
+        self._served: dict[MpiKind, ProcessManager] = {}
+        self.unavailable: dict[MpiKind, str] = {}
+        self._jobs: dict[int, ProcessManager] = {}
+        if not runs_mpi:  # `gang bench scale`'s emulated tasks
+            self.unavailable = {kind: "this node's tasks are emulated" for kind in MpiKind if kind is not MpiKind.NONE}
+            return
+        self._served = {
             MpiKind.PMI1: SocketService(Pmi1Job, "PMI-1", {}, node),
             MpiKind.PMI2: SocketService(Pmi2Job, "PMI-2", pmi2_variables(settings.pmi2_library), node),
         }
-        self.unavailable: dict[MpiKind, str] = {}
         try:
             self._served[MpiKind.PMIX] = PmixService(settings, node)
         except ProcessManagerUnavailable as error:
             self.unavailable[MpiKind.PMIX] = str(error)
             log.info("--mpi pmix is not served here: %s", error)
-        self._jobs: dict[int, ProcessManager] = {}
 
     @property
     def served(self) -> list[MpiKind]:
