@@ -99,6 +99,8 @@ class PmixService:
         self._dmodex_response = libpmix.DmodexResponse(self._on_dmodex_data)
         self._asked: dict[int, tuple[int, int]] = {}  # our direct-modex requests: number -> callback, cbdata
         self._answering: dict[int, PmixModexRequest] = {}  # other nodes' requests, asked of the library
+        # other nodes' requests for a rank of ours not registered yet: its launch is still on its way here
+        self._early: dict[tuple[int, int], list[PmixModexRequest]] = {}
         self._numbers = itertools.count(1)
         self._module = (ctypes.c_void_p * libpmix.MODULE_SLOTS)()
         for slot, function in enumerate(self._functions):
@@ -137,6 +139,8 @@ class PmixService:
         except LibpmixError as error:
             self._forget(job, spec.rank)
             raise ProcessManagerUnavailable(str(error)) from None
+        for request in self._early.pop((spec.job_id, spec.rank), []):
+            self._answer(request)  # the library answers once the rank has put its data
         # Intel MPI speaks PMIx only through a client library it is told of: this server's own
         environment.update(I_MPI_PMI="pmix", I_MPI_PMI_LIBRARY=str(self._lib.path))
         if self._settings.peer_transport == "ipc" and job.spans_nodes:
@@ -173,17 +177,20 @@ class PmixService:
         self._lib.complete_modex(callback, status, data, cbdata, self._held)
 
     def _answer(self, request: PmixModexRequest) -> None:
-        """Another node's library asks for a rank of ours: ours finds its data, now or once it is put."""
+        """Another node's library asks for a rank of ours: ours finds its data, now or once it is put.
+
+        Without a fence at start-up (Open MPI's asynchronous modex) the request may come before the
+        rank's launch: it waits for the rank (``prepare``)."""
         job = self._jobs.get(request.job_id)
-        status = libpmix.PMIX_ERR_NOT_FOUND
-        if job is not None and request.rank in job.registered:
-            number = next(self._numbers)
-            self._answering[number] = request
-            status = self._lib.dmodex_request(job.nspace, request.rank, self._dmodex_response, number)
-            if status == libpmix.PMIX_SUCCESS:
-                return
+        if job is None or request.rank not in job.registered:
+            self._early.setdefault((request.job_id, request.rank), []).append(request)
+            return
+        number = next(self._numbers)
+        self._answering[number] = request
+        status = self._lib.dmodex_request(job.nspace, request.rank, self._dmodex_response, number)
+        if status != libpmix.PMIX_SUCCESS:
             del self._answering[number]
-        self._reply(request, status, b"")
+            self._reply(request, status, b"")
 
     def _reply(self, request: PmixModexRequest, status: int, data: bytes) -> None:
         self._node.send(PmixModexReply(node=self._node.node, asker=request.node, job_id=request.job_id,
@@ -263,6 +270,8 @@ class PmixService:
             return
         self._lib.deregister_nspace(job.nspace)
         shutil.rmtree(self._job_folder(job.nspace), ignore_errors=True)
+        for early in [key for key in self._early if key[0] == job.job_id]:  # its ranks here are gone
+            del self._early[early]
         del self._jobs[job.job_id], self._by_nspace[job.nspace]
         for name in self._shared_memory.release(job.job_id, os.getuid() if uid is None else uid):
             log.info("job %d left /dev/shm/%s: removed", job.job_id, name)
