@@ -97,9 +97,6 @@ class HeldBuffers:
         with self._lock:
             self._held.pop(number or 0, None)
 
-    def __len__(self) -> int:
-        return len(self._held)
-
 
 class Libpmix:
     """The server functions of one loaded ``libpmix.so.2``."""
