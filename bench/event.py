@@ -4,6 +4,11 @@ The matrix is filled (MPL rows of jobs) and the queue loaded to the size asked
 for; then each measured event is what a real one is: a running job leaves (the
 one due first), a new job arrives, and the policy rebuilds the matrix. Only
 those three calls are timed; topping the queue back up between events is not.
+
+With ``memory``, every node has 4 GiB and every job asks 256 MiB to 2 GiB per
+task (Slurm's ``--mem-per-cpu``), drawn from a generator of its own so that
+the jobs' sizes and estimates are the same as without: at MPL 5 a node's rows
+then want more memory than it has, and placement must check it.
 """
 
 import math
@@ -14,12 +19,20 @@ from dataclasses import dataclass
 
 from gangsched.policy.matrix_policy import matrix_policy
 from gangsched.policy.matrix_settings import MatrixPolicyKind
+from gangsched.policy.memory import NO_MEMORY, MemoryRequest
+from gangsched.policy.topology import Topology
 from gangsched.sim.sim_job import SimJob
+
+
+MIB = 1 << 20
+NODE_MEMORY = 8192 * MIB
+TASK_MEMORY = (256 * MIB, 512 * MIB, 1024 * MIB, 2048 * MIB)
 
 
 @dataclass(frozen=True)
 class EventTimes:
     policy: str
+    memory: bool
     nodes: int
     mpl: int
     queued: int  # mean queue length at the measured events
@@ -41,9 +54,11 @@ class EventTimes:
 
 
 def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, events: int,
-                   seed: int = 1) -> EventTimes:
-    rng = random.Random(seed)
-    policy = matrix_policy(kind, nodes, mpl=mpl, migration_cost_s=10, migrate_per_slice=nodes // 4)
+                   seed: int = 1, memory: bool = False) -> EventTimes:
+    rng, memory_rng = random.Random(seed), random.Random(seed + 1)
+    topology = Topology.uniform(nodes, 1, NODE_MEMORY if memory else None)
+    policy = matrix_policy(kind, nodes, mpl=mpl, migration_cost_s=10, migrate_per_slice=nodes // 4,
+                           topology=topology)
     ids = iter(range(1, 1 << 30))
     now = 0.0
 
@@ -51,7 +66,8 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
         # sizes log-uniform over powers of two, as in the Lublin model's mode; estimates of minutes to hours
         width = min(nodes, 2 ** rng.randint(0, int(math.log2(nodes))))
         estimate = rng.uniform(60, 7200)
-        return SimJob(next(ids), now, estimate, estimate, width)
+        request = MemoryRequest(per_task=memory_rng.choice(TASK_MEMORY)) if memory else NO_MEMORY
+        return SimJob(next(ids), now, estimate, estimate, width, memory=request)
 
     def top_up() -> None:
         while len(policy.queue) < queued:
@@ -71,5 +87,5 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
         policy.submit(new, now)
         policy.schedule(now)
         seconds.append(time.perf_counter() - started)
-    return EventTimes(kind.value, nodes, mpl, round(statistics.fmean(queue_lengths)), len(policy.matrix.placed),
+    return EventTimes(kind.value, memory, nodes, mpl, round(statistics.fmean(queue_lengths)), len(policy.matrix.placed),
                       len(policy.matrix.rows), seconds)

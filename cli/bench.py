@@ -93,8 +93,11 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool
 @click.option("--mpl", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--queued", type=click.IntRange(min=1), default=200, show_default=True, help="jobs waiting")
 @click.option("--events", type=click.IntRange(min=10), default=300, show_default=True, help="events timed")
+@click.option("--memory", type=click.Choice(["none", "requests", "both"]), default="none", show_default=True,
+              help="nodes of 4 GiB and jobs asking 256 MiB to 2 GiB a task; both: each policy without, then with")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
-def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_path: Path | None) -> None:
+def event(policies: str, nodes: int, mpl: int, queued: int, events: int, memory: str,
+          csv_path: Path | None) -> None:
     """Time one scheduling event (a departure, an arrival, the matrix rebuilt) on a full machine."""
     from gangsched.bench.event import measure_events
     from gangsched.policy.matrix_settings import MatrixPolicyKind
@@ -106,10 +109,12 @@ def event(policies: str, nodes: int, mpl: int, queued: int, events: int, csv_pat
         kinds.append(MatrixPolicyKind(name))
     rows = []
     for kind in kinds:
-        times = measure_events(kind, nodes, mpl, queued, events)
-        rows.append({"policy": kind.value, "queued": times.queued, "running": times.running, "rows": times.rows,
-                     "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
-                     "max_ms": round(times.max_ms, 3)})
+        for with_memory in {"none": [False], "requests": [True], "both": [False, True]}[memory]:
+            times = measure_events(kind, nodes, mpl, queued, events, memory=with_memory)
+            rows.append({"policy": kind.value, "memory": "requests" if with_memory else "-", "queued": times.queued,
+                         "running": times.running, "rows": times.rows,
+                         "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
+                         "max_ms": round(times.max_ms, 3)})
     _print_rows(f"one scheduling event: {nodes} nodes, MPL {mpl}, {queued} queued, {events} events", rows, csv_path)
 
 

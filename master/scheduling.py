@@ -20,6 +20,7 @@ from typing import NamedTuple
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.columns import Layout, column_list, mask_of
 from gangsched.policy.interface import LivePolicy
+from gangsched.policy.memory import NO_MEMORY, MemoryRequest
 from gangsched.policy.topology import Topology
 
 
@@ -43,6 +44,7 @@ class PolicyJob:
     user_priority: float = 0.0
     political_priority: float = 0.0
     migratable: bool = False
+    memory: MemoryRequest = NO_MEMORY
 
 
 @dataclass(frozen=True)

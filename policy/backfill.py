@@ -59,11 +59,11 @@ class _QueuePolicy(SpaceSharing):
         return self.columns.layout()
 
     def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
-        self.columns.hold(job.job_id, columns)
+        self.columns.hold(job, columns)
         self.ends[job.job_id] = (started + job.estimate, job.procs)
 
     def _start(self, job: Job, now: float, started: Decision) -> None:
-        self.columns.take(job.job_id, job)
+        self.columns.take(job)
         self.ends[job.job_id] = (now + job.estimate, job.procs)
         started.rates[job.job_id] = 1.0
 
@@ -163,7 +163,7 @@ class PlanningPolicy(SpaceSharing, Generic[PlanT]):
         return self.columns.layout()
 
     def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
-        self.columns.hold(job.job_id, columns)
+        self.columns.hold(job, columns)
         end = started + job.estimate
         self.running[job.job_id] = (end, job.procs)
         if end > now:
@@ -182,7 +182,7 @@ class PlanningPolicy(SpaceSharing, Generic[PlanT]):
             elif self.columns.fits(plan.job):
                 started.rates[job_id] = 1.0
                 self.running[job_id] = (plan.end, plan.job.procs)
-                self.columns.take(job_id, plan.job)
+                self.columns.take(plan.job)
         for job_id in started.rates:
             del self.planned[job_id]
         # a plan's start is not always the end of another job: compression can move that job away

@@ -34,6 +34,7 @@ class Choice:
     most_large: int = 2  # j_max
     large_backfill: bool = False
     slack: SlackSettings = field(default_factory=SlackSettings)
+    memory_per_node: int | None = None  # bytes; the simulator's machine, whose nodes have one processor each
 
     def label(self) -> str:
         return self.policy if self.policy in SPACE_SHARING or self.policy == "slack" else f"{self.policy}-{self.mpl}"
@@ -42,8 +43,11 @@ class Choice:
 def build_policy(choice: Choice, procs: int, longest_estimate: float, topology: Topology | None = None) -> LivePolicy:
     """``longest_estimate`` is t_max of the large-job queue: the workload's longest, or a configured bound.
 
-    ``topology`` groups the ``procs`` processors into nodes; None: one processor per node.
+    ``topology`` groups the ``procs`` processors into nodes; None: one processor per node, with
+    ``choice.memory_per_node`` each.
     """
+    if topology is None and choice.memory_per_node is not None:
+        topology = Topology.uniform(procs, 1, choice.memory_per_node)
     if choice.policy in SPACE_SHARING:
         return SPACE_SHARING[choice.policy](procs, topology)
     # the other policies load when chosen: a simulation of one policy starts faster

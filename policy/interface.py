@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.policy.columns import Layout
+from gangsched.policy.memory import MemoryRequest
 
 
 class Job(Protocol):
@@ -37,6 +38,7 @@ class Job(Protocol):
     user_priority: float  # Talby & Feitelson 1999's UP and PP; PP -1 marks a user over quota
     political_priority: float
     migratable: bool  # it can checkpoint and restart elsewhere; a policy never moves it otherwise
+    memory: MemoryRequest  # what it commits on each node it is placed on (policy/memory.py)
 
 
 @dataclass

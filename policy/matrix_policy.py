@@ -47,6 +47,7 @@ from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.large_jobs import LargeJobs
 from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings, MatrixStats
+from gangsched.policy.memory import MemoryBook, MemoryRequest
 from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
@@ -72,7 +73,7 @@ class MatrixPolicy:
         self.name = name
         self.settings = settings
         self.topology = topology or Topology.uniform(procs)
-        self.matrix = OusterhoutMatrix(procs, backfilled=settings.backfill)
+        self.matrix = OusterhoutMatrix(self.topology, backfilled=settings.backfill)
         self.queue: list[Job] = []
         self.large_queue: list[Job] = []
         self.reservations: dict[int, _Reservation] = {}
@@ -83,6 +84,8 @@ class MatrixPolicy:
         self._roomier: set[Row] = set()  # rows whose profile gained room: where reservations may move up
         self._budget = SliceBudget(settings.migrate_per_slice, settings.time_slice_s)
         self._migrator = Migrator(self.matrix, self.topology)
+        self._memory_plans: dict[tuple[MemoryRequest, int, int | None, int | None], float] = {}
+        self._memory_plans_version = (-1, 0.0)  # the book's version and the instant they were planned at
 
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
@@ -273,19 +276,25 @@ class MatrixPolicy:
     def _place(self, job: Job, now: float, allowed: int) -> bool:
         matrix, width, topology = self.matrix, job.procs, self.topology
         end = now + job.estimate * self._slots_for_estimates()
+        memory = matrix.memory.limit(job)  # the same in every row: stopped jobs stay resident
+        if memory is not None and (memory.mask & allowed).bit_count() < width:
+            return False  # too few nodes have room for it, whatever the rows hold
         best: Row | None = None
         best_free = 0
         fewest = matrix.width + 1
         for row in matrix.rows:
             free = row.free(matrix.full) & allowed
+            if memory is not None:
+                free = memory.apply(free)
             count = free.bit_count()
             if width <= count < fewest and row.admits(width, now, end) and topology.fits(free, job):
                 best, best_free, fewest = row, free, count
         mpl = self.settings.mpl
         if best is None:
-            if (mpl is not None and len(matrix.rows) >= mpl) or not topology.fits(allowed, job):
+            room = allowed if memory is None else memory.apply(allowed)
+            if (mpl is not None and len(matrix.rows) >= mpl) or not topology.fits(room, job):
                 return False
-            best, best_free = matrix.new_row(), allowed
+            best, best_free = matrix.new_row(), room
         columns = topology.choose(best_free, job)
         assert columns is not None  # it fits there
         matrix.start(job, best, columns, now, end)
@@ -300,9 +309,11 @@ class MatrixPolicy:
         rows: Iterable[Row] = self.matrix.rows
         if held is not None and held.duration == duration:
             best, rows = held, [row for row in self.matrix.rows if row in self._roomier]
+        # the columns of a row are planned over time; memory is the machine's, freed as jobs end
+        after = self._memory_frees(job, now) if job.memory else now
         for row in rows:
             limit = best.start if best is not None else math.inf
-            start = row.profile.earliest(job.procs, duration, now, limit)
+            start = row.profile.earliest(job.procs, duration, after, limit)
             if start < limit:
                 best = _Reservation(row, start, duration)
         assert best is not None  # a job no wider than the machine fits once every row's jobs have ended
@@ -310,6 +321,21 @@ class MatrixPolicy:
             self._roomier.add(held.row)
         best.row.profile.reserve(job.procs, best.start, best.end)
         self.reservations[job.job_id] = best
+
+    def _memory_frees(self, job: Job, now: float) -> float:
+        """When ``job``'s memory fits, by the placed jobs' estimated ends. A queue holds many jobs of
+        one request and shape, and the answer holds until a commitment changes."""
+        book = self.matrix.memory
+        if not job.memory or book.limit(job) is None:
+            return now
+        if self._memory_plans_version != (book.version, now):
+            self._memory_plans.clear()
+            self._memory_plans_version = (book.version, now)
+        key = (job.memory, job.procs, job.nodes, job.tasks_per_node)
+        if key not in self._memory_plans:
+            ends = [(placed.estimated_end, job_id) for job_id, placed in self.matrix.placed.items()]
+            self._memory_plans[key] = book.first_room(job, ends, now)
+        return self._memory_plans[key]
 
     def _slots_for_estimates(self) -> int:
         """MPL for BGS; the current number of slots under the large-job queue (Zhou & Brent 2001)."""
@@ -385,6 +411,7 @@ class _Snapshot:
 
     rows: list[tuple[Row, int, dict[int, Placed], Profile]]
     jobs: list[tuple[Placed, int, Row]]
+    memory: MemoryBook
     budget: float
     extra_work: dict[int, float]
     stats: MatrixStats
@@ -393,13 +420,14 @@ class _Snapshot:
     def of(cls, policy: "MatrixPolicy", event: Event) -> "_Snapshot":
         return cls([(row, row.occupied, dict(row.homes), row.profile.copy()) for row in policy.matrix.rows],
                    [(placed, placed.columns, placed.home) for placed in policy.matrix.placed.values()],
-                   event.budget, dict(event.extra_work), dataclasses.replace(policy.stats))
+                   policy.matrix.memory.copy(), event.budget, dict(event.extra_work), dataclasses.replace(policy.stats))
 
     def restore(self, policy: "MatrixPolicy", event: Event) -> None:
         for row, occupied, homes, profile in self.rows:
             row.occupied, row.homes, row.profile = occupied, homes, profile
         for placed, columns, home in self.jobs:
             placed.columns, placed.home = columns, home
+        policy.matrix.memory.restore(self.memory)
         event.budget, event.extra_work = self.budget, self.extra_work
         policy.stats = self.stats
 

@@ -65,7 +65,8 @@ class Migrator:
         can_push = pushed <= event.budget and migratable(in_the_way)
         aside = self._places_aside(in_the_way, room_beside) if can_push else None
         can_move = width <= event.budget and placed.job.migratable
-        moved_to = self._topology.choose(free, placed.job) if can_move else None
+        moved_to = self._topology.choose(matrix.memory.usable(placed.job, free, moving=True), placed.job) \
+            if can_move else None
         options = []
         if aside is not None:
             options.append((cost / 2 * width + cost * pushed, 1))
@@ -105,7 +106,8 @@ class Migrator:
         return pushed
 
     def _places_aside(self, in_the_way: list[Placed], room: int) -> dict[int, tuple[Placed, int]] | None:
-        """New columns in ``room`` for each job in the way, or None if they do not all fit there."""
+        """New columns in ``room`` for each job in the way, or None if they do not all fit there
+        (their memory too: a job that moves commits its memory on its new nodes)."""
         places = {}
         for other in in_the_way:
             columns = self._topology.choose(room, other.job)
@@ -113,15 +115,17 @@ class Migrator:
                 return None
             room &= ~columns
             places[other.job.job_id] = (other, columns)
+        if not self._matrix.memory.fits_moves([(other.job, columns) for other, columns in places.values()]):
+            return None
         return places
 
-    @staticmethod
-    def _push_aside(places: dict[int, tuple[Placed, int]], row: Row, event: Event, cost: float) -> None:
+    def _push_aside(self, places: dict[int, tuple[Placed, int]], row: Row, event: Event, cost: float) -> None:
         for other, _ in places.values():
             row.occupied &= ~other.columns
         for other, columns in places.values():
             other.columns = columns
             row.occupied |= columns
+            self._matrix.memory.move(other.job, columns)
             event.charge(other, cost)
 
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Job
+from gangsched.policy.memory import MemoryBook
 from gangsched.policy.profile import Profile
+from gangsched.policy.topology import Topology
 
 
 @dataclass(eq=False)
@@ -61,14 +63,18 @@ class Row:
 
 @dataclass
 class OusterhoutMatrix:
-    width: int  # columns
+    topology: Topology
     backfilled: bool = False
     rows: list[Row] = field(default_factory=list)
     placed: dict[int, Placed] = field(default_factory=dict)  # start order
+    memory: MemoryBook = field(init=False)  # a job commits its memory once, in all its rows
+    width: int = field(init=False)  # columns
+    full: int = field(init=False)  # the mask of every column
 
-    @property
-    def full(self) -> int:
-        return (1 << self.width) - 1
+    def __post_init__(self) -> None:
+        self.memory = MemoryBook(self.topology)
+        self.width = self.topology.width
+        self.full = (1 << self.width) - 1
 
     def new_row(self) -> Row:
         row = Row(self.width, self.backfilled)
@@ -78,11 +84,13 @@ class OusterhoutMatrix:
     def start(self, job: Job, row: Row, columns: int, now: float, estimated_end: float) -> Placed:
         placed = Placed(job, columns, now, estimated_end, row)
         self.placed[job.job_id] = placed
+        self.memory.commit(job, columns)
         self._settle(placed, row, now)
         return placed
 
     def end(self, job_id: int, now: float) -> None:
         placed = self.placed.pop(job_id)
+        self.memory.release(job_id)
         self._unsettle(placed, now)
         for row in self.rows:
             if row.copies.pop(job_id, None) is not None:
@@ -93,6 +101,7 @@ class OusterhoutMatrix:
         self._unsettle(placed, now)
         if columns is not None:
             placed.columns = columns
+            self.memory.move(placed.job, columns)
         self._settle(placed, row, now)
 
     def copy(self, placed: Placed, row: Row) -> None:

@@ -7,7 +7,8 @@ Slurm's block distribution. A job may also ask for its tasks on exactly
 ``nodes`` nodes and at most ``tasks_per_node`` on each (Slurm's ``-N`` and
 ``--ntasks-per-node``); then only a choice of whole nodes with enough free
 processors fits. The simulator's machines have one processor per node, where
-every shape is just a count.
+every shape is just a count. A topology may also declare each node's memory
+(bytes), which policy/memory.py counts; without it memory is not counted.
 """
 
 from collections.abc import Sequence
@@ -38,19 +39,20 @@ def per_node_counts(tasks: int, nodes: int | None, tasks_per_node: int | None) -
 @dataclass(frozen=True)
 class Topology:
     node_columns: tuple[int, ...]  # per node, the mask of its processors' columns
+    node_memory: tuple[int, ...] | None = None  # per node, its memory in bytes; None: not counted
 
     @classmethod
-    def uniform(cls, nodes: int, processors: int = 1) -> "Topology":
-        return cls.of([processors] * nodes)
+    def uniform(cls, nodes: int, processors: int = 1, memory: int | None = None) -> "Topology":
+        return cls.of([processors] * nodes, None if memory is None else [memory] * nodes)
 
     @classmethod
-    def of(cls, processors: Sequence[int]) -> "Topology":
-        """Nodes with these numbers of processors, numbered in that order."""
+    def of(cls, processors: Sequence[int], memory: Sequence[int] | None = None) -> "Topology":
+        """Nodes with these numbers of processors (and bytes of memory), numbered in that order."""
         masks, first = [], 0
         for count in processors:
             masks.append(((1 << count) - 1) << first)
             first += count
-        return cls(tuple(masks))
+        return cls(tuple(masks), None if memory is None else tuple(memory))
 
     @property
     def width(self) -> int:
