@@ -29,6 +29,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.loop import NodeDaemon, poll_ms
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.task_states import MemoryReading
 from gangsched.protocol.records import TaskSpec
 
 AGENT_PREFIX = "agent"
@@ -97,6 +98,9 @@ class EmulatedTask:
     def reap(self) -> int:
         os.close(self.pidfd)
         return -signal.SIGTERM
+
+    def read_memory(self) -> MemoryReading:
+        return MemoryReading(0, False)  # an emulated task holds no memory
 
     def _exit(self) -> None:
         if not self._ended:

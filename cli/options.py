@@ -16,8 +16,26 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 from gangsched.deploy.config import LOCAL_DEFAULTS, ClusterConfig, ClusterSettingError, settable
+from gangsched.protocol.sizes import SizeError, SizeText, parse_size
 
 Command = Callable[..., Any]
+
+
+class SizeType(click.ParamType):
+    """A memory size as sbatch reads it (protocol/sizes.py): bytes, or one line that says what is wrong."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except SizeError as error:
+            self.fail(str(error), param, ctx)
+
+
+SIZE = SizeType()
 
 
 def settings_options(model: type[BaseSettings]) -> Callable[[Command], Command]:
@@ -40,8 +58,8 @@ def build(model: type[BaseSettings], given: dict[str, Any]) -> Any:
 
 def _field_option(name: str, field: FieldInfo, help_text: str) -> Callable[[Command], Command]:
     """``--name`` for a settings field; not given, it is None, and the model decides."""
-    return click.option(f"--{name.replace('_', '-')}", name, type=_click_type(field.annotation), default=None,
-                        help=help_text)
+    kind = click.STRING if any(isinstance(each, SizeText) for each in field.metadata) else _click_type(field.annotation)
+    return click.option(f"--{name.replace('_', '-')}", name, type=kind, default=None, help=help_text)
 
 
 def _click_type(annotation: Any) -> click.ParamType | type:
@@ -64,6 +82,9 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="node daemons to start"),
         click.option("--processors-per-node", "processors_per_node", type=click.IntRange(min=1), default=1,
                      show_default=True, help="processors (matrix columns) of each node"),
+        click.option("--memory-per-node", "memory_per_node", type=SIZE, default=None, metavar="SIZE",
+                     help="memory each node declares, e.g. 512M (K, M, G, T; M if none); a docker node's "
+                     "container gets that limit [the host's, less --node-memory-reserve, shared evenly]"),
     ]
     for name, daemon, field_name, field in settable():
         default = LOCAL_DEFAULTS.get(name, field.get_default(call_default_factory=True))

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from gangsched.cli import job_script
 from gangsched.cli.connect import with_master
+from gangsched.cli.options import SIZE
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import NodeList
@@ -35,6 +36,11 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
               help="spread the tasks over exactly this many nodes [as few as they fit on]")
 @click.option("--ntasks-per-node", "tasks_per_node", type=click.IntRange(min=1), default=None,
               help="at most this many tasks on each node")
+@click.option("--mem", "mem_per_node", type=SIZE, default=None, metavar="SIZE",
+              help="memory on each node the job runs on, e.g. 300M or 2G (K, M, G, T; M if none), like sbatch's; "
+              "its tasks there share it [the master's --default-mem-per-cpu per task]")
+@click.option("--mem-per-cpu", "mem_per_cpu", type=SIZE, default=None, metavar="SIZE",
+              help="memory per task instead: each task's limit")
 @click.option("--mpi", type=click.Choice([*(kind.value for kind in MpiKind), "list"]), default=None,
               help="the process-manager interface the tasks speak: pmi1 (MPICH, mpi4py), pmi2 (Intel MPI with "
               "a PMI-2 library), pmix (Open MPI), none; list: what this cluster serves [the master's --mpi-default]")
@@ -195,6 +201,8 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             tasks=options["tasks"] or (nodes or 1) * (tasks_per_node or 1),
             nodes=nodes,
             tasks_per_node=tasks_per_node,
+            mem_per_node=options["mem_per_node"],
+            mem_per_cpu=options["mem_per_cpu"],
             mpi=MpiKind(options["mpi"]) if options["mpi"] else None,
             argv=argv,
             cwd=cwd,

@@ -43,7 +43,7 @@ def chosen(fields: dict[str, Column[Row]], spec: str) -> list[Column[Row]]:
 
 # Slurm's compact state codes
 STATE_CODES = {"pending": "PD", "running": "R", "completed": "CD", "failed": "F", "cancelled": "CA",
-               "node_fail": "NF", "timeout": "TO"}
+               "node_fail": "NF", "timeout": "TO", "out_of_memory": "OOM"}
 
 
 def _elapsed(job: Fields) -> str:
@@ -62,6 +62,19 @@ def _clock(unix_time: float | None) -> str:
 
 def number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def megabytes(size: int | None) -> str:
+    """Whole MiB with Slurm's M, as squeue and sacct print memory."""
+    return "-" if size is None else f"{size >> 20}M"
+
+
+def _requested(job: Fields) -> str:
+    """squeue's MIN_MEMORY: per node, or per task with a c (Slurm's --mem-per-cpu)."""
+    spec = job["spec"]
+    if spec.get("mem_per_node") is not None:
+        return megabytes(spec["mem_per_node"])
+    return "-" if spec.get("mem_per_cpu") is None else megabytes(spec["mem_per_cpu"]) + "c"
 
 
 def _where(job: Fields) -> str:
@@ -85,6 +98,8 @@ JOB_FIELDS: dict[str, Column[Fields]] = {
     "barriers": Column("BARRIERS", 8, lambda job: str(job["barriers"]), right=True),
     "rate": Column("BAR/S", 7, lambda job: number(job["barriers_per_s"], 2), right=True),
     "migrations": Column("MIGR", 4, lambda job: str(len(job["migration_s"])), right=True),
+    "mem": Column("MIN_MEMORY", 10, _requested, right=True),
+    "maxrss": Column("MAXRSS", 7, lambda job: megabytes(job.get("max_rss")), right=True),
     "exit": Column("EXIT", 4, lambda job: "-" if job["exit_code"] is None else str(job["exit_code"]), right=True),
     "array": Column("ARRAY", 9, lambda job: "-" if job["spec"]["array_index"] is None
                     else f"{job['spec']['array_job_id']}_{job['spec']['array_index']}"),
@@ -101,8 +116,10 @@ NODE_FIELDS: dict[str, Column[Fields]] = {
     "state": Column("STATE", 5, lambda node: node["state"]),
     "cpus": Column("CPUS", 5, lambda node: f"{node['cpus']:g}", right=True),
     "procs": Column("PROCS(U/T)", 10, lambda node: f"{node['processors_used']}/{node['processors']}", right=True),
+    "memory": Column("MEMORY", 7, lambda node: str(node["memory"] >> 20), right=True),  # MiB, as sinfo's %m
+    "allocmem": Column("ALLOC_MEM", 9, lambda node: str(node["memory_committed"] >> 20), right=True),
     "seen": Column("SEEN_S", 6, lambda node: f"{node['seen_ago_s']:.1f}", right=True),
     "jobs": Column("JOBS", 10, lambda node: ",".join(map(str, node["jobs"])) or "-"),
     "via": Column("VIA", 12, lambda node: node["via"] or "-"),  # its relay (docs/architecture.md, 'Relays')
 }
-NODES_FORMAT = "node,state,cpus,procs,seen,jobs"
+NODES_FORMAT = "node,state,cpus,procs,memory,allocmem,seen,jobs"

@@ -35,7 +35,7 @@ DAEMONS = (
     Daemon("master", MasterSettings, "", frozenset({
         "bind", "switch_bind", "report_bind", "keys", "state_dir", "io_addr", "checkpoint_dir", "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
-        "master", "keys", "name", "cpus", "processors", "cpu_list", "spool_dir", "user_spool_dir",
+        "master", "keys", "name", "cpus", "processors", "memory", "cpu_list", "spool_dir", "user_spool_dir",
         "peer_transport", "peer_host", "peer_ports", "log_file"})),
     Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
 )
@@ -64,10 +64,12 @@ class ClusterConfig:
     nodes: int
     processors_per_node: int  # matrix columns of each emulated node (a host: its cores)
     keys: bool  # CURVE on loopback TCP instead of private ipc sockets
+    memory_per_node: int | None  # bytes each emulated node declares; None: a share of the host's (node_memory)
     settings: dict[str, dict[str, Any]]  # role -> the daemon's settings given
 
     def __init__(self, nodes: int = 4, processors_per_node: int = 1, keys: bool = False,
-                 settings: dict[str, dict[str, Any]] | None = None, **named: Any) -> None:
+                 memory_per_node: int | None = None, settings: dict[str, dict[str, Any]] | None = None,
+                 **named: Any) -> None:
         """``named``: daemon settings by their names here (``quantum_ms=100, node_kill_grace_s=1``);
         ``settings``: the same by role, as the cluster's state file holds them."""
         given: dict[str, dict[str, Any]] = {daemon.role: dict((settings or {}).get(daemon.role, {}))
@@ -86,7 +88,16 @@ class ClusterConfig:
         object.__setattr__(self, "nodes", nodes)
         object.__setattr__(self, "processors_per_node", processors_per_node)
         object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "memory_per_node", memory_per_node)
         object.__setattr__(self, "settings", given)
+
+    def node_memory(self, host: int) -> int:
+        """What each node declares: as given, else an even share of ``host`` (the host's bytes) less the
+        nodes' reserve for the system and the daemons."""
+        if self.memory_per_node is not None:
+            return self.memory_per_node
+        reserve = self.node_memory_reserve
+        return max(1 << 20, (host - reserve) // self.nodes)
 
     def __getattr__(self, name: str) -> Any:
         """A daemon setting by its name here: as given, else the daemon's default."""
@@ -99,9 +110,11 @@ class ClusterConfig:
         return daemon.model.model_fields[field_name].get_default(call_default_factory=True)
 
     def replace(self, **named: Any) -> "ClusterConfig":
-        own = {name: named.pop(name) for name in ("nodes", "processors_per_node", "keys") if name in named}
+        own = {name: named.pop(name) for name in ("nodes", "processors_per_node", "keys", "memory_per_node")
+               if name in named}
         return ClusterConfig(**{"nodes": self.nodes, "processors_per_node": self.processors_per_node,
-                                "keys": self.keys, **own}, settings=self.settings, **named)
+                                "keys": self.keys, "memory_per_node": self.memory_per_node, **own},
+                             settings=self.settings, **named)
 
     def arguments(self, role: str) -> list[str]:
         """The given settings of one daemon as its command's flags."""

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import psutil
 
+from gangsched.noded.memory import host_memory
 from gangsched.daemon.cores import even_share
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
@@ -94,12 +95,13 @@ class LocalCluster:
         ]
         cores = os.cpu_count() or 1
         share = cores / config.nodes  # the CPU utilization is measured against
+        memory = config.node_memory(host_memory())
         for index in range(1, config.nodes + 1):
             name = f"node{index}"
             commands[name] = [
                 "noded", "--master", master, "--name", name, "--cpus", f"{share:.4f}",
                 "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
-                "--processors", str(config.processors_per_node),
+                "--processors", str(config.processors_per_node), "--memory", str(memory),
                 "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
                                 f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",

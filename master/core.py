@@ -50,7 +50,7 @@ class MasterCore:
         self.rotation = SlotRotation(settings, clock, scheduler, self.outbox)
         self.node_events = NodeEvents(settings, endpoints, clock, self._nodes, scheduler, self.lifecycle,
                                       self.rotation, self.outbox)
-        self.clients = ClientRequests(settings.mpi_default, store, clock, self._nodes, self.lifecycle, self.rotation)
+        self.clients = ClientRequests(settings.mpi_default, settings.default_mem_per_cpu, store, clock, self._nodes, self.lifecycle, self.rotation)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = clock.time()
         self.lifecycle.restore()

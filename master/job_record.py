@@ -41,6 +41,7 @@ class Job:
     requeues: int = 0
     barrier_port: int | None = None
     rendezvous_port: int | None = None  # MASTER_PORT on rank 0's node
+    max_rss: int | None = None  # bytes: the largest peak of any of its tasks so far (Slurm's MaxRSS)
     # What follows lives only while the master runs.
     live_ranks: set[int] = field(default_factory=set)
     ending: JobState | None = None  # the final state decided while tasks still exit
@@ -107,4 +108,9 @@ class Job:
             requeues=self.requeues,
             ran_s=self.ran_s,
             migration_s=self.migration_s,
+            max_rss=self.max_rss,
         )
+
+    def memory_seen(self, peak: int) -> None:
+        if peak and (self.max_rss is None or peak > self.max_rss):
+            self.max_rss = peak

@@ -30,6 +30,7 @@ from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import (
     Rendezvous,
     describe_shape,
+    memory_request,
     launches,
     processors_of,
     where,
@@ -184,13 +185,17 @@ class JobLifecycle:
                          key=lambda job: job.job_id)
         up = len(self._scheduler.columns)
         first = True
+        memory = self._scheduler.memory_room() if waiting else None
         for job in waiting:
             if self._scheduler.is_held(job.job_id):
                 job.reason = f"needs {describe_shape(job.spec)}, {up} processors up"
                 if self._clock.monotonic() < self.rejoin_until:
                     job.reason += " (nodes rejoining after a master restart)"
             elif not job.reason.startswith("requeued"):
-                job.reason = "Resources" if first else "Priority"
+                if memory is not None and not memory(self.policy_job(job)):
+                    job.reason = "Resources: memory"  # Slurm's word, and which resource
+                else:
+                    job.reason = "Resources" if first else "Priority"
                 first = False
 
     def _start(self, job: Job, processors: list[Processor]) -> None:
@@ -375,6 +380,7 @@ class JobLifecycle:
             user_priority=spec.priority,
             political_priority=self.account(spec.user).priority_for_policy,
             migratable=spec.migratable and self._settings.checkpoint_dir is not None,
+            memory=memory_request(spec),
         )
 
     def predictor(self) -> UtilizationPredictor:

@@ -8,7 +8,7 @@ from gangsched.master.clock import Clock
 from gangsched.master.job_record import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.nodes import Node, NodeRegistry
-from gangsched.master.placement import processors_of
+from gangsched.master.placement import limit_of, processors_of
 from gangsched.master.relays import RelayTree
 from gangsched.master.rotation import SlotRotation
 from gangsched.master.scheduling import LiveScheduler
@@ -31,6 +31,7 @@ from gangsched.protocol.messages import (
     TaskExit,
 )
 from gangsched.protocol.records import JobState, TaskSample
+from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
 
@@ -58,7 +59,12 @@ class NodeEvents:
         self._rotation = rotation
         self._outbox = outbox
 
-    def hello(self, identity: bytes, hello: NodeHello) -> NodeWelcome:
+    def hello(self, identity: bytes, hello: NodeHello) -> NodeWelcome | ErrorReply:
+        if hello.memory > hello.host_memory:
+            reason = f"node {hello.node} declares {readable(hello.memory)} of memory, its host has " \
+                f"{readable(hello.host_memory)}: give gang noded --memory at most that"
+            log.error("refused %s", reason)
+            return ErrorReply(code=ErrorCode.NODE_REFUSED, reason=reason)
         previous = self._nodes.get(hello.node)
         if previous is not None and previous.peer is not None:
             log.info("node %s registers again (pid %d)", hello.node, hello.pid)
@@ -95,12 +101,16 @@ class NodeEvents:
         job = self._lifecycle.jobs.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
             job.cpu_ns += message.cpu_ns
+            job.memory_seen(message.memory_peak)
             if message.rank == 0:
                 job.record_progress(self._clock.monotonic(), self._clock.time(), message.progress)
             ending = None
             migration = job.migration
             if migration and not migration.restarted and message.error is None and message.returncode == CHECKPOINTED:
                 migration.checkpointed.add(message.rank)
+            elif message.out_of_memory:
+                ending = (JobState.OUT_OF_MEMORY, f"rank {message.rank} on {message.node} passed its memory limit "
+                          f"of {readable(limit_of(job, message.rank))} (peak {readable(message.memory_peak)})")
             elif message.error is not None or message.returncode != 0:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
@@ -122,6 +132,7 @@ class NodeEvents:
                 if job is None or job.state is not JobState.RUNNING:
                     continue
                 job.cpu_ns += sample.cpu_ns
+                job.memory_seen(sample.memory_peak)
                 if sample.runnable_ns > 0:
                     job.add_utilization(account.quantum, _utilization(sample, share))
                 if sample.rank == 0:
@@ -190,7 +201,7 @@ class NodeEvents:
         """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
         up = self._nodes.up()
         adopted = self._lifecycle.adopt(set(up))
-        if up == self._scheduler.processor_counts() and not adopted:
+        if up == self._scheduler.node_shapes() and not adopted:
             return
         lifecycle = self._lifecycle
         self._scheduler.rebuild(up, self._clock.monotonic(), [

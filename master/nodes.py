@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from gangsched.master.scheduling import NodeShape
 from gangsched.protocol.messages import NodeHello
 from gangsched.protocol.records import MpiKind, NodeInfo, NodeState, PeerEndpoint
 
@@ -19,6 +20,7 @@ class Node:
     util_pct: float | None = None  # its tasks' CPU over the last quantum reported, of its CPU share
     via: str | None = None  # the relay its messages come through; None: straight to the master
     mpi: tuple[MpiKind, ...] = ()  # the process-manager interfaces it serves
+    memory: int = 0  # bytes its jobs may commit
 
 
 class NodeRegistry:
@@ -27,7 +29,7 @@ class NodeRegistry:
 
     def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
         node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now,
-                    hello.incarnation, via=via, mpi=tuple(hello.mpi))
+                    hello.incarnation, via=via, mpi=tuple(hello.mpi), memory=hello.memory)
         self._nodes[hello.node] = node
         return node
 
@@ -75,10 +77,10 @@ class NodeRegistry:
         node.state = NodeState.DOWN
         return True
 
-    def up(self) -> dict[str, int]:
-        """Nodes that said hello and are alive, the ones that may take tasks, with their processors."""
+    def up(self) -> dict[str, NodeShape]:
+        """Nodes that said hello and are alive, the ones that may take tasks, with their processors and memory."""
         return {
-            name: node.processors
+            name: NodeShape(node.processors, node.memory)
             for name, node in sorted(self._nodes.items())
             if node.state is NodeState.UP and node.peer is not None
         }
@@ -86,6 +88,10 @@ class NodeRegistry:
     def processors(self) -> list[int]:
         """Every known node's processors, up or not, in name order."""
         return [node.processors for _, node in sorted(self._nodes.items())]
+
+    def memories(self) -> list[int]:
+        """Every known node's memory, in the same order (a node expected after a restart: as it said before, or 0)."""
+        return [node.memory for _, node in sorted(self._nodes.items())]
 
     def names(self) -> list[str]:
         return sorted(self._nodes)
@@ -97,7 +103,8 @@ class NodeRegistry:
     def count(self) -> int:
         return len(self._nodes)
 
-    def info(self, jobs_by_node: dict[str, list[int]], used: dict[str, int], now: float) -> list[NodeInfo]:
+    def info(self, jobs_by_node: dict[str, list[int]], used: dict[str, int], committed: dict[str, int],
+             now: float) -> list[NodeInfo]:
         return [
             NodeInfo(
                 name=node.name,
@@ -110,6 +117,8 @@ class NodeRegistry:
                 util_pct=node.util_pct,
                 via=node.via,
                 mpi=list(node.mpi),
+                memory=node.memory,
+                memory_committed=committed.get(node.name, 0),
             )
             for node in sorted(self._nodes.values(), key=lambda node: node.name)
         ]

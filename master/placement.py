@@ -6,31 +6,43 @@ from pathlib import Path
 
 from gangsched.master.job_record import Job
 from gangsched.master.scheduling import Processor
+from gangsched.policy.memory import MemoryRequest
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.messages import LaunchTask
 from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
+from gangsched.protocol.sizes import readable
 
 
 @dataclass
 class Shape:
-    """A job's placement request as the topology reads it."""
+    """A job's placement request as the topology and the memory book read it."""
 
+    job_id: int
     procs: int
     nodes: int | None
     tasks_per_node: int | None
+    memory: MemoryRequest
 
     @classmethod
     def of(cls, spec: JobSpec) -> "Shape":
-        return cls(spec.tasks, spec.nodes, spec.tasks_per_node)
+        return cls(0, spec.tasks, spec.nodes, spec.tasks_per_node, memory_request(spec))
 
 
-def describe_shape(spec: JobSpec) -> str:
+def memory_request(spec: JobSpec) -> MemoryRequest:
+    return MemoryRequest(per_node=spec.mem_per_node or 0, per_task=spec.mem_per_cpu or 0)
+
+
+def describe_shape(spec: JobSpec, memory: bool = True) -> str:
     words = f"{spec.tasks} processors"
     if spec.nodes is not None:
         words += f" on {spec.nodes} nodes"
     if spec.tasks_per_node is not None:
         words += f", at most {spec.tasks_per_node} a node"
+    if memory and spec.mem_per_node is not None:
+        words += f", {readable(spec.mem_per_node)} of memory on each node"
+    if memory and spec.mem_per_cpu is not None:
+        words += f", {readable(spec.mem_per_cpu)} of memory per task"
     return words
 
 
@@ -75,6 +87,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
              checkpoint_dir: Path | None, restore: bool) -> list[tuple[str, LaunchTask]]:
     """The launch of each task of ``job`` on ``processors``, by node."""
     ranks_per_node = block([processor.node for processor in processors])
+    nodes_order = list(dict.fromkeys(processor.node for processor in processors))
     nodes = list(dict.fromkeys(processor.node for processor in processors)) if job.spec.mpi is MpiKind.PMIX else []
     environment, output = array_parts(job.spec)
     return [(processor.node, LaunchTask(task=TaskSpec(
@@ -97,7 +110,33 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         output=output,
         checkpoint=checkpoint_path(job, rank, checkpoint_dir),
         restore=restore,
+        memory_limit=task_memory(job.spec, ranks_per_node[nodes_order.index(processor.node)]),
     ))) for rank, processor in enumerate(processors)]
+
+
+def task_memory(spec: JobSpec, tasks_on_node: int) -> int | None:
+    """A task's share of its job's request: --mem-per-cpu, or --mem split between its tasks on the node."""
+    if spec.mem_per_cpu is not None:
+        return spec.mem_per_cpu
+    if spec.mem_per_node is not None:
+        return max(1, spec.mem_per_node // tasks_on_node)
+    return None
+
+
+def committed_memory(placed: list[Job]) -> dict[str, int]:
+    """Per node, the bytes the placed jobs commit there, in all its rows."""
+    committed: dict[str, int] = {}
+    for job in placed:
+        request = memory_request(job.spec)
+        for node in set(job.node_names):
+            committed[node] = committed.get(node, 0) + request.on_node(job.node_names.count(node))
+    return committed
+
+
+def limit_of(job: Job, rank: int) -> int:
+    """The memory limit rank ``rank`` of ``job`` ran under (0 if none)."""
+    node = job.node_names[rank]
+    return task_memory(job.spec, job.node_names.count(node)) or 0
 
 
 def checkpoint_path(job: Job, rank: int, checkpoint_dir: Path | None) -> str | None:

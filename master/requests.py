@@ -7,9 +7,10 @@ from gangsched.master.dependencies import dependencies
 from gangsched.master.job_record import Job
 from gangsched.master.lifecycle import JobLifecycle
 from gangsched.master.nodes import NodeRegistry
-from gangsched.master.placement import Shape, describe_shape
+from gangsched.master.placement import Shape, committed_memory, describe_shape
 from gangsched.master.rotation import SlotRotation
 from gangsched.master.store import JobStore
+from gangsched.policy.memory import MemoryBook
 from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
@@ -27,6 +28,7 @@ from gangsched.protocol.messages import (
     UserList,
 )
 from gangsched.protocol.records import UNSERVED_HINTS, JobSpec, JobState, MpiKind
+from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
 
@@ -36,9 +38,10 @@ _FINISHED_SHOWN = 200
 class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix, users."""
 
-    def __init__(self, mpi_default: MpiKind, store: JobStore, clock: Clock, nodes: NodeRegistry,
-                 lifecycle: JobLifecycle, rotation: SlotRotation) -> None:
+    def __init__(self, mpi_default: MpiKind, default_mem_per_cpu: int, store: JobStore, clock: Clock,
+                 nodes: NodeRegistry, lifecycle: JobLifecycle, rotation: SlotRotation) -> None:
         self._mpi_default = mpi_default
+        self._default_mem_per_cpu = default_mem_per_cpu
         self._store = store
         self._clock = clock
         self._nodes = nodes
@@ -49,6 +52,8 @@ class ClientRequests:
         spec = message.spec
         if spec.mpi is None:  # Slurm's MpiDefault: the job names its interface from now on
             spec = spec.model_copy(update={"mpi": self._mpi_default})
+        if spec.mem_per_node is None and spec.mem_per_cpu is None:  # Slurm's DefMemPerCPU, likewise
+            spec = spec.model_copy(update={"mem_per_cpu": self._default_mem_per_cpu})
         count = len(message.array or [None])
         if message.token is not None:
             earlier = self._store.job_of_token(spec.user, message.token)
@@ -79,10 +84,17 @@ class ClientRequests:
         # while the nodes of a restarted master come back, a job waits for them instead
         if self._clock.monotonic() < self._lifecycle.rejoin_until:
             return self._dependency_refusal(spec)
-        cluster = Topology.of(self._nodes.processors())
-        if not cluster.fits((1 << cluster.width) - 1, Shape.of(spec)):
-            reason = f"needs {describe_shape(spec)}, " \
+        processors, memory = self._nodes.processors(), self._nodes.memories()
+        cluster = Topology.of(processors, memory)
+        shape = Shape.of(spec)
+        every = (1 << cluster.width) - 1
+        if not cluster.fits(every, shape):
+            reason = f"needs {describe_shape(spec, memory=False)}, " \
                 f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
+            return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
+        if not cluster.fits(MemoryBook(cluster).usable(shape, every), shape):
+            reason = f"needs {describe_shape(spec)}, the cluster's largest node has " \
+                f"{readable(max(memory))} of memory"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
         if spec.mpi not in (None, MpiKind.NONE) and not self._nodes.serving(spec.mpi):
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no node serves --mpi {spec.mpi}: "
@@ -138,8 +150,10 @@ class ClientRequests:
         for job in self._lifecycle.jobs.values():
             for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
                 jobs_by_node.setdefault(node, []).append(job.job_id)
+        placed = [job for job in self._lifecycle.jobs.values() if job.state is JobState.RUNNING]
         return NodeList(nodes=self._nodes.info(jobs_by_node, self._rotation.processors_in_turn(),
-                                               self._clock.monotonic()), mpi_default=self._mpi_default)
+                                               committed_memory(placed), self._clock.monotonic()),
+                        mpi_default=self._mpi_default)
 
     def query_matrix(self) -> MatrixView:
         return self._rotation.matrix_view()

@@ -13,15 +13,22 @@ nodes up is held back from the policy until enough nodes are up.
 """
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.columns import Layout, column_list, mask_of
 from gangsched.policy.interface import LivePolicy
-from gangsched.policy.memory import NO_MEMORY, MemoryRequest
+from gangsched.policy.memory import NO_MEMORY, MemoryBook, MemoryRequest
 from gangsched.policy.topology import Topology
+
+
+class NodeShape(NamedTuple):
+    """What a node up offers: its processors and the bytes of memory its jobs may commit."""
+
+    processors: int
+    memory: int
 
 
 class Processor(NamedTuple):
@@ -87,8 +94,17 @@ class LiveScheduler:
         return {processor.node for processor in self.processors_of(job_id)}
 
     def could_ever_fit(self, job: PolicyJob) -> bool:
-        """Whether the nodes up hold ``job`` once they are empty."""
-        return self.topology.fits((1 << self.topology.width) - 1, job)
+        """Whether the nodes up hold ``job`` once they are empty (its memory too)."""
+        every = (1 << self.topology.width) - 1
+        return self.topology.fits(MemoryBook(self.topology).usable(job, every), job)
+
+    def memory_room(self) -> Callable[[PolicyJob], bool]:
+        """Whether a job's memory fits beside what the running jobs commit now, columns aside."""
+        book = MemoryBook(self.topology)
+        for running in self._running.values():
+            book.commit(running.job, running.columns)
+        every = (1 << self.topology.width) - 1
+        return lambda job: self.topology.fits(book.usable(job, every), job)
 
     def is_waiting(self, job_id: int) -> bool:
         return job_id in self._waiting or job_id in self._held
@@ -109,20 +125,20 @@ class LiveScheduler:
     def withdraw(self, job_id: int, now: float) -> None:
         """A waiting job leaves the queue (cancelled, or held back for good)."""
         if self._held.pop(job_id, None) is None and self._waiting.pop(job_id, None) is not None:
-            self.rebuild(self.processor_counts(), now)
+            self.rebuild(self.node_shapes(), now)
 
     def is_held(self, job_id: int) -> bool:
         return job_id in self._held
 
-    def rebuild(self, nodes: Mapping[str, int], now: float,
+    def rebuild(self, nodes: Mapping[str, NodeShape], now: float,
                 adopt: Iterable[tuple[PolicyJob, list[Processor], float]] = ()) -> None:
-        """The nodes up (name -> processors) changed: a new policy for them, with the jobs still running on them.
+        """The nodes up (name -> processors and memory) changed: a new policy for them, with the jobs still running on them.
 
         ``adopt`` adds running jobs the policy never placed (their job, processors and start),
         as after a master restart.
         """
         names = sorted(nodes)
-        columns = [Processor(name, index) for name in names for index in range(nodes[name])]
+        columns = [Processor(name, index) for name in names for index in range(nodes[name].processors)]
         column = {processor: index for index, processor in enumerate(columns)}
         known = [(each.job, self._names(each.columns), each.started) for each in self._running.values()]
         running = {}
@@ -132,7 +148,7 @@ class LiveScheduler:
             running[job.job_id] = _Running(job, mask_of(column[processor] for processor in processors), started)
         waiting = sorted([*self._waiting.values(), *self._held.values()], key=lambda job: job.job_id)
         self.nodes, self.columns = names, columns
-        self.topology = Topology.of([nodes[name] for name in names])
+        self.topology = Topology.of([nodes[name].processors for name in names], [nodes[name].memory for name in names])
         self._policy, self._running = self._build(), running
         self._waiting, self._held = {}, {}
         for each in running.values():
@@ -171,8 +187,10 @@ class LiveScheduler:
         topology = self.topology
         return build_policy(self.choice, topology.width, self._longest_estimate, topology)
 
-    def processor_counts(self) -> dict[str, int]:
-        return {name: mask.bit_count() for name, mask in zip(self.nodes, self.topology.node_columns, strict=True)}
+    def node_shapes(self) -> dict[str, NodeShape]:
+        memory = self.topology.node_memory or (0,) * len(self.nodes)
+        return {name: NodeShape(mask.bit_count(), bytes_) for name, mask, bytes_
+                in zip(self.nodes, self.topology.node_columns, memory, strict=True)}
 
     def _read_layout(self) -> None:
         self.layout = self._policy.layout()

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gangsched.protocol.sizes import Size
 from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.quantum import Pairing
@@ -47,6 +48,10 @@ class MasterSettings(BaseSettings):
     mpi_default: MpiKind = Field(
         MpiKind.NONE, description="the process-manager interface of a job that names none (Slurm's MpiDefault): "
         f"{', '.join(kind.value for kind in MpiKind)}"
+    )
+    default_mem_per_cpu: Size = Field(
+        128 << 20, description="the memory per task of a job that asks for none (Slurm's DefMemPerCPU), e.g. 128M or "
+        "1G: every job commits memory and runs under a limit (docs/memory.md)"
     )
     rejoin_s: float = Field(
         10.0, gt=0, description="after a restart, how long the nodes of running jobs have to say hello again"

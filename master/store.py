@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     barriers INTEGER NOT NULL,
     cpu_ns INTEGER NOT NULL,
     ran_s REAL NOT NULL,
-    migration_s TEXT NOT NULL
+    migration_s TEXT NOT NULL,
+    max_rss INTEGER
 );
 -- a client's token for each submission: a retry after a lost reply finds the job it made
 CREATE TABLE IF NOT EXISTS submissions (
@@ -51,10 +52,10 @@ CREATE TABLE IF NOT EXISTS users (
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
     " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s"
+    " migration_s, max_rss"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class StoreError(Exception):
@@ -113,7 +114,7 @@ class JobStore:
 
     def _write(self, job: Job) -> None:
         self._db.execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -132,6 +133,7 @@ class JobStore:
                 job.cpu_ns,
                 job.ran_s,
                 json.dumps(job.migration_s),
+                job.max_rss,
             ),
         )
 
@@ -181,7 +183,7 @@ class JobStore:
 
 def _job(row: tuple) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s) = row
+     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -200,4 +202,5 @@ def _job(row: tuple) -> Job:
         cpu_ns=cpu_ns,
         ran_s=ran_s,
         migration_s=json.loads(migration_s),
+        max_rss=max_rss,
     )

@@ -33,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gangsched.noded.memory import MemoryControl
 from gangsched.noded.watchdog import kill_cgroups, kill_marked
 from gangsched.protocol import task_environment
 
@@ -191,6 +192,7 @@ class Containment:
         if self.root is None:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        self.memory = MemoryControl(self.node_id, self.root)
         self._leaders: set[int] = set()
         self._sweep_leftovers()
         self._watchdog = self._start_watchdog()

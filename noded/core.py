@@ -29,6 +29,7 @@ from gangsched.noded.task_states import (
     Kill,
     Launch,
     Look,
+    MemoryReading,
     Order,
     Sweep,
     TaskKey,
@@ -175,15 +176,32 @@ class NodeCore:
         self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=None, error=reason), now)
 
     def exited(self, key: TaskKey, returncode: int, error: str | None, cpu_ns: int, progress: int,
-               now: float) -> None:
+               memory: MemoryReading, now: float) -> None:
         """A task ended (the loop reaped it): its exit goes to the master until acknowledged."""
-        del self.tasks[key]
+        task = self.tasks.pop(key)
         self.deadlines.clear(key)
         self._to_look.discard(key)
         if not any(other[0] == key[0] for other in self.tasks):
             self._fences.pop(key[0], None)  # the job's last task here: no barrier of it is waited for
         self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=returncode,
-                                   error=error, cpu_ns=cpu_ns, progress=progress), now)
+                                   error=error, cpu_ns=cpu_ns, progress=progress,
+                                   memory_peak=max(task.memory_peak, memory.peak),
+                                   out_of_memory=task.out_of_memory or memory.out_of_memory), now)
+
+    def memory(self, key: TaskKey, reading: MemoryReading, now: float) -> None:
+        """A task's memory as read at a heartbeat: its peak goes with its samples and its exit; a task
+        over its limit is killed at once (no grace: it would go on allocating) and its job ends
+        OUT_OF_MEMORY (noded/memory.py)."""
+        task = self.tasks.get(key)
+        if task is None:
+            return
+        task.memory_peak = max(task.memory_peak, reading.peak)
+        if reading.out_of_memory and not task.out_of_memory:
+            task.out_of_memory = task.ending = True
+            log.warning("job %d rank %d passed its memory limit (peak %d bytes): killed", key[0], key[1],
+                        task.memory_peak)
+            self.orders.append(Kill(key))
+            self.deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
 
     def end(self, key: TaskKey, now: float) -> None:
         """End a task (its job was cancelled or failed): SIGTERM, and SIGKILL once the grace is over."""

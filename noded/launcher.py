@@ -5,8 +5,9 @@ The node daemon starts it as ``python -I -S launcher.py SPEC_FD STATUS_FD``
 nothing the user exports reaches a process of the daemon's rights). It reads
 the launch from SPEC_FD (JSON), then, in this order:
 
-1. joins the task's cgroup, where the node has one, so every process the task
-   ever starts is in it before any code of the user's runs;
+1. joins the task's cgroup, where the node has one, and its memory cgroup
+   where that is another (cgroup v1), so every process the task ever starts
+   is in them before any code of the user's runs;
 2. pins itself to the task's cores;
 3. takes the user's groups, gid and uid (where it is another user's task);
 4. asks the kernel to SIGKILL it when the daemon dies (after the change of
@@ -42,9 +43,10 @@ def main() -> None:
 
 
 def start(spec: dict) -> None:
-    if spec["cgroup"]:
-        with open(os.path.join(spec["cgroup"], "cgroup.procs"), "w") as procs:
-            procs.write("0")  # this process
+    for group in (spec["cgroup"], spec["memory_cgroup"]):
+        if group:
+            with open(os.path.join(group, "cgroup.procs"), "w") as procs:
+                procs.write("0")  # this process
     if spec["cpus"]:
         os.sched_setaffinity(0, spec["cpus"])
     user = spec["user"]

@@ -28,6 +28,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.containment import ContainmentError
 from gangsched.noded.core import NodeCore
 from gangsched.noded.master_link import MasterLink
+from gangsched.noded.memory import host_memory
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_host import ProcessHost, TaskHost
 from gangsched.noded.task_runner import TaskRunner
@@ -159,9 +160,11 @@ class NodeDaemon:
         ports = (int(low), int(high or low))
         peer = PeerEndpoint(transport="ipc", host=str(settings.spool()), ports=ports) \
             if settings.peer_transport == "ipc" else PeerEndpoint(transport="tcp", host=settings.peer_host, ports=ports)
+        host = host_memory()
         return NodeHello(node=self.name, cpus=settings.cpus, processors=settings.processors, pid=os.getpid(),
                          incarnation=uuid.uuid4().hex, peer=peer, relay=self._link.relay_endpoints,
-                         mpi=self._runner.process_managers.served)
+                         mpi=self._runner.process_managers.served,
+                         memory=settings.memory or max(1, host - settings.memory_reserve), host_memory=host)
 
 
 def poll_ms(due: float) -> int:

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gangsched.daemon.cores import even_share
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
+from gangsched.protocol.sizes import Size
 
 
 class NodeSettings(BaseSettings):
@@ -28,6 +29,14 @@ class NodeSettings(BaseSettings):
     processors: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, le=4096,
         description="processors: the node's columns of the matrix, tasks it runs at once; a host: its cores",
+    )
+    memory: Size | None = Field(
+        None, description="memory its jobs may commit, e.g. 512M or 4G (Slurm's units, M if none); none: the "
+        "host's (its RAM, or its container's limit) less --memory-reserve"
+    )
+    memory_reserve: Size = Field(
+        512 << 20, description="memory kept for the system and the daemons when --memory is not given "
+        "(Slurm's MemSpecLimit)"
     )
     cpu_list: str | None = Field(
         None, description="CPUs the tasks are pinned to, e.g. 0-1,3, split evenly between the processors: "

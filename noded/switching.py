@@ -76,7 +76,7 @@ def samples(plan: SwitchPlan, applied_ns: int, readings: Iterable[tuple[int, int
     found = []
     for task, (cpu_ns, waited_ns, progress) in zip(plan.ran, readings, strict=True):
         found.append(TaskSample(task.key[0], task.key[1], cpu_ns, applied_ns - task.runnable_since_ns, progress,
-                                waited_ns))
+                                waited_ns, task.memory_peak))
         task.runnable_since_ns = applied_ns
     for task in plan.resume:
         task.runnable_since_ns = applied_ns

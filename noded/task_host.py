@@ -13,6 +13,7 @@ from typing import Protocol
 
 from gangsched.noded.containment import Containment, TaskGroup
 from gangsched.noded.process_managers.wiring import TaskWiring
+from gangsched.noded.task_states import MemoryReading
 from gangsched.noded.tasks import Task, launch
 from gangsched.protocol.records import TaskSpec
 
@@ -41,6 +42,7 @@ class NodeTask(Protocol):
     def checkpoint(self) -> None: ...
     def close_pmi(self) -> None: ...
     def reap(self) -> int: ...
+    def read_memory(self) -> MemoryReading: ...
 
 
 class TaskHost(Protocol):
@@ -63,7 +65,8 @@ class ProcessHost:
         self._containment = Containment(node, spool, wanted)
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
         root = self._containment.root
-        self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps")
+        self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps") + \
+            f"; memory limits: {self._containment.memory.kind}"
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
                cores: set[int] | None, wiring: TaskWiring | None) -> Task:
@@ -74,6 +77,7 @@ class ProcessHost:
         self._containment.ended(task.group)
         if not task.group.release():
             self._unreleased.append(task.group)
+        task.memory.release()
 
     def sweep(self, live: set[tuple[int, int]]) -> None:
         self._containment.reap_strays(live)

@@ -101,6 +101,9 @@ class TaskRunner:
                     self._core.still_forking(key)
             case Sweep(live):
                 self._host.sweep(set(live))
+                now = time.monotonic()
+                for key, task in list(self.tasks.items()):  # every heartbeat: peaks, and limits passed
+                    self._core.memory(key, task.read_memory(), now)
             case ToProcessManager(message):
                 self.process_managers.received(message)
             case _:
@@ -113,11 +116,12 @@ class TaskRunner:
         del self.tasks[(task.job_id, task.rank)]
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
+        memory = task.read_memory()
         returncode = task.reap()
         self._host.ended(task)
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
         error = self.process_managers.exited(task, returncode, task.failure)
-        self._core.exited((task.job_id, task.rank), returncode, error, cpu_ns, progress, time.monotonic())
+        self._core.exited((task.job_id, task.rank), returncode, error, cpu_ns, progress, memory, time.monotonic())
 
     def wait_for_all(self, grace_s: float) -> None:
         """The daemon stops and its tasks were ended: their exits for ``grace_s``, then SIGKILL for the rest."""

@@ -20,11 +20,21 @@ class TaskState:
     runnable_since_ns: int  # monotonic; when its current runnable stretch was last sampled
     ending: bool = False  # sent SIGTERM; killed at its deadline
     checkpointing: bool = False
+    memory_peak: int = 0  # bytes, as last read (every heartbeat)
+    out_of_memory: bool = False  # it passed its memory limit: killed, and its job ends OUT_OF_MEMORY
 
     @property
     def leaving(self) -> bool:
         """Ending or migrating: it runs, whatever the switches say, until it exits."""
         return self.ending or self.checkpointing
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryReading:
+    """A task's memory as the node read it (noded/memory.py)."""
+
+    peak: int  # bytes: the most the task held at once, as far as seen
+    out_of_memory: bool  # it passed its limit (the kernel killed a process of it, or a reading found it over)
 
 
 @dataclass(frozen=True, slots=True)

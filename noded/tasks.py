@@ -19,10 +19,12 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gangsched.noded.containment import Containment, TaskGroup
+from gangsched.noded.memory import TaskMemory
+from gangsched.noded.task_states import MemoryReading
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
@@ -59,6 +61,11 @@ class Task:
     schedstat_fd: int = -1  # /proc/PID/schedstat of its first process
     waited_ns: int = 0  # its run-queue wait at the last reading
     failure: str | None = None  # why the task failed, when it is not its exit status that says so
+    memory: TaskMemory = field(default_factory=lambda: TaskMemory(None, 0, None))
+
+    def read_memory(self) -> MemoryReading:
+        """Its peak so far, and whether it passed its limit."""
+        return self.memory.read(self.pids() if self.memory.folder is None else [])
 
     @property
     def pid(self) -> int:
@@ -176,10 +183,12 @@ def launch(
     ours, theirs = wiring.ours, wiring.passed
     environment.update(wiring.environment)
     group = containment.group(spec.job_id, spec.rank)
+    memory = containment.memory.task(spec.job_id, spec.rank, spec.memory_limit, group.path)
     launch_spec = {
         "argv": spec.argv, "env": environment, "cwd": spec.cwd or str(folder), "fallback_cwd": str(folder),
         "output": output, "cpus": sorted(cpus) if cpus else None, "daemon_pid": os.getpid(),
         "cgroup": str(group.path) if group.path is not None else None,
+        "memory_cgroup": str(memory.folder) if memory.folder is not None and memory.folder != group.path else None,
         "user": None if account is None else {
             "uid": account.pw_uid, "gid": account.pw_gid, "groups": os.getgrouplist(account.pw_name, account.pw_gid)},
     }
@@ -198,6 +207,7 @@ def launch(
         if ours is not None:
             ours.close()
         group.release()
+        memory.release()
         raise
     finally:
         os.close(spec_fd)
@@ -205,6 +215,8 @@ def launch(
         if theirs is not None:
             theirs.close()
     group.adopt(process.pid)
+    if memory.folder is not None and memory.folder != group.path:
+        (memory.folder / "cgroup.procs").write_text(str(process.pid))  # before it returns, as group.adopt
     containment.started(group)
     task = Task(
         job_id=spec.job_id,
@@ -218,6 +230,7 @@ def launch(
         uid=os.getuid() if account is None else account.pw_uid,
         pmi=ours,
         schedstat_fd=os.open(f"/proc/{process.pid}/schedstat", os.O_RDONLY),
+        memory=memory,
     )
     if not runnable:
         task.stop()

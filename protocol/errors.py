@@ -15,6 +15,7 @@ class ErrorCode(StrEnum):
     INVALID_SPEC = "invalid_spec"  # a job spec the scheduler refuses
     NEVER_FITS = "never_fits"  # a job wider than the cluster
     NODE_UNREACHABLE = "node_unreachable"
+    NODE_REFUSED = "node_refused"  # a node whose hello the master will not take, e.g. more memory than its host
     INTERNAL = "internal"  # a handler failed; the daemon lives on
 
 

@@ -27,6 +27,7 @@ from pydantic import Field, field_validator
 
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
+from gangsched.protocol.sizes import LARGEST
 
 MAX_REPORT_QUANTA = 64  # accounts in one QuantumReport
 from gangsched.protocol.records import (
@@ -65,6 +66,8 @@ class TaskExit(WireModel):
     error: str | None = None
     cpu_ns: int = 0  # CPU time since the last quantum report
     progress: int = 0  # the task's final progress counter
+    memory_peak: int = 0  # bytes: the most its processes held resident at once (Slurm's MaxRSS)
+    out_of_memory: bool = False  # it passed its memory limit and was killed for it
 
 
 class NodeHello(WireModel):
@@ -85,6 +88,8 @@ class NodeHello(WireModel):
     relay: RelayEndpoints | None = None  # where it would listen as a relay; None: it cannot relay
     left_relay: str | None = None  # the relay it heard no switch through for too long
     mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
+    memory: int = Field(ge=1, le=LARGEST)  # bytes its jobs may commit (gang noded --memory)
+    host_memory: int = Field(ge=1, le=LARGEST)  # bytes its host has: a node may not declare more
 
 
 class NodeWelcome(WireModel):

@@ -12,6 +12,8 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from gangsched.protocol.sizes import LARGEST
+
 
 class WireModel(BaseModel):
     """The base of every record and message: immutable, strict about fields."""
@@ -64,6 +66,7 @@ class JobState(StrEnum):
     CANCELLED = "cancelled"
     NODE_FAIL = "node_fail"  # a node of the job was lost and the job was not requeued
     TIMEOUT = "timeout"  # it ran for its estimate (its time limit) and was killed
+    OUT_OF_MEMORY = "out_of_memory"  # a task passed its memory limit: the job was ended (docs/memory.md)
 
     @property
     def is_final(self) -> bool:
@@ -98,6 +101,10 @@ class JobSpec(WireModel):
     tasks: int = Field(ge=1, le=100_000)
     nodes: int | None = Field(default=None, ge=1, le=100_000)
     tasks_per_node: int | None = Field(default=None, ge=1, le=4096)
+    # Slurm's --mem (bytes on each node it runs on) or --mem-per-cpu (bytes per task); neither: the
+    # master's --default-mem-per-cpu, which it sets at submission (docs/memory.md)
+    mem_per_node: int | None = Field(default=None, ge=1, le=LARGEST)
+    mem_per_cpu: int | None = Field(default=None, ge=1, le=LARGEST)
     mpi: MpiKind | None = None  # None: the master's --mpi-default, which it sets at submission
     argv: list[NoNul] = Field(min_length=1)
     cwd: PathText | None = None  # used where it exists on the node, else the node's spool folder
@@ -135,6 +142,8 @@ class JobSpec(WireModel):
         if self.nodes is not None and self.tasks_per_node is not None and self.nodes * self.tasks_per_node < self.tasks:
             raise ValueError(f"{self.nodes} nodes with at most {self.tasks_per_node} tasks each hold "
                              f"{self.nodes * self.tasks_per_node} tasks, not {self.tasks}")
+        if self.mem_per_node is not None and self.mem_per_cpu is not None:
+            raise ValueError("--mem and --mem-per-cpu exclude each other: give one")
         return self
 
 
@@ -199,6 +208,7 @@ class TaskSpec(WireModel):
     output: str | None
     checkpoint: str | None = None  # where this rank saves its state when the job migrates
     restore: bool = False  # restarted from that state
+    memory_limit: int | None = Field(default=None, ge=1, le=LARGEST)  # bytes: its share of the job's request
 
 
 class TaskSample(NamedTuple):
@@ -217,6 +227,7 @@ class TaskSample(NamedTuple):
     # of runnable_ns, how long it waited on a run queue for a core another process held: time it
     # wanted to run, which a busy host's other processes took, not idleness
     waited_ns: int = 0
+    memory_peak: int = 0  # bytes: the most it held resident so far (Slurm's MaxRSS)
 
 
 class JobInfo(WireModel):
@@ -239,6 +250,7 @@ class JobInfo(WireModel):
     requeues: int = 0
     ran_s: float = 0.0  # time in the quanta it ran in: what its estimate limits
     migration_s: list[float] = []  # each migration's cost: checkpoint asked -> restarted
+    max_rss: int | None = None  # bytes: the largest peak resident memory of any of its tasks (Slurm's MaxRSS)
 
 
 class NodeState(StrEnum):
@@ -257,6 +269,8 @@ class NodeInfo(WireModel):
     util_pct: float | None = None  # CPU of its tasks over the last quantum it reported, per processor
     via: str | None = None  # the relay it reaches the master through; None: none
     mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
+    memory: int = 0  # bytes its jobs may commit
+    memory_committed: int = 0  # bytes the jobs placed on it commit, in all its rows (stopped jobs stay resident)
 
 
 class UserInfo(WireModel):

@@ -19,13 +19,13 @@ from tests.conftest import wait_until
 
 def test_the_maps_the_list_commands_read_are_the_models():
     spec = JobSpec(name="mapped", user="alice", tasks=2, argv=["true"], estimate_s=60,
-                   array_job_id=7, array_index=3)
+                   array_job_id=7, array_index=3, mem_per_cpu=128 << 20)
     job = JobInfo(job_id=8, spec=spec, state=JobState.FAILED, reason="rank 1 exited 3", submit_time=1.5e9,
                   start_time=1.5e9 + 10, end_time=1.5e9 + 70, node_names=["n1", "n2"], processors=[0, 0],
                   exit_code=3, util_pct=97.5, predicted_pct=90.0, barriers=12, barriers_per_s=0.2,
-                  migration_s=[0.4])
+                  migration_s=[0.4], max_rss=50 << 20)
     node = NodeInfo(name="n1", state="up", cpus=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2,
-                    via="r1")
+                    via="r1", memory=512 << 20, memory_committed=300 << 20)
     job_map = unpack(encode(JobList(jobs=[job], more=True)))["jobs"][0]
     node_map = unpack(encode(NodeList(nodes=[node])))["nodes"][0]
 
@@ -35,8 +35,9 @@ def test_the_maps_the_list_commands_read_are_the_models():
     # every column reads fields the models have, and shows what they hold
     shown = table.render(list(table.JOB_FIELDS.values()), [job_map]).splitlines()[1].split()
     assert shown[:5] == ["8", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
+    assert "128Mc" in shown and "50M" in shown  # MIN_MEMORY per task, MAXRSS
     assert table.render(list(table.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
-        ["n1", "up", "1", "1/2", "0.2", "8", "r1"]
+        ["n1", "up", "1", "1/2", "512", "300", "0.2", "8", "r1"]
 
 
 @pytest.mark.live
@@ -83,7 +84,7 @@ def test_the_nodes_list_fits_and_speaks_json(gang):
     shown = gang("nodes")
     assert shown.returncode == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()
-    assert header.split() == ["NODELIST", "STATE", "CPUS", "PROCS(U/T)", "SEEN_S", "JOBS"]
+    assert header.split() == ["NODELIST", "STATE", "CPUS", "PROCS(U/T)", "MEMORY", "ALLOC_MEM", "SEEN_S", "JOBS"]
     assert sorted(row.split()[0] for row in rows) == ["node1", "node2"]
     listed = json.loads(gang("nodes", "--json").stdout)
     assert sorted(node["name"] for node in listed) == ["node1", "node2"]

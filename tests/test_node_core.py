@@ -8,7 +8,7 @@ import math
 from collections import deque
 
 from gangsched.noded.core import LOOKS_PER_WAKE, NodeCore, Route
-from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, Sweep, Terminate
+from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, MemoryReading, Sweep, Terminate
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     CheckpointTask,
@@ -40,7 +40,7 @@ def taken(answers: deque) -> list:
 
 
 def make_core(report_delay_ms: int = 0, forks: bool = True) -> NodeCore:
-    hello = NodeHello(node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
+    hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
     return NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=report_delay_ms, forks=forks)
 
 
@@ -171,7 +171,7 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
     core = registered(make_core())
     launch(core, 7)
     launch(core, 8)
-    core.exited((8, 0), 0, None, cpu_ns=5, progress=0, now=0.05)
+    core.exited((8, 0), 0, None, cpu_ns=5, progress=0, memory=MemoryReading(0, False), now=0.05)
     assert sent(core) == [(Route.REPORTS, TaskExit)]
     core.timers(1.05)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]  # the master is gone: nobody answers
@@ -196,7 +196,7 @@ def test_a_task_that_exits_between_switches_sends_its_last_accounts_first_and_ne
     launch(core, 7)
     core.message(NodeColumn(epoch=1, rows=[[7]]), 0.0)
     switch(core, 1, rows=[0], now=0.1, report_every=5, cpu_ns=1)
-    core.exited((7, 0), 0, None, cpu_ns=2, progress=3, now=0.15)
+    core.exited((7, 0), 0, None, cpu_ns=2, progress=3, memory=MemoryReading(0, False), now=0.15)
     (_, report), (_, exit_) = taken(core.outbox)
     assert isinstance(report, QuantumReport) and isinstance(exit_, TaskExit)  # in this order, on one socket
     assert (exit_.cpu_ns, exit_.progress) == (2, 3) and core.tasks == {}

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gangsched.master.scheduling import LiveScheduler, PolicyJob, Processor
+from gangsched.master.scheduling import LiveScheduler, NodeShape, PolicyJob, Processor
 from gangsched.policy.catalog import Choice
 from gangsched.policy.columns import lowest_columns
 from gangsched.policy.quantum import round_robin
@@ -14,7 +14,7 @@ NODES = ["n1", "n2", "n3", "n4"]
 
 def scheduler(policy: str = "gs", mpl: int = 4, nodes: list[str] = NODES, processors: int = 1) -> LiveScheduler:
     live = LiveScheduler(Choice(policy=policy, mpl=mpl), longest_estimate=100.0)
-    live.rebuild(dict.fromkeys(nodes, processors), 0.0)
+    live.rebuild(dict.fromkeys(nodes, NodeShape(processors, 1 << 30)), 0.0)
     return live
 
 
@@ -69,14 +69,14 @@ def test_a_job_wider_than_the_nodes_up_waits_until_they_are():
     live = scheduler(nodes=NODES[:2])
     live.submit(job(1, 3), 0.0)
     assert live.schedule(0.0).starts == {} and live.is_held(1)
-    live.rebuild(dict.fromkeys(NODES, 1), 1.0)
+    live.rebuild(dict.fromkeys(NODES, NodeShape(1, 1 << 30)), 1.0)
     assert names(live.schedule(1.0).starts) == {1: ["n1", "n2", "n3"]}
 
 
 def test_a_rebuild_keeps_running_jobs_on_their_nodes():
     live = scheduled("bgs", 2, 2)
     live.finish(1, 1.0)
-    live.rebuild(dict.fromkeys(["n3", "n4", "n5"], 1), 1.0)  # n1, n2 gone; n5 new
+    live.rebuild(dict.fromkeys(["n3", "n4", "n5"], NodeShape(1, 1 << 30)), 1.0)  # n1, n2 gone; n5 new
     assert live.nodes_of(2) == {"n3", "n4"}
     live.submit(job(3, 3), 1.0)
     assert names(live.schedule(1.0).starts) == {3: ["n3", "n4", "n5"]}  # a second row
@@ -85,7 +85,7 @@ def test_a_rebuild_keeps_running_jobs_on_their_nodes():
 def test_a_rebuild_refuses_a_running_job_on_a_lost_node():
     live = scheduled("gs", 4)
     with pytest.raises(ValueError):
-        live.rebuild(dict.fromkeys(NODES[:3], 1), 1.0)
+        live.rebuild(dict.fromkeys(NODES[:3], NodeShape(1, 1 << 30)), 1.0)
 
 
 def test_a_withdrawn_job_never_starts():

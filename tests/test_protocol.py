@@ -71,7 +71,7 @@ MESSAGES = [
         QuantumAccount(quantum=7, switch_sent_ns=1, switch_applied_ns=2, column_epoch=3,
                        samples=[TaskSample(job_id=1, rank=0, cpu_ns=5, runnable_ns=9, progress=3)]),
         QuantumAccount(quantum=8, switch_sent_ns=3, switch_applied_ns=4, column_epoch=3, samples=[])]),
-    NodeHello(node="n1", cpus=0.5, pid=42, incarnation="a1", peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
+    NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpus=0.5, pid=42, incarnation="a1", peer=PeerEndpoint(transport="tcp", host="h", ports=(1, 9)),
               tasks=[TaskRef(job_id=1, rank=0)],
               exits=[TaskExit(node="n1", job_id=2, rank=1, returncode=-9)]),
     NodeWelcome(node="n1", switch_endpoint="ipc:///s", report_endpoint="ipc:///r",

@@ -1,0 +1,168 @@
+"""A task's memory: its limit, its peak, and whether it passed the limit (docs/memory.md).
+
+Where the node may make memory cgroups, each task gets one with its limit:
+
+* cgroup v2, where the node's own group can give its children the memory
+  controller: ``memory.max``, ``memory.swap.max`` 0 and ``memory.oom.group``
+  1 (the kernel kills the whole task, not one process of it); its peak is
+  ``memory.peak``, its kills ``oom_kill`` in ``memory.events``.
+* cgroup v1 (a memory hierarchy of its own, as on hosts whose cgroups are
+  hybrid): ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes``,
+  where swap is counted, to the same: no swap); its peak is
+  ``memory.max_usage_in_bytes``, its kills ``oom_kill`` in
+  ``memory.oom_control``.
+
+The kernel then enforces the limit as the task allocates. Elsewhere (a
+container whose cgroups are read only) tasks are held by process tree: the
+node reads the resident memory of each task's processes (``/proc/PID/statm``)
+at every heartbeat, keeps the largest sum as its peak, and ends a task found
+over its limit. Pages shared between a task's processes count once for each
+of them there, so that reading errs on the high side.
+"""
+
+import logging
+import os
+from pathlib import Path
+
+import psutil
+
+from gangsched.noded.task_states import MemoryReading
+
+log = logging.getLogger("gangsched.noded")
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def host_memory() -> int:
+    """The bytes this host has: its RAM, or less where the daemon's own cgroup limits it (a container)."""
+    total = psutil.virtual_memory().total
+    own = _own_group("memory")
+    for limit_file in ("memory.max", "memory.limit_in_bytes"):
+        text = _read(own / limit_file).strip() if own is not None else ""
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+class TaskMemory:
+    """One task's memory cgroup, or its processes read one by one."""
+
+    def __init__(self, folder: Path | None, version: int, limit: int | None) -> None:
+        self.folder = folder
+        self._version = version
+        self._limit = limit
+        self._peak = 0
+
+    def read(self, pids: list[int]) -> MemoryReading:
+        if self.folder is None:
+            resident = sum(_resident(pid) for pid in pids)
+            self._peak = max(self._peak, resident)
+            return MemoryReading(self._peak, self._limit is not None and resident > self._limit)
+        if self._version == 2:
+            peak = _number(_read(self.folder / "memory.peak"))
+            killed = _field(_read(self.folder / "memory.events"), "oom_kill")
+        else:
+            peak = _number(_read(self.folder / "memory.max_usage_in_bytes"))
+            killed = _field(_read(self.folder / "memory.oom_control"), "oom_kill")
+        self._peak = max(self._peak, peak)
+        return MemoryReading(self._peak, killed > 0)
+
+    def release(self) -> None:
+        if self.folder is not None and self._version == 1:
+            try:
+                self.folder.rmdir()
+            except OSError:
+                pass  # a process of it is still exiting: the sweep of the node's folder takes it later
+
+
+class MemoryControl:
+    """The node's memory cgroups, found at start: ``version`` 2 or 1, or None where it may make none."""
+
+    def __init__(self, node_id: str, v2_root: Path | None) -> None:
+        self.version: int | None = None
+        self.root: Path | None = None
+        if v2_root is not None and _enable_v2(v2_root):
+            self.version, self.root = 2, v2_root
+            return
+        own = _own_group("memory")
+        if own is not None and (own / "memory.limit_in_bytes").exists():
+            root = own / f"gangsched-{node_id}"
+            try:
+                root.mkdir(exist_ok=True)
+                self.version, self.root = 1, root
+            except OSError:
+                return
+            for left in root.iterdir():  # the empty groups of a daemon killed before it removed them
+                if left.is_dir():
+                    try:
+                        left.rmdir()
+                    except OSError:
+                        log.warning("a memory cgroup an earlier daemon left still holds processes: %s", left)
+
+    @property
+    def kind(self) -> str:
+        return "none: read from the processes" if self.version is None else f"cgroup v{self.version}"
+
+    def task(self, job_id: int, rank: int, limit: int | None, v2_group: Path | None) -> TaskMemory:
+        """The memory of a task about to start; its v2 group is the task's own (``v2_group``)."""
+        if self.version == 2 and v2_group is not None:
+            if limit is not None:
+                (v2_group / "memory.max").write_text(str(limit))
+                (v2_group / "memory.swap.max").write_text("0")
+            (v2_group / "memory.oom.group").write_text("1")
+            return TaskMemory(v2_group, 2, limit)
+        if self.version == 1 and self.root is not None:
+            folder = self.root / f"job-{job_id}.{rank}"
+            folder.mkdir(exist_ok=True)
+            if limit is not None:
+                (folder / "memory.limit_in_bytes").write_text(str(limit))
+                swap = folder / "memory.memsw.limit_in_bytes"
+                if swap.exists():
+                    swap.write_text(str(limit))
+            return TaskMemory(folder, 1, limit)
+        return TaskMemory(None, 0, limit)
+
+
+def _enable_v2(root: Path) -> bool:
+    """Give the node's task groups the memory controller, where the hierarchy lets it."""
+    if "memory" not in _read(root / "cgroup.controllers").split():
+        return False
+    try:
+        (root / "cgroup.subtree_control").write_text("+memory")
+    except OSError:
+        return False
+    return True
+
+
+def _own_group(controller: str) -> Path | None:
+    """This process's cgroup folder of ``controller`` (v1), or its v2 folder where that has it."""
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        number, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+    return None
+
+
+def _resident(pid: int) -> int:
+    fields = _read(Path(f"/proc/{pid}/statm")).split()
+    return int(fields[1]) * _PAGE if len(fields) > 1 else 0
+
+
+def _field(text: str, name: str) -> int:
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == name:
+            return _number(value)
+    return 0
+
+
+def _number(text: str) -> int:
+    text = text.strip()
+    return int(text) if text.isdigit() else 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
