@@ -15,27 +15,12 @@ import click
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
+from gangsched.cli.sizes import SIZE
 from gangsched.deploy.config import LOCAL_DEFAULTS, ClusterConfig, ClusterSettingError, settable
-from gangsched.protocol.sizes import SizeError, SizeText, parse_size
+from gangsched.protocol.sizes import is_size
 
 Command = Callable[..., Any]
 
-
-class SizeType(click.ParamType):
-    """A memory size as sbatch reads it (protocol/sizes.py): bytes, or one line that says what is wrong."""
-
-    name = "size"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_size(value)
-        except SizeError as error:
-            self.fail(str(error), param, ctx)
-
-
-SIZE = SizeType()
 
 
 def settings_options(model: type[BaseSettings]) -> Callable[[Command], Command]:
@@ -58,7 +43,7 @@ def build(model: type[BaseSettings], given: dict[str, Any]) -> Any:
 
 def _field_option(name: str, field: FieldInfo, help_text: str) -> Callable[[Command], Command]:
     """``--name`` for a settings field; not given, it is None, and the model decides."""
-    kind = click.STRING if any(isinstance(each, SizeText) for each in field.metadata) else _click_type(field.annotation)
+    kind = SIZE if is_size(field) else _click_type(field.annotation)
     return click.option(f"--{name.replace('_', '-')}", name, type=kind, default=None, help=help_text)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from gangsched import traces
+from gangsched.cli.sizes import SIZE
 from gangsched.cli.table import Column, render
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.metrics import Stat, pyss_selection, summarize
@@ -100,6 +101,9 @@ def policy_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="slack: the site's average wait time (s)"),
         click.option("--heuristic", type=click.Choice([h.value for h in Heuristic]), default="ast",
                      show_default=True, help="slack: the order delayed jobs are compressed in"),
+        click.option("--memory-per-node", "memory_per_node", type=SIZE, default=None, metavar="SIZE",
+                     help="each node's memory (its one processor's): jobs commit the log's requested memory "
+                     "per processor, or its used memory (docs/memory.md) [memory not counted]"),
     ]
     return functools.reduce(lambda wrapped, option: option(wrapped), reversed(options), command)
 
@@ -133,9 +137,9 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
         records = at_load(records, size, load)
     if run_factor is not None:
         records = scale_run_times(records, run_factor)
-    prepared = prepare_as_pyss(records, size) if as_pyss else prepare(records, size)
-    jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
     choice = _choice(policy, given)
+    prepared = prepare_as_pyss(records, size) if as_pyss else prepare(records, size, choice.memory_per_node)
+    jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
     # The jobs live as long as the process: the collector need not go through them again at each of
     # the simulation's full collections (a twentieth of a conservative run of the KTH log).
     gc.freeze()

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from gangsched.cli import job_script
 from gangsched.cli.connect import with_master
-from gangsched.cli.options import SIZE
+from gangsched.cli.sizes import SIZE
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.messages import NodeList

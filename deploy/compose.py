@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gangsched.noded.memory import host_memory
+from gangsched.protocol.sizes import format_size
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.image import build_image
@@ -134,8 +135,8 @@ class DockerCluster:
             "GANG_PORT": str(self.port),
             "GANG_ENV_DIR": str(self._settings_dir),
             "GANG_PROCESSORS_PER_NODE": str(config.processors_per_node),
-            "GANG_NODE_MEMORY": str(memory),
-            "GANG_NODE_MEM_LIMIT": str(memory + config.node_memory_reserve),
+            "GANG_NODE_MEMORY": format_size(memory),
+            "GANG_NODE_MEM_LIMIT": f"{(memory + config.node_memory_reserve) >> 20}m",
             "GANG_NODE_CPUS": f"{share:.4f}",
             "GANG_NODE_CPU_QUOTA": f"{max(1000, int(CFS_PERIOD_US * share))}us",
             # each container's share of the real-time budget dockerd hands out (ensure-docker.sh): a daemon

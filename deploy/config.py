@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings
 from gangsched.jobs.ioserver import IoServerSettings
 from gangsched.master.settings import MasterSettings
 from gangsched.noded.settings import NodeSettings
+from gangsched.protocol.sizes import format_size, is_size
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class ClusterConfig:
         if self.memory_per_node is not None:
             return self.memory_per_node
         reserve = self.node_memory_reserve
-        return max(1 << 20, (host - reserve) // self.nodes)
+        return max(1, (host - reserve) // self.nodes >> 20) << 20  # whole MiB
 
     def __getattr__(self, name: str) -> Any:
         """A daemon setting by its name here: as given, else the daemon's default."""
@@ -118,14 +119,16 @@ class ClusterConfig:
 
     def arguments(self, role: str) -> list[str]:
         """The given settings of one daemon as its command's flags."""
+        fields = _fields(role)
         return [part for name, value in self.settings[role].items()
-                for part in (f"--{name.replace('_', '-')}", _flag_value(value))]
+                for part in (f"--{name.replace('_', '-')}", _flag_value(value, fields[name]))]
 
     def environment(self, role: str) -> dict[str, str]:
         """The given settings of one daemon as its environment variables."""
         daemon = next(daemon for daemon in DAEMONS if daemon.role == role)
         prefix = daemon.model.model_config.get("env_prefix", "")
-        return {f"{prefix}{name.upper()}": _flag_value(value) for name, value in self.settings[role].items()}
+        fields = _fields(role)
+        return {f"{prefix}{name.upper()}": _flag_value(value, fields[name]) for name, value in self.settings[role].items()}
 
 
 def _validated(daemon: Daemon, given: dict[str, Any]) -> dict[str, Any]:
@@ -148,8 +151,14 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _flag_value(value: Any) -> str:
+def _fields(role: str) -> dict[str, FieldInfo]:
+    return next(daemon for daemon in DAEMONS if daemon.role == role).model.model_fields
+
+
+def _flag_value(value: Any, field: FieldInfo) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if is_size(field) and isinstance(value, int):
+        return format_size(value)  # text without a unit would be read as MiB
     return str(value)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import psutil
 
 from gangsched.noded.memory import host_memory
+from gangsched.protocol.sizes import format_size
 from gangsched.daemon.cores import even_share
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
@@ -101,7 +102,7 @@ class LocalCluster:
             commands[name] = [
                 "noded", "--master", master, "--name", name, "--cpus", f"{share:.4f}",
                 "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
-                "--processors", str(config.processors_per_node), "--memory", str(memory),
+                "--processors", str(config.processors_per_node), "--memory", format_size(memory),
                 "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
                                 f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",

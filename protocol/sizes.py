@@ -1,14 +1,16 @@
 """Memory sizes as Slurm spells them: a whole number and a unit, K, M, G or T (powers of 1024),
-M when none is given (``--mem 300`` is 300 MiB), as ``sbatch --mem`` reads them."""
+M when none is given (``--mem 300`` is 300 MiB), as ``sbatch --mem`` reads them; a B alone means
+bytes (what ``format_size`` writes for a size of no whole K)."""
 
 import re
-from typing import Annotated
+from typing import Annotated, get_args
 
 from pydantic import BeforeValidator, Field
+from pydantic.fields import FieldInfo
 
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 LARGEST = (1 << 63) - 1  # what the kernel's memory.max and SQLite's integers hold
-_SIZE = re.compile(r"(?P<number>\d+)(?P<unit>[KMGT]?)B?", re.IGNORECASE)
+_SIZE = re.compile(r"(?P<number>\d+)(?P<unit>[KMGT]?)(?P<bytes>B?)", re.IGNORECASE)
 
 
 class SizeError(ValueError):
@@ -22,7 +24,8 @@ def parse_size(text: str) -> int:
     if match is None:
         raise SizeError(f"{text!r} is not a size: a whole number and K, M, G or T (M if none), e.g. 300M or 4G")
     number = int(match["number"])
-    size = number * UNITS[(match["unit"] or "M").upper()]
+    unit = match["unit"].upper() or ("B" if match["bytes"] else "M")  # 300B: bytes, as format_size writes them
+    size = number * UNITS.get(unit, 1)
     if size == 0:
         raise SizeError(f"{text!r}: a size must be above 0")
     if size > LARGEST:
@@ -60,4 +63,13 @@ def _size_or_bytes(value: object) -> object:
 
 
 Size = Annotated[int, SizeText(), BeforeValidator(_size_or_bytes), Field(ge=1, le=LARGEST)]
-"""Bytes, given as a number of bytes or as Slurm's text (``300M``)."""
+"""Bytes, given as a number of bytes or as Slurm's text (``300M``): text without a unit is MiB, so a
+size handed on as text is written with its unit (``format_size``)."""
+
+
+def is_size(field: FieldInfo) -> bool:
+    """A ``Size`` setting, or an optional one (whose marks are inside the union)."""
+    marks = list(field.metadata)
+    for arg in get_args(field.annotation):
+        marks += getattr(arg, "__metadata__", ())
+    return any(isinstance(mark, SizeText) for mark in marks)

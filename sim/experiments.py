@@ -1,10 +1,11 @@
-"""The simulated experiments S1-S6 (docs/experiments.md), each writing CSV, PNG and a markdown table
+"""The simulated experiments S1-S7 (docs/experiments.md), each writing CSV, PNG and a markdown table
 that puts our figures beside the paper's where the paper gives numbers.
 
 S1-S4 use the setting of Zhang et al. 2000 (``sim/baseline.py``); S3, their
 Table 1, is ``sim/table1.py``. S5 uses the Downey model on 128 processors as
 Zhou & Brent 2001 do. S6 simulates the KTH SP2 trace month by month on 128
-processors, as Talby & Feitelson 1999 did (the trace's header says 100).
+processors, as Talby & Feitelson 1999 did (the trace's header says 100). S7, memory, is
+``sim/memory_experiment.py``.
 """
 
 import statistics
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from gangsched.sim.memory_experiment import S7
 from gangsched.sim.baseline import FACTORS, FEW_FACTORS, NODES, baseline, run, write
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table
 from gangsched.sim.table1 import S3_POLICIES, s3
@@ -338,4 +340,5 @@ SIMULATED = {
                      2 * len(S5_JMAX) * len(S5_ALPHAS), s5),
     "S6": Experiment("S6", "slack-based priority backfilling on KTH (Talby & Feitelson 1999, Tables 1-5)",
                      12 * (1 + len(S6_SLACK_FACTORS) + len(S6_HEURISTICS) - 1 + len(S6_GAPS) - 1), s6),
+    "S7": S7,
 }

@@ -40,10 +40,10 @@ class MemoryAudit:
     events: int = 0
     peak_fraction: float = 0.0  # the most committed of any node at any event, as a fraction of its memory
     _jobs: dict[int, Job] = field(default_factory=dict)
+    name: str = field(init=False)
 
-    @property
-    def name(self) -> str:
-        return self.policy.name
+    def __post_init__(self) -> None:
+        self.name = self.policy.name
 
     def submit(self, job: Job, now: float) -> None:
         self._jobs[job.job_id] = job

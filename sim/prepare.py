@@ -10,12 +10,16 @@ What is done with awkward records (docs/metrics.md, 'Traces'):
   since a job planned for no time would not hold its processors in the plan;
 * run time above the estimate: the estimate is raised to the run time (the
   trace's run time already shows what the real scheduler allowed);
-* cancelled jobs (status 5) that ran are kept, like any other.
+* cancelled jobs (status 5) that ran are kept, like any other;
+* memory: the requested memory per processor (field 10, KB) where the log
+  has it, else the used memory (field 7), as each task's request
+  (``--mem-per-cpu``); counted only on a machine that declares memory.
 """
 
 from collections import Counter
 from dataclasses import dataclass
 
+from gangsched.policy.memory import NO_MEMORY, MemoryRequest
 from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import SwfJob
 
@@ -27,7 +31,8 @@ class Prepared:
     dropped: int
 
 
-def prepare(records: list[SwfJob], procs: int) -> Prepared:
+def prepare(records: list[SwfJob], procs: int, memory_per_node: int | None = None) -> Prepared:
+    """``memory_per_node``: a machine with memory, where a job that asks more per processor is dropped."""
     awkward: Counter[str] = Counter()
     jobs = []
     for record in records:
@@ -56,11 +61,20 @@ def prepare(records: list[SwfJob], procs: int) -> Prepared:
         if estimate == 0:
             estimate = 1
             awkward["zero estimate: 1 s"] += 1
+        memory = memory_of(record)
+        if memory_per_node is not None and memory.on_node(1) > memory_per_node:
+            awkward["dropped: more memory than a node has"] += 1
+            continue
         if record.status == 5:
             awkward["cancelled, kept as it ran"] += 1
-        jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size))
+        jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size, memory=memory))
     dropped = sum(count for what, count in awkward.items() if what.startswith("dropped"))
     return Prepared(jobs, awkward, dropped)
+
+
+def memory_of(record: SwfJob) -> MemoryRequest:
+    kilobytes = record.req_memory if record.req_memory > 0 else record.memory
+    return MemoryRequest(per_task=int(kilobytes * 1024)) if kilobytes > 0 else NO_MEMORY
 
 
 def prepare_as_pyss(records: list[SwfJob], procs: int) -> Prepared:

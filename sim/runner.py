@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gangsched.policy.catalog import Choice, build_policy
+from gangsched.policy.interface import Policy
+from gangsched.policy.topology import Topology
+from gangsched.sim.memory_audit import MemoryAudit
 from gangsched.sim.engine import simulate
 from gangsched.sim.sim_job import SimJob
 from gangsched.sim.metrics import Summary, summarize
@@ -26,6 +29,8 @@ class Outcome:
     average_slots: float | None = None  # matrix policies only
     migrations: int | None = None
     migrated_tasks: int | None = None
+    memory_events: int | None = None  # with a memory audit: the scheduling events it checked
+    memory_peak: float | None = None  # ... and the most any node was committed, as a fraction of its memory
 
 
 def run(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int], None] | None = None) -> Outcome:
@@ -34,22 +39,29 @@ def run(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int]
 
 
 def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int], None] | None = None,
-                     quanta: "Quanta | None" = None) -> tuple[Outcome, list[SimJob]]:
+                     quanta: "Quanta | None" = None, audit_memory: bool = False) -> tuple[Outcome, list[SimJob]]:
     """As ``run``, on ``jobs`` themselves: their start and end are filled in, and they come back with the
     outcome (for per-job CSV and SWF output). A trace's jobs are scheduled once, so they are not copied
     (a copy each is a tenth of a second per 30,000 jobs).
 
     With ``quanta``, quantum by quantum (sim/quanta.py: paired gang scheduling, the CPU the jobs use);
-    otherwise in the fluid view of sim/engine.py.
+    otherwise in the fluid view of sim/engine.py. With ``audit_memory`` (and a machine with memory), every
+    scheduling event is checked for a node committed beyond its memory (sim/memory_audit.py).
     """
-    policy = build_policy(choice, procs, max((job.estimate for job in jobs), default=0.0))
+    built = build_policy(choice, procs, max((job.estimate for job in jobs), default=0.0))
+    policy: Policy = built
+    audit = None
+    if audit_memory and choice.memory_per_node is not None:
+        policy = audit = MemoryAudit(built, Topology.uniform(procs, 1, choice.memory_per_node))
     if quanta is None:
         totals = simulate(jobs, policy, progress)
     else:
         from gangsched.sim.quanta import simulate_quanta
 
-        totals = simulate_quanta(jobs, policy, procs, quanta, progress)
+        totals = simulate_quanta(jobs, built, procs, quanta, progress)
     outcome = Outcome(choice, summarize(jobs, procs, totals))
+    if audit is not None:
+        outcome = dataclasses.replace(outcome, memory_events=audit.events, memory_peak=audit.peak_fraction)
     shared = policy.time_sharing()
     if shared is not None:
         outcome = dataclasses.replace(outcome, average_slots=shared.average_slots, migrations=shared.migrations,

@@ -34,6 +34,7 @@ class Scenario:
     priority_every: int | None = None  # every N-th job favoured (Talby & Feitelson 1999, §3.3)
     priority: float = 1.0  # the favoured jobs' user and political priority
     keep_jobs: bool = False  # send the scheduled jobs back, not only the summary
+    audit_memory: bool = False  # check every event for a node committed beyond its memory
 
     @property
     def label(self) -> str:
@@ -71,10 +72,10 @@ def simulate_scenario(scenario: Scenario, records: list[SwfJob], procs: int) -> 
         records = scale_run_times(records, scenario.load)
     if scenario.beta is not None:
         records = beta_estimates(records, scenario.beta, scenario.seed)
-    jobs = prepare(records, procs).jobs
+    jobs = prepare(records, procs, scenario.choice.memory_per_node).jobs
     if scenario.priority_every:
         jobs = prioritize(jobs, scenario.priority_every, scenario.priority)
-    outcome, scheduled = run_keeping_jobs(scenario.choice, jobs, procs)
+    outcome, scheduled = run_keeping_jobs(scenario.choice, jobs, procs, audit_memory=scenario.audit_memory)
     return Point(scenario, outcome, scheduled if scenario.keep_jobs else None)
 
 

@@ -104,3 +104,14 @@ def test_a_task_past_its_limit_ends_its_job_out_of_memory_and_nothing_else(start
                       "the other job to end")
     assert done.state is JobState.COMPLETED, done.reason
     assert all(node.state == "up" for node in cluster.client.nodes())
+
+
+def test_sizes_handed_to_daemons_keep_their_unit():
+    # text without a unit is MiB (Slurm's rule): a size in bytes handed on as bare text would be a
+    # million times too large, and the master refuses the node
+    from gangsched.deploy.config import ClusterConfig
+
+    config = ClusterConfig(nodes=2, node_memory_reserve=256 * MIB, default_mem_per_cpu=64 * MIB)
+    assert "--memory-reserve" in config.arguments("node") and "256M" in config.arguments("node")
+    assert config.environment("master")["GANG_MASTER_DEFAULT_MEM_PER_CPU"] == "64M"
+    assert parse_size("123B") == 123

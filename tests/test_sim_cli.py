@@ -59,7 +59,16 @@ def test_the_shipped_kth_log_runs_by_its_name():
     assert code == 0, output
     assert "easy, 100 procs: 28475 jobs" in output and "475  ran past its estimate" in output
     code, output = gang("sim", "no-such-log")
-    assert code == 2 and "not a file nor a log shipped with gangsched (KTH-SP2-1996-2.1-cln)" in output
+    assert code == 2 and "not a file nor a log shipped with gangsched (KTH-SP2-1996-2.1-cln, " in output
+
+
+def test_a_machine_with_memory_counts_the_logs_requests():
+    # the LANL CM-5 sample asks up to 32 MB per processor (field 10); nodes of 16 MB cannot hold all
+    code, output = gang("sim", "LANL-CM5-1994-4.1-cln-first100", "--policy", "gs", "--memory-per-node", "16M")
+    assert code == 0, output
+    assert "dropped: more memory than a node has" in output
+    code, output = gang("sim", "LANL-CM5-1994-4.1-cln-first100", "--policy", "gs", "--memory-per-node", "12Q")
+    assert code == 2 and "'12Q' is not a size" in output
 
 
 def test_bad_input_is_one_clear_line(tmp_path):

@@ -92,7 +92,9 @@ def test_the_metrics_pass_promtool(web_cluster):
     assert check.returncode == 0, check.stdout + check.stderr
     for name in ("gangsched_jobs{state=\"running\"} 2.0", "gangsched_nodes{state=\"up\"} 2.0",
                  "gangsched_switch_latency_seconds_bucket", "gangsched_quanta_total",
-                 "gangsched_master_resident_memory_bytes", "gangsched_node_utilization_ratio{node=\"node1\"}"):
+                 "gangsched_master_resident_memory_bytes", "gangsched_node_utilization_ratio{node=\"node1\"}",
+                 "gangsched_node_memory_bytes{node=\"node1\"}", "gangsched_node_memory_committed_bytes{node=\"node1\"}",
+                 "gangsched_job_max_rss_bytes{"):
         assert name in text
 
 

@@ -13,7 +13,7 @@ from prometheus_client.registry import Collector
 from gangsched.protocol.messages import Histogram, MasterStats, MatrixView
 from gangsched.protocol.records import JobInfo, JobState, NodeInfo
 
-PENDING_REASONS = ("Resources", "Priority")  # any other reason (waiting for nodes, a dependency): "Other"
+PENDING_REASONS = ("Resources", "Resources: memory", "Priority")  # any other reason (waiting for nodes, a dependency): "Other"
 
 
 class MasterCollector(Collector):
@@ -48,6 +48,9 @@ def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
                                   labels=labels)
     barriers = GaugeMetricFamily("gangsched_job_barriers_per_second", "Rank 0's progress over the last seconds",
                                  labels=labels)
+    max_rss = GaugeMetricFamily("gangsched_job_max_rss_bytes",
+                                "The largest peak resident memory of any task of the job so far (Slurm's MaxRSS)",
+                                labels=labels)
     for job in active:
         key = [str(job.job_id), job.spec.name, job.spec.user]
         for family, value in ((measured, job.util_pct), (predicted, job.predicted_pct)):
@@ -55,7 +58,9 @@ def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
                 family.add_metric(key, value / 100)
         if job.barriers_per_s is not None:
             barriers.add_metric(key, job.barriers_per_s)
-    yield from (measured, predicted, barriers)
+        if job.max_rss is not None:
+            max_rss.add_metric(key, job.max_rss)
+    yield from (measured, predicted, barriers, max_rss)
 
 
 def _reason(job: JobInfo) -> str:
@@ -80,10 +85,15 @@ def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:
     utilization = GaugeMetricFamily("gangsched_node_utilization_ratio",
                                     "CPU of the node's tasks over its CPU share in the last quantum it reported",
                                     labels=["node"])
+    memory = GaugeMetricFamily("gangsched_node_memory_bytes", "Memory the node's jobs may commit", labels=["node"])
+    committed = GaugeMetricFamily("gangsched_node_memory_committed_bytes",
+                                  "Memory the jobs placed on the node commit, in all its rows", labels=["node"])
     for node in up:
         if node.util_pct is not None:
             utilization.add_metric([node.name], node.util_pct / 100)
-    yield utilization
+        memory.add_metric([node.name], node.memory)
+        committed.add_metric([node.name], node.memory_committed)
+    yield from (utilization, memory, committed)
 
 
 def _master(stats: MasterStats) -> Iterator[Metric]:

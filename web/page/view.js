@@ -82,8 +82,13 @@ function draw(state) {
     active);
   drawList("nodes", [["node", (n) => n.name], ["state", (n) => n.state],
     ["processors", (n) => `${n.processors_used}/${n.processors}`, true], ["util %", (n) => percent(n.util_pct), true],
+    ["memory MiB (committed/total)", (n) => `${mebibytes(n.memory_committed)}/${mebibytes(n.memory)}`, true],
     ["jobs", (n) => n.jobs.join(",")]], state.nodes);
   drawCharts(state);
+}
+
+function mebibytes(bytes) {
+  return Math.floor(bytes / 1048576);
 }
 
 function connect() {
