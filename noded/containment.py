@@ -241,8 +241,9 @@ class Containment:
 
     def _start_watchdog(self) -> "subprocess.Popen[bytes]":
         target = str(self.root) if self.root is not None else self.session
+        memory = [str(self.memory.root)] if self.memory.version == 1 else []
         return subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_WATCHDOG), self.kind, target],
+            [sys.executable, "-I", "-S", str(_WATCHDOG), self.kind, target, *memory],
             stdin=subprocess.PIPE, start_new_session=True, env={},
         )
 

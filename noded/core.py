@@ -31,6 +31,7 @@ from gangsched.noded.task_states import (
     Look,
     MemoryReading,
     Order,
+    ReadMemory,
     Sweep,
     TaskKey,
     TaskState,
@@ -80,6 +81,7 @@ class Timer(StrEnum):  # a str's hash, not Enum's in Python: the switch path set
     REPORT = "report"  # accounts held back until the other nodes applied the switch
     LOOK = "look"  # for the processes the tasks a switch stopped started since
     RELAY = "relay"  # the relay's silence is looked at: lost, or looked at again when it may be
+    MEMORY = "memory"  # the tasks' memory is read, every heartbeat period while tasks run
 
 
 class NodeCore:
@@ -170,6 +172,8 @@ class NodeCore:
     def launched(self, key: TaskKey, runnable: bool, started_ns: int) -> None:
         """The loop started a task ``Launch`` asked for, running or stopped as it asked."""
         self.tasks[key] = TaskState(key, runnable, started_ns)
+        if self.deadlines.get(Timer.MEMORY) is None:
+            self.deadlines.set(Timer.MEMORY, started_ns / 1e9 + self._heartbeat_s)
 
     def not_started(self, key: TaskKey, reason: str, now: float) -> None:
         """A task ``Launch`` asked for could not start: its job fails with ``reason``."""
@@ -243,6 +247,10 @@ class NodeCore:
         for key in [key for key, task in self.tasks.items() if task.ending and key in due]:
             self.orders.append(Kill(key))
             deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
+        if Timer.MEMORY in due and self.tasks:
+            # not with the heartbeat's sweep: reports push the heartbeat on while tasks run
+            self.orders.append(ReadMemory(frozenset(self.tasks)))
+            deadlines.set(Timer.MEMORY, now + self._heartbeat_s)
         if Timer.RELAY in due:
             lost_at = self._upstream.lost_at()
             if lost_at is not None and now < lost_at:  # a switch came since it was set

@@ -67,12 +67,17 @@ class TaskMemory:
         self._peak = max(self._peak, peak)
         return MemoryReading(self._peak, killed > 0)
 
-    def release(self) -> None:
-        if self.folder is not None and self._version == 1:
-            try:
-                self.folder.rmdir()
-            except OSError:
-                pass  # a process of it is still exiting: the sweep of the node's folder takes it later
+    def release(self) -> bool:
+        """Remove its v1 group once empty (a v2 group is the task's own); False while processes remain."""
+        if self.folder is None or self._version != 1:
+            return True
+        try:
+            self.folder.rmdir()
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False  # a process of it is still exiting: tried again at the next sweep
+        return True
 
 
 class MemoryControl:
@@ -113,7 +118,7 @@ class MemoryControl:
             return TaskMemory(v2_group, 2, limit)
         if self.version == 1 and self.root is not None:
             folder = self.root / f"job-{job_id}.{rank}"
-            folder.mkdir(exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True)  # the folder too: an earlier daemon's watchdog removes it
             if limit is not None:
                 (folder / "memory.limit_in_bytes").write_text(str(limit))
                 swap = folder / "memory.memsw.limit_in_bytes"

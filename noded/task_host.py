@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gangsched.noded.containment import Containment, TaskGroup
+from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_states import MemoryReading
 from gangsched.noded.tasks import Task, launch
@@ -64,6 +65,7 @@ class ProcessHost:
     def __init__(self, node: str, spool: Path, wanted: str) -> None:
         self._containment = Containment(node, spool, wanted)
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
+        self._unreleased_memory: list[TaskMemory] = []  # their memory groups (cgroup v1), likewise
         root = self._containment.root
         self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps") + \
             f"; memory limits: {self._containment.memory.kind}"
@@ -77,11 +79,13 @@ class ProcessHost:
         self._containment.ended(task.group)
         if not task.group.release():
             self._unreleased.append(task.group)
-        task.memory.release()
+        if not task.memory.release():
+            self._unreleased_memory.append(task.memory)
 
     def sweep(self, live: set[tuple[int, int]]) -> None:
         self._containment.reap_strays(live)
         self._unreleased = [group for group in self._unreleased if not group.release()]
+        self._unreleased_memory = [memory for memory in self._unreleased_memory if not memory.release()]
 
     def close(self) -> None:
         self._containment.close()

@@ -28,6 +28,7 @@ from gangsched.noded.task_states import (
     Launch,
     Look,
     Order,
+    ReadMemory,
     Sweep,
     TaskKey,
     Terminate,
@@ -101,9 +102,10 @@ class TaskRunner:
                     self._core.still_forking(key)
             case Sweep(live):
                 self._host.sweep(set(live))
+            case ReadMemory(keys):
                 now = time.monotonic()
-                for key, task in list(self.tasks.items()):  # every heartbeat: peaks, and limits passed
-                    self._core.memory(key, task.read_memory(), now)
+                for key in keys & self.tasks.keys():
+                    self._core.memory(key, self.tasks[key].read_memory(), now)
             case ToProcessManager(message):
                 self.process_managers.received(message)
             case _:

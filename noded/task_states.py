@@ -77,6 +77,13 @@ class Sweep:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadMemory:
+    """Read the memory of these tasks (their peaks, and whether one passed its limit), and tell the core."""
+
+    tasks: frozenset[TaskKey]
+
+
+@dataclass(frozen=True, slots=True)
 class Connect:
     """Follow the endpoints a welcome names (the master's or a relay's), and relay if it says so."""
 
@@ -94,4 +101,4 @@ class ToProcessManager:
     message: ProcessManagerMessage
 
 
-Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | Connect | ToProcessManager
+Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | ReadMemory | Connect | ToProcessManager

@@ -10,6 +10,10 @@ tasks and ends:
 * ``process-tree``: TARGET is the daemon's session mark; every process whose
   environment carries it is killed, until none is left.
 
+A third argument names the node's cgroup v1 memory folder, where it has one
+(noded/memory.py): its task groups, empty once the tasks are killed, and the
+folder itself are removed.
+
 Standard library only, so it starts in milliseconds and holds no sockets. A
 node daemon that starts calls the same two functions on what an earlier
 daemon of its node left.
@@ -33,6 +37,8 @@ def main() -> None:
         kill_cgroups(target)
     else:
         kill_marked(target)
+    if len(sys.argv) > 3:
+        remove_groups(sys.argv[3])
 
 
 def kill_cgroups(root: str) -> int:
@@ -44,6 +50,14 @@ def kill_cgroups(root: str) -> int:
             killed += len(procs.read().split())
         with open(os.path.join(group, "cgroup.kill"), "w") as kill:
             kill.write("1")
+    remove_groups(root, groups)
+    return killed
+
+
+def remove_groups(root: str, groups: list[str] | None = None) -> None:
+    """Remove the (emptying) task groups in ``root``, and ``root``."""
+    if groups is None:
+        groups = [os.path.join(root, name) for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))]
     for _ in range(ROUNDS):
         for group in list(groups):
             try:
@@ -60,7 +74,6 @@ def kill_cgroups(root: str) -> int:
         os.rmdir(root)
     except OSError:
         pass  # a group is still dying; the node's next daemon removes it
-    return killed
 
 
 def kill_marked(session: str) -> int:

@@ -129,6 +129,7 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
         started.append(cluster)
         return cluster
 
+    groups_before = memory_groups()
     yield start
     for cluster in started:
         cluster.client.close()
@@ -136,6 +137,16 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
         left = task_processes(cluster.home)
         shutil.rmtree(cluster.home, ignore_errors=True)
         assert not left, f"tasks left behind: {[p.pid for p in left]}"
+    wait_until(lambda: memory_groups() <= groups_before, 5, "the node daemons' memory cgroups to go")
+
+
+def memory_groups() -> set[Path]:
+    """The node daemons' cgroup v1 memory folders below this process's memory group, where it has one."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return set((Path("/sys/fs/cgroup/memory") / path.lstrip("/")).glob("gangsched-*"))
+    return set()
 
 
 @pytest.fixture

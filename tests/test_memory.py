@@ -95,6 +95,9 @@ def test_a_task_past_its_limit_ends_its_job_out_of_memory_and_nothing_else(start
         sys.executable, "-c", "import os, sys, time\n"
         "held = b'x' * ((200 if os.environ['GANG_RANK'] == '1' else 10) << 20)\ntime.sleep(60)"])
     greedy_id = cluster.client.submit(greedy)
+    # a running job's peak comes with its tasks' samples, read every heartbeat (Slurm's sstat MaxRSS)
+    wait_until(lambda: (info := cluster.client.job(honest)).state is JobState.RUNNING
+               and (info.max_rss or 0) >= 10 * MIB, 10, "the running job's MaxRSS")
     ended = wait_until(lambda: (info := cluster.client.job(greedy_id)).state.is_final and info, 30,
                        "the greedy job to end")
     assert ended.state is JobState.OUT_OF_MEMORY, (ended.state, ended.reason)
