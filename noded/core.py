@@ -96,6 +96,7 @@ class NodeCore:
         self._forks = forks
         self.tasks: dict[TaskKey, TaskState] = {}
         self.registered = False
+        self._refused = ""  # why the master refused this node's hello, as last said
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._upstream = Upstream()
         self._switcher = ColumnSwitcher()
@@ -327,6 +328,10 @@ class NodeCore:
                 log.warning("the master does not know this node (restarted?): registering again")
             self.registered = False
             self.deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
+        elif error.code is ErrorCode.NODE_REFUSED:
+            if error.reason != self._refused:  # it says hello again every heartbeat: said once is enough
+                log.error("the master refuses this node (node_refused): %s", error.reason)
+            self._refused = error.reason
         else:
             log.warning("the master refused a message: %s: %s", error.code, error.reason)
 

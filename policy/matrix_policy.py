@@ -326,16 +326,20 @@ class MatrixPolicy:
         """When ``job``'s memory fits, by the placed jobs' estimated ends. A queue holds many jobs of
         one request and shape, and the answer holds until a commitment changes."""
         book = self.matrix.memory
-        if not job.memory or book.limit(job) is None:
-            return now
         if self._memory_plans_version != (book.version, now):
             self._memory_plans.clear()
             self._memory_plans_version = (book.version, now)
         key = (job.memory, job.procs, job.nodes, job.tasks_per_node)
-        if key not in self._memory_plans:
-            ends = [(placed.estimated_end, job_id) for job_id, placed in self.matrix.placed.items()]
-            self._memory_plans[key] = book.first_room(job, ends, now)
-        return self._memory_plans[key]
+        after = self._memory_plans.get(key)
+        if after is None:
+            limit = book.limit(job)
+            if limit is None or self.topology.fits(limit.apply(self.matrix.full), job):
+                after = now  # it fits now, as far as memory goes
+            else:
+                ends = [(placed.estimated_end, job_id) for job_id, placed in self.matrix.placed.items()]
+                after = book.first_room(job, ends, now)
+            self._memory_plans[key] = after
+        return after
 
     def _slots_for_estimates(self) -> int:
         """MPL for BGS; the current number of slots under the large-job queue (Zhou & Brent 2001)."""

@@ -94,6 +94,9 @@ class MemoryBook:
     by_job: dict[int, dict[int, int]] = field(default_factory=dict)  # job -> node index -> bytes
     _node_of_column: list[int] = field(init=False)
     _full: int = field(init=False)
+    _columns: tuple[int, ...] = field(init=False)
+    _widths: list[int] = field(init=False)
+    _capacity: tuple[int, ...] = field(init=False)
     _kept: dict[MemoryRequest, _Kept] = field(default_factory=dict, init=False)
     _changed: list[int] = field(default_factory=list, init=False)  # nodes, in the order their commitment changed
     version: int = field(default=0, init=False)  # counts the changes: what was worked out from the book holds until it moves
@@ -103,6 +106,9 @@ class MemoryBook:
         self._node_of_column = [node for node, mask in enumerate(self.topology.node_columns)
                                 for _ in range(mask.bit_count())]
         self._full = (1 << self.topology.width) - 1
+        self._columns = self.topology.node_columns
+        self._widths = [columns.bit_count() for columns in self._columns]
+        self._capacity = self.topology.node_memory or ()
 
     @property
     def counted(self) -> bool:
@@ -126,19 +132,23 @@ class MemoryBook:
         """Where ``job``'s memory fits beside everything committed (without its own commitment if
         ``moving``); None: anywhere. A limit is good until the next commitment changes."""
         request = job.memory
-        if not request or self.topology.node_memory is None:
+        if not (request.per_node or request.per_task) or self.topology.node_memory is None:
             return None
-        if moving:
-            return self._answer(self._limit(request, self.by_job.get(job.job_id, {})))
         kept = self._kept.get(request)  # a queue holds many jobs of the same request
-        if kept is not None and kept.seen == len(self._changed):
+        if kept is None or kept.seen != len(self._changed):
+            kept = self._bring_up_to_date(request, kept)
+        if not moving:
             return kept.answer
-        return self._bring_up_to_date(request, kept)
+        # the request's limit, with the job's own commitment as room on its nodes
+        limit = Limit(kept.limit.mask, dict(kept.limit.caps))
+        for node, amount in self.by_job.get(job.job_id, {}).items():
+            self._update(limit, request, node, amount)
+        return self._answer(limit)
 
     def _answer(self, limit: Limit) -> Limit | None:
         return None if limit.mask == self._full and not limit.caps else limit
 
-    def _bring_up_to_date(self, request: MemoryRequest, kept: _Kept | None) -> Limit | None:
+    def _bring_up_to_date(self, request: MemoryRequest, kept: _Kept | None) -> _Kept:
         if len(self._changed) > 4 * len(self.committed):  # a long log: start afresh
             self._kept.clear()
             self._changed.clear()
@@ -146,28 +156,32 @@ class MemoryBook:
         if kept is None:
             if len(self._kept) >= _KEPT_REQUESTS:
                 self._kept.clear()
-            limit = self._limit(request, {})
+            limit = self._limit(request)
             kept = self._kept[request] = _Kept(limit, len(self._changed), self._answer(limit))
-            return kept.answer
+            return kept
         for node in set(self._changed[kept.seen:]):
             self._update(kept.limit, request, node)
         kept.seen, kept.answer = len(self._changed), self._answer(kept.limit)
-        return kept.answer
+        return kept
 
-    def _limit(self, request: MemoryRequest, own: dict[int, int]) -> Limit:
+    def _limit(self, request: MemoryRequest) -> Limit:
         limit = Limit(0, {})
         for node in range(len(self.committed)):
-            self._update(limit, request, node, own.get(node, 0))
+            self._update(limit, request, node)
         return limit
 
     def _update(self, limit: Limit, request: MemoryRequest, node: int, own: int = 0) -> None:
-        capacity = self.topology.node_memory
-        assert capacity is not None
-        columns = self.topology.node_columns[node]
-        width = columns.bit_count()
-        tasks = request.tasks_within(capacity[node] - self.committed[node] + own, width)
-        limit.mask = limit.mask | columns if tasks else limit.mask & ~columns
-        if 0 < tasks < width:
+        # MemoryRequest.tasks_within, unrolled: it runs for every changed node of every kept request
+        columns, width = self._columns[node], self._widths[node]
+        room = self._capacity[node] - self.committed[node] + own
+        per_node, per_task = request
+        if room < per_node + per_task:
+            limit.mask &= ~columns
+            limit.caps.pop(columns, None)
+            return
+        limit.mask |= columns
+        tasks = width if not per_task or width == 1 else min(width, (room - per_node) // per_task)
+        if tasks < width:
             limit.caps[columns] = tasks
         else:
             limit.caps.pop(columns, None)

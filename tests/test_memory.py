@@ -118,3 +118,23 @@ def test_sizes_handed_to_daemons_keep_their_unit():
     assert "--memory-reserve" in config.arguments("node") and "256M" in config.arguments("node")
     assert config.environment("master")["GANG_MASTER_DEFAULT_MEM_PER_CPU"] == "64M"
     assert parse_size("123B") == 123
+
+
+def test_a_node_that_declares_more_memory_than_its_host_has_is_refused(start_cluster, tmp_path):
+    cluster = start_cluster(nodes=1, memory_per_node=512 * MIB)
+    boastful = subprocess.Popen(
+        [sys.executable, "-m", "gangsched.cli", "noded", "--master", cluster.client.endpoint, "--name", "boastful",
+         "--memory", "100T", "--spool-dir", str(tmp_path / "boastful"), "--peer-transport", "ipc",
+         "--log-file", str(tmp_path / "boastful.log")])
+    try:
+        log = cluster.home / "logs" / "master.log"
+        wait_until(lambda: "refused node boastful declares 100T of memory, its host has" in log.read_text(), 15,
+                   "the master to refuse the node")
+        assert [node.name for node in cluster.client.nodes()] == ["node1"]
+        assert "node_refused" in (tmp_path / "boastful.log").read_text()
+        # nothing lost: the cluster's own node still runs jobs
+        done = cluster.client.submit(job("after", 1, 1, 0.1))
+        wait_until(lambda: cluster.client.job(done).state is JobState.COMPLETED, 20, "a job on node1")
+    finally:
+        boastful.terminate()
+        boastful.wait(timeout=15)
