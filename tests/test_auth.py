@@ -113,7 +113,8 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
             wait_until(lambda: gangalice.nodes(), 15, "the node")
             job_id = gangalice.submit(spec("gangalice"))
             wait_until(lambda: gangalice.job(job_id).state is JobState.RUNNING, 15, "the job to start")
-            fake = NodeHello(memory=1 << 30, host_memory=1 << 32, node="fake", cpus=1.0, pid=1, incarnation="x", peer=PeerEndpoint(transport="ipc", host="/tmp"))
+            fake = NodeHello(memory=1 << 30, host_memory=1 << 32,
+                             node="fake", cpus=1.0, pid=1, incarnation="x", peer=PeerEndpoint(transport="ipc", host="/tmp"))
             with pytest.raises(RequestRefused, match="only a node's key registers a node"):
                 gangalice.request(fake, NodeWelcome)
             forged.send(encode(TaskExit(node="trusted", job_id=job_id, rank=0, returncode=1)))

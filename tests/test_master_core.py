@@ -71,8 +71,10 @@ def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: Master
 
 def hello(core: MasterCore, node: str, tasks: list[TaskRef] = (), incarnation: str = "first",
           mpi: tuple[MpiKind, ...] = ()) -> None:
-    core.node_events.hello(node.encode(), NodeHello(memory=1 << 30, host_memory=1 << 32, node=node, cpus=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
-                                        peer=PeerEndpoint(transport="ipc", host="/tmp"), mpi=list(mpi)))
+    # memory enough that it never binds: these tests (and the master replaying the simulator) are of processors
+    core.node_events.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, incarnation=incarnation,
+                                                    tasks=list(tasks), peer=PeerEndpoint(transport="ipc", host="/tmp"),
+                                                    mpi=list(mpi), memory=1 << 40, host_memory=1 << 40))
 
 
 def submit(core: MasterCore, nodes: int = 4, requeue: bool = False) -> int:
@@ -279,7 +281,8 @@ def test_a_wait_for_a_core_another_process_held_is_wanted_where_a_processor_has_
     """A busy-polling rank whose core an outside process took part of the quantum is not half idle."""
     core = MasterCore(SETTINGS, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
     for node in ("n1", "n2"):
-        core.node_events.hello(node.encode(), NodeHello(memory=1 << 30, host_memory=1 << 32, node=node, cpus=1.0, pid=1, incarnation="first",
+        core.node_events.hello(node.encode(), NodeHello(memory=1 << 30, host_memory=1 << 32,
+                                                        node=node, cpus=1.0, pid=1, incarnation="first",
                                                         peer=PeerEndpoint(transport="ipc", host="/tmp")))
     job = submit(core, nodes=2)
     switch = core.tick()

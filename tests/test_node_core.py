@@ -40,7 +40,8 @@ def taken(answers: deque) -> list:
 
 
 def make_core(report_delay_ms: int = 0, forks: bool = True) -> NodeCore:
-    hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
+    hello = NodeHello(memory=1 << 30, host_memory=1 << 32,
+                      node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
     return NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=report_delay_ms, forks=forks)
 
 

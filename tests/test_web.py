@@ -266,5 +266,9 @@ def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browse
     wait_until(lambda: quantum.get_attribute("data-running") != first, 10, "the running slot to change")
     wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#charts .chart")) == 2, 10,
                "a utilization chart per job")
+    # each node holds a task of both jobs, 128M each (the master's default): committed / total MiB
+    wait_until(lambda: sum(text.startswith("256/") for text in browser.execute_script(
+        "return [...document.querySelectorAll('#nodes td.number')].map((cell) => cell.textContent);")) == 2,
+        10, "each node's committed memory")
     screenshot = Path(tempfile.gettempdir()) / "gangsched-web-view.png"
     assert browser.save_screenshot(str(screenshot))
