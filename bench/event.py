@@ -5,10 +5,13 @@ for; then each measured event is what a real one is: a running job leaves (the
 one due first), a new job arrives, and the policy rebuilds the matrix. Only
 those three calls are timed; topping the queue back up between events is not.
 
-With ``memory``, every node has 4 GiB and every job asks 256 MiB to 2 GiB per
-task (Slurm's ``--mem-per-cpu``), drawn from a generator of its own so that
-the jobs' sizes and estimates are the same as without: at MPL 5 a node's rows
-then want more memory than it has, and placement must check it.
+With ``node_memory``, every job asks 256 MiB to 2 GiB per task (Slurm's
+``--mem-per-cpu``), drawn from a generator of its own so that the jobs' sizes
+and estimates are the same as without, and every node has that memory. With
+10 GiB (the default of `gang bench event --memory`: MPL 5 of the largest
+request) memory never changes a decision, so the schedule is the one without
+memory and the difference is the cost of counting it; with less, memory binds
+and the policy's work changes with the schedule (docs/limits.md).
 """
 
 import math
@@ -25,14 +28,14 @@ from gangsched.sim.sim_job import SimJob
 
 
 MIB = 1 << 20
-NODE_MEMORY = 8192 * MIB
 TASK_MEMORY = (256 * MIB, 512 * MIB, 1024 * MIB, 2048 * MIB)
+HOLDS_EVERY_ROW = 5 * TASK_MEMORY[-1]  # MPL 5 of the largest request
 
 
 @dataclass(frozen=True)
 class EventTimes:
     policy: str
-    memory: bool
+    node_memory: int | None
     nodes: int
     mpl: int
     queued: int  # mean queue length at the measured events
@@ -54,9 +57,9 @@ class EventTimes:
 
 
 def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, events: int,
-                   seed: int = 1, memory: bool = False) -> EventTimes:
+                   seed: int = 1, node_memory: int | None = None) -> EventTimes:
     rng, memory_rng = random.Random(seed), random.Random(seed + 1)
-    topology = Topology.uniform(nodes, 1, NODE_MEMORY if memory else None)
+    topology = Topology.uniform(nodes, 1, node_memory)
     policy = matrix_policy(kind, nodes, mpl=mpl, migration_cost_s=10, migrate_per_slice=nodes // 4,
                            topology=topology)
     ids = iter(range(1, 1 << 30))
@@ -66,7 +69,7 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
         # sizes log-uniform over powers of two, as in the Lublin model's mode; estimates of minutes to hours
         width = min(nodes, 2 ** rng.randint(0, int(math.log2(nodes))))
         estimate = rng.uniform(60, 7200)
-        request = MemoryRequest(per_task=memory_rng.choice(TASK_MEMORY)) if memory else NO_MEMORY
+        request = NO_MEMORY if node_memory is None else MemoryRequest(per_task=memory_rng.choice(TASK_MEMORY))
         return SimJob(next(ids), now, estimate, estimate, width, memory=request)
 
     def top_up() -> None:
@@ -87,5 +90,5 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
         policy.submit(new, now)
         policy.schedule(now)
         seconds.append(time.perf_counter() - started)
-    return EventTimes(kind.value, memory, nodes, mpl, round(statistics.fmean(queue_lengths)), len(policy.matrix.placed),
+    return EventTimes(kind.value, node_memory, nodes, mpl, round(statistics.fmean(queue_lengths)), len(policy.matrix.placed),
                       len(policy.matrix.rows), seconds)

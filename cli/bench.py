@@ -9,6 +9,8 @@ from typing import Any
 import click
 from rich.table import Table
 
+from gangsched.protocol.sizes import format_size
+from gangsched.cli.sizes import SIZE
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
@@ -94,9 +96,12 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool
 @click.option("--queued", type=click.IntRange(min=1), default=200, show_default=True, help="jobs waiting")
 @click.option("--events", type=click.IntRange(min=10), default=300, show_default=True, help="events timed")
 @click.option("--memory", type=click.Choice(["none", "requests", "both"]), default="none", show_default=True,
-              help="nodes of 4 GiB and jobs asking 256 MiB to 2 GiB a task; both: each policy without, then with")
+              help="jobs asking 256 MiB to 2 GiB a task on nodes of --node-memory; both: each policy without, then with")
+@click.option("--node-memory", type=SIZE, default="10G", show_default=True, metavar="SIZE",
+              help="with --memory: each node's; 10G holds MPL 5 of the largest request (the schedule is the one "
+              "without memory: the cost of counting it), less makes memory bind")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
-def event(policies: str, nodes: int, mpl: int, queued: int, events: int, memory: str,
+def event(policies: str, nodes: int, mpl: int, queued: int, events: int, memory: str, node_memory: int,
           csv_path: Path | None) -> None:
     """Time one scheduling event (a departure, an arrival, the matrix rebuilt) on a full machine."""
     from gangsched.bench.event import measure_events
@@ -110,8 +115,9 @@ def event(policies: str, nodes: int, mpl: int, queued: int, events: int, memory:
     rows = []
     for kind in kinds:
         for with_memory in {"none": [False], "requests": [True], "both": [False, True]}[memory]:
-            times = measure_events(kind, nodes, mpl, queued, events, memory=with_memory)
-            rows.append({"policy": kind.value, "memory": "requests" if with_memory else "-", "queued": times.queued,
+            times = measure_events(kind, nodes, mpl, queued, events, node_memory=node_memory if with_memory else None)
+            rows.append({"policy": kind.value, "memory": format_size(node_memory) if with_memory else "-",
+                         "queued": times.queued,
                          "running": times.running, "rows": times.rows,
                          "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
                          "max_ms": round(times.max_ms, 3)})

@@ -47,7 +47,7 @@ from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.large_jobs import LargeJobs
 from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings, MatrixStats
-from gangsched.policy.memory import MemoryBook, MemoryRequest
+from gangsched.policy.memory import Limit, MemoryBook, MemoryRequest
 from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
@@ -85,7 +85,7 @@ class MatrixPolicy:
         self._budget = SliceBudget(settings.migrate_per_slice, settings.time_slice_s)
         self._migrator = Migrator(self.matrix, self.topology)
         self._memory_plans: dict[tuple[MemoryRequest, int, int | None, int | None], float] = {}
-        self._memory_plans_version = (-1, 0.0)  # the book's version and the instant they were planned at
+        self._memory_plans_version, self._memory_plans_at = -1, 0.0  # the book's version, the instant planned at
 
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
@@ -247,6 +247,7 @@ class MatrixPolicy:
     def _schedule(self, queue: list[Job], now: float, allowed: int) -> None:
         backfill = self.settings.backfill
         room = self._room(allowed)
+        memory_rooms: dict[MemoryRequest, int] = {}  # per request: ``room`` on the nodes that hold it
         waiting = []
         for index, job in enumerate(queue):
             held = self.reservations.get(job.job_id)
@@ -256,8 +257,11 @@ class MatrixPolicy:
             if held is not None:
                 del self.reservations[job.job_id]
                 held.row.profile.release(job.procs, held.start, held.end)
-            if job.procs <= room and self._place(job, now, allowed):
+            memory = self.matrix.memory.limit(job) if job.procs <= room else None
+            if job.procs <= room and self._may_fit(job, allowed, memory, memory_rooms) \
+                    and self._place(job, now, allowed, memory):
                 room = self._room(allowed)
+                memory_rooms.clear()
                 continue
             if not backfill:
                 waiting.extend(queue[index:])
@@ -266,6 +270,17 @@ class MatrixPolicy:
             waiting.append(job)
         queue[:] = waiting
 
+    def _may_fit(self, job: Job, allowed: int, memory: Limit | None, memory_rooms: dict[MemoryRequest, int]) -> bool:
+        """Whether some row has as many free columns as ``job`` on nodes that hold its ``memory``: where
+        memory binds, most of a queue fails here, once per request until a job starts, rather than
+        row by row in ``_place``."""
+        if memory is None:
+            return True
+        most = memory_rooms.get(job.memory)
+        if most is None:
+            most = memory_rooms[job.memory] = self._room(allowed & memory.mask)
+        return job.procs <= most
+
     def _room(self, allowed: int) -> int:
         """The most columns a job could get now: in the emptiest row, or in a new one."""
         mpl = self.settings.mpl
@@ -273,19 +288,20 @@ class MatrixPolicy:
             return allowed.bit_count()
         return max(((row.free(self.matrix.full) & allowed).bit_count() for row in self.matrix.rows), default=0)
 
-    def _place(self, job: Job, now: float, allowed: int) -> bool:
+    def _place(self, job: Job, now: float, allowed: int, memory: Limit | None) -> bool:
+        """In the best-fit row whose free columns hold it, on nodes that hold its ``memory`` (the same in
+        every row: stopped jobs stay resident)."""
         matrix, width, topology = self.matrix, job.procs, self.topology
         end = now + job.estimate * self._slots_for_estimates()
-        memory = matrix.memory.limit(job)  # the same in every row: stopped jobs stay resident
-        if memory is not None and (memory.mask & allowed).bit_count() < width:
-            return False  # too few nodes have room for it, whatever the rows hold
+        usable = allowed if memory is None else allowed & memory.mask
+        capped = memory.apply if memory is not None and memory.caps else None  # nodes with room for fewer tasks
         best: Row | None = None
         best_free = 0
         fewest = matrix.width + 1
         for row in matrix.rows:
-            free = row.free(matrix.full) & allowed
-            if memory is not None:
-                free = memory.apply(free)
+            free = usable & ~row.occupied
+            if capped is not None:
+                free = capped(free)
             count = free.bit_count()
             if width <= count < fewest and row.admits(width, now, end) and topology.fits(free, job):
                 best, best_free, fewest = row, free, count
@@ -310,7 +326,8 @@ class MatrixPolicy:
         if held is not None and held.duration == duration:
             best, rows = held, [row for row in self.matrix.rows if row in self._roomier]
         # the columns of a row are planned over time; memory is the machine's, freed as jobs end
-        after = self._memory_frees(job, now) if job.memory else now
+        request = job.memory
+        after = self._memory_frees(job, now) if request.per_node or request.per_task else now
         for row in rows:
             limit = best.start if best is not None else math.inf
             start = row.profile.earliest(job.procs, duration, after, limit)
@@ -326,14 +343,14 @@ class MatrixPolicy:
         """When ``job``'s memory fits, by the placed jobs' estimated ends. A queue holds many jobs of
         one request and shape, and the answer holds until a commitment changes."""
         book = self.matrix.memory
-        if self._memory_plans_version != (book.version, now):
+        if self._memory_plans_version != book.version or self._memory_plans_at != now:
             self._memory_plans.clear()
-            self._memory_plans_version = (book.version, now)
+            self._memory_plans_version, self._memory_plans_at = book.version, now
         key = (job.memory, job.procs, job.nodes, job.tasks_per_node)
         after = self._memory_plans.get(key)
         if after is None:
-            limit = book.limit(job)
-            if limit is None or self.topology.fits(limit.apply(self.matrix.full), job):
+            memory = book.limit(job)
+            if memory is None or self.topology.fits(memory.apply(self.matrix.full), job):
                 after = now  # it fits now, as far as memory goes
             else:
                 ends = [(placed.estimated_end, job_id) for job_id, placed in self.matrix.placed.items()]
@@ -351,7 +368,7 @@ class MatrixPolicy:
         for index, job in enumerate(self.large_queue):
             allowed = self.matrix.full & ~large.saturated(self.matrix)
             fits_in_time = shadow is None or now + job.estimate * self._slots_for_estimates() <= shadow
-            if fits_in_time and self._place(job, now, allowed):
+            if fits_in_time and self._place(job, now, allowed, self.matrix.memory.limit(job)):
                 continue
             waiting.append(job)
             if not large.backfill:
