@@ -105,3 +105,14 @@ def test_the_audit_catches_an_overcommitted_node():
     audit._jobs[2] = SimJob(2, 0, 10, 100.0, 1, memory=MemoryRequest(per_task=800))
     with pytest.raises(Overcommitted, match="node 0 committed 1600 bytes of 1000"):
         audit.check(1.0)
+
+
+@pytest.mark.parametrize("kind", ["gs", "bgs", "mbgs"])
+def test_the_event_benchmarks_memory_that_holds_every_row_changes_no_decision(kind):
+    # gang bench event --memory compares the same schedule with and without counting memory
+    from gangsched.bench.event import HOLDS_EVERY_ROW, measure_events
+    from gangsched.policy.matrix_settings import MatrixPolicyKind
+
+    without = measure_events(MatrixPolicyKind(kind), 64, 5, 40, 60)
+    counted = measure_events(MatrixPolicyKind(kind), 64, 5, 40, 60, node_memory=HOLDS_EVERY_ROW)
+    assert (counted.running, counted.rows, counted.queued) == (without.running, without.rows, without.queued)
