@@ -99,6 +99,12 @@ class EmulatedTask:
         os.close(self.pidfd)
         return -signal.SIGTERM
 
+    def hold(self) -> None:
+        pass  # nothing resumes an emulated task but its switch
+
+    def escaped(self) -> bool:
+        return False
+
     def read_memory(self) -> MemoryReading:
         return MemoryReading(0, False)  # an emulated task holds no memory
 
@@ -112,6 +118,7 @@ class EmulatedHost:
     """Tasks of one emulated node; ``owners`` learns which daemon each task's fd belongs to."""
 
     description = "emulation: no processes (gang bench scale)"
+    watches_descheduled = False  # nothing resumes an emulated task but its switch
     forks = False
     runs_mpi = False  # a thousand daemons in one process: none loads an MPI library or looks for one
 

@@ -8,9 +8,10 @@ all of them are stopped and continued with the task and killed when it ends.
   joins it before any code of the user's runs, so nothing escapes it:
   SIGSTOP and SIGCONT go to every process the group lists, ``cgroup.kill``
   kills them all, race-free, and ``cpu.stat`` counts the CPU time of all of
-  them. (The cgroup freezer would stop them race-free too, but a freeze
-  takes 0.1-0.4 ms to write and lets a task run up to 2 ms more, measured
-  here, against microseconds for a signal: too slow for the switch path.)
+  them. Signals stay the switch (a freeze takes 0.1-0.4 ms to write and lets
+  a task run up to 2 ms more, measured here, against microseconds for a
+  signal); the freezer then holds a descheduled task, so that no signal
+  resumes it (``noded/holding.py``).
 * ``process-tree`` (elsewhere, e.g. in a container whose cgroups are read
   only): the daemon is a child subreaper, so a process orphaned inside a task
   becomes the daemon's child instead of init's. A task's processes are its
@@ -33,6 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gangsched.noded.holding import ESCAPE_NS, Freezer, cpu_ns_of, supports_freezing
 from gangsched.noded.memory import MemoryControl
 from gangsched.noded.watchdog import kill_cgroups, kill_marked
 from gangsched.protocol import task_environment
@@ -70,11 +72,15 @@ class TaskGroup:
         self._members: dict[int, int] = {}  # pid -> pidfd, as at the last look
         self._listed = b""  # what the cgroup listed at the last look
         self._last_signal: signal.Signals | None = None
+        self._freezer: Freezer | None = None  # what holds it while descheduled, in a cgroup ...
+        self._held_cpu_ns: int | None = None  # ... else its processes' CPU when they were stopped
         if containment.root is not None:
             self.path = containment.root / f"job-{job_id}.{rank}"
             self.path.mkdir(exist_ok=True)
             self._procs_fd = os.open(self.path / "cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
             self._stat_fd = os.open(self.path / "cpu.stat", os.O_RDONLY | os.O_CLOEXEC)
+            if containment.freezes:
+                self._freezer = Freezer(self.path)
 
     def adopt(self, leader: int) -> None:
         """The launcher's pid: in the cgroup before it returns (the launcher joins it too)."""
@@ -91,8 +97,32 @@ class TaskGroup:
     def stop(self) -> None:
         self._signal_known(signal.SIGSTOP)
 
+    def hold(self) -> None:
+        """After a stop, once the switch is applied: freeze its cgroup, or note its processes' CPU."""
+        if self._freezer is not None:
+            self._freezer.freeze()
+        else:
+            self._held_cpu_ns = cpu_ns_of(self._members)
+
     def resume(self) -> None:
+        self._held_cpu_ns = None
+        if self._freezer is not None:
+            self._freezer.thaw()
         self._signal_known(signal.SIGCONT)
+
+    def escaped(self) -> bool:
+        """Held by process tree: whether it ran since it was stopped (someone continued it); if so it is
+        stopped again, with any process it started meanwhile."""
+        if self._held_cpu_ns is None:
+            return False
+        used = cpu_ns_of(self._members)
+        if used - self._held_cpu_ns <= ESCAPE_NS:
+            self._held_cpu_ns = min(self._held_cpu_ns, used)  # a process of it exited: its CPU left the sum
+            return False
+        self.follow()
+        self._signal_known(signal.SIGSTOP)
+        self._held_cpu_ns = cpu_ns_of(self._members)
+        return True
 
     def follow(self) -> bool:
         """Look again for the task's processes; those new since the last look get the last signal.
@@ -117,10 +147,15 @@ class TaskGroup:
                 continue
             if self._last_signal is not None:
                 _send(pidfd, self._last_signal)
+        if new and self._held_cpu_ns is not None:  # what they ran before they were found is no escape
+            self._held_cpu_ns += cpu_ns_of(new)
         return bool(new)
 
     def send(self, sig: signal.Signals) -> None:
-        """Every process of the task, continued so that it handles the signal."""
+        """Every process of the task, continued (thawed) so that it handles the signal."""
+        self._held_cpu_ns = None
+        if self._freezer is not None:
+            self._freezer.thaw()
         self.follow()
         self._signal_known(sig)
         self._signal_known(signal.SIGCONT)
@@ -151,6 +186,9 @@ class TaskGroup:
             os.close(self._members.pop(pid))
         if self.path is None:
             return True
+        if self._freezer is not None:
+            self._freezer.close()
+            self._freezer = None
         for fd in (self._procs_fd, self._stat_fd):
             if fd is not None:
                 os.close(fd)
@@ -182,13 +220,15 @@ class TaskGroup:
 class Containment:
     """The node's way of holding tasks, chosen at start; see the module's doc."""
 
-    def __init__(self, node: str, spool: Path, wanted: str = "auto") -> None:
+    def __init__(self, node: str, spool: Path, wanted: str = "auto", freeze: bool = True) -> None:
         self.node_id = f"{node}-{hashlib.sha256(str(spool.resolve()).encode()).hexdigest()[:8]}"
         self.session = f"{self.node_id}:{secrets.token_hex(6)}"
         self.root = None if wanted == "process-tree" else _cgroup_root(self.node_id)
         if self.root is None and wanted == "cgroup":
             raise ContainmentError("no cgroup v2 folder can be made below the daemon's group on this node")
         self.kind = "cgroup" if self.root is not None else "process-tree"
+        # a descheduled task is frozen where its group can be (noded/holding.py), else watched
+        self.freezes = freeze and self.root is not None and supports_freezing(self.root)
         if self.root is None:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

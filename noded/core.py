@@ -22,6 +22,8 @@ from enum import Enum, StrEnum
 from typing import Any
 
 from gangsched.noded.deadlines import Deadlines
+from gangsched.noded.enforcement import DeschedulingWatch
+from gangsched.noded.memory_watch import passed_limit
 from gangsched.noded.switching import ColumnSwitcher, SwitchPlan, samples
 from gangsched.noded.task_states import (
     Checkpoint,
@@ -37,6 +39,7 @@ from gangsched.noded.task_states import (
     TaskState,
     Terminate,
     ToProcessManager,
+    Watch,
 )
 from gangsched.noded.upstream import Upstream
 from gangsched.protocol.errors import ErrorCode
@@ -82,13 +85,16 @@ class Timer(StrEnum):  # a str's hash, not Enum's in Python: the switch path set
     LOOK = "look"  # for the processes the tasks a switch stopped started since
     RELAY = "relay"  # the relay's silence is looked at: lost, or looked at again when it may be
     MEMORY = "memory"  # the tasks' memory is read, every heartbeat period while tasks run
+    WATCH = "watch"  # descheduled tasks are looked at, where they are watched rather than frozen
 
 
 class NodeCore:
-    def __init__(self, hello: NodeHello, kill_grace_s: float, report_delay_ms: int, forks: bool) -> None:
+    def __init__(self, hello: NodeHello, kill_grace_s: float, report_delay_ms: int, forks: bool,
+                 watch_interval_s: float | None = None) -> None:
         """``hello``: what this node says of itself (its tasks, exits and left relay are filled in at
         each hello); ``forks``: its tasks are processes that can start others, which a switch's
-        signals must reach."""
+        signals must reach; ``watch_interval_s``: how often to look for descheduled tasks that run
+        anyway, where they are not frozen (None: they are)."""
         self.name = hello.node
         self._hello = hello
         self._kill_grace_s = kill_grace_s
@@ -100,6 +106,7 @@ class NodeCore:
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
         self._upstream = Upstream()
         self._switcher = ColumnSwitcher()
+        self._watch = DeschedulingWatch(watch_interval_s)
         self._accounts: list[QuantumAccount] = []  # measured at each switch, sent once report_every are held
         self._to_look: set[TaskKey] = set()  # the stopped tasks to look at for new processes
         self._unacknowledged: dict[TaskKey, TaskExit] = {}  # resent with every hello until acknowledged
@@ -143,6 +150,10 @@ class NodeCore:
         """The loop signalled ``plan`` by ``applied_ns`` and read the tasks that ran: (CPU ns, run-queue
         wait, barriers) each."""
         measured = samples(plan, applied_ns, readings)
+        for task in plan.resume:
+            self._watch.resumed(task)
+        if plan.stop:
+            self._watch_from(now)
         # where nodes share cores, what can wait does until the others have had time to apply the switch
         others_applied = now + self._report_delay_s
         # The stop signals went to the processes each task had at the last look; a look now gives those
@@ -175,6 +186,8 @@ class NodeCore:
         self.tasks[key] = TaskState(key, runnable, started_ns)
         if self.deadlines.get(Timer.MEMORY) is None:
             self.deadlines.set(Timer.MEMORY, started_ns / 1e9 + self._heartbeat_s)
+        if not runnable:
+            self._watch_from(started_ns / 1e9)
 
     def not_started(self, key: TaskKey, reason: str, now: float) -> None:
         """A task ``Launch`` asked for could not start: its job fails with ``reason``."""
@@ -189,24 +202,41 @@ class NodeCore:
         if not any(other[0] == key[0] for other in self.tasks):
             self._fences.pop(key[0], None)  # the job's last task here: no barrier of it is waited for
         self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=returncode,
-                                   error=error, cpu_ns=cpu_ns, progress=progress,
+                                   error=task.violation or error, cpu_ns=cpu_ns, progress=progress,
                                    memory_peak=max(task.memory_peak, memory.peak),
                                    out_of_memory=task.out_of_memory or memory.out_of_memory), now)
 
     def memory(self, key: TaskKey, reading: MemoryReading, now: float) -> None:
-        """A task's memory as read at a heartbeat: its peak goes with its samples and its exit; a task
-        over its limit is killed at once (no grace: it would go on allocating) and its job ends
-        OUT_OF_MEMORY (noded/memory.py)."""
+        """A task's memory as read every heartbeat period: its peak goes with its samples and its exit;
+        one over its limit is killed, and its job ends OUT_OF_MEMORY (noded/memory_watch.py)."""
         task = self.tasks.get(key)
-        if task is None:
-            return
-        task.memory_peak = max(task.memory_peak, reading.peak)
-        if reading.out_of_memory and not task.out_of_memory:
-            task.out_of_memory = task.ending = True
+        if task is not None and passed_limit(task, reading):
             log.warning("job %d rank %d passed its memory limit (peak %d bytes): killed", key[0], key[1],
                         task.memory_peak)
-            self.orders.append(Kill(key))
-            self.deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
+            self._kill_now(task, now)
+
+    def escaped(self, key: TaskKey, now: float) -> None:
+        """A look found a descheduled task running, and stopped it again (noded/enforcement.py)."""
+        task = self.tasks.get(key)
+        if task is None or task.runnable or task.leaving:
+            return  # its turn came meanwhile, or it is ending anyway
+        reason = self._watch.escaped(task)
+        log.warning("job %d rank %d ran while descheduled: stopped again (%d in this stretch)", key[0], key[1],
+                    task.escapes)
+        if reason is not None:
+            task.violation = reason
+            self._kill_now(task, now)
+
+    def _watch_from(self, now: float) -> None:
+        """A task is descheduled: look at it in a watch interval, where descheduled tasks are watched."""
+        interval = self._watch.interval_s
+        if interval is not None and self.deadlines.get(Timer.WATCH) is None:
+            self.deadlines.set(Timer.WATCH, now + interval)
+
+    def _kill_now(self, task: TaskState, now: float) -> None:
+        task.ending = True
+        self.orders.append(Kill(task.key))
+        self.deadlines.set(task.key, now + self._heartbeat_s)  # and again, until its exit comes
 
     def end(self, key: TaskKey, now: float) -> None:
         """End a task (its job was cancelled or failed): SIGTERM, and SIGKILL once the grace is over."""
@@ -248,6 +278,11 @@ class NodeCore:
         for key in [key for key, task in self.tasks.items() if task.ending and key in due]:
             self.orders.append(Kill(key))
             deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
+        if Timer.WATCH in due and self._watch.interval_s is not None:
+            held = frozenset(key for key, task in self.tasks.items() if not task.runnable and not task.leaving)
+            if held:  # looked at until none is descheduled; a switch that stops one sets it again
+                self.orders.append(Watch(held))
+                deadlines.set(Timer.WATCH, now + self._watch.interval_s)
         if Timer.MEMORY in due and self.tasks:
             # not with the heartbeat's sweep: reports push the heartbeat on while tasks run
             self.orders.append(ReadMemory(frozenset(self.tasks)))

@@ -27,6 +27,7 @@ from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, z
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.containment import ContainmentError
 from gangsched.noded.core import NodeCore
+from gangsched.noded.holding import WATCH_INTERVAL_S
 from gangsched.noded.master_link import MasterLink
 from gangsched.noded.memory import host_memory
 from gangsched.noded.settings import NodeSettings
@@ -47,7 +48,8 @@ class NodeDaemon:
         self._settings = settings
         self.name = settings.name
         settings.spool().mkdir(parents=True, exist_ok=True)
-        self._host = host or ProcessHost(self.name, settings.spool(), settings.containment)
+        self._host = host or ProcessHost(self.name, settings.spool(), settings.containment,
+                                         settings.freeze_descheduled)
         log.info("tasks are held by %s", self._host.description)
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
@@ -57,7 +59,8 @@ class NodeDaemon:
         self._link = MasterLink(settings, self._context, self._poller)
         # the runner first: the hello names the process-manager interfaces it serves
         self._runner = TaskRunner(settings, self._host, self._poller, lambda: self._core)
-        self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks)
+        self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks,
+                              WATCH_INTERVAL_S if self._host.watches_descheduled else None)
 
     @property
     def sockets(self) -> tuple[zmq.Socket[bytes], ...]:

@@ -64,6 +64,10 @@ class NodeSettings(BaseSettings):
         "auto", description="what holds every process of a task: a cgroup (v2, where the daemon may create "
         "groups), or its process tree under a subreaper; auto: a cgroup where possible"
     )
+    freeze_descheduled: bool = Field(
+        True, description="freeze a descheduled task's cgroup (v2) after its stop signal, so that no signal "
+        "resumes it; false: watch it as by process tree (docs/architecture.md, 'Descheduled means not running')"
+    )
     kill_grace_s: float = Field(5.0, ge=0, description="SIGTERM to SIGKILL when ending a task")
     realtime_priority: int = Field(
         30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"

@@ -34,6 +34,8 @@ class NodeTask(Protocol):
     def pids(self) -> list[int]: ...
     def follow(self) -> bool: ...
     def stop(self) -> None: ...
+    def hold(self) -> None: ...
+    def escaped(self) -> bool: ...
     def resume(self) -> None: ...
     def take_cpu_ns(self) -> int: ...
     def take_waited_ns(self) -> int: ...
@@ -48,6 +50,7 @@ class NodeTask(Protocol):
 
 class TaskHost(Protocol):
     description: str  # for the daemon's log
+    watches_descheduled: bool  # whether the node must look for descheduled tasks that run anyway
     forks: bool  # whether its tasks are processes that can start others, which a switch's signals must reach
     runs_mpi: bool  # whether its tasks can be MPI programs, which its process-manager interfaces serve
 
@@ -62,13 +65,16 @@ class ProcessHost:
     forks = True
     runs_mpi = True
 
-    def __init__(self, node: str, spool: Path, wanted: str) -> None:
-        self._containment = Containment(node, spool, wanted)
+    def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True) -> None:
+        self._containment = Containment(node, spool, wanted, freeze)
+        # where descheduled tasks are not frozen, the node looks for those that run anyway
+        self.watches_descheduled = not self._containment.freezes
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
         self._unreleased_memory: list[TaskMemory] = []  # their memory groups (cgroup v1), likewise
         root = self._containment.root
         self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps") + \
-            f"; memory limits: {self._containment.memory.kind}"
+            f"; memory limits: {self._containment.memory.kind}; descheduled tasks " + \
+            ("frozen" if self._containment.freezes else "watched")
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
                cores: set[int] | None, wiring: TaskWiring | None) -> Task:

@@ -33,6 +33,7 @@ from gangsched.noded.task_states import (
     TaskKey,
     Terminate,
     ToProcessManager,
+    Watch,
 )
 from gangsched.noded.tasks import LaunchError
 from gangsched.protocol.records import TaskSpec
@@ -79,6 +80,8 @@ class TaskRunner:
             task = tasks[state.key]
             cpu_ns = task.take_cpu_ns()
             readings.append((cpu_ns, task.take_waited_ns(), task.read_progress() if state.key[1] == 0 else 0))
+        for state in plan.stop:  # off the switch's path: the stop signal holds them meanwhile
+            tasks[state.key].hold()
         return applied_ns, readings
 
     def carry_out(self, order: Order) -> None:
@@ -102,6 +105,11 @@ class TaskRunner:
                     self._core.still_forking(key)
             case Sweep(live):
                 self._host.sweep(set(live))
+            case Watch(keys):
+                now = time.monotonic()
+                for key in keys & self.tasks.keys():
+                    if self.tasks[key].escaped():
+                        self._core.escaped(key, now)
             case ReadMemory(keys):
                 now = time.monotonic()
                 for key in keys & self.tasks.keys():

@@ -22,6 +22,9 @@ class TaskState:
     checkpointing: bool = False
     memory_peak: int = 0  # bytes, as last read (every heartbeat)
     out_of_memory: bool = False  # it passed its memory limit: killed, and its job ends OUT_OF_MEMORY
+    escapes: int = 0  # looks that found it running while descheduled, in this stretch (noded/enforcement.py)
+    escaping_stretches: int = 0  # descheduled stretches in a row in which it was found running
+    violation: str | None = None  # why the node ended it, which its exit carries
 
     @property
     def leaving(self) -> bool:
@@ -84,6 +87,13 @@ class ReadMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class Watch:
+    """Look at these descheduled tasks: stop again each that ran since its stop, and tell the core."""
+
+    tasks: frozenset[TaskKey]
+
+
+@dataclass(frozen=True, slots=True)
 class Connect:
     """Follow the endpoints a welcome names (the master's or a relay's), and relay if it says so."""
 
@@ -101,4 +111,4 @@ class ToProcessManager:
     message: ProcessManagerMessage
 
 
-Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | ReadMemory | Connect | ToProcessManager
+Order = Launch | Terminate | Kill | Checkpoint | Look | Sweep | ReadMemory | Watch | Connect | ToProcessManager

@@ -112,6 +112,14 @@ class Task:
     def stop(self) -> None:
         self.group.stop()
 
+    def hold(self) -> None:
+        """After a switch's stop: keep it stopped whatever signals it gets (noded/holding.py)."""
+        self.group.hold()
+
+    def escaped(self) -> bool:
+        """Whether it ran while held (by process tree); it is stopped again if so."""
+        return self.group.escaped()
+
     def resume(self) -> None:
         self.group.resume()
 
@@ -234,6 +242,7 @@ def launch(
     )
     if not runnable:
         task.stop()
+        task.hold()
     task.read_cpu_ns()
     task.take_waited_ns()
     return task

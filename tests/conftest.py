@@ -162,3 +162,21 @@ def gang(start_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch)
 
     run.client = cluster.client  # type: ignore[attr-defined]
     return run
+
+
+def is_held(process: psutil.Process) -> bool:
+    """Whether a task's process is held descheduled: stopped, or frozen in its cgroup (noded/holding.py:
+    a process frozen before its stop signal took effect sleeps, frozen, until thawed)."""
+    if process.status() == psutil.STATUS_STOPPED:
+        return True
+    own = next((line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
+                if line.startswith("0::")), None)
+    mount = next((line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                  if " - cgroup2 " in line), None)
+    if own is None or mount is None:
+        return False
+    try:
+        return "frozen 1" in (Path(mount + own) / "cgroup.events").read_text().splitlines()
+    except OSError:
+        return False
+

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import Cluster, task_processes, wait_until
+from tests.conftest import Cluster, is_held, task_processes, wait_until
 
 pytestmark = pytest.mark.live
 
@@ -56,10 +56,10 @@ def test_every_process_of_a_task_stops_and_continues_with_it_and_ends_with_it(st
     held, other = (cluster.client.submit(escaping_job(1)) for _ in range(2))
     processes = wait_until(lambda: len(found := task_processes(cluster.home, held)) >= PER_TASK and found, 10,
                            "the task's processes")
-    wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in live(processes)), 5,
+    wait_until(lambda: all(is_held(p) for p in live(processes)), 5,
                "all of them stopped while the other job runs")
     # a continued task is continued whole: the child that stopped itself runs too
-    wait_until(lambda: all(p.status() != psutil.STATUS_STOPPED for p in live(processes)), 5,
+    wait_until(lambda: all(not is_held(p) for p in live(processes)), 5,
                "all of them running in their turn")
     for job in (held, other):
         cluster.client.cancel(job, getpass.getuser())
@@ -100,7 +100,7 @@ def test_a_process_started_between_signals_is_stopped_with_its_task(start_cluste
         processes = task_processes(cluster.home, job)
         # the switch that stops the task signals the process it had at the last look; the look after it
         # gives the new one the same signal
-        wait_until(lambda: all(p.status() == psutil.STATUS_STOPPED for p in processes), 5,
+        wait_until(lambda: all(is_held(p) for p in processes), 5,
                    "both stopped while the other job runs")
 
 
@@ -125,7 +125,7 @@ def test_a_chain_of_forks_is_stopped_with_its_task(start_cluster, containment):
             """The pids of the task and of the chain's newest process, if both are stopped."""
             processes = task_processes(cluster.home, job)
             try:
-                if len(processes) == 2 and all(p.status() == psutil.STATUS_STOPPED for p in processes):
+                if len(processes) == 2 and all(is_held(p) for p in processes):
                     return sorted(p.pid for p in processes)
             except psutil.NoSuchProcess:  # a link of the chain ended: it was running
                 pass

@@ -20,7 +20,7 @@ from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, NodeQuery, NodeWelcome, SlotSwitch
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import task_processes, wait_until
+from tests.conftest import is_held, task_processes, wait_until
 
 pytestmark = pytest.mark.live
 USER = getpass.getuser()
@@ -44,7 +44,7 @@ def test_two_jobs_alternate_every_quantum_and_report_their_utilization(start_clu
     deadline = time.monotonic() + 4.0
     while time.monotonic() < deadline:
         samples += 1
-        stopped = {job: sum(p.status() == psutil.STATUS_STOPPED for p in procs)
+        stopped = {job: sum(is_held(p) for p in procs)
                    for job, procs in tasks.items()}
         if stopped[compute] == 0 and stopped[io] == 4:
             runnable_job.append(compute)
@@ -75,7 +75,7 @@ def test_paired_scheduling_keeps_a_compute_and_an_io_job_runnable_together(start
     tasks = task_processes(cluster.home, compute) + task_processes(cluster.home, io)
     both_running = 0
     for _ in range(100):  # 2 s
-        both_running += all(p.status() != psutil.STATUS_STOPPED for p in tasks)
+        both_running += all(not is_held(p) for p in tasks)
         time.sleep(0.02)
     assert both_running >= 80
     predicted = {j.job_id: j.predicted_pct for j in cluster.client.jobs([compute, io])}

@@ -8,7 +8,7 @@ import math
 from collections import deque
 
 from gangsched.noded.core import LOOKS_PER_WAKE, NodeCore, Route
-from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, MemoryReading, Sweep, Terminate
+from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, MemoryReading, Sweep, Terminate, Watch
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     CheckpointTask,
@@ -278,3 +278,41 @@ def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until
     assert [type(order).__name__ for order in taken(core.orders)] == ["Connect", "ToProcessManager"]
     core.message(welcome(), 2.0)
     assert taken(core.outbox) == []
+
+
+def test_a_watched_task_found_running_while_descheduled_in_three_stretches_in_a_row_is_ended():
+    """Where descheduled tasks are watched (process tree), not frozen: noded/enforcement.py."""
+    hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpus=1.0, pid=1, incarnation="first",
+                      peer=PeerEndpoint(transport="ipc", host="/t"))
+    core = registered(NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=0, forks=True, watch_interval_s=0.05))
+    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    for job_id in (7, 8):
+        launch(core, job_id)
+    now = 0.0
+    for stretch in range(1, 4):
+        switch(core, 2 * stretch, rows=[0], now=now)  # job 7 runs, job 8 is descheduled
+        taken(core.orders)
+        core.timers(now + 0.05)
+        watched = [order for order in taken(core.orders) if isinstance(order, Watch)]
+        assert watched == [Watch(frozenset({(8, 0)}))]  # only the descheduled task is looked at
+        core.escaped((8, 0), now + 0.05)  # the loop found it running and stopped it again
+        ended = [order for order in taken(core.orders) if isinstance(order, Kill)]
+        assert ended == ([Kill((8, 0))] if stretch == 3 else [])
+        switch(core, 2 * stretch + 1, rows=[1], now=now + 0.1)  # job 8's turn
+        now += 0.2
+    core.exited((8, 0), -9, None, cpu_ns=0, progress=0, memory=MemoryReading(0, False), now=now)
+    exits = [message for _, message in taken(core.outbox) if isinstance(message, TaskExit)]
+    assert "kept running while its gang was descheduled" in (exits[0].error or "")
+
+
+def test_a_single_escape_is_only_undone_and_a_frozen_node_looks_at_nothing():
+    watched = make_core()  # frozen: no interval, no looks
+    registered(watched)
+    watched.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    for job_id in (7, 8):
+        launch(watched, job_id)
+    switch(watched, 1, rows=[0], now=0.0)
+    watched.timers(1.0)
+    assert not [order for order in taken(watched.orders) if isinstance(order, Watch)]
+    watched.escaped((8, 0), 1.0)
+    assert not [order for order in taken(watched.orders) if isinstance(order, Kill)]

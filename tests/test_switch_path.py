@@ -13,7 +13,7 @@ import pytest
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import task_processes, wait_until
+from tests.conftest import is_held, task_processes, wait_until
 
 pytestmark = pytest.mark.live
 USER = getpass.getuser()
@@ -22,7 +22,7 @@ USER = getpass.getuser()
 def runs_every_quantum(processes: list[psutil.Process], looks: int) -> bool:
     """None of ``processes`` is seen stopped in ``looks`` looks 20 ms apart (a window of several quanta)."""
     for _ in range(looks):
-        if any(process.status() == psutil.STATUS_STOPPED for process in processes):
+        if any(is_held(process) for process in processes):
             return False
         time.sleep(0.02)  # sampling a window, not waiting for a condition
     return True

@@ -1,0 +1,110 @@
+"""Descheduled means not running: a task that arms a timer sending itself SIGCONT cannot run outside
+its gang's slot (noded/holding.py, docs/architecture.md "Descheduled means not running").
+
+Under a cgroup the node freezes a descheduled task, and no signal resumes it; by process tree the
+node looks for descheduled tasks that run anyway, stops them again, and ends the job of one that
+keeps resuming.
+"""
+
+import getpass
+import sys
+from pathlib import Path
+
+import pytest
+
+from gangsched.protocol.records import JobSpec, JobState
+from tests.conftest import task_processes, wait_until
+
+pytestmark = pytest.mark.live
+
+# a POSIX timer (timer_create, SIGEV_SIGNAL) that sends the task SIGCONT every 5 ms, then a busy loop
+RESUMES_ITSELF = """
+import ctypes, signal
+libc = ctypes.CDLL(None, use_errno=True)
+class SigEvent(ctypes.Structure):
+    _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                ("rest", ctypes.c_byte * 48)]
+class TimeSpec(ctypes.Structure):
+    _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+class ITimerSpec(ctypes.Structure):
+    _fields_ = [("interval", TimeSpec), ("value", TimeSpec)]
+signal.signal(signal.SIGCONT, lambda *_: None)  # handled, not ignored: a kernel drops a timer's ignored signals
+event = SigEvent(signo=signal.SIGCONT, notify=0)
+timer = ctypes.c_void_p()
+assert libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)) == 0
+every = TimeSpec(0, 5_000_000)
+assert libc.timer_settime(timer, 0, ctypes.byref(ITimerSpec(every, every)), None) == 0
+while True:
+    pass
+"""
+SPINS = "while True:\n    pass\n"
+
+
+def job(name: str, program: str) -> JobSpec:
+    return JobSpec(name=name, user=getpass.getuser(), tasks=1, argv=[sys.executable, "-c", program])
+
+
+def frozen(home: Path, job_id: int) -> bool:
+    """Whether the task's cgroup v2 group says it is frozen."""
+    for process in task_processes(home, job_id):
+        own = next(line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
+                   if line.startswith("0::"))
+        mount = next(line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if " - cgroup2 " in line)
+        events = Path(mount + own) / "cgroup.events"
+        return "frozen 1" in events.read_text().split("\n")
+    return False
+
+
+def test_a_frozen_task_stays_frozen_whatever_signals_it_sends_itself(start_cluster, monkeypatch):
+    monkeypatch.setenv("GANG_NODE_CONTAINMENT", "cgroup")
+    cluster = start_cluster(nodes=1, quantum_ms=100, mpl=2)
+    greedy = cluster.client.submit(job("greedy", RESUMES_ITSELF))
+    honest = cluster.client.submit(job("honest", SPINS))
+    wait_until(lambda: all(info.state is JobState.RUNNING for info in cluster.client.jobs([greedy, honest])), 15,
+               "both jobs to run")
+    # in the honest job's quanta the greedy task's group is frozen, its timer's SIGCONTs notwithstanding
+    wait_until(lambda: frozen(cluster.home, greedy), 10, "the descheduled greedy task frozen")
+    wait_until(lambda: not frozen(cluster.home, greedy), 10, "the greedy task thawed in its own quantum")
+    wait_until(lambda: frozen(cluster.home, greedy), 10, "and frozen again")
+    assert cluster.client.job(greedy).state is JobState.RUNNING  # frozen, it never escaped: nothing to end
+    for job_id in (greedy, honest):
+        cluster.client.cancel(job_id, getpass.getuser())
+    wait_until(lambda: not task_processes(cluster.home), 15, "both jobs' tasks to end, frozen or not")
+
+
+def test_by_process_tree_a_task_that_keeps_resuming_itself_ends_its_job(start_cluster, monkeypatch):
+    monkeypatch.setenv("GANG_NODE_CONTAINMENT", "process-tree")
+    cluster = start_cluster(nodes=1, quantum_ms=100, mpl=2)
+    greedy = cluster.client.submit(job("greedy", RESUMES_ITSELF))
+    honest = cluster.client.submit(job("honest", SPINS))
+    ended = wait_until(lambda: (info := cluster.client.job(greedy)).state.is_final and info, 30,
+                       "the self-resuming job to be ended")
+    assert ended.state is JobState.FAILED
+    assert "kept running while its gang was descheduled" in ended.reason, ended.reason
+    wait_until(lambda: not task_processes(cluster.home, greedy), 10, "its task to be gone")
+    assert cluster.client.job(honest).state is JobState.RUNNING  # the honest job runs on
+    cluster.client.cancel(honest, getpass.getuser())
+
+
+def test_a_single_stray_sigcont_is_only_undone(start_cluster, monkeypatch):
+    """By process tree: something continues a descheduled task once; it is stopped again and its job runs on."""
+    import os
+    import signal
+
+    monkeypatch.setenv("GANG_NODE_CONTAINMENT", "process-tree")
+    cluster = start_cluster(nodes=1, quantum_ms=2000, mpl=2)  # long quanta: no switch comes between
+    first = cluster.client.submit(job("first", SPINS))
+    second = cluster.client.submit(job("second", SPINS))
+    wait_until(lambda: all(info.state is JobState.RUNNING for info in cluster.client.jobs([first, second])), 15,
+               "both jobs to run")
+    stopped = wait_until(lambda: next((p for job_id in (first, second) for p in task_processes(cluster.home, job_id)
+                                       if p.status() == "stopped"), None), 10, "a descheduled task")
+    os.kill(stopped.pid, signal.SIGCONT)
+    log = cluster.home / "logs" / "node1.log"
+    wait_until(lambda: "ran while descheduled: stopped again (1 in this stretch)" in log.read_text(), 5,
+               "the node to stop it again")
+    assert stopped.status() == "stopped"
+    assert all(info.state is JobState.RUNNING for info in cluster.client.jobs([first, second]))
+    for job_id in (first, second):
+        cluster.client.cancel(job_id, getpass.getuser())
