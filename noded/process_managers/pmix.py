@@ -364,6 +364,11 @@ class PmixService:
         if what == "fence":
             blob, callback, cbdata = details
             assert isinstance(blob, bytes) and isinstance(callback, int) and isinstance(cbdata, int)
+            # the ranks made their shared memory before they publish it in this fence; a rank's finalize
+            # event may come after its job's last exit here, too late to note what it mapped
+            for local in self._node.tasks.values():
+                if local.job_id == job.job_id:
+                    self._shared_memory.note(job.job_id, local.pids())
             self._fence(job, blob, callback, cbdata)
             return
         rank = details[0]
