@@ -11,7 +11,9 @@ the closes are tried again at quantum boundaries, one quantum after the
 failure and then every ``RETRY_QUANTA`` quanta, logged at each try that
 fails and counted (``store_failures``, ``gangsched_store_write_failures_total``).
 When the store can write again, every waiting close is written in the order
-the jobs ended, and their dependents start.
+the jobs ended, and their dependents start. A job's start is one write too:
+one the store cannot take does not happen, and the job waits, out of the
+policy, until the next try (``JobLifecycle.retry_store``).
 """
 
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ class StoreRetry:
         self._quantum_s = quantum_s
         self.failures = 0  # failed writes since the master started
         self.next_at: float | None = None  # monotonic seconds; None: nothing waits
+        self.postponed: list[int] = []  # jobs whose start it could not write: out of the policy until the next try
 
     def failed(self, now: float) -> float:
         """A write failed at ``now``: the delay until the next try."""

@@ -71,7 +71,7 @@ class MasterCore:
         lifecycle = self.lifecycle
         lifecycle.quantum_ended(self.rotation.ran, now)
         if lifecycle.store_retry.due(now):
-            lifecycle.write_closes()
+            lifecycle.retry_store()
         lifecycle.settle()
         running = [job for job in lifecycle.jobs.values() if job.state is JobState.RUNNING]
         return self.rotation.next_switch(running, now, started_ns)

@@ -191,7 +191,7 @@ class JobLifecycle:
                 job.reason = f"needs {describe_shape(job.spec)}, {up} processors up"
                 if self._clock.monotonic() < self.rejoin_until:
                     job.reason += " (nodes rejoining after a master restart)"
-            elif not job.reason.startswith("requeued"):
+            elif not job.reason.startswith(("requeued", "start postponed")):
                 if memory is not None and not memory(self.policy_job(job)):
                     job.reason = "Resources: memory"  # Slurm's word, and which resource
                 else:
@@ -204,6 +204,37 @@ class JobLifecycle:
         job.reason = ""
         if self._launch(job, processors, restore=False):
             log.info("job %d starts on %s", job.job_id, where(processors))
+
+    def _postpone(self, job: Job, first: str, ports: list[int | None], error: sqlite3.Error) -> None:
+        """The store cannot write the job's start: the start does not happen (memory follows the store),
+        and the job waits out of the policy until the store is tried again (``retry_store``)."""
+        now = self._clock.monotonic()
+        for port in ports:
+            self._barriers.release(first, port)
+        delay = self.store_retry.failed(now)
+        log.error("the job store cannot write job %d's start (%s): it waits, tried again in %.1f s",
+                  job.job_id, error, delay)
+        job.state, job.start_time, job.node_names, job.processors, job.live_ranks = \
+            JobState.PENDING, None, [], [], set()
+        job.barrier_port = job.rendezvous_port = None
+        job.reason = "start postponed: the job store cannot write"
+        self._scheduler.finish(job.job_id, now)
+        self.store_retry.postponed.append(job.job_id)
+        self._dirty = True  # the policy's layout without it; it is not in the policy, so it is not placed again
+
+    def retry_store(self) -> None:
+        """The store is due to be tried again: the closes that wait, and the starts it could not write."""
+        self.write_closes()
+        postponed, self.store_retry.postponed = self.store_retry.postponed, []
+        if not postponed:
+            return
+        self.store_retry.succeeded()  # a start that fails again sets the next try
+        now = self._clock.monotonic()
+        for job_id in postponed:
+            job = self.jobs.get(job_id)
+            if job is not None and job.state is JobState.PENDING:  # not cancelled meanwhile
+                self._scheduler.submit(self.policy_job(job), now)
+        self._dirty = True
 
     def _launch(self, job: Job, processors: list[Processor], restore: bool) -> bool:
         """Send the job's tasks to ``processors``; on failure the job fails, with the reason."""
@@ -231,7 +262,13 @@ class JobLifecycle:
         job.barrier_port = port
         job.rendezvous_port = None if rendezvous is None else rendezvous[1]
         job.fences = {}
-        self._store.save(job)
+        try:
+            self._store.save(job)
+        except sqlite3.Error as error:
+            if restore:
+                raise
+            self._postpone(job, first, [port, job.rendezvous_port], error)
+            return False
         # MPICH names its shared memory after the key-value space, and a killed job leaves its
         # segments behind: a name never used before keeps a later job from opening them
         kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"

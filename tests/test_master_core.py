@@ -465,3 +465,28 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
     assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.COMPLETED
     assert core.clients.query_users().users[0].used_node_s > 0
+
+
+def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_it_can(small_filesystem, clock):
+    settings = SETTINGS.model_copy(update={"quantum_ms": 100})
+    core = MasterCore(settings, ENDPOINTS, JobStore(small_filesystem / "jobs.db"), clock)
+    for index in (1, 2):
+        hello(core, f"n{index}")
+    core.node_events.lose_node("n2", "n2 stopped")
+    job = submit(core, nodes=2)  # one node up: it waits, written
+    filler = fill(small_filesystem)
+    hello(core, "n2", incarnation="second")  # the policy places it; the store cannot write its start
+    (info,) = infos(core, [job])
+    assert info.state is JobState.PENDING and info.reason.startswith("start postponed"), info.reason
+    assert sent(core, LaunchTask) == []  # memory follows the store: no task went out
+    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.PENDING
+    for _ in range(3):
+        quantum(core, clock, ("n1", "n2"))
+    assert core.stats().store_failures >= 2 and sent(core, LaunchTask) == []
+    filler.unlink()
+    for _ in range(2):  # room again: within 2 quanta it starts
+        quantum(core, clock, ("n1", "n2"))
+    (info,) = infos(core, [job])
+    assert info.state is JobState.RUNNING
+    assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
+    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.RUNNING
