@@ -184,7 +184,9 @@ class NodeCore:
     def launched(self, key: TaskKey, runnable: bool, started_ns: int) -> None:
         """The loop started a task ``Launch`` asked for, running or stopped as it asked."""
         self.tasks[key] = TaskState(key, runnable, started_ns)
-        if self.deadlines.get(Timer.MEMORY) is None:
+        # tasks that are processes hold memory (an emulated task of `gang bench scale` holds none: a
+        # thousand daemons in a process reading it every heartbeat missed heartbeats under load)
+        if self._forks and self.deadlines.get(Timer.MEMORY) is None:
             self.deadlines.set(Timer.MEMORY, started_ns / 1e9 + self._heartbeat_s)
         if not runnable:
             self._watch_from(started_ns / 1e9)

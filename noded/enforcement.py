@@ -3,14 +3,18 @@
 
 Every ``interval_s`` while some task is descheduled, the core asks the loop to
 look at those tasks (``Watch``); the loop stops again each one that ran since
-its stop and tells the core. A task found running in ``STRETCHES_TO_FAIL``
-descheduled stretches in a row keeps resuming: its job is ended, FAILED, with
-a reason that says so. A stray SIGCONT, once, is only undone.
+its stop and tells the core. A task found running in ``STRETCHES_TO_FAIL`` of
+its last ``STRETCHES_SEEN`` descheduled stretches keeps resuming: its job is
+ended, FAILED, with a reason that says so. A stray SIGCONT, once, is only
+undone; a stretch in which a look happened to miss it does not save a task
+that resumes itself.
 """
 
 from gangsched.noded.task_states import TaskState
 
 STRETCHES_TO_FAIL = 3
+STRETCHES_SEEN = 5
+_SEEN = (1 << STRETCHES_SEEN) - 1
 
 
 class DeschedulingWatch:
@@ -21,18 +25,17 @@ class DeschedulingWatch:
     @staticmethod
     def escaped(task: TaskState) -> str | None:
         """A look found ``task`` running while descheduled (and stopped it again): why its job must end,
-        once it has happened in too many stretches in a row."""
+        once it has happened in too many of its last stretches."""
         task.escapes += 1
-        if task.escapes == 1:
-            task.escaping_stretches += 1
-        if task.escaping_stretches < STRETCHES_TO_FAIL:
+        stretches = ((task.escaped_stretches << 1) | 1) & _SEEN  # this stretch, and the ones before
+        if stretches.bit_count() < STRETCHES_TO_FAIL:
             return None
-        return (f"kept running while its gang was descheduled (found running in {task.escaping_stretches} "
-                "descheduled stretches in a row: resumed by itself or another process of its account)")
+        return (f"kept running while its gang was descheduled (found running in {stretches.bit_count()} of its "
+                f"last {STRETCHES_SEEN} descheduled stretches: resumed by itself or another process of its "
+                "account)")
 
     @staticmethod
     def resumed(task: TaskState) -> None:
-        """Its gang's turn came: a stretch in which it never escaped ends the streak."""
-        if task.escapes == 0:
-            task.escaping_stretches = 0
+        """Its gang's turn came: the stretch it was descheduled in is done."""
+        task.escaped_stretches = ((task.escaped_stretches << 1) | (task.escapes > 0)) & _SEEN
         task.escapes = 0

@@ -13,7 +13,7 @@ task, the node holds it:
   it stopped them, and looks again every ``WATCH_INTERVAL_S`` and at each
   switch: a task that used more than ``ESCAPE_NS`` since is running, and is
   stopped again. Its job is ended if that happens in several descheduled
-  stretches in a row (noded/enforcement.py).
+  stretches (noded/enforcement.py).
 """
 
 import os

@@ -23,7 +23,7 @@ class TaskState:
     memory_peak: int = 0  # bytes, as last read (every heartbeat)
     out_of_memory: bool = False  # it passed its memory limit: killed, and its job ends OUT_OF_MEMORY
     escapes: int = 0  # looks that found it running while descheduled, in this stretch (noded/enforcement.py)
-    escaping_stretches: int = 0  # descheduled stretches in a row in which it was found running
+    escaped_stretches: int = 0  # bits, newest lowest: which of its last descheduled stretches it escaped in
     violation: str | None = None  # why the node ended it, which its exit carries
 
     @property

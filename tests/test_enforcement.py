@@ -78,7 +78,7 @@ def test_by_process_tree_a_task_that_keeps_resuming_itself_ends_its_job(start_cl
     cluster = start_cluster(nodes=1, quantum_ms=100, mpl=2)
     greedy = cluster.client.submit(job("greedy", RESUMES_ITSELF))
     honest = cluster.client.submit(job("honest", SPINS))
-    ended = wait_until(lambda: (info := cluster.client.job(greedy)).state.is_final and info, 30,
+    ended = wait_until(lambda: (info := cluster.client.job(greedy)).state.is_final and info, 60,
                        "the self-resuming job to be ended")
     assert ended.state is JobState.FAILED
     assert "kept running while its gang was descheduled" in ended.reason, ended.reason

@@ -280,7 +280,7 @@ def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until
     assert taken(core.outbox) == []
 
 
-def test_a_watched_task_found_running_while_descheduled_in_three_stretches_in_a_row_is_ended():
+def test_a_watched_task_found_running_while_descheduled_in_three_stretches_is_ended():
     """Where descheduled tasks are watched (process tree), not frozen: noded/enforcement.py."""
     hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpus=1.0, pid=1, incarnation="first",
                       peer=PeerEndpoint(transport="ipc", host="/t"))
