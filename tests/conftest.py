@@ -167,9 +167,12 @@ def gang(start_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch)
 def is_held(process: psutil.Process) -> bool:
     """Whether a task's process is held descheduled: stopped, or frozen in its cgroup (noded/holding.py:
     a process frozen before its stop signal took effect sleeps, frozen, until thawed)."""
-    if process.status() == psutil.STATUS_STOPPED:
-        return True
-    own = next((line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
+    return process.status() == psutil.STATUS_STOPPED or cgroup_frozen(process.pid)
+
+
+def cgroup_frozen(pid: int) -> bool:
+    """Whether the process's cgroup v2 group says it is frozen."""
+    own = next((line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
                 if line.startswith("0::")), None)
     mount = next((line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
                   if " - cgroup2 " in line), None)

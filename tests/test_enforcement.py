@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import task_processes, wait_until
+from tests.conftest import cgroup_frozen, task_processes, wait_until
 
 pytestmark = pytest.mark.live
 
@@ -45,15 +45,8 @@ def job(name: str, program: str) -> JobSpec:
 
 
 def frozen(home: Path, job_id: int) -> bool:
-    """Whether the task's cgroup v2 group says it is frozen."""
-    for process in task_processes(home, job_id):
-        own = next(line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
-                   if line.startswith("0::"))
-        mount = next(line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-                     if " - cgroup2 " in line)
-        events = Path(mount + own) / "cgroup.events"
-        return "frozen 1" in events.read_text().split("\n")
-    return False
+    """Whether the job's task's cgroup v2 group says it is frozen."""
+    return any(cgroup_frozen(process.pid) for process in task_processes(home, job_id)[:1])
 
 
 def test_a_frozen_task_stays_frozen_whatever_signals_it_sends_itself(start_cluster, monkeypatch):
