@@ -45,6 +45,10 @@ class StoreRetry:
         self.next_at = now + delay
         return delay
 
+    def refused(self) -> None:
+        """A write failed that nothing waits on (a submission, refused whole): only counted."""
+        self.failures += 1
+
     def succeeded(self) -> None:
         self.next_at = None
 

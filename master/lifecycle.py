@@ -223,16 +223,17 @@ class JobLifecycle:
         self._dirty = True  # the policy's layout without it; it is not in the policy, so it is not placed again
 
     def retry_store(self) -> None:
-        """The store is due to be tried again: the closes that wait, and the starts it could not write."""
+        """The store is due to be tried again: the closes that wait, and the starts it could not write
+        (placed again: a start that fails again sets the next try)."""
         self.write_closes()
+        if not self._closing:
+            self.store_retry.succeeded()  # nothing waits for the store now
         postponed, self.store_retry.postponed = self.store_retry.postponed, []
-        if not postponed:
-            return
-        self.store_retry.succeeded()  # a start that fails again sets the next try
         now = self._clock.monotonic()
         for job_id in postponed:
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING:  # not cancelled meanwhile
+                job.reason = ""  # it waits as any other now
                 self._scheduler.submit(self.policy_job(job), now)
         self._dirty = True
 
@@ -390,7 +391,8 @@ class JobLifecycle:
                 log.error("the job store cannot write job %d's %s (%s): %d wait, tried again in %.1f s", job_id,
                           "requeue" if close.state is JobState.PENDING else "end", error, len(self._closing), delay)
                 return
-            self.store_retry.succeeded()
+            if not self.store_retry.postponed:  # else the postponed starts are due at the next try
+                self.store_retry.succeeded()
             del self._closing[job_id]
             self._dirty = True
             if close.state is JobState.PENDING:

@@ -1,6 +1,7 @@
 """The master's answers to its clients."""
 
 import logging
+import sqlite3
 
 from gangsched.master.clock import Clock
 from gangsched.master.dependencies import dependencies
@@ -69,7 +70,13 @@ class ClientRequests:
         now = self._clock.time()
         jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now,
                     predictor=self._lifecycle.predictor()) for offset, each in enumerate(specs)]
-        self._store.submitted(jobs, message.token)
+        try:
+            self._store.submitted(jobs, message.token)
+        except sqlite3.Error as error:  # refused whole: nothing was kept, so nothing waits to be written
+            self._lifecycle.store_retry.refused()
+            log.error("the job store cannot write a submission by %s (%s): refused", spec.user, error)
+            return ErrorReply(code=ErrorCode.INTERNAL, reason=f"the job store cannot write ({error}): nothing was "
+                              "submitted; try again later")
         for job in jobs:
             self._lifecycle.jobs[job.job_id] = job
             log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)

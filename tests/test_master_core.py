@@ -490,3 +490,27 @@ def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_
     assert info.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
     assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.RUNNING
+
+
+def test_a_postponed_start_is_not_forgotten_when_a_later_write_goes_through_first(small_filesystem, clock):
+    """The store has room again and another job's end is written before the retry is due: the
+    postponed start is still tried, within 2 quanta (a chaos run found it waiting for ever)."""
+    settings = SETTINGS.model_copy(update={"quantum_ms": 100})
+    core = MasterCore(settings, ENDPOINTS, JobStore(small_filesystem / "jobs.db"), clock)
+    for index in (1, 2):
+        hello(core, f"n{index}")
+    core.node_events.lose_node("n2", "n2 stopped")
+    short = submit(core, nodes=1)  # runs on n1
+    wide = submit(core, nodes=2)  # one node up: it waits, written
+    filler = fill(small_filesystem)
+    hello(core, "n2", incarnation="second")  # placed; the store cannot write its start
+    (waiting,) = infos(core, [wide])
+    assert waiting.reason.startswith("start postponed"), waiting.reason
+    late = core.clients.submit(Submit(spec=JobSpec(name="late", user="alice", tasks=1, argv=["true"])))
+    assert isinstance(late, ErrorReply) and "the job store cannot write" in late.reason  # refused whole
+    filler.unlink()
+    core.node_events.task_exit(TaskExit(node="n1", job_id=short, rank=0, returncode=0))  # written at once
+    for _ in range(2):
+        quantum(core, clock, ("n1", "n2"))
+    first, started = infos(core, [short, wide])
+    assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING, started.reason
