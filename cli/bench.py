@@ -257,6 +257,44 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
 
 
 @bench.command()
+@click.option("--minutes", type=click.FloatRange(min=0.1), default=20.0, show_default=True,
+              help="how long faults are injected; then every job is waited for")
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="the mix's and the faults' choices: a failing run is replayed with its seed")
+@click.option("--mpi/--no-mpi", default=True, show_default=True,
+              help="MPICH jobs in the mix (its environment is installed where it is missing)")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the figures here")
+@cluster_options
+def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: Any) -> None:
+    """A steady mix of jobs while daemons are killed and stopped and the store fills; every invariant
+    checked after (docs/limits.md). Exit status 1 if one does not hold."""
+    from gangsched.bench.chaos import ChaosRun
+
+    result = ChaosRun(cluster_config(**shape), minutes, seed, mpi).run()
+    found = result.invariants
+    rows: list[dict[str, Any]] = [{"figure": f"jobs submitted: {kind}", "count": count}
+                                  for kind, count in sorted(result.submitted.items())]
+    rows += [{"figure": "submissions refused or unanswered", "count": result.refused}]
+    rows += [{"figure": f"jobs ended {state}", "count": count} for state, count in sorted(found.states.items())]
+    rows += [{"figure": f"faults injected: {fault}", "count": count} for fault, count in sorted(result.faults.items())]
+    rows += [{"figure": f"recoveries: {fault}", "count": count} for fault, count in sorted(result.recoveries.items())]
+    rows += [{"figure": "looks at a frozen task, twice in a row", "count": result.frozen_looks},
+             {"figure": "frozen tasks that ran", "count": len(result.ran_while_frozen)},
+             {"figure": "descheduled tasks found running and stopped again", "count": result.escapes_stopped}]
+    rows += [{"figure": f"invariant broken: {name.replace('_', ' ')}", "count": len(getattr(found, name))}
+             for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes",
+                          "dependents_wrong", "accounts_wrong")]
+    _print_rows(f"chaos for {minutes:g} min, seed {seed}: {found.jobs} jobs in {result.seconds:.0f} s", rows,
+                csv_path)
+    violations = result.violations()
+    for violation in violations:
+        console.print(f"[red]{violation}[/red]")
+    if violations:
+        raise SystemExit(1)
+    console.print("every invariant holds")
+
+
+@bench.command()
 @click.option("--processes", default="1,2,4,8,16", show_default=True,
               help="signals: how many spinning processes are stopped and continued at once")
 @click.option("--rounds", type=click.IntRange(min=10), default=200, show_default=True, help="signals: rounds each")

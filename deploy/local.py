@@ -211,6 +211,23 @@ def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
             yield client
 
 
+def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process]:
+    """The live task processes of the cluster in ``home`` (of one job, if given), stopped or not: every
+    task's environment names its progress file below the home."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            env = process.environ()
+            if str(home) not in env.get("GANG_PROGRESS_FILE", ""):
+                continue
+            if job_id is None or env.get("GANG_JOB_ID") == str(job_id):
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

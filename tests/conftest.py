@@ -16,7 +16,9 @@ import pytest
 
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
-from gangsched.deploy.local import LocalCluster
+from gangsched.deploy.local import LocalCluster, task_processes
+from gangsched.deploy.unix_accounts import remove_unix_account
+from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo
 
@@ -28,14 +30,13 @@ def unix_account(name: str) -> pwd.struct_passwd | None:
     """The account ``name``, made (no home, /bin/sh) where the tests run as root; None elsewhere.
 
     Accounts made here are removed when the session ends (see ``_test_machine_state``)."""
-    if os.geteuid() != 0:
+    found = deploy_unix_account(name)
+    if found is None:
         return None
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
+    account, made = found
+    if made:
         _made_accounts.append(name)
-        return pwd.getpwnam(name)
+    return account
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -50,7 +51,7 @@ def _test_machine_state() -> Iterator[None]:
     del os.environ["GANG_NODE_USER_SPOOL_DIR"]
     shutil.rmtree(spool, ignore_errors=True)
     for name in _made_accounts:
-        subprocess.run(["userdel", name], check=False)
+        remove_unix_account(name)
 
 
 def install_debian_package(package: str) -> None:
@@ -82,22 +83,6 @@ def task_output(cluster: "Cluster", job_id: int, node: str, rank: int) -> str:
     """What a task of a local cluster wrote to its output file, so far."""
     path = cluster.home / "nodes" / node / f"job-{job_id}.{rank}.out"
     return path.read_text() if path.exists() else ""
-
-
-def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process]:
-    """The live task processes of the cluster in ``home`` (of one job, if given)."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            env = process.environ()
-            if str(home) not in env.get("GANG_PROGRESS_FILE", ""):
-                continue
-            if job_id is None or env.get("GANG_JOB_ID") == str(job_id):
-                if process.status() != psutil.STATUS_ZOMBIE:
-                    found.append(process)
-        except psutil.Error:
-            continue
-    return found
 
 
 class Cluster:

@@ -13,41 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.bench.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import cgroup_frozen, task_processes, wait_until
 
 pytestmark = pytest.mark.live
 
-# a POSIX timer (timer_create, SIGEV_SIGNAL) that sends the task SIGCONT every 5 ms, then a busy loop
-RESUMES_ITSELF = """
-import ctypes, signal
-libc = ctypes.CDLL(None, use_errno=True)
-class SigEvent(ctypes.Structure):
-    _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
-                ("rest", ctypes.c_byte * 48)]
-class TimeSpec(ctypes.Structure):
-    _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
-class ITimerSpec(ctypes.Structure):
-    _fields_ = [("interval", TimeSpec), ("value", TimeSpec)]
-signal.signal(signal.SIGCONT, lambda *_: None)  # handled, not ignored: a kernel drops a timer's ignored signals
-event = SigEvent(signo=signal.SIGCONT, notify=0)
-timer = ctypes.c_void_p()
-assert libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)) == 0
-every = TimeSpec(0, 5_000_000)
-assert libc.timer_settime(timer, 0, ctypes.byref(ITimerSpec(every, every)), None) == 0
-while True:
-    pass
-"""
-# another process of the same account that sends a task SIGCONT every 5 ms, while the task lives
-RESUMES_ANOTHER = """
-import os, signal, sys, time
-while True:
-    try:
-        os.kill(int(sys.argv[1]), signal.SIGCONT)
-    except ProcessLookupError:
-        break
-    time.sleep(0.005)
-"""
 SPINS = "while True:\n    pass\n"
 
 
@@ -80,15 +51,13 @@ def test_a_frozen_task_stays_frozen_whatever_signals_it_sends_itself(start_clust
 def test_by_process_tree_a_task_that_keeps_being_resumed_ends_its_job(start_cluster, monkeypatch):
     """The greedy task's own timer resumes it, and so does another process of its account, every 5 ms.
 
-    The process from outside is what makes the test certain: a node's SIGSTOP that comes while the
-    timer's SIGCONT is still pending can leave the timer disarmed for good (seen on Linux 6.18 in 2 of 30
-    runs of 40 stops), after which the task stays stopped by itself."""
+    The process from outside is what makes the test certain: the timer may stop resuming the task
+    (bench/adversaries.py)."""
     monkeypatch.setenv("GANG_NODE_CONTAINMENT", "process-tree")
     cluster = start_cluster(nodes=1, quantum_ms=100, mpl=2)
     greedy = cluster.client.submit(job("greedy", RESUMES_ITSELF))
     honest = cluster.client.submit(job("honest", SPINS))
-    task = wait_until(lambda: next(iter(task_processes(cluster.home, greedy)), None), 15, "the greedy task")
-    resumer = subprocess.Popen([sys.executable, "-c", RESUMES_ANOTHER, str(task.pid)])
+    resumer = subprocess.Popen([sys.executable, "-c", RESUMES_OTHERS, "3600", str(cluster.home), str(greedy)])
     try:
         ended = wait_until(lambda: (info := cluster.client.job(greedy)).state.is_final and info, 60,
                            "the self-resuming job to be ended")
