@@ -36,5 +36,8 @@ def main() -> None:
 
 def _unwind(signum: int, _: FrameType | None) -> None:
     """SIGTERM (kill, a batch system, a CI timeout) unwinds a command as Ctrl-C does, so the clusters,
-    containers and processes it started are ended on the way out; the daemons install their own."""
+    containers and processes it started are ended on the way out; the daemons install their own.
+    A second SIGTERM (``timeout`` passes its own on, beside the one it got) must not cut that short:
+    from now on only SIGKILL ends the command."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(128 + signum)

@@ -40,3 +40,21 @@ def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down():
         if bench.poll() is None:
             bench.kill()
             bench.wait()
+
+
+def test_once_a_sigterm_unwinds_a_command_a_second_one_cannot_cut_its_cleanup_short():
+    """`timeout` passes its own SIGTERM on beside one sent to the command: the first unwinds it, and
+    from then on only SIGKILL ends it, so the cluster it started is always brought down."""
+    from gangsched.cli.main import _unwind
+
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _unwind)
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except SystemExit as unwinding:
+            assert unwinding.code == 128 + signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        signal.raise_signal(signal.SIGTERM)  # ignored: the test goes on
+    finally:
+        signal.signal(signal.SIGTERM, before)
