@@ -3,7 +3,7 @@
 On a fresh local cluster, one thread submits a seeded mix (synthetic programs, shell
 commands, MPI jobs, arrays, dependencies, jobs of a second Unix account, tasks that
 resume themselves with a timer and jobs that send SIGCONT to other jobs' tasks),
-another watches every task's cgroup, and the run injects one fault at a time, in a
+another watches every task's cgroup (bench/chaos_watch.py), and the run injects one fault at a time, in a
 seeded order: a node daemon or the master killed with SIGKILL and started again, or
 stopped with SIGSTOP and continued, or the master's state file system (a tmpfs the
 run mounts) filled and freed. Faults come one after another, so the master is never
@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import psutil
 
 from gangsched.bench.chaos_checks import Invariants, check
 from gangsched.bench.chaos_mix import ChaosMix
+from gangsched.bench.chaos_watch import SlotFindings, SlotWatch
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.master.client import MasterClient
@@ -41,9 +41,7 @@ from gangsched.protocol.records import JobInfo, UserInfo
 
 FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "store_full")
 _STORE_SIZE = "64m"
-_DRAIN_S = 180.0  # after the faults: how long every accepted job has to end
-_SAMPLE_S = 0.02  # the cgroup watcher's interval
-_RAN_NS = 1_000_000  # CPU a frozen task may show between two looks (none, but for rounding)
+_STALL_S = 120.0  # after the faults, the jobs are waited for while some end at least this often
 
 
 @dataclass
@@ -54,75 +52,17 @@ class ChaosResult:
     refused: int = 0  # submissions the master refused (its store full) or never answered
     faults: Counter[str] = field(default_factory=Counter)
     recoveries: Counter[str] = field(default_factory=Counter)  # faults after which every daemon served again
-    frozen_looks: int = 0  # two looks in a row at a frozen task's group
-    ran_while_frozen: list[str] = field(default_factory=list)
+    slots: SlotFindings = field(default_factory=SlotFindings)  # what the look at the cgroups found
     escapes_stopped: int = 0  # tasks the nodes found running while descheduled (by process tree) and stopped
     invariants: Invariants = field(default_factory=Invariants)
 
     def violations(self) -> list[str]:
         found = self.invariants.violations()
-        if self.ran_while_frozen:
-            found.append(f"ran while frozen: {len(self.ran_while_frozen)}, e.g. {self.ran_while_frozen[:5]}")
+        for name in ("ran_while_frozen", "outside_slot"):
+            items = getattr(self.slots, name)
+            if items:
+                found.append(f"{name.replace('_', ' ')}: {len(items)}, e.g. {', '.join(items[:5])}")
         return found
-
-
-class _FrozenWatch(threading.Thread):
-    """Every ``_SAMPLE_S``, each task's cgroup v2 group: a group frozen at two looks in a row whose
-    CPU grew in between ran while it was descheduled."""
-
-    def __init__(self, home: Path, result: ChaosResult) -> None:
-        super().__init__(daemon=True)
-        self._home, self._result = home, result
-        self.stopping = threading.Event()
-        mount = next((line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-                      if " - cgroup2 " in line), None)
-        self._mount = Path(mount) if mount else None
-
-    def run(self) -> None:
-        groups: dict[Path, str] = {}
-        seen: dict[Path, int] = {}  # the group's CPU at the last look, where it was frozen
-        refreshed = 0.0
-        while self._mount is not None and not self.stopping.wait(_SAMPLE_S):
-            if time.monotonic() - refreshed > 1.0:  # new tasks, read from their processes now and then
-                groups = self._groups()
-                refreshed = time.monotonic()
-            for group, task in groups.items():
-                try:
-                    frozen = "1" in (group / "cgroup.freeze").read_text()
-                    usage = _usage_ns(group)
-                except (OSError, ValueError):
-                    continue
-                before = seen.pop(group, None)
-                if not frozen:
-                    continue
-                if before is not None:
-                    self._result.frozen_looks += 1
-                    if usage - before > _RAN_NS:
-                        self._result.ran_while_frozen.append(f"{task}: {(usage - before) / 1e6:.1f} ms")
-                seen[group] = usage
-
-    def _groups(self) -> dict[Path, str]:
-        assert self._mount is not None
-        found = {}
-        for process in task_processes(self._home):
-            try:
-                own = next(line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
-                           if line.startswith("0::"))
-                environment = process.environ()
-            except (OSError, StopIteration, psutil.Error):
-                continue
-            group = self._mount / own.lstrip("/")
-            if (group / "cgroup.freeze").exists():
-                found[group] = f"job {environment.get('GANG_JOB_ID')} rank {environment.get('GANG_RANK')}"
-        return found
-
-
-def _usage_ns(group: Path) -> int:
-    for line in (group / "cpu.stat").read_text().splitlines():
-        key, _, value = line.partition(" ")
-        if key == "usage_usec":
-            return int(value) * 1000
-    raise ValueError("no usage_usec")
 
 
 class ChaosRun:
@@ -164,7 +104,10 @@ class ChaosRun:
 
     def _chaos(self, cluster: LocalCluster, mix: ChaosMix,
                store: Path | None) -> tuple[dict[int, JobInfo], list[UserInfo]]:
-        watch = _FrozenWatch(cluster.home, self.result)
+        config = self._config
+        # rows a quantum may run together: one under strict gang scheduling, two paired, any under local
+        rows = None if config.coordination == "local" else 2 if "paired" in (config.pairing, config.policy) else 1
+        watch = SlotWatch(cluster.home, None if rows is None else rows * config.processors_per_node)
         watch.start()
         start = time.monotonic()
         mix.start()
@@ -178,9 +121,10 @@ class ChaosRun:
         finally:
             mix.stop()
         with MasterClient(mix.master, timeout_s=10.0) as client:
-            found = mix.drain(client, _DRAIN_S)
+            found = mix.drain(client, _STALL_S)
         watch.stopping.set()
         watch.join()
+        self.result.slots = watch.findings
         self.result.seconds = time.monotonic() - start
         return found
 

@@ -55,7 +55,9 @@ class ChaosMix(threading.Thread):
                  and (kind != "second_account" or self._second_account)]
         weights = [KINDS[kind] for kind in kinds]
         with MasterClient(self.master, timeout_s=2.0) as client:
-            while not self._stopping.wait(self._random.uniform(0.1, 0.6)):
+            # about one job a second: what 3 nodes of 2 cores serve with the faults (a faster mix only
+            # grows a queue the end has to wait out)
+            while not self._stopping.wait(self._random.uniform(0.4, 1.6)):
                 kind = self._random.choices(kinds, weights)[0]
                 spec, array = self._spec(kind)
                 try:
@@ -72,17 +74,21 @@ class ChaosMix(threading.Thread):
         self._stopping.set()
         self.join()
 
-    def drain(self, client: MasterClient, timeout_s: float) -> tuple[dict[int, JobInfo], list[UserInfo]]:
-        """Every accepted job as the master has it once all have ended (or the time is up), and the users."""
+    def drain(self, client: MasterClient, stall_s: float) -> tuple[dict[int, JobInfo], list[UserInfo]]:
+        """Every accepted job as the master has it once all have ended, or once none has ended for
+        ``stall_s`` (those left are then the run's finding), and the users."""
         ids = sorted(self.accepted)
-        deadline = time.monotonic() + timeout_s
+        ended, progress = -1, time.monotonic()
         while True:
             try:
                 jobs = {info.job_id: info for info in client.jobs(ids)}
-                if all(info.state.is_final for info in jobs.values()) or time.monotonic() > deadline:
+                now_ended = sum(info.state.is_final for info in jobs.values())
+                if now_ended == len(ids) or time.monotonic() - progress > stall_s:
                     return jobs, client.users()
+                if now_ended > ended:
+                    ended, progress = now_ended, time.monotonic()
             except MasterUnreachable:
-                if time.monotonic() > deadline:
+                if time.monotonic() - progress > stall_s:
                     raise
             time.sleep(0.5)
 

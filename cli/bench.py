@@ -278,8 +278,12 @@ def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: 
     rows += [{"figure": f"jobs ended {state}", "count": count} for state, count in sorted(found.states.items())]
     rows += [{"figure": f"faults injected: {fault}", "count": count} for fault, count in sorted(result.faults.items())]
     rows += [{"figure": f"recoveries: {fault}", "count": count} for fault, count in sorted(result.recoveries.items())]
-    rows += [{"figure": "looks at a frozen task, twice in a row", "count": result.frozen_looks},
-             {"figure": "frozen tasks that ran", "count": len(result.ran_while_frozen)},
+    slots = result.slots
+    rows += [{"figure": "looks at a frozen task, twice in a row", "count": slots.frozen_looks},
+             {"figure": "frozen tasks that ran", "count": len(slots.ran_while_frozen)},
+             {"figure": "looks at a node's tasks", "count": slots.node_looks},
+             {"figure": "nodes that ran more tasks than their slots hold, for over 50 ms",
+              "count": len(slots.outside_slot)},
              {"figure": "descheduled tasks found running and stopped again", "count": result.escapes_stopped}]
     rows += [{"figure": f"invariant broken: {name.replace('_', ' ')}", "count": len(getattr(found, name))}
              for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes",

@@ -1,0 +1,129 @@
+"""The chaos run's look at every task's cgroup (bench/chaos.py): does a descheduled task run?
+
+Every ``SAMPLE_S`` it reads each task's cgroup v2 group (found from the task processes once a
+second) and holds two things against what it read:
+
+* a group frozen at two looks in a row, with the same processes, whose CPU time grew in between ran
+  while frozen. (A frozen task that is killed leaves its group as it dies, and the CPU its exit takes
+  counts in the group, 1-2 ms here: the processes then differ.)
+* under strict gang scheduling a node runs at most one task a processor (paired, two): a node with
+  more unfrozen groups that have a running process than that, at every look for longer than the
+  node's own sampling interval (``WATCH_INTERVAL_S``: what a task that resumes itself may run where
+  it is watched, not frozen), ran a task outside its slot. (A switch thaws the next row before the
+  last one is frozen: a fraction of a millisecond.)
+"""
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from gangsched.deploy.local import task_processes
+from gangsched.noded.holding import WATCH_INTERVAL_S
+
+SAMPLE_S = 0.02
+_RAN_NS = 1_000_000  # CPU a frozen group may show between two looks (none, but for rounding)
+
+
+@dataclass
+class SlotFindings:
+    frozen_looks: int = 0  # two looks in a row at a frozen task's group
+    ran_while_frozen: list[str] = field(default_factory=list)
+    node_looks: int = 0  # looks at a node's groups
+    outside_slot: list[str] = field(default_factory=list)  # a node ran more tasks than it may, too long
+
+
+@dataclass
+class _Group:
+    task: str  # job and rank, in words
+    node: str  # its node daemon's folder
+
+
+class SlotWatch(threading.Thread):
+    def __init__(self, home: Path, most_running: int | None) -> None:
+        """``most_running``: the tasks a node may run at once (None: any, as under local scheduling)."""
+        super().__init__(daemon=True)
+        self._home, self._most = home, most_running
+        self.findings = SlotFindings()
+        self.stopping = threading.Event()
+        mount = next((line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                      if " - cgroup2 " in line), None)
+        self._mount = Path(mount) if mount else None
+
+    def run(self) -> None:
+        groups: dict[Path, _Group] = {}
+        frozen_before: dict[Path, tuple[str, int]] = {}  # processes and CPU at the last look, where frozen
+        overfull_since: dict[str, float] = {}  # nodes running more tasks than they may: since when
+        reported: set[str] = set()  # those of them found so already
+        refreshed = 0.0
+        while self._mount is not None and not self.stopping.wait(SAMPLE_S):
+            if time.monotonic() - refreshed > 1.0:  # new tasks, read from their processes now and then
+                groups, refreshed = self._groups(), time.monotonic()
+            running: Counter[str] = Counter()
+            names: dict[str, list[str]] = {}
+            for path, group in groups.items():
+                try:
+                    frozen = "frozen 1" in (path / "cgroup.events").read_text().splitlines()
+                    usage = _usage_ns(path)
+                    processes = (path / "cgroup.procs").read_text()
+                except (OSError, ValueError):
+                    continue
+                before = frozen_before.pop(path, None)
+                if not processes:
+                    continue
+                if not frozen:
+                    if any(_running(int(pid)) for pid in processes.split()):
+                        running[group.node] += 1
+                        names.setdefault(group.node, []).append(group.task)
+                    continue
+                if before is not None and before[0] == processes:
+                    self.findings.frozen_looks += 1
+                    if usage - before[1] > _RAN_NS:
+                        self.findings.ran_while_frozen.append(f"{group.task}: {(usage - before[1]) / 1e6:.1f} ms")
+                frozen_before[path] = processes, usage
+            self.findings.node_looks += len({group.node for group in groups.values()})
+            now = time.monotonic()
+            overfull = {node for node, count in running.items() if self._most is not None and count > self._most}
+            overfull_since = {node: overfull_since.get(node, now) for node in overfull}
+            reported &= overfull
+            for node, since in overfull_since.items():
+                if now - since > WATCH_INTERVAL_S and node not in reported:  # once an episode
+                    reported.add(node)
+                    self.findings.outside_slot.append(f"{node}: {', '.join(sorted(names[node]))} running at once "
+                                                      f"for {(now - since) * 1000:.0f} ms")
+
+    def _groups(self) -> dict[Path, _Group]:
+        assert self._mount is not None
+        found = {}
+        for process in task_processes(self._home):
+            try:
+                own = next(line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
+                           if line.startswith("0::"))
+                environment = process.environ()
+            except (OSError, StopIteration, psutil.Error):
+                continue
+            path = self._mount / own.lstrip("/")
+            if (path / "cgroup.freeze").exists():
+                found[path] = _Group(f"job {environment.get('GANG_JOB_ID')} rank {environment.get('GANG_RANK')}",
+                                     path.parent.name)
+        return found
+
+
+def _usage_ns(group: Path) -> int:
+    for line in (group / "cpu.stat").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key == "usage_usec":
+            return int(value) * 1000
+    raise ValueError("no usage_usec")
+
+
+def _running(pid: int) -> bool:
+    """Whether the process is running or waits for a core (state R)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"R"
+    except (OSError, IndexError):
+        return False
