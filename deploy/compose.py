@@ -35,6 +35,8 @@ RT_RUNTIME_MOST_US = 200_000
 WEB_PORT = 8470  # the master container's, published on the host's --http-bind
 MASTER_STATE_DIR = "/var/lib/gangsched"  # the master container's state folder (docker-compose.yml)
 DOCKER_DEFAULTS = {"node": {"GANG_NODE_REPORT_DELAY_MS": "1"}}
+NODE_CGROUPS = "gangsched-docker"  # the host's cgroup v2 folder the node containers make their task groups in
+LIMITS = {"cpu", "cpuset", "memory", "pids", "io"}  # the controllers of a container's limits
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class DockerCluster:
         self.compose("stop", "-t", "10", "node")
         self.compose("down", "-v", "-t", "10")
         self._state_file.unlink(missing_ok=True)
+        _remove_empty_groups(self.node_cgroup_folder())
         return True
 
     def containers(self, service: str) -> list[str]:
@@ -139,6 +142,7 @@ class DockerCluster:
             "GANG_NODE_MEM_LIMIT": f"{(memory + config.node_memory_reserve) >> 20}m",
             "GANG_NODE_CPUS": f"{share:.4f}",
             "GANG_NODE_CPU_QUOTA": f"{max(1000, int(CFS_PERIOD_US * share))}us",
+            "GANG_NODE_CGROUP_DIR": str(self.node_cgroup_folder()),
             # each container's share of the real-time budget dockerd hands out (ensure-docker.sh): a daemon
             # past its budget is throttled for the rest of the second, and a node then misses its heartbeats
             # (50 ms a second ran out in a migration on a slow machine)
@@ -146,6 +150,26 @@ class DockerCluster:
             # the web view on the host's --http-bind; off, a port of docker's choosing that nothing serves
             "GANG_WEB_PUBLISH": f"{config.http_bind or '127.0.0.1:'}:{WEB_PORT}",
         }
+
+    def node_cgroup_folder(self) -> Path:
+        """The host's folder each node container gets as the parent of its task groups (``--cgroup-parent``),
+        its own cgroups being read only: a folder of the host's cgroup v2 hierarchy where that hierarchy
+        carries none of the controllers a container's limits are set with (a hybrid host, whose CPU and
+        memory limits are cgroup v1's, so a task moved there keeps its container's), where the tasks are
+        frozen while descheduled; elsewhere a
+        plain folder of the cluster's, in which the nodes can make no group and hold their tasks by
+        process tree (docs/architecture.md)."""
+        hierarchy = _cgroup2_mount()
+        if hierarchy is not None and not set((hierarchy / "cgroup.controllers").read_text().split()) & LIMITS:
+            folder = hierarchy / NODE_CGROUPS
+            try:
+                folder.mkdir(exist_ok=True)
+                return folder
+            except OSError:
+                pass
+        folder = self.home / "no-cgroups"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     @property
     def _settings_dir(self) -> Path:
@@ -187,3 +211,20 @@ def temporary_docker_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
             yield client
     finally:
         cluster.down()
+
+
+def _cgroup2_mount() -> Path | None:
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        if " - cgroup2 " in line:
+            return Path(line.split()[4])
+    return None
+
+
+def _remove_empty_groups(folder: Path) -> None:
+    """The groups the node daemons left in ``folder`` (a killed container's watchdog dies with it),
+    deepest first; one that still holds a process stays."""
+    for group in sorted((path for path in folder.rglob("*") if path.is_dir()), key=lambda path: -len(path.parts)):
+        try:
+            group.rmdir()
+        except OSError:
+            pass

@@ -220,12 +220,15 @@ class TaskGroup:
 class Containment:
     """The node's way of holding tasks, chosen at start; see the module's doc."""
 
-    def __init__(self, node: str, spool: Path, wanted: str = "auto", freeze: bool = True) -> None:
+    def __init__(self, node: str, spool: Path, wanted: str = "auto", freeze: bool = True,
+                 parent: Path | None = None) -> None:
+        """``parent``: the cgroup v2 folder to make the node's groups below; None: the daemon's own group."""
         self.node_id = f"{node}-{hashlib.sha256(str(spool.resolve()).encode()).hexdigest()[:8]}"
         self.session = f"{self.node_id}:{secrets.token_hex(6)}"
-        self.root = None if wanted == "process-tree" else _cgroup_root(self.node_id)
+        self.root = None if wanted == "process-tree" else _cgroup_root(self.node_id, parent or _cgroup_of("self"))
         if self.root is None and wanted == "cgroup":
-            raise ContainmentError("no cgroup v2 folder can be made below the daemon's group on this node")
+            below = parent or "the daemon's group"
+            raise ContainmentError(f"no cgroup v2 folder can be made below {below} on this node")
         self.kind = "cgroup" if self.root is not None else "process-tree"
         # a descheduled task is frozen where its group can be (noded/holding.py), else watched
         self.freezes = freeze and self.root is not None and supports_freezing(self.root)
@@ -308,12 +311,11 @@ def _cgroup_of(pid: str) -> Path | None:
     return mount / own.lstrip("/")
 
 
-def _cgroup_root(node_id: str) -> Path | None:
-    """A cgroup v2 folder of this node's tasks, below the daemon's own group; None where none can be made."""
-    own = _cgroup_of("self")
-    if own is None:
+def _cgroup_root(node_id: str, parent: Path | None) -> Path | None:
+    """A cgroup v2 folder of this node's tasks, below ``parent``; None where none can be made."""
+    if parent is None:
         return None
-    root = own / f"gangsched-{node_id}"
+    root = parent / f"gangsched-{node_id}"
     try:
         root.mkdir(exist_ok=True)
         (root / "probe").mkdir(exist_ok=True)

@@ -49,7 +49,7 @@ class NodeDaemon:
         self.name = settings.name
         settings.spool().mkdir(parents=True, exist_ok=True)
         self._host = host or ProcessHost(self.name, settings.spool(), settings.containment,
-                                         settings.freeze_descheduled)
+                                         settings.freeze_descheduled, settings.cgroup_parent)
         log.info("tasks are held by %s", self._host.description)
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)

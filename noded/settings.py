@@ -64,6 +64,11 @@ class NodeSettings(BaseSettings):
         "auto", description="what holds every process of a task: a cgroup (v2, where the daemon may create "
         "groups), or its process tree under a subreaper; auto: a cgroup where possible"
     )
+    cgroup_parent: Path | None = Field(
+        None, description="a cgroup v2 folder the node makes its task groups below, where its own group is "
+        "read only (a container's: gang cluster up --docker mounts one of the host's); default: below the "
+        "daemon's own group"
+    )
     freeze_descheduled: bool = Field(
         True, description="freeze a descheduled task's cgroup (v2) after its stop signal, so that no signal "
         "resumes it; false: watch it as by process tree (docs/architecture.md, 'Descheduled means not running')"

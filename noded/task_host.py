@@ -65,8 +65,9 @@ class ProcessHost:
     forks = True
     runs_mpi = True
 
-    def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True) -> None:
-        self._containment = Containment(node, spool, wanted, freeze)
+    def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
+                 cgroup_parent: Path | None = None) -> None:
+        self._containment = Containment(node, spool, wanted, freeze, cgroup_parent)
         # where descheduled tasks are not frozen, the node looks for those that run anyway
         self.watches_descheduled = not self._containment.freezes
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying

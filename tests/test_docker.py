@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.bench.adversaries import RESUMES_ITSELF
 from gangsched.bench.migration import run_migration
 from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.daemon.curve import keygen
@@ -222,3 +223,28 @@ def test_the_web_view_is_published_on_the_host_behind_the_masters_token(compose)
     status, body = get("/metrics", Authorization=f"Bearer {token}")
     assert status == 200 and b"gangsched_nodes" in body, body[:300]
     assert get(f"/?token={token}")[0] == 200
+
+
+def test_a_descheduled_task_in_a_node_container_is_frozen_in_a_group_of_the_hosts(compose):
+    """A node container's own cgroups are read only: it makes its task groups in a folder of the host's
+    cgroup v2 hierarchy mounted into it, and freezes a descheduled task there, its timer's SIGCONTs
+    notwithstanding."""
+    folder = compose.cluster.node_cgroup_folder()
+    if not (folder / "cgroup.procs").exists():
+        pytest.skip("this host's cgroup v2 hierarchy carries the containers' limits: the node containers hold "
+                    "tasks by process tree")
+    user = getpass.getuser()
+    greedy = compose.client.submit(JobSpec(name="greedy", user=user, tasks=4, argv=["python3", "-c", RESUMES_ITSELF]))
+    honest = compose.client.submit(JobSpec(name="honest", user=user, tasks=4, argv=FOREVER.argv()))
+
+    def frozen(job_id: int) -> bool:
+        return any("frozen 1" in events.read_text().splitlines()
+                   for events in folder.glob(f"gangsched-*/job-{job_id}.*/cgroup.events"))
+
+    wait_until(lambda: frozen(greedy), 30, "the greedy job's tasks frozen in their host groups")
+    wait_until(lambda: not frozen(greedy), 10, "thawed in its own quantum")
+    wait_until(lambda: frozen(greedy), 10, "and frozen again")
+    assert compose.job(greedy).state is JobState.RUNNING
+    for job_id in (greedy, honest):
+        compose.client.cancel(job_id, user)
+    wait_until(lambda: not list(folder.glob(f"gangsched-*/job-{greedy}.*")), 30, "the job's groups removed")
