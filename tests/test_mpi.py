@@ -94,6 +94,21 @@ def test_a_cancelled_job_leaves_no_shared_memory(start_cluster):
     wait_until(lambda: shared_memory() <= before, 10, "the ranks' shared memory removed")
 
 
+def test_a_node_daemon_killed_mid_job_leaves_no_shared_memory_once_it_is_back(start_cluster):
+    """Its watchdog kills the ranks, knowing no names; the daemon started again removes what the
+    notes in its spool name before it runs a task."""
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    before = shared_memory()
+    job = cluster.client.submit(mpi_job(python("import time; from mpi4py import MPI; MPI.COMM_WORLD.Barrier(); "
+                                               "print('in', flush=True); time.sleep(60)"), 4))
+    wait_until(lambda: "in" in task_output(cluster, job, "node2", 3), 30, "the ranks past MPI_Init")
+    assert shared_memory() > before
+    cluster.local.restart("node2", crash=True)
+    ended(cluster, job)
+    wait_until(lambda: not task_processes(cluster.home, job), 15, "every rank gone")
+    wait_until(lambda: shared_memory() <= before, 15, "the ranks' shared memory removed on both nodes")
+
+
 def test_a_malformed_pmi_line_fails_the_job_not_the_node(start_cluster):
     cluster = start_cluster(nodes=2)
     garbage = python("import os, time; fd = int(os.environ['PMI_FD']); os.write(fd, b'\\x00garbage\\n'); "

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_host import NodeTask
 from gangsched.noded.task_states import ProcessManagerMessage
@@ -38,6 +39,7 @@ class NodeServices:
     fail: Callable[[NodeTask], None]  # end a task whose ``failure`` says why (once, however often called)
     watch: Callable[[int, Callable[[], None]], None]  # call this when that descriptor is readable
     unwatch: Callable[[int], None]
+    shared_memory: JobSharedMemory  # what each job's ranks map in /dev/shm, removed after them
 
 
 class ProcessManager(Protocol):

@@ -33,7 +33,6 @@ from gangsched.noded.process_managers import libpmix
 from gangsched.noded.process_managers.interface import NodeServices, ProcessManagerUnavailable, exit_failure
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
-from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_host import NodeTask
 from gangsched.noded.tasks import place_in_block, task_account
@@ -87,7 +86,7 @@ class PmixService:
         self._held = libpmix.HeldBuffers()
         self._jobs: dict[int, _Job] = {}
         self._by_nspace: dict[str, _Job] = {}
-        self._shared_memory = JobSharedMemory()
+        self._shared_memory = node.shared_memory
         # the module's functions, kept alive as long as the library may call them
         self._functions = [
             libpmix.ClientFunction(self._on_client("connected")),

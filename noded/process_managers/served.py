@@ -24,6 +24,7 @@ from gangsched.noded.process_managers.interface import (
 from gangsched.noded.process_managers.pmi1 import Pmi1Job
 from gangsched.noded.process_managers.pmi2 import Pmi2Job
 from gangsched.noded.process_managers.pmix import PmixService
+from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.socket_service import SocketService
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
@@ -42,13 +43,14 @@ class ProcessManagers:
         self._poller = poller
         self._handlers: dict[int, Callable[[], None]] = {}
         self._tasks = tasks
-        node = NodeServices(settings.name, tasks, send, fail, self._watch, self._unwatch)
         self._served: dict[MpiKind, ProcessManager] = {}
         self.unavailable: dict[MpiKind, str] = {}
         self._jobs: dict[int, ProcessManager] = {}
         if not runs_mpi:  # `gang bench scale`'s emulated tasks
             self.unavailable = {kind: "this node's tasks are emulated" for kind in MpiKind if kind is not MpiKind.NONE}
             return
+        node = NodeServices(settings.name, tasks, send, fail, self._watch, self._unwatch,
+                            JobSharedMemory(settings.spool() / "shared-memory"))
         self._served = {
             MpiKind.PMI1: SocketService(Pmi1Job, "PMI-1", {}, node),
             MpiKind.PMI2: SocketService(Pmi2Job, "PMI-2", pmi2_variables(settings.pmi2_library), node),

@@ -7,6 +7,10 @@ daemon notes the files in /dev/shm that an MPI task's processes map (from
 /proc/PID/maps, at each PMI exchange and before it ends the task), and once the
 job's last task on the node is gone it removes those that the job's user owns.
 Files the ranks never mapped, or that belong to anyone else, are left alone.
+
+What it noted is also written down in the node's spool, a file per job: a daemon
+killed with SIGKILL forgets it (its watchdog kills the tasks, but knows no names),
+and the next daemon of the node removes what the notes name before it runs a task.
 """
 
 import os
@@ -58,14 +62,38 @@ def remove_owned(names: Iterable[str], uid: int) -> list[str]:
 
 
 class JobSharedMemory:
-    """The /dev/shm files each MPI job's tasks on this node were seen to map."""
+    """The /dev/shm files each MPI job's tasks on this node were seen to map, noted in ``notes`` too."""
 
-    def __init__(self) -> None:
+    def __init__(self, notes: Path) -> None:
+        """Made as the daemon starts, before any task: what the notes of an earlier daemon name is removed."""
+        self._notes = notes
         self._files: dict[int, set[str]] = {}
+        notes.mkdir(parents=True, exist_ok=True)
+        for note in notes.glob("job-*"):
+            try:
+                uid, *names = note.read_text().split("\n")
+                remove_owned([name for name in names if name], int(uid))
+            except (OSError, ValueError):
+                pass
+            note.unlink(missing_ok=True)
 
     def note(self, job_id: int, pids: Iterable[int]) -> None:
-        self._files.setdefault(job_id, set()).update(mapped_files(pids))
+        pids = list(pids)
+        known = self._files.setdefault(job_id, set())
+        new = mapped_files(pids) - known
+        if not new:
+            return
+        known |= new
+        path = self._notes / f"job-{job_id}"
+        try:
+            if not path.exists():  # its user's id first: only their files are removed
+                path.write_text(f"{os.stat(f'/proc/{pids[0]}').st_uid}\n")
+            with open(path, "a") as note:
+                note.write("".join(f"{name}\n" for name in sorted(new)))
+        except OSError:  # the task is gone, or the spool full: the daemon still removes them when it can
+            pass
 
     def release(self, job_id: int, uid: int) -> list[str]:
         """The job's last task here is gone: remove what its ranks left."""
+        (self._notes / f"job-{job_id}").unlink(missing_ok=True)
         return remove_owned(self._files.pop(job_id, set()), uid)

@@ -19,7 +19,6 @@ from typing import Protocol
 from gangsched.noded.process_managers.fences import Outcome
 from gangsched.noded.process_managers.interface import NodeServices, exit_failure
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.task_host import NodeTask
 from gangsched.noded.task_states import ProcessManagerMessage
 from gangsched.noded.tasks import place_in_block
@@ -55,7 +54,7 @@ class SocketService:
         self._node = node
         self._jobs: dict[int, WireJob] = {}
         self._ended: set[tuple[int, int]] = set()  # tasks the daemon ends: they are not to finalize
-        self._shared_memory = JobSharedMemory()
+        self._shared_memory = node.shared_memory
 
     def prepare(self, spec: TaskSpec) -> TaskWiring:
         ours, passed = socket.socketpair()
