@@ -37,6 +37,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.master.client import MasterClient
 from gangsched.master.connection import MasterUnreachable
+from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobInfo, UserInfo
 
 FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "store_full")
@@ -78,6 +79,7 @@ class ChaosRun:
         mounted = os.geteuid() == 0 and subprocess.run(
             ["mount", "-t", "tmpfs", "-o", f"size={_STORE_SIZE},mode=0700", "tmpfs", str(store)]).returncode == 0
         cluster = LocalCluster(home)
+        shared_before = set(os.listdir(SHM))  # what a job's ranks leave there is its node daemon's to remove
         mix = ChaosMix("", home, self._random.randrange(2**32), self._config.nodes, self._mpi)
         jobs: dict[int, JobInfo] = {}
         users: list[UserInfo] = []
@@ -89,7 +91,9 @@ class ChaosRun:
             cluster.down()
             # what no daemon ended is the run's finding, then ended here: nothing is left behind
             left = task_processes(home)
-            self.result.invariants = check(mix.accepted, jobs, users, [_named(process) for process in left], home)
+            left_files = sorted(set(os.listdir(SHM)) - shared_before)
+            self.result.invariants = check(mix.accepted, jobs, users, [_named(process) for process in left],
+                                           left_files, home)
             for process in left:
                 process.kill()
             self.result.escapes_stopped = sum(log.read_text(errors="replace").count("ran while descheduled")

@@ -20,14 +20,15 @@ class Invariants:
     lost: list[int] = field(default_factory=list)  # accepted, and the master does not know them
     started_twice: list[str] = field(default_factory=list)  # a rank started more often than once (and requeues)
     left_processes: list[str] = field(default_factory=list)  # of any job, running or stopped, after the run
+    left_shared_memory: list[str] = field(default_factory=list)  # files in /dev/shm made during the run, left
     dependents_wrong: list[str] = field(default_factory=list)
     accounts_wrong: list[str] = field(default_factory=list)
 
     def violations(self) -> list[str]:
         """Each invariant that does not hold, in words."""
         found = []
-        for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes", "dependents_wrong",
-                     "accounts_wrong"):
+        for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes", "left_shared_memory",
+                     "dependents_wrong", "accounts_wrong"):
             items = getattr(self, name)
             if items:
                 found.append(f"{name.replace('_', ' ')}: {len(items)}, e.g. {', '.join(map(str, items[:5]))}")
@@ -35,8 +36,8 @@ class Invariants:
 
 
 def check(accepted: dict[int, Accepted], jobs: dict[int, JobInfo], users: list[UserInfo],
-          left: list[str], home: Path) -> Invariants:
-    found = Invariants(jobs=len(accepted), left_processes=left)
+          left: list[str], left_files: list[str], home: Path) -> Invariants:
+    found = Invariants(jobs=len(accepted), left_processes=left, left_shared_memory=left_files)
     found.states = Counter(info.state.value for info in jobs.values())
     found.lost = sorted(set(accepted) - set(jobs))
     found.not_ended = [f"job {job_id} {info.state.value} ({info.reason})" for job_id, info in sorted(jobs.items())

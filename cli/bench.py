@@ -287,7 +287,7 @@ def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: 
              {"figure": "descheduled tasks found running and stopped again", "count": result.escapes_stopped}]
     rows += [{"figure": f"invariant broken: {name.replace('_', ' ')}", "count": len(getattr(found, name))}
              for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes",
-                          "dependents_wrong", "accounts_wrong")]
+                          "left_shared_memory", "dependents_wrong", "accounts_wrong")]
     _print_rows(f"chaos for {minutes:g} min, seed {seed}: {found.jobs} jobs in {result.seconds:.0f} s", rows,
                 csv_path)
     violations = result.violations()
