@@ -4,8 +4,9 @@ Every ``SAMPLE_S`` it reads each task's cgroup v2 group (found from the task pro
 second) and holds two things against what it read:
 
 * a group frozen at two looks in a row, with the same processes, whose CPU time grew in between ran
-  while frozen. (A frozen task that is killed leaves its group as it dies, and the CPU its exit takes
-  counts in the group, 1-2 ms here: the processes then differ.)
+  while frozen, if it still lists them at the next look. (A frozen task that is killed runs its exit,
+  1-2 ms here, which counts in the group, and then leaves it: a look in the middle of that exit saw
+  its processes still listed, twice in a 20-minute run.)
 * under strict gang scheduling a node runs at most one task a processor (paired, two): a node with
   more unfrozen groups that have a running process than that, at every look for longer than the
   node's own sampling interval (``WATCH_INTERVAL_S``: what a task that resumes itself may run where
@@ -56,6 +57,7 @@ class SlotWatch(threading.Thread):
     def run(self) -> None:
         groups: dict[Path, _Group] = {}
         frozen_before: dict[Path, tuple[str, int]] = {}  # processes and CPU at the last look, where frozen
+        suspects: dict[Path, tuple[str, str]] = {}  # frozen groups whose CPU grew: their processes, the finding
         overfull_since: dict[str, float] = {}  # nodes running more tasks than they may: since when
         reported: set[str] = set()  # those of them found so already
         refreshed = 0.0
@@ -72,6 +74,9 @@ class SlotWatch(threading.Thread):
                 except (OSError, ValueError):
                     continue
                 before = frozen_before.pop(path, None)
+                suspect = suspects.pop(path, None)
+                if suspect is not None and suspect[0] == processes:  # not an exit: it ran while frozen
+                    self.findings.ran_while_frozen.append(suspect[1])
                 if not processes:
                     continue
                 if not frozen:
@@ -82,7 +87,7 @@ class SlotWatch(threading.Thread):
                 if before is not None and before[0] == processes:
                     self.findings.frozen_looks += 1
                     if usage - before[1] > _RAN_NS:
-                        self.findings.ran_while_frozen.append(f"{group.task}: {(usage - before[1]) / 1e6:.1f} ms")
+                        suspects[path] = processes, f"{group.task}: {(usage - before[1]) / 1e6:.1f} ms"
                 frozen_before[path] = processes, usage
             self.findings.node_looks += len({group.node for group in groups.values()})
             now = time.monotonic()
