@@ -148,7 +148,7 @@ class ChaosRun:
             daemon.send_signal(signal.SIGCONT)
         else:
             assert store is not None
-            _fill(store / "filler")
+            fill_filesystem(store / "filler")
             time.sleep(held)
             (store / "filler").unlink()
         self._recovered(cluster, fault, node)
@@ -170,7 +170,7 @@ class ChaosRun:
         print(f"after {fault} ({node}), the cluster did not recover within 60 s", file=sys.stderr)
 
 
-def _fill(path: Path) -> None:
+def fill_filesystem(path: Path) -> None:
     """Write zeros to ``path`` until its file system is full."""
     block = bytes(1 << 20)
     with open(path, "wb", buffering=0) as filler:

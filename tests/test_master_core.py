@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.bench.chaos import fill_filesystem
+
 from gangsched.master.accounts import OVER_QUOTA, Account
 from gangsched.master.authorization import node_refusal
 from gangsched.master.core import MasterCore
@@ -417,13 +419,7 @@ def small_filesystem(tmp_path) -> Iterator[Path]:
 def fill(folder: Path) -> Path:
     """Fill ``folder``'s file system to the last byte; the filler, to delete for room again."""
     filler = folder / "filler"
-    try:
-        with open(filler, "wb") as out:
-            while True:
-                out.write(bytes(4096))
-                out.flush()
-    except OSError:  # no space left, on a write or on the last flush
-        pass
+    fill_filesystem(filler)
     return filler
 
 
