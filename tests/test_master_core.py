@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from gangsched.bench.chaos import fill_filesystem
-
 from gangsched.master.accounts import OVER_QUOTA, Account
 from gangsched.master.authorization import node_refusal
 from gangsched.master.core import MasterCore
