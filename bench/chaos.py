@@ -78,13 +78,17 @@ class ChaosRun:
         store.mkdir()
         mounted = os.geteuid() == 0 and subprocess.run(
             ["mount", "-t", "tmpfs", "-o", f"size={_STORE_SIZE},mode=0700", "tmpfs", str(store)]).returncode == 0
+        # the second account's outputs go to a folder of the run's, gone with the account afterwards
+        users_spool = Path(tempfile.mkdtemp(prefix="gang-chaos-users-"))
+        users_spool.chmod(0o711)  # the account's own folder below it is 0700; it passes through
+        config = self._config.replace(node_user_spool_dir=str(users_spool))
         cluster = LocalCluster(home)
         shared_before = set(os.listdir(SHM))  # what a job's ranks leave there is its node daemon's to remove
         mix = ChaosMix("", home, self._random.randrange(2**32), self._config.nodes, self._mpi)
         jobs: dict[int, JobInfo] = {}
         users: list[UserInfo] = []
         try:
-            state = cluster.up(self._config)
+            state = cluster.up(config)
             mix.master = state.master
             jobs, users = self._chaos(cluster, mix, store if mounted else None)
         finally:
@@ -101,6 +105,7 @@ class ChaosRun:
             if mounted:
                 subprocess.run(["umount", "-l", str(store)], check=False)
             shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(users_spool, ignore_errors=True)
             mix.close()
         self.result.submitted = Counter(accepted.kind for accepted in mix.accepted.values())
         self.result.refused = mix.refused

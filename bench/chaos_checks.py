@@ -11,12 +11,19 @@ from gangsched.bench.chaos_mix import Accepted
 from gangsched.protocol.records import JobInfo, JobState, UserInfo
 
 
+# what must hold: each names a list of Invariants, the cases where it does not
+INVARIANTS = ("not_ended", "without_reason", "not_started", "lost", "started_twice", "left_processes",
+              "left_shared_memory", "dependents_wrong", "accounts_wrong")
+
+
 @dataclass
 class Invariants:
     jobs: int = 0  # accepted
     states: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)  # "state: reason" of the jobs not COMPLETED, numbers as N
     not_ended: list[str] = field(default_factory=list)  # not in a final state when the run ended: why
     without_reason: list[int] = field(default_factory=list)  # ended otherwise than COMPLETED, with no reason
+    not_started: list[str] = field(default_factory=list)  # a rank could not start: every program of the mix can
     lost: list[int] = field(default_factory=list)  # accepted, and the master does not know them
     started_twice: list[str] = field(default_factory=list)  # a rank started more often than once (and requeues)
     left_processes: list[str] = field(default_factory=list)  # of any job, running or stopped, after the run
@@ -27,8 +34,7 @@ class Invariants:
     def violations(self) -> list[str]:
         """Each invariant that does not hold, in words."""
         found = []
-        for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes", "left_shared_memory",
-                     "dependents_wrong", "accounts_wrong"):
+        for name in INVARIANTS:
             items = getattr(self, name)
             if items:
                 found.append(f"{name.replace('_', ' ')}: {len(items)}, e.g. {', '.join(map(str, items[:5]))}")
@@ -39,7 +45,11 @@ def check(accepted: dict[int, Accepted], jobs: dict[int, JobInfo], users: list[U
           left: list[str], left_files: list[str], home: Path) -> Invariants:
     found = Invariants(jobs=len(accepted), left_processes=left, left_shared_memory=left_files)
     found.states = Counter(info.state.value for info in jobs.values())
+    found.reasons = Counter(f"{info.state.value}: {re.sub(r'[0-9]+', 'N', info.reason or '-')}"
+                            for info in jobs.values() if info.state.is_final and info.state is not JobState.COMPLETED)
     found.lost = sorted(set(accepted) - set(jobs))
+    found.not_started = [f"job {job_id} ({info.reason})" for job_id, info in sorted(jobs.items())
+                         if "could not start" in (info.reason or "")]
     found.not_ended = [f"job {job_id} {info.state.value} ({info.reason})" for job_id, info in sorted(jobs.items())
                        if not info.state.is_final]
     found.without_reason = sorted(job_id for job_id, info in jobs.items()

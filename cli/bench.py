@@ -269,6 +269,7 @@ def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: 
     """A steady mix of jobs while daemons are killed and stopped and the store fills; every invariant
     checked after (docs/limits.md). Exit status 1 if one does not hold."""
     from gangsched.bench.chaos import ChaosRun
+    from gangsched.bench.chaos_checks import INVARIANTS
 
     result = ChaosRun(cluster_config(**shape), minutes, seed, mpi).run()
     found = result.invariants
@@ -276,6 +277,7 @@ def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: 
                                   for kind, count in sorted(result.submitted.items())]
     rows += [{"figure": "submissions refused or unanswered", "count": result.refused}]
     rows += [{"figure": f"jobs ended {state}", "count": count} for state, count in sorted(found.states.items())]
+    rows += [{"figure": f"why: {reason}", "count": count} for reason, count in found.reasons.most_common()]
     rows += [{"figure": f"faults injected: {fault}", "count": count} for fault, count in sorted(result.faults.items())]
     rows += [{"figure": f"recoveries: {fault}", "count": count} for fault, count in sorted(result.recoveries.items())]
     slots = result.slots
@@ -286,8 +288,7 @@ def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: 
               "count": len(slots.outside_slot)},
              {"figure": "descheduled tasks found running and stopped again", "count": result.escapes_stopped}]
     rows += [{"figure": f"invariant broken: {name.replace('_', ' ')}", "count": len(getattr(found, name))}
-             for name in ("not_ended", "without_reason", "lost", "started_twice", "left_processes",
-                          "left_shared_memory", "dependents_wrong", "accounts_wrong")]
+             for name in INVARIANTS]
     _print_rows(f"chaos for {minutes:g} min, seed {seed}: {found.jobs} jobs in {result.seconds:.0f} s", rows,
                 csv_path)
     violations = result.violations()

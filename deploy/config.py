@@ -36,7 +36,7 @@ DAEMONS = (
     Daemon("master", MasterSettings, "", frozenset({
         "bind", "switch_bind", "report_bind", "keys", "state_dir", "io_addr", "checkpoint_dir", "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
-        "master", "keys", "name", "cpus", "processors", "memory", "cpu_list", "spool_dir", "user_spool_dir",
+        "master", "keys", "name", "cpus", "processors", "memory", "cpu_list", "spool_dir",
         "peer_transport", "peer_host", "peer_ports", "log_file"})),
     Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
 )

@@ -187,6 +187,8 @@ def launch(
     environment = _environment(spec, node, progress_path, containment.session, account)
     output = str(folder / f"{stem}.out") if spec.output is None else \
         expand(spec.output, {"j": spec.job_id, "t": spec.rank}, final=True)
+    if spec.output is None and account is not None:
+        _drop_stale_output(Path(output), account)
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
     environment.update(wiring.environment)
@@ -278,6 +280,18 @@ def _user_folder(parent: Path, user: str, account: pwd.struct_passwd | None) -> 
     if account is not None:
         os.chown(folder, account.pw_uid, account.pw_gid)
     return folder
+
+
+def _drop_stale_output(path: Path, account: pwd.struct_passwd) -> None:
+    """Remove ``path`` if another account owns it. The folder is the user's alone, so such a file
+    is a leftover of an account since removed (or given another uid), from a cluster whose job
+    numbers have started again: the task, opening it with the user's rights, would be refused
+    its output. unlink removes the name only, whatever it points to."""
+    try:
+        if path.lstat().st_uid != account.pw_uid:
+            path.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def _environment(

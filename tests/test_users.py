@@ -49,6 +49,26 @@ def test_an_output_path_is_opened_with_the_users_rights(start_cluster, account):
     assert not Path(f"/etc/gangsched-should-not-exist-{job}").exists()
 
 
+def test_an_output_left_by_another_owner_is_replaced_not_refused(start_cluster, account):
+    """An account removed and made again (another uid), and a new cluster numbering its jobs from 1
+    again: the old owner's job-J.R.out must not refuse the new task its output."""
+    cluster = start_cluster(nodes=1)
+    folder = cluster.user_spool / "node1" / USER
+    folder.mkdir(parents=True, mode=0o700)
+    os.chown(folder, account.pw_uid, account.pw_gid)
+    stale_uid = account.pw_uid + 4242  # nobody's here
+    for job_id in range(1, 6):  # the fresh cluster's first job number is among these
+        stale = folder / f"job-{job_id}.0.out"
+        stale.write_text("an earlier owner's\n")
+        os.chown(stale, stale_uid, stale_uid)
+    job = cluster.client.submit(JobSpec(name="again", user=USER, tasks=1, argv=["echo", "mine"]))
+    assert job <= 5
+    info = ended(cluster, job)
+    assert info.state is JobState.COMPLETED, info.reason
+    output = folder / f"job-{job}.0.out"
+    assert output.read_text() == "mine\n" and output.stat().st_uid == account.pw_uid
+
+
 def test_a_user_without_an_account_fails_the_job_naming_the_node(start_cluster):
     cluster = start_cluster(nodes=1)
     job = cluster.client.submit(JobSpec(name="nobody", user="no-such-user", tasks=1, argv=["true"]))
