@@ -14,8 +14,10 @@ once; the kernel time-shares the cores). Each job's iterations per second are
 measured over a window in which all run. The same 2 jobs at 1 ms also run
 on one node per core, one processor each, where ranks talk over TCP instead
 of shared memory, under strict gang and local scheduling (where the library's
-TCP starts), and under local scheduling with MPICH's yield turned off (its
-waits then only poll; MPICH only).
+TCP starts), and under local scheduling with settings of the library's own
+that show why local does as well as it does with it (``LocalVariant``: how
+many hand-offs between ranks an allreduce waits for, and whether a waiting
+rank gives its core up).
 
 Besides the mixes, L6 measures one job of 10,000 allreduces alone under gang
 scheduling against the library's own launcher on the same cores (same
@@ -62,9 +64,9 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
             if library.tcp:
                 rows += _mix(library, binary, mode, "tcp", 2, 1, options.seconds)
             advance(f"L6 {mode} over TCP")
-        if library.no_yield is not None:  # does the library's yield help local?
-            rows += _mix(library, binary, "local", "shm-spin", 2, 1, options.seconds)
-        advance("L6 local without yielding")
+        for variant in library.local_variants:  # why local does as well as it does with this library
+            rows += _mix(library, binary, "local", variant.name, 2, 1, options.seconds, variant.environment)
+        advance("L6 local with the library's other settings")
         alone = measure_alone(library, binary, 1, cores, ALONE_ITERATIONS, 1)
         advance("L6 alone vs the library's launcher")
         startups = [measure_startup(library, binary, nodes, processors)
@@ -76,16 +78,17 @@ def l6(out: Path, options: ExperimentOptions, advance: Advance) -> str:
 
 
 def _mix(library: MpiLibrary, binary: Path, mode: str, layout: str, jobs: int, grain: int,
-         seconds: float) -> list[dict[str, Any]]:
-    """Each job's iterations/s when ``jobs`` jobs as wide as the cluster share a fresh one."""
+         seconds: float, environment: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Each job's iterations/s when ``jobs`` jobs as wide as the cluster share a fresh one: of one
+    processor per core (``layout`` "tcp": a node per core), its jobs given ``environment`` too."""
     cores = len(os.sched_getaffinity(0))
     pairing, coordination = MODES[mode]
     nodes, processors = (cores, 1) if layout == "tcp" else (1, cores)
     config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=QUANTUM_MS, pairing=pairing,
                            coordination=coordination, **library.cluster_settings())
     spec = library.spec(binary, cores, 0, grain)
-    if layout == "shm-spin" and library.no_yield is not None:  # the waits poll without ever yielding
-        spec = spec.model_copy(update={"env": {**spec.env, **library.no_yield}})
+    if environment:
+        spec = spec.model_copy(update={"env": {**spec.env, **environment}})
     with temporary_cluster(config) as client:
         rates = measure_rates(client, [spec] * jobs, seconds, warmup_s=2.0)
     return [{"layout": layout, "mode": mode, "grain_ms": grain, "jobs": jobs, "job": index,
@@ -122,18 +125,20 @@ def _report(library: MpiLibrary, rows: list[dict[str, Any]], alone: dict[str, An
             table.append([jobs, grain, f"{strict:.1f}", f"{paired:.1f}", f"{local:.1f}",
                           f"{strict / local:.2f}" if local else "-", f"{paired / strict:.2f}" if strict else "-"])
     tcp_strict, tcp_local = _total(rows, "strict", 2, 1, "tcp"), _total(rows, "local", 2, 1, "tcp")
-    spin = _total(rows, "local", 2, 1, "shm-spin")
+    strict = _total(rows, "strict", 2, 1)
+    variants = "".join(
+        f" The same 2 jobs on one node, local, with {variant.what} "
+        f"({', '.join(f'{key}={value}' for key, value in variant.environment.items())}): {local:.1f} "
+        f"(gang/local {strict / local:.2f})."
+        for variant in library.local_variants if (local := _total(rows, "local", 2, 1, variant.name)))
     tcp = (f"The 2 jobs at 1 ms on {cores} nodes of one processor (ranks talk over TCP): strict {tcp_strict:.1f}, "
            f"local {tcp_local:.1f} (gang/local {tcp_strict / tcp_local:.2f})." if library.tcp else
            f"{library.name}'s TCP fabric does not start here: no run across nodes.")
-    no_yield = (f" The same 2 jobs on one node, local, with the library's waits never yielding "
-                f"({', '.join(f'{key}={value}' for key, value in library.no_yield.items())}): {spin:.1f} "
-                f"(gang/local {_total(rows, 'strict', 2, 1) / spin:.2f})." if library.no_yield and spin else "")
     return (
         f"{library.name} ({library.kind.value}), {cores} processors on one node ({cores} cores), quantum "
         f"{QUANTUM_MS} ms; total iterations/s of all jobs of a mix:\n\n"
         + markdown_table(["jobs", "grain (ms)", "strict", "paired", "local", "gang/local", "paired/strict"], table)
-        + f"\n\n{tcp}{no_yield}"
+        + f"\n\n{tcp}{variants}"
         + f"\n\nOne job of {ALONE_ITERATIONS:,} allreduces (1 ms grain) alone: {alone['state']} under strict gang "
         f"scheduling with result {alone['gang_result']} at {alone['gang_iterations_per_s']} iterations/s; under "
         f"{library.name}'s own launcher result {alone['launcher_result']} at {alone['launcher_iterations_per_s']} "

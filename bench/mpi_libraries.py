@@ -35,12 +35,21 @@ STARTUP_JOBS = 5
 
 
 @dataclass(frozen=True)
+class LocalVariant:
+    """A setting of the library's own that changes how its ranks fare under local scheduling."""
+
+    name: str  # short, for the CSV's layout column
+    what: str  # in words, for the report
+    environment: dict[str, str]
+
+
+@dataclass(frozen=True)
 class MpiLibrary:
     name: str
     kind: MpiKind  # what its programs speak under gangsched
     environment: MpiEnvironment | None  # None: this installation's MPICH
     tcp: bool  # whether its ranks on several nodes reach each other here
-    no_yield: dict[str, str] | None  # what makes its waits only poll, where it yields by default
+    local_variants: tuple[LocalVariant, ...] = ()
 
     def build(self, program: str, folder: Path) -> Path:
         if self.environment is None:
@@ -78,13 +87,20 @@ class MpiLibrary:
 
 def mpi_library(name: str) -> MpiLibrary:
     """``name`` (mpich, openmpi, intelmpi), its environment made where it is not yet."""
+    # why local scheduling fares better with one library than another (docs/experiments.md): how many
+    # hand-offs between ranks an allreduce waits for, and whether a waiting rank gives its core up
     if name == "mpich":
-        return MpiLibrary("mpich", MpiKind.PMI1, None, tcp=True,
-                          no_yield={"MPIR_CVAR_POLLS_BEFORE_YIELD": "0"})
+        return MpiLibrary("mpich", MpiKind.PMI1, None, tcp=True, local_variants=(
+            LocalVariant("generic", "its generic collectives instead of its shared-memory ones, whose waits "
+                         "give the core up", {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),))
     if name == "openmpi":
-        return MpiLibrary("openmpi", MpiKind.PMIX, ensure("openmpi"), tcp=True, no_yield=None)
+        return MpiLibrary("openmpi", MpiKind.PMIX, ensure("openmpi"), tcp=True, local_variants=(
+            LocalVariant("reduce-bcast", "the allreduce as a reduce and then a broadcast, two hand-offs as in "
+                         "MPICH's shared-memory collectives, instead of one exchange",
+                         {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": "1"}),
+            LocalVariant("yield", "its waits giving the core up", {"OMPI_MCA_mpi_yield_when_idle": "1"})))
     if name == "intelmpi":
-        return MpiLibrary("intelmpi", MpiKind.PMI1, ensure("intelmpi"), tcp=False, no_yield=None)
+        return MpiLibrary("intelmpi", MpiKind.PMI1, ensure("intelmpi"), tcp=False)
     raise ValueError(f"no MPI library {name!r}: one of {', '.join(LIBRARIES)}")
 
 
