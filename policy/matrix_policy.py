@@ -21,8 +21,8 @@ The matrix is rebuilt at every scheduling event (an arrival or a departure):
 With backfilling (BGS, MBGS) Schedule goes on past a job that does not fit:
 that job gets a reservation in the row where it would start earliest, by the
 estimates under gang scheduling (dedicated estimate × MPL), and no later job,
-no move of CollapseMatrix, may break a reservation. FillMatrix ignores them:
-its copies are gone at the next event.
+no move of CollapseMatrix, may break a reservation (``policy/reservations.py``).
+FillMatrix ignores them: its copies are gone at the next event.
 
 A job in k of the R rows runs at rate k / R, less the context-switch overhead
 CS when rows alternate (the fluid view of round-robin time slices). What a
@@ -39,8 +39,7 @@ appears in; every running job has a home row, so it runs in every cycle.
 """
 
 import dataclasses
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gangsched.policy.columns import Layout
@@ -53,18 +52,8 @@ from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
 from gangsched.policy.profile import Profile
+from gangsched.policy.reservations import Reservations
 from gangsched.policy.topology import Topology
-
-
-@dataclass
-class _Reservation:
-    row: Row
-    start: float
-    duration: float
-
-    @property
-    def end(self) -> float:
-        return self.start + self.duration
 
 
 class MatrixPolicy:
@@ -76,16 +65,13 @@ class MatrixPolicy:
         self.matrix = OusterhoutMatrix(self.topology, backfilled=settings.backfill)
         self.queue: list[Job] = []
         self.large_queue: list[Job] = []
-        self.reservations: dict[int, _Reservation] = {}
+        self.reservations = Reservations(self.matrix, self.topology)
         self.rates: dict[int, float] = {}
         self.stats = MatrixStats()
         self._last_event: float | None = None
         self._freed = False  # since the last event; else no queued job can start any sooner
-        self._roomier: set[Row] = set()  # rows whose profile gained room: where reservations may move up
         self._budget = SliceBudget(settings.migrate_per_slice, settings.time_slice_s)
         self._migrator = Migrator(self.matrix, self.topology)
-        self._memory_plans: dict[tuple[MemoryRequest, int, int | None, int | None], float] = {}
-        self._memory_plans_version, self._memory_plans_at = -1, 0.0  # the book's version, the instant planned at
 
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
@@ -95,7 +81,7 @@ class MatrixPolicy:
             self.queue.append(job)
 
     def finish(self, job: Job, now: float) -> None:
-        self._roomier.add(self.matrix.placed[job.job_id].home)
+        self.reservations.roomier.add(self.matrix.placed[job.job_id].home)
         self.matrix.end(job.job_id, now)
         del self.rates[job.job_id]
         self._freed = True
@@ -116,7 +102,7 @@ class MatrixPolicy:
         if settings.migration:
             self._fill(event, migrate=True)
         self._freed = False
-        self._roomier.clear()
+        self.reservations.roomier.clear()
         self._budget.left = event.budget
         return Decision(rates=self._rate_changes(), extra_work=event.extra_work)
 
@@ -165,7 +151,7 @@ class MatrixPolicy:
                     target = matrix.new_row()
                 if target is not None:
                     matrix.move(placed, target, now)
-                    self._roomier.add(row)
+                    self.reservations.roomier.add(row)
         self._drop_empty_rows()
         self._rate_changes()
 
@@ -189,14 +175,13 @@ class MatrixPolicy:
             for placed in list(source.homes.values()):
                 if any(self._move(placed, target, now, event, migrate=False) for target in targets):
                     self._freed = True
-                    self._roomier.add(source)
+                    self.reservations.roomier.add(source)
         self._drop_empty_rows()
         return emptied
 
     def _drop_empty_rows(self) -> None:
         for row in self.matrix.drop_empty_rows():
-            for job_id in [job_id for job_id, held in self.reservations.items() if held.row is row]:
-                del self.reservations[job_id]
+            self.reservations.drop_row(row)
 
     def _empty(self, source: Row, targets: list[Row], now: float, event: Event) -> bool:
         """Move every job of ``source`` into the targets, migrating where needed, or none at all."""
@@ -210,7 +195,7 @@ class MatrixPolicy:
                 undo.restore(self, event)
                 return False
         self._freed = True
-        self._roomier.add(source)
+        self.reservations.roomier.add(source)
         return True
 
     def _move(self, placed: Placed, target: Row, now: float, event: Event, migrate: bool) -> bool:
@@ -250,13 +235,10 @@ class MatrixPolicy:
         memory_rooms: dict[MemoryRequest, int] = {}  # per request: ``room`` on the nodes that hold it
         waiting = []
         for index, job in enumerate(queue):
-            held = self.reservations.get(job.job_id)
-            if held is not None and not self._freed:
+            if job.job_id in self.reservations.held and not self._freed:
                 waiting.append(job)  # nothing ended or moved: it can start no sooner
                 continue
-            if held is not None:
-                del self.reservations[job.job_id]
-                held.row.profile.release(job.procs, held.start, held.end)
+            held = self.reservations.release(job)
             memory = self.matrix.memory.limit(job) if job.procs <= room else None
             if job.procs <= room and self._may_fit(job, allowed, memory, memory_rooms) \
                     and self._place(job, now, allowed, memory):
@@ -266,7 +248,7 @@ class MatrixPolicy:
             if not backfill:
                 waiting.extend(queue[index:])
                 break
-            self._reserve(job, now, held)
+            self.reservations.reserve(job, now, job.estimate * self._slots_for_estimates(), held)
             waiting.append(job)
         queue[:] = waiting
 
@@ -316,47 +298,6 @@ class MatrixPolicy:
         matrix.start(job, best, columns, now, end)
         self.rates[job.job_id] = 0.0
         return True
-
-    def _reserve(self, job: Job, now: float, held: _Reservation | None) -> None:
-        """The earliest start over the rows; a reservation held before still holds, so only rows
-        that gained room since can offer an earlier one."""
-        duration = job.estimate * self._slots_for_estimates()
-        best: _Reservation | None = None
-        rows: Iterable[Row] = self.matrix.rows
-        if held is not None and held.duration == duration:
-            best, rows = held, [row for row in self.matrix.rows if row in self._roomier]
-        # the columns of a row are planned over time; memory is the machine's, freed as jobs end
-        request = job.memory
-        after = self._memory_frees(job, now) if request.per_node or request.per_task else now
-        for row in rows:
-            limit = best.start if best is not None else math.inf
-            start = row.profile.earliest(job.procs, duration, after, limit)
-            if start < limit:
-                best = _Reservation(row, start, duration)
-        assert best is not None  # a job no wider than the machine fits once every row's jobs have ended
-        if held is not None and best is not held:
-            self._roomier.add(held.row)
-        best.row.profile.reserve(job.procs, best.start, best.end)
-        self.reservations[job.job_id] = best
-
-    def _memory_frees(self, job: Job, now: float) -> float:
-        """When ``job``'s memory fits, by the placed jobs' estimated ends. A queue holds many jobs of
-        one request and shape, and the answer holds until a commitment changes."""
-        book = self.matrix.memory
-        if self._memory_plans_version != book.version or self._memory_plans_at != now:
-            self._memory_plans.clear()
-            self._memory_plans_version, self._memory_plans_at = book.version, now
-        key = (job.memory, job.procs, job.nodes, job.tasks_per_node)
-        after = self._memory_plans.get(key)
-        if after is None:
-            memory = book.limit(job)
-            if memory is None or self.topology.fits(memory.apply(self.matrix.full), job):
-                after = now  # it fits now, as far as memory goes
-            else:
-                ends = [(placed.estimated_end, job_id) for job_id, placed in self.matrix.placed.items()]
-                after = book.first_room(job, ends, now)
-            self._memory_plans[key] = after
-        return after
 
     def _slots_for_estimates(self) -> int:
         """MPL for BGS; the current number of slots under the large-job queue (Zhou & Brent 2001)."""

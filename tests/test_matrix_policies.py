@@ -81,7 +81,7 @@ def test_gs_stops_at_the_first_job_that_does_not_fit_and_bgs_backfills_past_it()
     bgs = matrix_policy(MatrixPolicyKind.BGS, 4, mpl=2)
     submit_all(bgs, [4, 3, 4, 1])  # 4 fits beside job 2 and ends before job 3's reservation
     assert [job.job_id for job in bgs.queue] == [3]
-    assert set(bgs.reservations) == {3}
+    assert set(bgs.reservations.held) == {3}
 
 
 def test_bgs_keeps_a_reservation_from_a_job_that_would_run_past_it():
@@ -91,7 +91,7 @@ def test_bgs_keeps_a_reservation_from_a_job_that_would_run_past_it():
     policy.submit(SimJob(3, 0, 50, 50, 2), 0)  # fits beside job 1, but would hold columns past 10
     policy.submit(SimJob(4, 0, 5, 5, 2), 0)  # fits and ends by 10
     assert set(policy.schedule(0).rates) == {1, 4}
-    assert policy.reservations[2].start == 10
+    assert policy.reservations.held[2].start == 10
 
 
 def test_migration_moves_a_job_to_other_columns_to_empty_a_row():
