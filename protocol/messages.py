@@ -27,9 +27,6 @@ from pydantic import Field, field_validator
 
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
-from gangsched.protocol.sizes import LARGEST
-
-MAX_REPORT_QUANTA = 64  # accounts in one QuantumReport
 from gangsched.protocol.records import (
     JobInfo,
     JobSpec,
@@ -46,6 +43,9 @@ from gangsched.protocol.records import (
     UserInfo,
     WireModel,
 )
+from gangsched.protocol.sizes import LARGEST
+
+MAX_REPORT_QUANTA = 64  # accounts in one QuantumReport
 
 
 # ------------------------------------------------------- node <-> master
