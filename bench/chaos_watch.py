@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from gangsched.deploy.local import task_processes
+from gangsched.noded.containment import cgroup2_mount, cgroup_of
 from gangsched.noded.holding import WATCH_INTERVAL_S
 
 SAMPLE_S = 0.02
@@ -50,9 +51,7 @@ class SlotWatch(threading.Thread):
         self._home, self._most = home, most_running
         self.findings = SlotFindings()
         self.stopping = threading.Event()
-        mount = next((line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-                      if " - cgroup2 " in line), None)
-        self._mount = Path(mount) if mount else None
+        self._cgroups = cgroup2_mount() is not None
 
     def run(self) -> None:
         groups: dict[Path, _Group] = {}
@@ -61,7 +60,7 @@ class SlotWatch(threading.Thread):
         overfull_since: dict[str, float] = {}  # nodes running more tasks than they may: since when
         reported: set[str] = set()  # those of them found so already
         refreshed = 0.0
-        while self._mount is not None and not self.stopping.wait(SAMPLE_S):
+        while self._cgroups and not self.stopping.wait(SAMPLE_S):
             if time.monotonic() - refreshed > 1.0:  # new tasks, read from their processes now and then
                 groups, refreshed = self._groups(), time.monotonic()
             running: Counter[str] = Counter()
@@ -101,17 +100,14 @@ class SlotWatch(threading.Thread):
                                                       f"for {(now - since) * 1000:.0f} ms")
 
     def _groups(self) -> dict[Path, _Group]:
-        assert self._mount is not None
         found = {}
         for process in task_processes(self._home):
+            path = cgroup_of(str(process.pid))
             try:
-                own = next(line[3:] for line in Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
-                           if line.startswith("0::"))
                 environment = process.environ()
-            except (OSError, StopIteration, psutil.Error):
+            except psutil.Error:
                 continue
-            path = self._mount / own.lstrip("/")
-            if (path / "cgroup.freeze").exists():
+            if path is not None and (path / "cgroup.freeze").exists():
                 found[path] = _Group(f"job {environment.get('GANG_JOB_ID')} rank {environment.get('GANG_RANK')}",
                                      path.parent.name)
         return found

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gangsched.noded.containment import cgroup2_mount
 from gangsched.noded.memory import host_memory
 from gangsched.protocol.sizes import format_size
 from gangsched.daemon.curve import keygen
@@ -159,7 +160,7 @@ class DockerCluster:
         frozen while descheduled; elsewhere a
         plain folder of the cluster's, in which the nodes can make no group and hold their tasks by
         process tree (docs/architecture.md)."""
-        hierarchy = _cgroup2_mount()
+        hierarchy = cgroup2_mount()
         if hierarchy is not None and not set((hierarchy / "cgroup.controllers").read_text().split()) & LIMITS:
             folder = hierarchy / NODE_CGROUPS
             try:
@@ -211,13 +212,6 @@ def temporary_docker_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
             yield client
     finally:
         cluster.down()
-
-
-def _cgroup2_mount() -> Path | None:
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        if " - cgroup2 " in line:
-            return Path(line.split()[4])
-    return None
 
 
 def _remove_empty_groups(folder: Path) -> None:

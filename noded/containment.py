@@ -225,7 +225,7 @@ class Containment:
         """``parent``: the cgroup v2 folder to make the node's groups below; None: the daemon's own group."""
         self.node_id = f"{node}-{hashlib.sha256(str(spool.resolve()).encode()).hexdigest()[:8]}"
         self.session = f"{self.node_id}:{secrets.token_hex(6)}"
-        self.root = None if wanted == "process-tree" else _cgroup_root(self.node_id, parent or _cgroup_of("self"))
+        self.root = None if wanted == "process-tree" else _cgroup_root(self.node_id, parent or cgroup_of("self"))
         if self.root is None and wanted == "cgroup":
             below = parent or "the daemon's group"
             raise ContainmentError(f"no cgroup v2 folder can be made below {below} on this node")
@@ -301,10 +301,15 @@ class Containment:
             log.warning("killed %d processes an earlier daemon of this node left behind", left)
 
 
-def _cgroup_of(pid: str) -> Path | None:
+def cgroup2_mount() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted; None where it is not."""
+    return next((Path(fields[4]) for fields in (line.split() for line in _read("/proc/self/mountinfo").splitlines())
+                 if "cgroup2" in fields[fields.index("-") + 1:fields.index("-") + 2]), None)
+
+
+def cgroup_of(pid: str) -> Path | None:
     """The cgroup v2 folder of a process ("self" for this one), where cgroup v2 is mounted."""
-    mount = next((Path(fields[4]) for fields in (line.split() for line in _read("/proc/self/mountinfo").splitlines())
-                  if "cgroup2" in fields[fields.index("-") + 1:fields.index("-") + 2]), None)
+    mount = cgroup2_mount()
     own = next((line[3:] for line in _read(f"/proc/{pid}/cgroup").splitlines() if line.startswith("0::")), None)
     if mount is None or own is None:
         return None

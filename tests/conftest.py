@@ -20,6 +20,7 @@ from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
+from gangsched.noded.containment import cgroup_of
 from gangsched.protocol.records import JobInfo
 
 
@@ -157,14 +158,11 @@ def is_held(process: psutil.Process) -> bool:
 
 def cgroup_frozen(pid: int) -> bool:
     """Whether the process's cgroup v2 group says it is frozen."""
-    own = next((line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-                if line.startswith("0::")), None)
-    mount = next((line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-                  if " - cgroup2 " in line), None)
-    if own is None or mount is None:
+    group = cgroup_of(str(pid))
+    if group is None:
         return False
     try:
-        return "frozen 1" in (Path(mount + own) / "cgroup.events").read_text().splitlines()
+        return "frozen 1" in (group / "cgroup.events").read_text().splitlines()
     except OSError:
         return False
 
