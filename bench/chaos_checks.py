@@ -10,7 +10,6 @@ from pathlib import Path
 from gangsched.bench.chaos_mix import Accepted
 from gangsched.protocol.records import JobInfo, JobState, UserInfo
 
-
 # what must hold: each names a list of Invariants, the cases where it does not
 INVARIANTS = ("not_ended", "without_reason", "not_started", "lost", "started_twice", "left_processes",
               "left_shared_memory", "dependents_wrong", "accounts_wrong")

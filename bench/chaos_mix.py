@@ -9,7 +9,8 @@ from pathlib import Path
 
 from gangsched.bench.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.deploy.unix_accounts import remove_unix_account, unix_account
-from gangsched.jobs.mpi_environments import MpiUnavailable, ensure
+from gangsched.jobs.mpi_environments import ensure
+from gangsched.jobs.mpi_programs import MpiUnavailable
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.master.connection import MasterUnreachable, RequestRefused

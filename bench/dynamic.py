@@ -108,7 +108,7 @@ def run_l4_case(policy: str, load: float, heterogeneous: bool, count: int, timeo
     config = l4_cluster(policy)
     jobs = dynamic_workload(count, config.nodes, load, heterogeneous, seed)
     with temporary_cluster(config) as client:
-        share = min(node.cpus for node in client.nodes())
+        share = min(node.cpu_share for node in client.nodes())
         live = run_dynamic(client, jobs, share, timeout_s)
     simulated = simulate_twin(config, [job.as_sim_job(index) for index, job in enumerate(jobs, 1)], cost)
     return live, [DynamicResult(response, response / job.run_s, True)

@@ -26,7 +26,6 @@ from gangsched.policy.memory import NO_MEMORY, MemoryRequest
 from gangsched.policy.topology import Topology
 from gangsched.sim.sim_job import SimJob
 
-
 MIB = 1 << 20
 TASK_MEMORY = (256 * MIB, 512 * MIB, 1024 * MIB, 2048 * MIB)
 HOLDS_EVERY_ROW = 5 * TASK_MEMORY[-1]  # MPL 5 of the largest request
@@ -90,5 +89,13 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
         policy.submit(new, now)
         policy.schedule(now)
         seconds.append(time.perf_counter() - started)
-    return EventTimes(kind.value, node_memory, nodes, mpl, round(statistics.fmean(queue_lengths)), len(policy.matrix.placed),
-                      len(policy.matrix.rows), seconds)
+    return EventTimes(
+        kind.value,
+        node_memory,
+        nodes,
+        mpl,
+        round(statistics.fmean(queue_lengths)),
+        len(policy.matrix.placed),
+        len(policy.matrix.rows),
+        seconds,
+    )

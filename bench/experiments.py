@@ -23,11 +23,11 @@ from matplotlib.figure import Figure
 from gangsched.bench.dynamic import measure_l4_program, run_l4_case
 from gangsched.bench.mix import job_spec, run_mix, running
 from gangsched.bench.mpi_experiment import L6
-from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
+from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 
 NODES = 4
 
@@ -161,8 +161,8 @@ def l3(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     figure.savefig(out / "l3.png", dpi=120)
 
     def rate(sweep: str, value: float, policy: str, kind: str) -> float:
-        return next(r["barriers_per_s"] for r in rows
-                    if (r["sweep"], r["value"], r["policy"], r["kind"]) == (sweep, value, policy, kind))
+        return float(next(r["barriers_per_s"] for r in rows
+                          if (r["sweep"], r["value"], r["policy"], r["kind"]) == (sweep, value, policy, kind)))
 
     table = [
         [sweep, f"{value:g}", kind, f"{rate(sweep, value, 'strict', kind):.2f}",
@@ -195,8 +195,8 @@ def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     write_csv(out / "l4.csv", rows)
 
     def mean(mix: str, load: float, policy: str, metric: str) -> float:
-        return statistics.mean(r[metric] for r in rows
-                               if (r["mix"], r["load"], r["policy"]) == (mix, load, policy))
+        return float(statistics.mean(r[metric] for r in rows
+                                     if (r["mix"], r["load"], r["policy"]) == (mix, load, policy)))
 
     figure = Figure(figsize=(10, 4), layout="constrained")
     for axis, metric, label in zip(figure.subplots(1, 2), ("response_s", "slowdown"),
@@ -215,11 +215,20 @@ def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         for load in LOADS:
             measured = [mean(mix, load, p, "response_s") for p in ("strict", "paired")]
             twin = [mean(mix, load, p, "simulated_response_s") for p in ("strict", "paired")]
-            table.append([mix, load, f"{measured[0]:.1f}", f"{measured[1]:.1f}", f"{measured[0] / measured[1]:.2f}",
-                          f"{mean(mix, load, 'strict', 'slowdown'):.2f}",
-                          f"{mean(mix, load, 'paired', 'slowdown'):.2f}",
-                          f"{twin[0]:.1f} ({_off(measured[0], twin[0])})", f"{twin[1]:.1f} ({_off(measured[1], twin[1])})",
-                          sum(1 - r["finished"] for r in rows if (r["mix"], r["load"]) == (mix, load))])
+            table.append(
+                [
+                    mix,
+                    load,
+                    f"{measured[0]:.1f}",
+                    f"{measured[1]:.1f}",
+                    f"{measured[0] / measured[1]:.2f}",
+                    f"{mean(mix, load, 'strict', 'slowdown'):.2f}",
+                    f"{mean(mix, load, 'paired', 'slowdown'):.2f}",
+                    f"{twin[0]:.1f} ({_off(measured[0], twin[0])})",
+                    f"{twin[1]:.1f} ({_off(measured[1], twin[1])})",
+                    sum(1 - r["finished"] for r in rows if (r["mix"], r["load"]) == (mix, load)),
+                ]
+            )
     costs = f"The twin's program cost, measured alone: {cost}."
     return costs + "\n\n" + markdown_table(
         ["jobs", "load", "response strict (s)", "response paired (s)", "strict/paired", "slowdown strict",

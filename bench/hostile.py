@@ -13,8 +13,8 @@ import getpass
 import random
 import sys
 import time
-from collections.abc import Callable
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import zmq

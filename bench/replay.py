@@ -23,8 +23,8 @@ from gangsched.bench.mix import job_spec
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo, JobState
-from gangsched.sim.sim_job import SimJob
 from gangsched.sim.prepare import prepare
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import SwfJob
 
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,7 +122,12 @@ def _measure(client: MasterClient, switches: str, nodes: int, relayed: int, regi
         while time.monotonic() < started + seconds:
             if listener.poll(100):
                 sizes.append(len(listener.recv()))
-        after, window, agents_after, io_after = client.stats(), time.monotonic() - started, _cpu_s(agents), _io_cpu_s(master)
+        after, window, agents_after, io_after = (
+            client.stats(),
+            time.monotonic() - started,
+            _cpu_s(agents),
+            _io_cpu_s(master),
+        )
     finally:
         listener.close()
     latencies = sorted(client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns)
@@ -144,7 +149,7 @@ def _measure(client: MasterClient, switches: str, nodes: int, relayed: int, regi
 
 
 def _cpu_s(processes: list[psutil.Process]) -> float:
-    return sum(times.user + times.system for times in (process.cpu_times() for process in processes))
+    return float(sum(times.user + times.system for times in (process.cpu_times() for process in processes)))
 
 
 def _io_cpu_s(process: psutil.Process) -> float:
@@ -176,7 +181,7 @@ def _user() -> str:
 
 
 def _wait(ready: Callable[[], object], timeout_s: float, what: str,
-          processes: "list[subprocess.Popen[bytes]]" = []) -> None:
+          processes: "Sequence[subprocess.Popen[bytes]]" = ()) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for process in processes:

@@ -156,8 +156,16 @@ def run_agents(master: str, first: int, count: int, spool: Path) -> None:
     daemons = []
     for name in map(agent_name, range(first, first + count)):
         host = EmulatedHost(owners)
-        settings = NodeSettings(master=master, name=name, cpus=1.0, processors=1, spool_dir=spool / name, peer_transport="ipc", realtime_priority=0,
-                                report_delay_ms=_REPORT_DELAY_MS)
+        settings = NodeSettings(
+            master=master,
+            name=name,
+            cpu_share=1.0,
+            processors=1,
+            spool_dir=spool / name,
+            peer_transport="ipc",
+            realtime_priority=0,
+            report_delay_ms=_REPORT_DELAY_MS,
+        )
         daemon = NodeDaemon(settings, host=host, context=context, poller=poller)
         host.daemon = daemon
         owners.update({socket: daemon for socket in daemon.sockets})

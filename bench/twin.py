@@ -23,9 +23,9 @@ from gangsched.master.client import MasterClient
 from gangsched.master.settings import MasterSettings
 from gangsched.protocol.records import JobSpec, JobState
 from gangsched.sim.cpu import Cores, job_rates
-from gangsched.sim.sim_job import SimJob
 from gangsched.sim.quanta import Quanta
 from gangsched.sim.runner import run_keeping_jobs
+from gangsched.sim.sim_job import SimJob
 
 ITERATION_MS = 20.0  # a compute job's iteration: its computing and its waiting
 _MEASURED_ITERATIONS = 50
@@ -68,7 +68,7 @@ class ProgramCost:
 def measure_program(client: MasterClient, config: ClusterConfig, utilization: float = 50.0) -> ProgramCost:
     """Run a compute job of one iteration and one of many, alone, a few times each on ``client``'s idle
     cluster of ``config``; what they took beyond what the CPU model says they would."""
-    share = min(node.cpus / node.processors for node in client.nodes())
+    share = min(node.cpu_share / node.processors for node in client.nodes())
     quantum_s = _master(config).quantum_ms / 1000
     cores = Cores.pinned(config.nodes, config.processors_per_node, os.cpu_count() or 1)
     short: list[_Run] = []

@@ -9,18 +9,18 @@ from typing import Any
 import click
 from rich.table import Table
 
-from gangsched.protocol.sizes import format_size
-from gangsched.cli.sizes import SIZE
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.console import command_console
 from gangsched.cli.options import cluster_config, cluster_options
-from gangsched.jobs.mpi_environments import LIBRARIES
+from gangsched.cli.sizes import SIZE
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster, temporary_local_cluster
+from gangsched.jobs.mpi_environments import LIBRARIES
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
+from gangsched.protocol.sizes import format_size
 from gangsched.sim.report import write_csv
 
 console = command_console()
@@ -95,8 +95,13 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool
 @click.option("--mpl", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--queued", type=click.IntRange(min=1), default=200, show_default=True, help="jobs waiting")
 @click.option("--events", type=click.IntRange(min=10), default=300, show_default=True, help="events timed")
-@click.option("--memory", type=click.Choice(["none", "requests", "both"]), default="none", show_default=True,
-              help="jobs asking 256 MiB to 2 GiB a task on nodes of --node-memory; both: each policy without, then with")
+@click.option(
+    "--memory",
+    type=click.Choice(["none", "requests", "both"]),
+    default="none",
+    show_default=True,
+    help="jobs asking 256 MiB to 2 GiB a task on nodes of --node-memory; both: each policy without, then with",
+)
 @click.option("--node-memory", type=SIZE, default="10G", show_default=True, metavar="SIZE",
               help="with --memory: each node's; 10G holds MPL 5 of the largest request (the schedule is the one "
               "without memory: the cost of counting it), less makes memory bind")

@@ -9,7 +9,6 @@ import importlib
 
 import click
 
-
 HELP_LIMIT = 60
 # the list commands' entry: ``main`` runs them before click is imported; here they are listed for help
 LISTING = "gangsched.cli.listing:main"

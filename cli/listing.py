@@ -85,8 +85,11 @@ def _job_parser(name: str, fields: str, since: str) -> _Parser:
     parser.add_argument("-o", "--format", dest="fields", default=fields,
                         help=f"the columns, comma-separated, of: {', '.join(table.JOB_FIELDS)} [{fields}]")
     parser.add_argument("-u", "--user", dest="users", help="only these users' jobs (comma-separated)")
-    parser.add_argument("-t", "--states",
-                        help="only jobs in these states (comma-separated: pending,running,completed,... or PD,R,CD,...)")
+    parser.add_argument(
+        "-t",
+        "--states",
+        help="only jobs in these states (comma-separated: pending,running,completed,... or PD,R,CD,...)",
+    )
     parser.add_argument("--json", dest="as_json", action="store_true",
                         help="the jobs as JSON: a list of JobInfo (docs/protocol.md)")
     parser.add_argument("job_ids", nargs="*", type=int, metavar="JOB_ID", help="only these jobs, finished or not")

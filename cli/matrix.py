@@ -21,10 +21,10 @@ def matrix(client: MasterClient, watch: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(view.model_dump(mode="json", exclude={"type"}), indent=1))
         return
-    from gangsched.cli.console import command_console  # here only: the list commands start sooner without rich
     from rich.live import Live
 
     from gangsched.cli import views
+    from gangsched.cli.console import command_console  # here only: the list commands start sooner without rich
 
     console = command_console()
     if not watch:

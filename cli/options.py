@@ -43,11 +43,11 @@ def build(model: type[BaseSettings], given: dict[str, Any]) -> Any:
 
 def _field_option(name: str, field: FieldInfo, help_text: str) -> Callable[[Command], Command]:
     """``--name`` for a settings field; not given, it is None, and the model decides."""
-    kind = SIZE if is_size(field) else _click_type(field.annotation)
+    kind: Any = SIZE if is_size(field) else _click_type(field.annotation)
     return click.option(f"--{name.replace('_', '-')}", name, type=kind, default=None, help=help_text)
 
 
-def _click_type(annotation: Any) -> click.ParamType | type:
+def _click_type(annotation: Any) -> Any:
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
     if typing.get_origin(annotation) is Literal:
@@ -71,7 +71,7 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="memory each node declares, e.g. 512M (K, M, G, T; M if none); a docker node's "
                      "container gets that limit [the host's, less --node-memory-reserve, shared evenly]"),
     ]
-    for name, daemon, field_name, field in settable():
+    for name, daemon, _, field in settable():
         default = LOCAL_DEFAULTS.get(name, field.get_default(call_default_factory=True))
         options.append(_field_option(name, field, f"{daemon.role}: {field.description} [default {default}]"))
     for option in reversed(options):

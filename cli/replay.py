@@ -13,9 +13,9 @@ from gangsched.cli.console import command_console
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sim import read_trace
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.sim.sim_job import SimJob
 from gangsched.sim.metrics import Summary, summarize
 from gangsched.sim.output import write_jobs, write_schedule
+from gangsched.sim.sim_job import SimJob
 
 console = command_console()
 
@@ -64,7 +64,7 @@ def replay(trace: Path, speedup: float, count: int, skip: int, load: float | Non
             bar.add_task("measuring the program alone", total=None)
             cost = measure_program(client, config)
         task = bar.add_task("replaying", total=len(jobs))
-        share = min(node.cpus / node.processors for node in client.nodes())
+        share = min(node.cpu_share / node.processors for node in client.nodes())
 
         def program(job: SimJob) -> SyntheticJob:
             return compute_program(job.run_time, job.utilization, share) if fine_grained else timed_program(job)

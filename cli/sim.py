@@ -14,17 +14,17 @@ import click
 from gangsched import traces
 from gangsched.cli.sizes import SIZE
 from gangsched.cli.table import Column, render
+from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.metrics import Stat, pyss_selection, summarize
-from gangsched.sim.prepare import prepare, prepare_as_pyss
-from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.sim.output import write_jobs, write_schedule
+from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, read_swf
 
 
-class TraceFile(click.ParamType):
+class TraceFile(click.ParamType):  # type: ignore[type-arg]  # generic only in type stubs
     """A trace file, or the name of a log shipped with gangsched (`gang sim KTH-SP2-1996-2.1-cln`)."""
 
     name = "trace"
@@ -128,9 +128,23 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
               help="read the trace and average over the jobs as the pyss simulator does (docs/metrics.md)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
 @click.option("--swf-out", type=click.Path(path_type=Path), default=None, help="the schedule as SWF")
-def run_command(trace: Path | None, model: str | None, model_params: Path | None, count: int,
-                procs: int | None, beta: float | None, seed: int, policy: str, load: float | None, run_factor: float | None, priority_every: int | None,
-                as_pyss: bool, csv_path: Path | None, swf_out: Path | None, **given: Any) -> None:
+def run_command(
+    trace: Path | None,
+    model: str | None,
+    model_params: Path | None,
+    count: int,
+    procs: int | None,
+    beta: float | None,
+    seed: int,
+    policy: str,
+    load: float | None,
+    run_factor: float | None,
+    priority_every: int | None,
+    as_pyss: bool,
+    csv_path: Path | None,
+    swf_out: Path | None,
+    **given: Any,
+) -> None:
     """Simulate one policy and print the metrics of docs/metrics.md."""
     records, size = _workload(trace, model, model_params, count, procs, beta, seed)
     if load is not None:
@@ -171,8 +185,8 @@ def run_command(trace: Path | None, model: str | None, model_params: Path | None
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="worker processes [the cores]")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
 def sweep_command(trace: Path | None, model: str | None, model_params: Path | None, count: int,
-                  procs: int | None, beta: float | None, seed: int, policies: str, loads: str, scaling: str, workers: int | None, out: Path,
-                  **given: Any) -> None:
+                  procs: int | None, beta: float | None, seed: int, policies: str, loads: str, scaling: str,
+                  workers: int | None, out: Path, **given: Any) -> None:
     """Run policies over a range of loads in parallel and plot slowdown and wait against utilization."""
     from gangsched.sim.sweep import point_rows, sweep  # worker processes: only a sweep loads multiprocessing
 
@@ -187,9 +201,10 @@ def sweep_command(trace: Path | None, model: str | None, model_params: Path | No
         raise click.UsageError(f"--loads must be numbers separated by commas, not {loads!r}") from None
     choices = [_choice(name, dict(given)) for name in names]
     out.mkdir(parents=True, exist_ok=True)
-    from gangsched.cli.console import command_console
     from rich.progress import Progress
     from rich.table import Table
+
+    from gangsched.cli.console import command_console
 
     console = command_console()
     with Progress(console=console, transient=True) as bar:

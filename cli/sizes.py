@@ -8,7 +8,7 @@ import click
 from gangsched.protocol.sizes import SizeError, parse_size
 
 
-class SizeType(click.ParamType):
+class SizeType(click.ParamType):  # type: ignore[type-arg]  # generic only in type stubs
     """Bytes, or one line that says what is wrong."""
 
     name = "size"

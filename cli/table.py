@@ -114,7 +114,7 @@ HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, an
 NODE_FIELDS: dict[str, Column[Fields]] = {
     "node": Column("NODELIST", 12, lambda node: node["name"]),
     "state": Column("STATE", 5, lambda node: node["state"]),
-    "cpus": Column("CPUS", 5, lambda node: f"{node['cpus']:g}", right=True),
+    "share": Column("SHARE", 5, lambda node: f"{node['cpu_share']:g}", right=True),
     "procs": Column("PROCS(U/T)", 10, lambda node: f"{node['processors_used']}/{node['processors']}", right=True),
     "memory": Column("MEMORY", 7, lambda node: str(node["memory"] >> 20), right=True),  # MiB, as sinfo's %m
     "allocmem": Column("ALLOC_MEM", 9, lambda node: str(node["memory_committed"] >> 20), right=True),
@@ -122,4 +122,4 @@ NODE_FIELDS: dict[str, Column[Fields]] = {
     "jobs": Column("JOBS", 10, lambda node: ",".join(map(str, node["jobs"])) or "-"),
     "via": Column("VIA", 12, lambda node: node["via"] or "-"),  # its relay (docs/architecture.md, 'Relays')
 }
-NODES_FORMAT = "node,state,cpus,procs,memory,allocmem,seen,jobs"
+NODES_FORMAT = "node,state,share,procs,memory,allocmem,seen,jobs"

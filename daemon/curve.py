@@ -79,7 +79,9 @@ class KeyFolder:
 
     def connect_as(self, socket: zmq.Socket[bytes], name: str) -> None:
         """Make ``socket`` a CURVE client presenting ``name``'s key (before it connects)."""
-        secret_file = self.path / f"{name}.key_secret" if name == NODE_USER else self.path / "users" / f"{name}.key_secret"
+        secret_file = (
+            self.path / f"{name}.key_secret" if name == NODE_USER else self.path / "users" / f"{name}.key_secret"
+        )
         public, secret = self._pair(secret_file)
         socket.curve_publickey, socket.curve_secretkey = public, secret
         socket.curve_serverkey = self.server_key(relay=False)

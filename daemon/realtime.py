@@ -53,7 +53,7 @@ def _fall_back() -> str:
     return "running at normal priority; switches will lag by milliseconds under CPU load"
 
 
-def zmq_context(realtime_priority: int | None) -> zmq.Context:
+def zmq_context(realtime_priority: int | None) -> "zmq.Context[zmq.Socket[bytes]]":
     """A context whose I/O threads run at the daemon's real-time priority, if it has one.
 
     Must be called after ``raise_priority`` succeeded: libzmq aborts the

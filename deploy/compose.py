@@ -18,15 +18,15 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gangsched.daemon.curve import keygen
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.home import DOCKER_STATE, KEYS, default_home
+from gangsched.deploy.image import build_image
+from gangsched.deploy.local import ClusterError
+from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.noded.containment import cgroup2_mount
 from gangsched.noded.memory import host_memory
 from gangsched.protocol.sizes import format_size
-from gangsched.daemon.curve import keygen
-from gangsched.deploy.config import ClusterConfig
-from gangsched.deploy.image import build_image
-from gangsched.deploy.home import DOCKER_STATE, KEYS, default_home
-from gangsched.deploy.local import ClusterError
-from gangsched.master.client import MasterClient, MasterUnreachable
 
 PROJECT = "gangsched"
 CFS_PERIOD_US = 10_000
@@ -141,7 +141,7 @@ class DockerCluster:
             "GANG_PROCESSORS_PER_NODE": str(config.processors_per_node),
             "GANG_NODE_MEMORY": format_size(memory),
             "GANG_NODE_MEM_LIMIT": f"{(memory + config.node_memory_reserve) >> 20}m",
-            "GANG_NODE_CPUS": f"{share:.4f}",
+            "GANG_NODE_CPU_SHARE": f"{share:.4f}",
             "GANG_NODE_CPU_QUOTA": f"{max(1000, int(CFS_PERIOD_US * share))}us",
             "GANG_NODE_CGROUP_DIR": str(self.node_cgroup_folder()),
             # each container's share of the real-time budget dockerd hands out (ensure-docker.sh): a daemon

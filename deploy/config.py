@@ -36,7 +36,7 @@ DAEMONS = (
     Daemon("master", MasterSettings, "", frozenset({
         "bind", "switch_bind", "report_bind", "keys", "state_dir", "io_addr", "checkpoint_dir", "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
-        "master", "keys", "name", "cpus", "processors", "memory", "cpu_list", "spool_dir",
+        "master", "keys", "name", "cpu_share", "processors", "memory", "cpu_list", "spool_dir",
         "peer_transport", "peer_host", "peer_ports", "log_file"})),
     Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
 )
@@ -98,7 +98,7 @@ class ClusterConfig:
         if self.memory_per_node is not None:
             return self.memory_per_node
         reserve = self.node_memory_reserve
-        return max(1, (host - reserve) // self.nodes >> 20) << 20  # whole MiB
+        return int(max(1, (host - reserve) // self.nodes >> 20) << 20)  # whole MiB
 
     def __getattr__(self, name: str) -> Any:
         """A daemon setting by its name here: as given, else the daemon's default."""
@@ -128,7 +128,9 @@ class ClusterConfig:
         daemon = next(daemon for daemon in DAEMONS if daemon.role == role)
         prefix = daemon.model.model_config.get("env_prefix", "")
         fields = _fields(role)
-        return {f"{prefix}{name.upper()}": _flag_value(value, fields[name]) for name, value in self.settings[role].items()}
+        return {
+            f"{prefix}{name.upper()}": _flag_value(value, fields[name]) for name, value in self.settings[role].items()
+        }
 
 
 def _validated(daemon: Daemon, given: dict[str, Any]) -> dict[str, Any]:

@@ -31,13 +31,13 @@ from pathlib import Path
 
 import psutil
 
-from gangsched.noded.memory import host_memory
-from gangsched.protocol.sizes import format_size
 from gangsched.daemon.cores import even_share
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.home import KEYS, LOCAL_STATE, default_home
 from gangsched.master.client import MasterClient, MasterUnreachable
+from gangsched.noded.memory import host_memory
+from gangsched.protocol.sizes import format_size
 
 _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
 # each node's ports for its jobs' MASTER_PORT (the nodes share this machine's ports)
@@ -100,7 +100,7 @@ class LocalCluster:
         for index in range(1, config.nodes + 1):
             name = f"node{index}"
             commands[name] = [
-                "noded", "--master", master, "--name", name, "--cpus", f"{share:.4f}",
+                "noded", "--master", master, "--name", name, "--cpu-share", f"{share:.4f}",
                 "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
                 "--processors", str(config.processors_per_node), "--memory", format_size(memory),
                 "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
@@ -238,7 +238,7 @@ def _is_ours(pid: int, started: float) -> bool:
     """True if ``pid`` is still the daemon started then (not a recycled pid)."""
     try:
         process = psutil.Process(pid)
-        return process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE
+        return bool(process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
 

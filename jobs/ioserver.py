@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -61,14 +62,14 @@ def run_ioserver(settings: IoServerSettings) -> None:
     context.term()
 
 
-def _fixed(service_us: int):
+def _fixed(service_us: int) -> Callable[[bytes], None]:
     def serve(block: bytes) -> None:
         time.sleep(service_us / 1e6)
 
     return serve
 
 
-def _fsync_writer(path: Path):
+def _fsync_writer(path: Path) -> Callable[[bytes], None]:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def serve(block: bytes) -> None:

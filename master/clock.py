@@ -1,10 +1,26 @@
-"""The clock the master's core is given: the real one (``time``) in the daemon, a fake one in tests."""
+"""One reading of the clocks, taken by the master's loop for each event and passed in.
 
-from typing import Protocol
+Every part of the core is given the ``Now`` of the event it handles and reads no
+clock of its own, so one decision never sees two "now"s; tests give the core a
+fake reading (tests/conftest.py).
+"""
+
+import time
+from typing import NamedTuple
 
 
-class Clock(Protocol):
-    def monotonic(self) -> float: ...
-    def monotonic_ns(self) -> int: ...
-    def time(self) -> float: ...
-    def process_time_ns(self) -> int: ...
+class Now(NamedTuple):
+    monotonic_ns: int  # the monotonic clock, for every interval and deadline
+    wall: float  # Unix seconds, for what users read (submit, start and end times)
+
+    @property
+    def monotonic(self) -> float:
+        return self.monotonic_ns / 1e9
+
+    def monotonic_of(self, unix_time: float) -> float:
+        """The monotonic seconds of an instant given in Unix time."""
+        return self.monotonic - (self.wall - unix_time)
+
+
+def read_clock() -> Now:
+    return Now(time.monotonic_ns(), time.time())

@@ -94,8 +94,11 @@ class MasterConnection:
                  ended_after: float | None = None) -> list[dict[str, Any]]:
         """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``)."""
         if job_ids is not None:
-            return [job for start in range(0, len(job_ids), JOBS_PER_REPLY)
-                    for job in self._list("jobs", {"type": "job_query", "job_ids": job_ids[start:start + JOBS_PER_REPLY]})]
+            return [
+                job
+                for start in range(0, len(job_ids), JOBS_PER_REPLY)
+                for job in self._list("jobs", {"type": "job_query", "job_ids": job_ids[start : start + JOBS_PER_REPLY]})
+            ]
         found: list[dict[str, Any]] = []
         while True:
             after_id = found[-1]["job_id"] if found else 0

@@ -4,6 +4,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gangsched.master.scheduling import Processor
+from gangsched.master.waiting import Wait
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import PmiFence
 from gangsched.protocol.records import JobInfo, JobSpec, JobState
@@ -32,7 +33,7 @@ class Job:
     spec: JobSpec
     state: JobState
     submit_time: float
-    reason: str = ""
+    reason: str = ""  # why it ended as it did (or, stored, why it waits: ``shown_reason``)
     start_time: float | None = None
     end_time: float | None = None
     node_names: list[str] = field(default_factory=list)  # rank r runs on node_names[r]
@@ -43,6 +44,7 @@ class Job:
     rendezvous_port: int | None = None  # MASTER_PORT on rank 0's node
     max_rss: int | None = None  # bytes: the largest peak of any of its tasks so far (Slurm's MaxRSS)
     # What follows lives only while the master runs.
+    wait: Wait | None = None  # why it waits, while pending
     live_ranks: set[int] = field(default_factory=set)
     ending: JobState | None = None  # the final state decided while tasks still exit
     ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
@@ -56,6 +58,16 @@ class Job:
     progress_history: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=256))
     quantum_utils: dict[int, list[float]] = field(default_factory=dict)
     predictor: UtilizationPredictor = field(default_factory=UtilizationPredictor)
+
+    def shown_reason(self) -> str:
+        """The reason users read: why it waits, while it does, else why it ended as it did."""
+        return self.wait.text() if self.wait is not None else self.reason
+
+    def measured(self, cpu_ns: int, memory_peak: int) -> None:
+        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak."""
+        self.cpu_ns += cpu_ns
+        if memory_peak and (self.max_rss is None or memory_peak > self.max_rss):
+            self.max_rss = memory_peak
 
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).
@@ -92,7 +104,7 @@ class Job:
             job_id=self.job_id,
             spec=self.spec,
             state=self.state,
-            reason=self.reason,
+            reason=self.shown_reason(),
             submit_time=self.submit_time,
             start_time=self.start_time,
             end_time=self.end_time,
@@ -110,7 +122,3 @@ class Job:
             migration_s=self.migration_s,
             max_rss=self.max_rss,
         )
-
-    def memory_seen(self, peak: int) -> None:
-        if peak and (self.max_rss is None or peak > self.max_rss):
-            self.max_rss = peak

@@ -19,6 +19,7 @@ and logged at most once a second; a step of the loop that fails (a handler,
 the tick, reading the reports) is logged and the loop goes on.
 """
 
+import functools
 import logging
 import math
 import os
@@ -37,19 +38,20 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.master.authorization import (
     as_sender,
-    node_refusal,
     is_node_report,
+    node_refusal,
     sender_refusal,
     viewer_refusal,
 )
+from gangsched.master.clock import Now, read_clock
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
 from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import decode, encode
-from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.errors import ErrorCode, ProtocolError
+from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.messages import (
     Cancel,
     ErrorReply,
@@ -64,8 +66,8 @@ from gangsched.protocol.messages import (
     PmixModexRequest,
     QuantumReport,
     SetUser,
-    Submit,
     StatsQuery,
+    Submit,
     SwitchStatsQuery,
     TaskExit,
     UserQuery,
@@ -78,9 +80,10 @@ log = logging.getLogger("gangsched.master")
 CLIENT_MESSAGES_PER_WAKE = 64
 
 # The tables route each message type to the handler written for that type,
-# so a handler may take its own message class rather than the whole union.
-Handler = Callable[[bytes, Any], Message | None]
-NodeHandler = Callable[[Any], Message | None]
+# so a handler may take its own message class rather than the whole union;
+# each is given the clocks as read for its event.
+Handler = Callable[[bytes, Any, Now], Message | None]
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 class MasterDaemon:
@@ -119,27 +122,27 @@ class MasterDaemon:
         self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
-        self._core = MasterCore(settings, endpoints, JobStore(settings.state_dir / "jobs.db"), time)
-        nodes, clients = self._core.node_events, self._core.clients
-        self._node_handlers: dict[type, NodeHandler] = {
-            QuantumReport: nodes.report,
-            Heartbeat: nodes.heartbeat,
-            TaskExit: nodes.task_exit,
+        self._core = core = MasterCore(settings, endpoints, JobStore(settings.state_dir / "jobs.db"), read_clock())
+        nodes, clients = core.node_events, core.client_requests
+        self._node_handlers: dict[type, Handler] = {
+            QuantumReport: lambda _, m, now: nodes.report(m, now),
+            Heartbeat: lambda _, m, now: nodes.heartbeat(m, now),
+            TaskExit: lambda _, m, now: nodes.task_exit(m, now),
         }
         self._handlers: dict[type, Handler] = {
             NodeHello: nodes.hello,
-            PmiFence: lambda identity, m: node_refusal(identity, m) or nodes.pmi_fence(m),
-            PmixModexRequest: lambda identity, m: node_refusal(identity, m) or nodes.pmix_modex_request(m),
-            PmixModexReply: lambda identity, m: node_refusal(identity, m) or nodes.pmix_modex_reply(m),
-            Submit: lambda _, m: clients.submit(m),
-            Cancel: lambda _, m: clients.cancel(m),
-            JobQuery: lambda _, m: clients.query_jobs(m),
-            NodeQuery: lambda _, m: clients.query_nodes(),
-            MatrixQuery: lambda _, m: clients.query_matrix(),
-            SwitchStatsQuery: lambda _, m: self._core.switch_stats(m.last),
-            StatsQuery: lambda _, m: self._core.stats(),
-            SetUser: lambda _, m: clients.set_user(m),
-            UserQuery: lambda _, m: clients.query_users(),
+            PmiFence: lambda identity, m, _: node_refusal(identity, m) or nodes.pmi_fence(m),
+            PmixModexRequest: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_request(m),
+            PmixModexReply: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_reply(m),
+            Submit: lambda _, m, now: clients.submit(m, now),
+            Cancel: lambda _, m, now: clients.cancel(m, now),
+            JobQuery: lambda _, m, __: clients.query_jobs(m),
+            NodeQuery: lambda _, m, now: clients.query_nodes(now),
+            MatrixQuery: lambda _, m, __: clients.query_matrix(),
+            SwitchStatsQuery: lambda _, m, __: core.switch_stats(m.last, time.process_time_ns()),
+            StatsQuery: lambda _, m, __: core.stats(time.process_time_ns(), _resident_bytes()),
+            SetUser: lambda _, m, __: clients.set_user(m),
+            UserQuery: lambda _, m, __: clients.query_users(),
         }
         log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
                  self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)
@@ -200,7 +203,8 @@ class MasterDaemon:
         self._context.term()
 
     def _switch(self) -> None:
-        switch = self._core.tick()
+        self._core.tick(read_clock())
+        switch = self._core.switch(time.monotonic_ns())
         self._flush_outbox()  # the columns of a new layout before the switch that runs it
         self._pub.send(encode(switch))
 
@@ -210,7 +214,7 @@ class MasterDaemon:
             if time.monotonic() >= until or not has_message(self._router):
                 return
             frames, user = self._receive(self._router)
-            survive(log, "handling a client message", lambda: self._handle(frames, user))
+            survive(log, "handling a client message", functools.partial(self._handle, frames, user))
             survive(log, "sending to the nodes", self._flush_outbox)
 
     def _answer_viewer(self) -> None:
@@ -221,14 +225,23 @@ class MasterDaemon:
                 return
             sender, *body = self._viewer.recv_multipart()
             try:
-                if len(body) != 1:
-                    raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(body)}")
-                message = decode(body[0])
-                reply = viewer_refusal(message) or self._handlers[type(message)](sender, message)
+                message = _one_message(body)
             except ProtocolError as error:
-                reply = ErrorReply(code=error.code, reason=error.reason)
+                reply: Message | None = ErrorReply(code=error.code, reason=error.reason)
+            else:
+                reply = viewer_refusal(message) or self._answer(self._handlers[type(message)], sender, message)
             if reply is not None:
                 self._viewer.send_multipart([sender, encode(reply)], zmq.NOBLOCK)
+
+    @staticmethod
+    def _answer(handler: Handler, sender: bytes, message: Message) -> Message | None:
+        """What ``handler`` answers, given the clocks read now; a handler that fails answers INTERNAL
+        (logged with its traceback), so that a sender waiting for an answer never waits in vain."""
+        try:
+            return handler(sender, message, read_clock())
+        except Exception as error:
+            log.exception("handling %s failed", message.type)
+            return ErrorReply(code=ErrorCode.INTERNAL, reason=f"{type(error).__name__}: {error}")
 
     def _receive(self, socket: zmq.Socket[bytes], flags: int = 0) -> tuple[list[bytes], str | None]:
         """The frames of the next message, and the user whose key sent it (None without keys)."""
@@ -252,9 +265,7 @@ class MasterDaemon:
             except zmq.Again:
                 break
             try:
-                if len(frames) != 1:
-                    raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(frames)}")
-                message = decode(frames[0])
+                message = _one_message(frames)
             except ProtocolError as error:
                 self._bad_frame("bad message on the report socket: %s", error)
                 continue
@@ -262,11 +273,7 @@ class MasterDaemon:
                 self._bad_frame("ignored a %s message on the report socket (key: %s): only nodes report there",
                                 message.type, user or "none")
                 continue
-            try:
-                reply = self._node_handlers[type(message)](message)
-            except Exception:
-                log.exception("handling %s failed", message.type)
-                continue
+            reply = self._answer(self._node_handlers[type(message)], b"", message)
             if reply is not None:  # every node's routing id is its name
                 self._reply([message.node.encode()], reply)
         self._flush_outbox()
@@ -274,13 +281,8 @@ class MasterDaemon:
     def _handle(self, frames: list[bytes], user: str | None = None) -> None:
         # [sender, body] from a DEALER, [sender, b"", body] from a REQ
         envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
-        body = frames[len(envelope):]
-        if len(body) != 1:
-            reason = f"a message is one frame, got {len(body)}"
-            self._reply(envelope, ErrorReply(code=ErrorCode.BAD_MESSAGE, reason=reason))
-            return
         try:
-            message = decode(body[0])
+            message = _one_message(frames[len(envelope):])
         except ProtocolError as error:
             self._bad_frame("bad message from %r: %s", envelope[0], error)
             self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
@@ -295,11 +297,7 @@ class MasterDaemon:
             reason = f"the master does not take {message.type!r} messages"
             self._reply(envelope, ErrorReply(code=ErrorCode.UNEXPECTED, reason=reason))
             return
-        try:
-            reply = handler(envelope[0], message)
-        except Exception as error:
-            log.exception("handling %s failed", message.type)
-            reply = ErrorReply(code=ErrorCode.INTERNAL, reason=f"{type(error).__name__}: {error}")
+        reply = self._answer(handler, envelope[0], message)
         if reply is not None:
             self._reply(envelope, reply)
 
@@ -320,7 +318,20 @@ class MasterDaemon:
                 self._router.send_multipart([node.identity, encode(message)], zmq.NOBLOCK)
             except zmq.ZMQError as error:
                 log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
-                self._core.node_events.node_unreachable(name)
+                self._core.node_events.node_unreachable(name, read_clock())
+
+
+def _one_message(body: list[bytes]) -> Message:
+    """The message a body of frames carries: exactly one frame, decoded; ProtocolError if not."""
+    if len(body) != 1:
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(body)}")
+    return decode(body[0])
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory now (not its peak, which getrusage gives)."""
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * _PAGE_BYTES
 
 
 def run_master(settings: MasterSettings) -> None:

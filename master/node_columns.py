@@ -28,7 +28,9 @@ class NodeColumns:
         self._sent_at: dict[str, int] = {}  # the quantum whose switch it was sent before
         self._epoch = 0
 
-    def update(self, rows: list[dict[Processor, int]], nodes: Iterable[str], quantum: int) -> list[tuple[str, NodeColumn]]:
+    def update(
+        self, rows: list[dict[Processor, int]], nodes: Iterable[str], quantum: int
+    ) -> list[tuple[str, NodeColumn]]:
         """The columns a new layout changed, each under a new epoch: to send before ``quantum``'s switch."""
         if rows is self._rows_seen:  # the scheduler makes a new list whenever it reads a layout
             return []

@@ -4,15 +4,19 @@ import logging
 from collections import deque
 from typing import NamedTuple
 
-from gangsched.master.clock import Clock
+from gangsched.master.clock import Now
+from gangsched.master.decisions import Decisions
+from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
-from gangsched.master.lifecycle import JobLifecycle
+from gangsched.master.job_table import JobTable
+from gangsched.master.migrations import Migrations
 from gangsched.master.nodes import Node, NodeRegistry
+from gangsched.master.pending import PendingQueue
 from gangsched.master.placement import limit_of, processors_of
 from gangsched.master.relays import RelayTree
 from gangsched.master.rotation import SlotRotation
-from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
+from gangsched.master.starting import Starts
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.exits import CHECKPOINTED
 from gangsched.protocol.messages import (
@@ -46,39 +50,42 @@ class NodeEndpoints(NamedTuple):
 class NodeEvents:
     """What the node daemons say: hello, heartbeats, quantum reports, exits, PMI barriers."""
 
-    def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, clock: Clock, nodes: NodeRegistry,
-                 scheduler: LiveScheduler, lifecycle: JobLifecycle, rotation: SlotRotation,
-                 outbox: deque[tuple[str, Message]]) -> None:
+    def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, nodes: NodeRegistry, table: JobTable,
+                 queue: PendingQueue, starts: Starts, migrations: Migrations, endings: Endings,
+                 decisions: Decisions, rotation: SlotRotation, outbox: deque[tuple[str, Message]]) -> None:
         self._settings = settings
         self._endpoints = endpoints
-        self._clock = clock
         self._nodes = nodes
         self._relays = RelayTree(settings.relay_fanout)  # which node each node reaches the master through
-        self._scheduler = scheduler
-        self._lifecycle = lifecycle
+        self._table = table
+        self._queue = queue
+        self._starts = starts
+        self._migrations = migrations
+        self._endings = endings
+        self._decisions = decisions
         self._rotation = rotation
         self._outbox = outbox
 
-    def hello(self, identity: bytes, hello: NodeHello) -> NodeWelcome | ErrorReply:
+    def hello(self, identity: bytes, hello: NodeHello, now: Now) -> NodeWelcome | ErrorReply:
         if hello.memory > hello.host_memory:
             reason = f"node {hello.node} declares {readable(hello.memory)} of memory, its host has " \
                 f"{readable(hello.host_memory)}: give gang noded --memory at most that"
             log.error("refused %s", reason)
             return ErrorReply(code=ErrorCode.NODE_REFUSED, reason=reason)
         previous = self._nodes.get(hello.node)
-        if previous is not None and previous.peer is not None:
+        if previous is not None and not previous.expected_back:
             log.info("node %s registers again (pid %d)", hello.node, hello.pid)
         else:
-            log.info("node %s registers: %.2f cpus, pid %d", hello.node, hello.cpus, hello.pid)
+            log.info("node %s registers: %.2f of a CPU's time, pid %d", hello.node, hello.cpu_share, hello.pid)
         home = self._relays.home(hello.node, hello.relay, hello.left_relay)
         if hello.left_relay is not None:
             log.warning("node %s heard no switch through relay %s: homed anew", hello.node, hello.left_relay)
-        self._nodes.register(hello, identity, self._clock.monotonic(), home.via)
+        self._nodes.register(hello, identity, now.monotonic, home.via)
         for exit_ in hello.exits:
-            self._outbox.append((hello.node, self.task_exit(exit_)))
-        self._reconcile_tasks(hello)
-        self._follow_nodes()
-        self._lifecycle.settle()
+            self._outbox.append((hello.node, self.task_exit(exit_, now)))
+        self._reconcile_tasks(hello, now)
+        self._follow_nodes(now)
+        self._decisions.settle(now)
         self._outbox.append((hello.node, self._rotation.hello_column(hello.node)))
         relay = home.endpoints
         return NodeWelcome(
@@ -91,19 +98,18 @@ class NodeEvents:
             relays=home.relays,
         )
 
-    def heartbeat(self, message: Heartbeat) -> ErrorReply | None:
-        if self._nodes.seen(message.node, self._clock.monotonic()):
+    def heartbeat(self, message: Heartbeat, now: Now) -> ErrorReply | None:
+        if self._nodes.seen(message.node, now.monotonic):
             return None
         return _say_hello(message.node)
 
-    def task_exit(self, message: TaskExit) -> ExitAck:
-        self._lifecycle.arrived(message.job_id, message.rank)
-        job = self._lifecycle.jobs.get(message.job_id)
+    def task_exit(self, message: TaskExit, now: Now) -> ExitAck:
+        self._starts.arrived(message.job_id, message.rank)
+        job = self._table.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
-            job.cpu_ns += message.cpu_ns
-            job.memory_seen(message.memory_peak)
+            job.measured(message.cpu_ns, message.memory_peak)
             if message.rank == 0:
-                job.record_progress(self._clock.monotonic(), self._clock.time(), message.progress)
+                job.record_progress(now.monotonic, now.wall, message.progress)
             ending = None
             migration = job.migration
             if migration and not migration.restarted and message.error is None and message.returncode == CHECKPOINTED:
@@ -114,30 +120,28 @@ class NodeEvents:
             elif message.error is not None or message.returncode != 0:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
-            self._lifecycle.ranks_gone(job, {message.rank}, ending, exit_code=message.returncode)
-        self._lifecycle.settle()
+            self._endings.ranks_gone(job, {message.rank}, ending, now, exit_code=message.returncode)
+        self._decisions.settle(now)
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
-    def report(self, report: QuantumReport) -> ErrorReply | None:
-        if not self._nodes.seen(report.node, self._clock.monotonic()):
+    def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:
+        if not self._nodes.seen(report.node, now.monotonic):
             return _say_hello(report.node)
         node = self._nodes.get(report.node)
-        share = node.cpus / node.processors if node else 1.0  # each task is measured against one processor
-        now, wall = self._clock.monotonic(), self._clock.time()
+        share = node.cpu_share / node.processors if node else 1.0  # each task is measured against one processor
         for account in report.accounts:
             self._rotation.switch_log.reported(account)
             for sample in account.samples:
-                self._lifecycle.arrived(sample.job_id, sample.rank)
-                job = self._lifecycle.jobs.get(sample.job_id)
+                self._starts.arrived(sample.job_id, sample.rank)
+                job = self._table.get(sample.job_id)
                 if job is None or job.state is not JobState.RUNNING:
                     continue
-                job.cpu_ns += sample.cpu_ns
-                job.memory_seen(sample.memory_peak)
+                job.measured(sample.cpu_ns, sample.memory_peak)
                 if sample.runnable_ns > 0:
                     job.add_utilization(account.quantum, _utilization(sample, share))
                 if sample.rank == 0:
-                    job.record_progress(now, wall, sample.progress)
-                    self._lifecycle.migrated(job, sample.progress)
+                    job.record_progress(now.monotonic, now.wall, sample.progress)
+                    self._migrations.progressed(job, sample.progress, now)
         newest = report.accounts[-1]
         # the column the node holds now: an older account's is superseded
         lost = self._rotation.columns.reported(report.node, newest.column_epoch, newest.quantum)
@@ -147,12 +151,12 @@ class NodeEvents:
             self._outbox.append((report.node, lost))
         if node is not None:
             used_ns = sum(sample.cpu_ns for sample in newest.samples)
-            node.util_pct = min(100.0, 100.0 * used_ns / (self._settings.quantum_ms * 1e6 * node.cpus))
+            node.util_pct = min(100.0, 100.0 * used_ns / (self._settings.quantum_ms * 1e6 * node.cpu_share))
         return None
 
     def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
         """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put."""
-        job = self._running_on(fence.job_id, fence.node)
+        job = self._table.running_on(fence.job_id, fence.node)
         if job is None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
         entered = job.fences.setdefault(fence.epoch, {})
@@ -170,7 +174,7 @@ class NodeEvents:
 
     def pmix_modex_request(self, request: PmixModexRequest) -> ErrorReply | None:
         """A node's PMIx library asks for a rank's data: the rank's node is asked."""
-        job = self._running_on(request.job_id, request.node)
+        job = self._table.running_on(request.job_id, request.node)
         if job is None or request.rank >= len(job.node_names):
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {request.rank} of a running job "
                               f"{request.job_id} on {request.node}")
@@ -179,42 +183,39 @@ class NodeEvents:
 
     def pmix_modex_reply(self, reply: PmixModexReply) -> ErrorReply | None:
         """A rank's node answers a direct-modex request: the node that asked gets the data."""
-        job = self._running_on(reply.job_id, reply.asker)
+        job = self._table.running_on(reply.job_id, reply.asker)
         if job is None or reply.rank >= len(job.node_names) or job.node_names[reply.rank] != reply.node:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {reply.rank} of a running job "
                               f"{reply.job_id} on {reply.node}")
         self._outbox.append((reply.asker, reply))
         return None
 
-    def _running_on(self, job_id: int, node: str) -> Job | None:
-        job = self._lifecycle.jobs.get(job_id)
-        return job if job is not None and job.state is JobState.RUNNING and node in job.node_names else None
-
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
-    def node_unreachable(self, name: str) -> None:
-        self.lose_node(name, f"node {name} became unreachable")
-        self._lifecycle.settle()
+    def node_unreachable(self, name: str, now: Now) -> None:
+        self.lose_node(name, f"node {name} became unreachable", now)
+        self._decisions.settle(now)
 
-    def _follow_nodes(self) -> None:
+    def _follow_nodes(self, now: Now) -> None:
         """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
         up = self._nodes.up()
-        adopted = self._lifecycle.adopt(set(up))
-        if up == self._scheduler.node_shapes() and not adopted:
+        adopted = self._table.adopt(set(up))
+        scheduler = self._queue.scheduler
+        if up == scheduler.node_shapes() and not adopted:
             return
-        lifecycle = self._lifecycle
-        self._scheduler.rebuild(up, self._clock.monotonic(), [
-            (lifecycle.policy_job(job), processors_of(job), lifecycle.monotonic(job.start_time or job.submit_time))
+        table = self._table
+        scheduler.rebuild(up, now.monotonic, [
+            (table.policy_job(job, now), processors_of(job), now.monotonic_of(job.start_time or job.submit_time))
             for job in adopted
         ])
-        lifecycle.event()
+        self._queue.event()
 
-    def _reconcile_tasks(self, hello: NodeHello) -> None:
+    def _reconcile_tasks(self, hello: NodeHello, now: Now) -> None:
         reported = {(task.job_id, task.rank) for task in hello.tasks}
         expected = {
             (job.job_id, rank)
-            for job in self._lifecycle.jobs.values()
+            for job in self._table.jobs.values()
             for rank in job.live_ranks
             if job.node_names[rank] == hello.node
         }
@@ -223,28 +224,28 @@ class NodeEvents:
                         hello.node, job_id, rank)
             self._outbox.append((hello.node, KillTask(job_id=job_id, reason="orphaned task")))
         for job_id, rank in reported:
-            self._lifecycle.arrived(job_id, rank)
+            self._starts.arrived(job_id, rank)
         for job_id, rank in sorted(expected - reported):
-            in_flight = self._lifecycle.launch_in_flight(job_id, rank, hello.incarnation)
+            in_flight = self._starts.in_flight(job_id, rank, hello.incarnation)
             if in_flight is not None:
                 # the same daemon: the launch is on its way, or this hello left before it came;
                 # sent again, it starts the task or is ignored as one that runs
                 self._outbox.append((hello.node, in_flight))
                 continue
-            job = self._lifecycle.jobs[job_id]
+            job = self._table.jobs[job_id]
             reason = f"rank {rank} vanished from node {hello.node}"
-            self._lifecycle.ranks_gone(job, {rank}, (_lost_state(job), reason))
+            self._endings.ranks_gone(job, {rank}, (_lost_state(job), reason), now)
 
-    def lose_node(self, name: str, reason: str) -> None:
+    def lose_node(self, name: str, reason: str, now: Now) -> None:
         if not self._nodes.mark_down(name):
             return
         self._relays.lost(name)
         log.warning("%s: marked down", reason)
-        for job in list(self._lifecycle.jobs.values()):
+        for job in list(self._table.jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
-            if ranks or name in self._scheduler.nodes_of(job.job_id):  # on it, or migrating to it
-                self._lifecycle.ranks_gone(job, ranks, (_lost_state(job), reason))
-        self._follow_nodes()
+            if ranks or name in self._queue.scheduler.nodes_of(job.job_id):  # on it, or migrating to it
+                self._endings.ranks_gone(job, ranks, (_lost_state(job), reason), now)
+        self._follow_nodes(now)
 
 
 def _lost_state(job: Job) -> JobState:

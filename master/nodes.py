@@ -11,9 +11,9 @@ from gangsched.protocol.records import MpiKind, NodeInfo, NodeState, PeerEndpoin
 class Node:
     name: str
     identity: bytes  # ROUTER routing id of the node's DEALER
-    cpus: float
+    cpu_share: float  # of one CPU's time, the whole node's
     processors: int
-    peer: PeerEndpoint | None  # None until the node itself said hello
+    peer: PeerEndpoint | None  # None while it is only expected back after a master restart
     state: NodeState
     last_seen: float  # monotonic seconds
     incarnation: str = ""  # of the daemon that said hello: another one has none of its tasks
@@ -22,13 +22,18 @@ class Node:
     mpi: tuple[MpiKind, ...] = ()  # the process-manager interfaces it serves
     memory: int = 0  # bytes its jobs may commit
 
+    @property
+    def expected_back(self) -> bool:
+        """It ran tasks before the master restarted, and has not said hello to this master yet."""
+        return self.peer is None
+
 
 class NodeRegistry:
     def __init__(self) -> None:
         self._nodes: dict[str, Node] = {}
 
     def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
-        node = Node(hello.node, identity, hello.cpus, hello.processors, hello.peer, NodeState.UP, now,
+        node = Node(hello.node, identity, hello.cpu_share, hello.processors, hello.peer, NodeState.UP, now,
                     hello.incarnation, via=via, mpi=tuple(hello.mpi), memory=hello.memory)
         self._nodes[hello.node] = node
         return node
@@ -44,7 +49,7 @@ class NodeRegistry:
     def seen(self, name: str, now: float) -> bool:
         """Note that an up node spoke; False if it must say hello (again) first."""
         node = self._nodes.get(name)
-        if node is None or node.peer is None or node.state is not NodeState.UP:
+        if node is None or node.expected_back or node.state is not NodeState.UP:
             return False
         node.last_seen = now
         return True
@@ -62,7 +67,7 @@ class NodeRegistry:
             if node.state is not NodeState.UP:
                 continue
             quiet_s = now - node.last_seen
-            if node.peer is None:
+            if node.expected_back:
                 if quiet_s > rejoin:
                     not_back.append(name)
             elif quiet_s > (timeout if node.via is None else 2 * timeout):
@@ -82,7 +87,7 @@ class NodeRegistry:
         return {
             name: NodeShape(node.processors, node.memory)
             for name, node in sorted(self._nodes.items())
-            if node.state is NodeState.UP and node.peer is not None
+            if node.state is NodeState.UP and not node.expected_back
         }
 
     def processors(self) -> list[int]:
@@ -98,7 +103,7 @@ class NodeRegistry:
 
     def serving(self, kind: MpiKind) -> list[str]:
         """The nodes that said hello and serve the process-manager interface ``kind``."""
-        return [name for name, node in sorted(self._nodes.items()) if node.peer is not None and kind in node.mpi]
+        return [name for name, node in sorted(self._nodes.items()) if not node.expected_back and kind in node.mpi]
 
     def count(self) -> int:
         return len(self._nodes)
@@ -109,7 +114,7 @@ class NodeRegistry:
             NodeInfo(
                 name=node.name,
                 state=node.state,
-                cpus=node.cpus,
+                cpu_share=node.cpu_share,
                 processors=node.processors,
                 processors_used=used.get(node.name, 0),
                 jobs=jobs_by_node.get(node.name, []),

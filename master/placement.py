@@ -8,8 +8,8 @@ from gangsched.master.job_record import Job
 from gangsched.master.scheduling import Processor
 from gangsched.policy.memory import MemoryRequest
 from gangsched.protocol import task_environment
-from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.messages import LaunchTask
+from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
 from gangsched.protocol.sizes import readable
 

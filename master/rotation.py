@@ -8,7 +8,7 @@ changed it and whenever the node says hello.
 
 from collections import deque
 
-from gangsched.master.clock import Clock
+from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
 from gangsched.master.node_columns import NodeColumns
 from gangsched.master.scheduling import LiveScheduler
@@ -16,14 +16,12 @@ from gangsched.master.settings import MasterSettings
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.switches import SwitchLog
 from gangsched.policy.quantum import PlanInput, Selection, planner
-from gangsched.protocol.messages import MAX_REPORT_QUANTA, Message, MatrixView, NodeColumn, SlotSwitch
+from gangsched.protocol.messages import MAX_REPORT_QUANTA, MatrixView, Message, NodeColumn, SlotSwitch
 
 
 class SlotRotation:
-    def __init__(self, settings: MasterSettings, clock: Clock, scheduler: LiveScheduler,
-                 outbox: deque[tuple[str, Message]]) -> None:
+    def __init__(self, settings: MasterSettings, scheduler: LiveScheduler, outbox: deque[tuple[str, Message]]) -> None:
         self._settings = settings
-        self._clock = clock
         self._scheduler = scheduler
         self._outbox = outbox
         self._planner = planner(settings.pairing_used(), settings.matching, settings.coordination)
@@ -33,10 +31,12 @@ class SlotRotation:
         self.columns = NodeColumns()  # each node's column of the matrix, as sent
         self.switch_log = SwitchLog()
         self.tick_time = Timings(STEP_BOUNDS_S)  # of each quantum boundary
+        self._boundary_ns = 0  # when the quantum boundary being decided began
 
-    def next_switch(self, running: list[Job], now: float, started_ns: int) -> SlotSwitch:
+    def choose(self, running: list[Job], now: Now) -> None:
         """The rows (and alternates) of the next quantum among the ``running`` jobs; the node columns a new
-        layout changed go in the outbox first, as the switch names rows of that layout."""
+        layout changed go in the outbox, before the switch (``switch``) that names rows of that layout."""
+        self._boundary_ns = now.monotonic_ns
         self.quantum += 1
         scheduler = self._scheduler
         self._selection = self._planner.select(PlanInput(
@@ -44,17 +44,20 @@ class SlotRotation:
             predict=lambda: {job.job_id: job.predictor.predict() for job in running},
             exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
             columns=(1 << len(scheduler.columns)) - 1,
-            regroup=lambda predictions: scheduler.regroup(predictions, now),
+            regroup=lambda predictions: scheduler.regroup(predictions, now.monotonic),
         ))
         self._outbox.extend(self.columns.update(scheduler.rows, scheduler.nodes, self.quantum))
         self.ran = {job_id for row in self._selection.rows for job_id in scheduler.layout[row]}
         self.ran.update(self._selection.alternates)
-        nodes = len(scheduler.nodes)
-        switch = SlotSwitch(quantum=self.quantum, sent_ns=self._clock.monotonic_ns(),
+
+    def switch(self, sent_ns: int) -> SlotSwitch:
+        """The switch of the rows ``choose`` chose, as it goes out at ``sent_ns`` (monotonic)."""
+        nodes = len(self._scheduler.nodes)
+        switch = SlotSwitch(quantum=self.quantum, sent_ns=sent_ns,
                             rows=list(self._selection.rows), alternates=list(self._selection.alternates),
                             report_every=self._report_every(nodes))
         self.switch_log.sent(switch, self._selection, nodes)
-        self.tick_time.observe((switch.sent_ns - started_ns) / 1e9)
+        self.tick_time.observe((sent_ns - self._boundary_ns) / 1e9)
         return switch
 
     def hello_column(self, node: str) -> NodeColumn:

@@ -132,7 +132,8 @@ class LiveScheduler:
 
     def rebuild(self, nodes: Mapping[str, NodeShape], now: float,
                 adopt: Iterable[tuple[PolicyJob, list[Processor], float]] = ()) -> None:
-        """The nodes up (name -> processors and memory) changed: a new policy for them, with the jobs still running on them.
+        """The nodes up (name -> processors and memory) changed: a new policy for them, with the jobs
+        still running on them.
 
         ``adopt`` adds running jobs the policy never placed (their job, processors and start),
         as after a master restart.

@@ -6,12 +6,12 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gangsched.protocol.sizes import Size
 from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.quantum import Pairing
 from gangsched.policy.slack_settings import SlackSettings
 from gangsched.protocol.records import MpiKind
+from gangsched.protocol.sizes import Size
 
 
 class MasterSettings(BaseSettings):

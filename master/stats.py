@@ -7,7 +7,6 @@ the job store) tens of microseconds to milliseconds, a migration seconds.
 """
 
 import bisect
-import os
 import time
 
 from gangsched.protocol.messages import Histogram
@@ -50,12 +49,3 @@ class Stopwatch:
 
     def __exit__(self, *_: object) -> None:
         self._timings.observe((time.perf_counter_ns() - self._started) / 1e9)
-
-
-def resident_bytes() -> int:
-    """This process's resident memory now (not its peak, which getrusage gives)."""
-    with open("/proc/self/statm", "rb") as statm:
-        return int(statm.read().split()[1]) * _PAGE_BYTES
-
-
-_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")

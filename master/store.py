@@ -8,6 +8,7 @@ store stays off the switch path.
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
@@ -83,7 +84,7 @@ class JobStore:
 
     def next_job_id(self) -> int:
         (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
-        return highest + 1
+        return int(highest) + 1
 
     def submitted(self, jobs: list[Job], token: str | None) -> None:
         """New jobs (one, or an array's) and the client's token for the first: all or none (one sync)."""
@@ -119,7 +120,7 @@ class JobStore:
                 job.job_id,
                 job.spec.model_dump_json(),
                 job.state.value,
-                job.reason,
+                job.shown_reason(),
                 job.submit_time,
                 job.start_time,
                 job.end_time,
@@ -181,7 +182,7 @@ class JobStore:
         self._db.close()
 
 
-def _job(row: tuple) -> Job:
+def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
      rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss) = row
     return Job(

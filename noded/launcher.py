@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import sys
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 
@@ -42,13 +43,13 @@ def main() -> None:
         os._exit(127)
 
 
-def start(spec: dict) -> None:
+def start(spec: dict[str, Any]) -> None:
     for group in (spec["cgroup"], spec["memory_cgroup"]):
         if group:
             with open(os.path.join(group, "cgroup.procs"), "w") as procs:
                 procs.write("0")  # this process
-    if spec["cpus"]:
-        os.sched_setaffinity(0, spec["cpus"])
+    if spec["cores"]:
+        os.sched_setaffinity(0, spec["cores"])
     user = spec["user"]
     if user is not None:
         os.setgroups(user["groups"])

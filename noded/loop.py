@@ -11,6 +11,7 @@ continues, the tasks are signalled (stops first) and the clocks of those that
 ran are read, and the core turns what they read into the quantum's account.
 """
 
+import functools
 import logging
 import math
 import os
@@ -101,7 +102,7 @@ class NodeDaemon:
                 survive(log, "serving MPI tasks", handler)
                 self._carry_out()
             for task in runner.exits(ready):
-                survive(log, f"job {task.job_id} rank {task.rank}'s exit", lambda: runner.exited(task))
+                survive(log, f"job {task.job_id} rank {task.rank}'s exit", functools.partial(runner.exited, task))
                 self._carry_out()
         # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
         # scale`) spent a fifth of each one's switch going through timers that were not due
@@ -164,7 +165,7 @@ class NodeDaemon:
         peer = PeerEndpoint(transport="ipc", host=str(settings.spool()), ports=ports) \
             if settings.peer_transport == "ipc" else PeerEndpoint(transport="tcp", host=settings.peer_host, ports=ports)
         host = host_memory()
-        return NodeHello(node=self.name, cpus=settings.cpus, processors=settings.processors, pid=os.getpid(),
+        return NodeHello(node=self.name, cpu_share=settings.cpu_share, processors=settings.processors, pid=os.getpid(),
                          incarnation=uuid.uuid4().hex, peer=peer, relay=self._link.relay_endpoints,
                          mpi=self._runner.process_managers.served,
                          memory=settings.memory or max(1, host - settings.memory_reserve), host_memory=host)

@@ -35,7 +35,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 def host_memory() -> int:
     """The bytes this host has: its RAM, or less where the daemon's own cgroup limits it (a container)."""
-    total = psutil.virtual_memory().total
+    total: int = psutil.virtual_memory().total
     own = _own_group("memory")
     for limit_file in ("memory.max", "memory.limit_in_bytes"):
         text = _read(own / limit_file).strip() if own is not None else ""

@@ -22,9 +22,10 @@ class NodeSettings(BaseSettings):
     keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
     # what a host has: found where the daemon starts
     name: str = Field(default_factory=socket.gethostname, description="node name, unique in the cluster")
-    cpus: float = Field(
+    cpu_share: float = Field(
         default_factory=lambda: float(os.cpu_count() or 1), gt=0,
-        description="the node's CPU share; a task's utilization is measured against cpus/processors"
+        description="the node's share of the host's CPU time, in CPUs (a host: its cores; an emulated node: "
+                    "its part of them); a task's utilization is measured against cpu_share/processors"
     )
     processors: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, le=4096,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from gangsched.noded.containment import Containment, TaskGroup
 from gangsched.noded.memory import TaskMemory
-from gangsched.noded.task_states import MemoryReading
 from gangsched.noded.process_managers.wiring import TaskWiring
+from gangsched.noded.task_states import MemoryReading
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
@@ -196,7 +196,7 @@ def launch(
     memory = containment.memory.task(spec.job_id, spec.rank, spec.memory_limit, group.path)
     launch_spec = {
         "argv": spec.argv, "env": environment, "cwd": spec.cwd or str(folder), "fallback_cwd": str(folder),
-        "output": output, "cpus": sorted(cpus) if cpus else None, "daemon_pid": os.getpid(),
+        "output": output, "cores": sorted(cpus) if cpus else None, "daemon_pid": os.getpid(),
         "cgroup": str(group.path) if group.path is not None else None,
         "memory_cgroup": str(memory.folder) if memory.folder is not None and memory.folder != group.path else None,
         "user": None if account is None else {

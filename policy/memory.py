@@ -99,7 +99,9 @@ class MemoryBook:
     _capacity: tuple[int, ...] = field(init=False)
     _kept: dict[MemoryRequest, _Kept] = field(default_factory=dict, init=False)
     _changed: list[int] = field(default_factory=list, init=False)  # nodes, in the order their commitment changed
-    version: int = field(default=0, init=False)  # counts the changes: what was worked out from the book holds until it moves
+    version: int = field(
+        default=0, init=False
+    )  # counts the changes: what was worked out from the book holds until it moves
 
     def __post_init__(self) -> None:
         self.committed = [0] * len(self.topology.node_columns)

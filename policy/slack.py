@@ -68,9 +68,9 @@ class _Trial:
 class SlackPolicy(PlanningPolicy[SlackPlan]):
     name = "slack"
 
-    def __init__(self, procs: int, settings: SlackSettings = SlackSettings(), topology: Topology | None = None) -> None:
+    def __init__(self, procs: int, settings: SlackSettings | None = None, topology: Topology | None = None) -> None:
         super().__init__(procs, topology)
-        self.settings = settings
+        self.settings = settings or SlackSettings()
 
     def submit(self, job: Job, now: float) -> None:
         self.profile.advance(now)
@@ -150,14 +150,14 @@ class SlackPolicy(PlanningPolicy[SlackPlan]):
 
     def _wait_price(self, newcomer: _Newcomer, wait: float) -> float:
         settings = self.settings
-        return _power(wait, settings.time_weight) * newcomer.procs ** settings.utilization_weight
+        return float(_power(wait, settings.time_weight) * newcomer.procs ** settings.utilization_weight)
 
     def _cost(self, plan: SlackPlan, delay: float, newcomer: _Newcomer) -> float:
         settings = self.settings
         priorities = max(plan.priority, _LOWEST_PRIORITY) / max(newcomer.priority, _LOWEST_PRIORITY)
         used = 1.0 if math.isinf(plan.initial_slack) else (
             (plan.initial_slack + _SLACK_SMOOTHING_S) / (plan.slack + _SLACK_SMOOTHING_S))
-        return (plan.job.procs ** settings.utilization_weight * _power(delay, settings.time_weight)
+        return float(plan.job.procs ** settings.utilization_weight * _power(delay, settings.time_weight)
                 * priorities ** settings.priority_weight * used ** settings.fairness_weight)
 
     def _priority(self, job: Job, scheduler_priority: float) -> float:

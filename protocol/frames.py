@@ -13,7 +13,7 @@ import msgpack
 
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 
-PROTOCOL_VERSION = 14
+PROTOCOL_VERSION = 15
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # a JobList's page: a job's spec is at most MAX_COMMAND_BYTES plus two paths, and this many fit in a frame
 JOBS_PER_REPLY = 100
@@ -21,7 +21,8 @@ JOBS_PER_REPLY = 100
 
 def pack(fields: Mapping[str, Any], default: Callable[[Any], Any] | None = None) -> bytes:
     """``fields`` (with its "type") as a frame; ``default`` turns what msgpack cannot pack into what it can."""
-    return msgpack.packb({"v": PROTOCOL_VERSION, **fields}, default=default, use_bin_type=True)
+    packed: bytes = msgpack.packb({"v": PROTOCOL_VERSION, **fields}, default=default, use_bin_type=True)
+    return packed
 
 
 def unpack(frame: bytes) -> dict[str, Any]:

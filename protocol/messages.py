@@ -28,11 +28,11 @@ from pydantic import Field, field_validator
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
 from gangsched.protocol.records import (
+    MAX_ARRAY_INDEX,
+    MAX_ARRAY_JOBS,
     JobInfo,
     JobSpec,
     JobState,
-    MAX_ARRAY_INDEX,
-    MAX_ARRAY_JOBS,
     MpiKind,
     NodeInfo,
     PeerEndpoint,
@@ -78,8 +78,8 @@ class NodeHello(WireModel):
 
     type: Literal["node_hello"] = "node_hello"
     node: str = Field(min_length=1, max_length=64)
-    cpus: float = Field(gt=0)  # the CPU share of the whole node
-    processors: int = Field(default=1, ge=1, le=4096)  # columns of the matrix; a task's share is cpus/processors
+    cpu_share: float = Field(gt=0)  # of one CPU's time, the whole node's (not a count of CPUs)
+    processors: int = Field(default=1, ge=1, le=4096)  # columns of the matrix; a task's share is cpu_share/processors
     pid: int  # for the logs: in a container, a restarted daemon may have its old pid
     incarnation: str = Field(min_length=1, max_length=64)  # made anew at each start: another one has none of its tasks
     peer: PeerEndpoint

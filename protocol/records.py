@@ -261,7 +261,7 @@ class NodeState(StrEnum):
 class NodeInfo(WireModel):
     name: str
     state: NodeState
-    cpus: float
+    cpu_share: float  # of one CPU's time, the whole node's
     processors: int = 1
     processors_used: int = 0  # in the slot whose turn it is
     jobs: list[int]

@@ -8,6 +8,7 @@ processors, as Talby & Feitelson 1999 did (the trace's header says 100). S7, mem
 ``sim/memory_experiment.py``.
 """
 
+import functools
 import statistics
 import zoneinfo
 from collections import defaultdict
@@ -15,15 +16,15 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from gangsched.sim.memory_experiment import S7
-from gangsched.sim.baseline import FACTORS, FEW_FACTORS, NODES, baseline, run, write
-from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table
-from gangsched.sim.table1 import S3_POLICIES, s3
-from gangsched.policy.slack_settings import Heuristic, SlackSettings
-from gangsched.sim.sim_job import SimJob
-from gangsched.sim.plots import AXES, Panel, save_panels
 from gangsched.policy.catalog import Choice
+from gangsched.policy.slack_settings import Heuristic, SlackSettings
+from gangsched.sim.baseline import FACTORS, FEW_FACTORS, NODES, baseline, run, write
+from gangsched.sim.memory_experiment import S7
+from gangsched.sim.plots import AXES, Panel, save_panels
+from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table
+from gangsched.sim.sim_job import SimJob
 from gangsched.sim.sweep import Point, Scenario, point_rows, run_over_workloads
+from gangsched.sim.table1 import S3_POLICIES, s3
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.swf import SwfJob, read_swf
 
@@ -174,6 +175,10 @@ def _slowdown(jobs: Sequence[SimJob], keep: Callable[[SimJob], bool]) -> float |
     return statistics.fmean(values) if values else None
 
 
+def _is_large(job: SimJob, limit: float) -> bool:
+    return job.estimate > limit
+
+
 def s5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     """α and j_max sweeps of the queue for large jobs, FCFS and backfilled (Zhou & Brent 2001, Figs. 1-4)."""
     records = downey_jobs(options.jobs, 0.7, seed=1, p=DowneyParameters(procs=S5_PROCS))
@@ -187,7 +192,7 @@ def s5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     rows, csv_rows = [], []
     for point in points:
         choice, jobs = point.scenario.choice, point.jobs or []
-        large = _slowdown(jobs, lambda job: job.estimate > choice.alpha * longest)
+        large = _slowdown(jobs, functools.partial(_is_large, limit=choice.alpha * longest))
         every = _slowdown(jobs, lambda job: True)
         first = 3 if choice.large_backfill else 0
         label = f"j_max = {choice.most_large}"
@@ -196,10 +201,17 @@ def s5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         if large is not None:
             panels[first + 2].add(label, choice.alpha, large)
         queue = "backfilled" if choice.large_backfill else "FCFS"
-        csv_rows.append({"queue": queue, "jmax": choice.most_large, "alpha": choice.alpha,
-                         "average_slots": round(point.outcome.average_slots or 0.0, 3),
-                         "slowdown": round(every or 0.0, 3), "slowdown_large": None if large is None else round(large, 3),
-                         "wait_s": round(point.outcome.summary.wait.mean, 1)})
+        csv_rows.append(
+            {
+                "queue": queue,
+                "jmax": choice.most_large,
+                "alpha": choice.alpha,
+                "average_slots": round(point.outcome.average_slots or 0.0, 3),
+                "slowdown": round(every or 0.0, 3),
+                "slowdown_large": None if large is None else round(large, 3),
+                "wait_s": round(point.outcome.summary.wait.mean, 1),
+            }
+        )
         rows.append([queue, choice.most_large, choice.alpha, f"{point.outcome.average_slots or 0.0:.2f}",
                      f"{every or 0.0:.2f}", "" if large is None else f"{large:.2f}"])
     write(out, "s5", csv_rows)

@@ -3,8 +3,8 @@
 import math
 import operator
 import statistics
-from itertools import compress
 from dataclasses import dataclass
+from itertools import compress
 
 from gangsched.sim.engine import RunTotals
 from gangsched.sim.sim_job import SimJob

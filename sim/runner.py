@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.interface import Policy
 from gangsched.policy.topology import Topology
-from gangsched.sim.memory_audit import MemoryAudit
 from gangsched.sim.engine import simulate
-from gangsched.sim.sim_job import SimJob
+from gangsched.sim.memory_audit import MemoryAudit
 from gangsched.sim.metrics import Summary, summarize
+from gangsched.sim.sim_job import SimJob
 
 if TYPE_CHECKING:  # the quantum-by-quantum simulator loads only when asked for (`gang sim` starts faster)
     from gangsched.sim.quanta import Quanta

@@ -13,10 +13,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Literal
 
-from gangsched.sim.sim_job import SimJob
-from gangsched.sim.prepare import prepare
 from gangsched.policy.catalog import Choice
+from gangsched.sim.prepare import prepare
 from gangsched.sim.runner import Outcome, prioritize, run_keeping_jobs
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.scaling import at_load, scale_run_times
 from gangsched.workload.swf import SwfJob

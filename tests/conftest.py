@@ -1,5 +1,7 @@
-"""Fixtures that start real local clusters, and helpers to wait on and inspect them."""
+"""Fixtures that start real local clusters, helpers to wait on and inspect them, and the fake clock
+the daemons' cores are driven on."""
 
+import inspect
 import os
 import pwd
 import shutil
@@ -8,8 +10,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -20,11 +22,62 @@ from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
+from gangsched.master.clock import Now
+from gangsched.master.core import MasterCore
 from gangsched.noded.containment import cgroup_of
 from gangsched.protocol.records import JobInfo
 
-
 _made_accounts: list[str] = []
+
+
+class FakeClock:
+    """The clocks a test sets by hand: the monotonic one and Unix time read the same."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def read(self) -> Now:
+        return Now(round(self.now * 1e9), self.now)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+class OnClock:
+    """A part of a core whose events are each given the fake clock's reading at the call, as the
+    daemon's loop gives the real one's."""
+
+    def __init__(self, part: object, clock: FakeClock) -> None:
+        self._part, self._clock = part, clock
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._part, name)
+        if callable(attribute) and "now" in inspect.signature(attribute).parameters:
+            return lambda *args, **kwargs: attribute(*args, now=self._clock.read(), **kwargs)
+        return attribute
+
+
+class DrivenMaster:
+    """A ``MasterCore`` driven on a fake clock: its events read the clock as the master's loop does."""
+
+    def __init__(self, core: MasterCore, clock: FakeClock) -> None:
+        self.core, self.clock = core, clock
+        self.node_events = OnClock(core.node_events, clock)
+        self.clients = OnClock(core.client_requests, clock)
+
+    def tick(self) -> Any:
+        """A quantum boundary and the switch it sends."""
+        self.core.tick(self.clock.read())
+        return self.core.switch(self.clock.read().monotonic_ns)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.core, name)
+
+
+def driven_master(settings: Any, endpoints: Any, store: Any, clock: FakeClock) -> DrivenMaster:
+    return DrivenMaster(MasterCore(settings, endpoints, store, clock.read()), clock)
 
 
 def unix_account(name: str) -> pwd.struct_passwd | None:

@@ -113,8 +113,15 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
             wait_until(lambda: gangalice.nodes(), 15, "the node")
             job_id = gangalice.submit(spec("gangalice"))
             wait_until(lambda: gangalice.job(job_id).state is JobState.RUNNING, 15, "the job to start")
-            fake = NodeHello(memory=1 << 30, host_memory=1 << 32,
-                             node="fake", cpus=1.0, pid=1, incarnation="x", peer=PeerEndpoint(transport="ipc", host="/tmp"))
+            fake = NodeHello(
+                memory=1 << 30,
+                host_memory=1 << 32,
+                node="fake",
+                cpu_share=1.0,
+                pid=1,
+                incarnation="x",
+                peer=PeerEndpoint(transport="ipc", host="/tmp"),
+            )
             with pytest.raises(RequestRefused, match="only a node's key registers a node"):
                 gangalice.request(fake, NodeWelcome)
             forged.send(encode(TaskExit(node="trusted", job_id=job_id, rank=0, returncode=1)))
@@ -219,7 +226,7 @@ def test_nodes_relay_for_each_other_over_tcp_with_keys(relay_fanout_one, secured
             secured.started.append(daemon("noded", "--master", endpoint, "--name", name, "--keys", str(keys),
                                           "--spool-dir", str(tmp_path / name), "--peer-transport", "tcp",
                                           "--peer-host", "127.0.0.1"))
-            wait_until(lambda: len(gangalice.nodes()) == count, 15, f"node {name}")
+            wait_until(lambda count=count: len(gangalice.nodes()) == count, 15, f"node {name}")
         assert {n.name: n.via for n in gangalice.nodes()} == {"direct": None, "relay": None, "relayed": "relay"}
         job_id = gangalice.submit(JobSpec(name="true", user="gangalice", tasks=3, argv=["true"], cwd="/", env={}))
         # it completes once every rank's exit reached the master: the relayed node's through its relay

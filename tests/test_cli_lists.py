@@ -24,7 +24,7 @@ def test_the_maps_the_list_commands_read_are_the_models():
                   start_time=1.5e9 + 10, end_time=1.5e9 + 70, node_names=["n1", "n2"], processors=[0, 0],
                   exit_code=3, util_pct=97.5, predicted_pct=90.0, barriers=12, barriers_per_s=0.2,
                   migration_s=[0.4], max_rss=50 << 20)
-    node = NodeInfo(name="n1", state="up", cpus=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2,
+    node = NodeInfo(name="n1", state="up", cpu_share=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2,
                     via="r1", memory=512 << 20, memory_committed=300 << 20)
     job_map = unpack(encode(JobList(jobs=[job], more=True)))["jobs"][0]
     node_map = unpack(encode(NodeList(nodes=[node])))["nodes"][0]
@@ -84,7 +84,7 @@ def test_the_nodes_list_fits_and_speaks_json(gang):
     shown = gang("nodes")
     assert shown.returncode == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()
-    assert header.split() == ["NODELIST", "STATE", "CPUS", "PROCS(U/T)", "MEMORY", "ALLOC_MEM", "SEEN_S", "JOBS"]
+    assert header.split() == ["NODELIST", "STATE", "SHARE", "PROCS(U/T)", "MEMORY", "ALLOC_MEM", "SEEN_S", "JOBS"]
     assert sorted(row.split()[0] for row in rows) == ["node1", "node2"]
     listed = json.loads(gang("nodes", "--json").stdout)
     assert sorted(node["name"] for node in listed) == ["node1", "node2"]

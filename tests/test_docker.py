@@ -202,7 +202,9 @@ def test_a_users_job_runs_as_that_user_in_a_node_container(compose):
         wait_until(lambda: compose.job(job).state.is_final, 60, "the job to end")
     info = compose.job(job)
     assert info.state is JobState.COMPLETED, info.reason
-    container = next(c for c in compose.cluster.containers("node") if compose.container_hostname(c) == info.node_names[0])
+    container = next(
+        c for c in compose.cluster.containers("node") if compose.container_hostname(c) == info.node_names[0]
+    )
     output = docker("exec", container, "cat", f"/var/spool/gangsched/{info.node_names[0]}/{USER}/job-{job}.0.out")
     assert output.split() == [USER, str(pwd.getpwnam(USER).pw_uid)] and output.split()[1] != "0"
 

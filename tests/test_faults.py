@@ -37,7 +37,11 @@ def test_a_tick_and_a_switch_that_raise_are_logged_and_the_daemons_go_on(tmp_pat
     ]
     try:
         with MasterClient(endpoint) as client:
-            wait_until(lambda: master_log.exists() and "call 7" in master_log.read_text(), 20, "three failed ticks in the master's log")
+            wait_until(
+                lambda: master_log.exists() and "call 7" in master_log.read_text(),
+                20,
+                "three failed ticks in the master's log",
+            )
             wait_until(lambda: node_log.exists() and "call 8" in node_log.read_text(), 20,
                        "a failed switch in the node's log")
             assert "the switch failed; the daemon goes on" in master_log.read_text()

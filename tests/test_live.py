@@ -258,7 +258,10 @@ def test_the_cli_gives_one_line_errors(start_cluster, monkeypatch):
     def gang(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True)
 
-    assert "needs 3 processors, the cluster has 2 processors on 2 nodes" in gang("submit", "-n", "3", "--synthetic", "io").stderr
+    assert (
+        "needs 3 processors, the cluster has 2 processors on 2 nodes"
+        in gang("submit", "-n", "3", "--synthetic", "io").stderr
+    )
     assert "command not found: nope" in gang("submit", "-n", "1", "--", "nope").stderr
     assert "no job 42" in gang("cancel", "42").stderr
     unreachable = gang("queue", "--master", "ipc:///tmp/gang-nobody.sock")

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
 from gangsched.policy.catalog import Choice
 from gangsched.protocol.messages import LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec
-from gangsched.sim.sim_job import SimJob
 from gangsched.sim.runner import run_keeping_jobs
-from tests.test_master_core import FakeClock, hello
+from gangsched.sim.sim_job import SimJob
+from tests.conftest import FakeClock, driven_master
+from tests.test_master_core import hello
 
 NODES = 8
 
@@ -44,7 +44,7 @@ def replay_on_master(jobs: list[SimJob], choice: Choice, tmp_path: Path) -> dict
     settings = MasterSettings(quantum_ms=100, heartbeat_ms=10**9, heartbeat_misses=1, policy=choice.policy,
                               mpl=choice.mpl, over_time_s=float("inf"), state_dir=tmp_path,
                               longest_estimate_s=max(job.estimate for job in jobs))
-    core = MasterCore(settings, NodeEndpoints("ipc:///tmp/s", "ipc:///tmp/r"), JobStore(tmp_path / "jobs.db"), clock)
+    core = driven_master(settings, NodeEndpoints("ipc:///tmp/s", "ipc:///tmp/r"), JobStore(tmp_path / "jobs.db"), clock)
     for index in range(1, NODES + 1):
         hello(core, f"n{index}")
     events = [(job.submit, 1, job) for job in jobs] + [(job.end, 0, job) for job in jobs]

@@ -1,15 +1,13 @@
 """The master's decisions, event by event, with a fake clock and a real SQLite store."""
 
-import subprocess
-from collections.abc import Iterator
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from gangsched.bench.chaos import fill_filesystem
 from gangsched.master.accounts import OVER_QUOTA, Account
 from gangsched.master.authorization import node_refusal
-from gangsched.master.core import MasterCore
+from gangsched.master.job_record import Job
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
@@ -35,59 +33,38 @@ from gangsched.protocol.messages import (
     TaskExit,
 )
 from gangsched.protocol.records import JobSpec, JobState, MpiKind, PeerEndpoint, TaskRef, TaskSample
+from tests.conftest import DrivenMaster, FakeClock, driven_master
 
 SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=2,
                           state_dir=Path("/nonexistent"))
 ENDPOINTS = NodeEndpoints(switch="ipc:///tmp/s", report="ipc:///tmp/r")
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def monotonic_ns(self) -> int:
-        return int(self.now * 1e9)
-
-    def time(self) -> float:
-        return self.now
-
-    def process_time_ns(self) -> int:
-        return 0
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: MasterSettings = SETTINGS) -> MasterCore:
-    core = MasterCore(settings, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
+def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: MasterSettings = SETTINGS) -> DrivenMaster:
+    core = driven_master(settings, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
     for index in range(1, nodes + 1):
         hello(core, f"n{index}")
     return core
 
 
-def hello(core: MasterCore, node: str, tasks: list[TaskRef] = (), incarnation: str = "first",
+def hello(core: DrivenMaster, node: str, tasks: list[TaskRef] = (), incarnation: str = "first",
           mpi: tuple[MpiKind, ...] = ()) -> None:
     # memory enough that it never binds: these tests (and the master replaying the simulator) are of processors
-    core.node_events.hello(node.encode(), NodeHello(node=node, cpus=0.5, pid=1, incarnation=incarnation,
+    core.node_events.hello(node.encode(), NodeHello(node=node, cpu_share=0.5, pid=1, incarnation=incarnation,
                                                     tasks=list(tasks), peer=PeerEndpoint(transport="ipc", host="/tmp"),
                                                     mpi=list(mpi), memory=1 << 40, host_memory=1 << 40))
 
 
-def submit(core: MasterCore, nodes: int = 4, requeue: bool = False) -> int:
+def submit(core: DrivenMaster, nodes: int = 4, requeue: bool = False) -> int:
     spec = JobSpec(name="j", user="alice", tasks=nodes, argv=["true"], requeue=requeue)
     return core.clients.submit(Submit(spec=spec)).job_id
 
 
-def infos(core: MasterCore, job_ids: list[int]) -> list:
+def infos(core: DrivenMaster, job_ids: list[int]) -> list:
     return core.clients.query_jobs(JobQuery(job_ids=job_ids)).jobs
 
 
-def sent(core: MasterCore, kind: type) -> list:
+def sent(core: DrivenMaster, kind: type) -> list:
     found = [(node, message) for node, message in core.outbox if isinstance(message, kind)]
     core.outbox.clear()
     return found
@@ -236,7 +213,7 @@ def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_cou
         core.node_events.report(QuantumReport(node=node, accounts=[
             QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
                            switch_applied_ns=switch.sent_ns, column_epoch=0, samples=[]) for switch in switches]))
-    assert core.switch_stats(10).latencies_ns == [1000, 2000]  # both quanta, every node's
+    assert core.switch_stats(10, 0).latencies_ns == [1000, 2000]  # both quanta, every node's
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(80.0)  # (90 + 70) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 1
@@ -267,7 +244,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 5
-    assert core.switch_stats(10).latencies_ns == [1000]
+    assert core.switch_stats(10, 0).latencies_ns == [1000]
     # at a 0.5 share the nodes share cores by design: a wait for one is the other node's turn, not a want
     switch = core.tick()
     for rank, node in enumerate(["n1", "n2"]):
@@ -280,10 +257,10 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
 
 def test_a_wait_for_a_core_another_process_held_is_wanted_where_a_processor_has_a_core(tmp_path, clock):
     """A busy-polling rank whose core an outside process took part of the quantum is not half idle."""
-    core = MasterCore(SETTINGS, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
+    core = driven_master(SETTINGS, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
     for node in ("n1", "n2"):
         core.node_events.hello(node.encode(), NodeHello(memory=1 << 30, host_memory=1 << 32,
-                                                        node=node, cpus=1.0, pid=1, incarnation="first",
+                                                        node=node, cpu_share=1.0, pid=1, incarnation="first",
                                                         peer=PeerEndpoint(transport="ipc", host="/tmp")))
     job = submit(core, nodes=2)
     switch = core.tick()
@@ -403,26 +380,33 @@ def test_an_interface_no_node_serves_is_refused_and_a_job_naming_none_gets_the_d
     assert info.spec.mpi is MpiKind.PMI1
 
 
+class FailingStore(JobStore):
+    """A real SQLite store whose writes fail while ``full`` is set, as a full file system makes them fail
+    (the chaos run, gang bench chaos, fills a real one)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.path, self.full = path, False
+
+    def _write(self, job: Job) -> None:
+        self._refuse()
+        super()._write(job)
+
+    def _write_account(self, account: Account) -> None:
+        self._refuse()
+        super()._write_account(account)
+
+    def _refuse(self) -> None:
+        if self.full:
+            raise sqlite3.OperationalError("database or disk is full")
+
+
 @pytest.fixture
-def small_filesystem(tmp_path) -> Iterator[Path]:
-    """A file system of its own, 2 MiB, that a test can fill (a tmpfs: the tests run as root in CI)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
+def failing_store(tmp_path) -> FailingStore:
+    return FailingStore(tmp_path / "jobs.db")
 
 
-def fill(folder: Path) -> Path:
-    """Fill ``folder``'s file system to the last byte; the filler, to delete for room again."""
-    filler = folder / "filler"
-    fill_filesystem(filler)
-    return filler
-
-
-def quantum(core: MasterCore, clock: FakeClock, nodes: tuple[str, ...]) -> None:
+def quantum(core: DrivenMaster, clock: FakeClock, nodes: tuple[str, ...]) -> None:
     """A quantum goes by, the nodes heard from."""
     clock.now += 0.1
     for node in nodes:
@@ -430,10 +414,9 @@ def quantum(core: MasterCore, clock: FakeClock, nodes: tuple[str, ...]) -> None:
     core.tick()
 
 
-def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dependent_after(small_filesystem,
-                                                                                            clock):
+def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dependent_after(failing_store, clock):
     settings = SETTINGS.model_copy(update={"quantum_ms": 100})
-    core = MasterCore(settings, ENDPOINTS, JobStore(small_filesystem / "jobs.db"), clock)
+    core = driven_master(settings, ENDPOINTS, failing_store, clock)
     for index in (1, 2):
         hello(core, f"n{index}")
     job = submit(core, nodes=2)
@@ -442,68 +425,68 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
     sent(core, LaunchTask)
     quantum(core, clock, ("n1", "n2"))  # the job runs a quantum: its user's use is counted at its end
     core.outbox.clear()
-    filler = fill(small_filesystem)
+    failing_store.full = True
     for rank, node in enumerate(["n1", "n2"]):
         core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
     first, waiting = infos(core, [job, dependent])
     assert first.state is JobState.RUNNING and waiting.state is JobState.PENDING  # memory follows the store
-    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.RUNNING
+    assert JobStore(failing_store.path).get(job).state is JobState.RUNNING
     for _ in range(4):  # it stays so while the store cannot write, each try counted
         quantum(core, clock, ("n1", "n2"))
-    assert core.stats().store_failures >= 2
+    assert core.store_retry.failures >= 2
     assert sent(core, LaunchTask) == []
-    filler.unlink()  # room again: within 2 quanta the end is written and the dependent starts
+    failing_store.full = False  # room again: within 2 quanta the end is written and the dependent starts
     for _ in range(2):
         quantum(core, clock, ("n1", "n2"))
     first, started = infos(core, [job, dependent])
     assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
-    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.COMPLETED
+    assert JobStore(failing_store.path).get(job).state is JobState.COMPLETED
     assert core.clients.query_users().users[0].used_node_s > 0
 
 
-def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_it_can(small_filesystem, clock):
+def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_it_can(failing_store, clock):
     settings = SETTINGS.model_copy(update={"quantum_ms": 100})
-    core = MasterCore(settings, ENDPOINTS, JobStore(small_filesystem / "jobs.db"), clock)
+    core = driven_master(settings, ENDPOINTS, failing_store, clock)
     for index in (1, 2):
         hello(core, f"n{index}")
     core.node_events.lose_node("n2", "n2 stopped")
     job = submit(core, nodes=2)  # one node up: it waits, written
-    filler = fill(small_filesystem)
+    failing_store.full = True
     hello(core, "n2", incarnation="second")  # the policy places it; the store cannot write its start
     (info,) = infos(core, [job])
     assert info.state is JobState.PENDING and info.reason.startswith("start postponed"), info.reason
     assert sent(core, LaunchTask) == []  # memory follows the store: no task went out
-    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.PENDING
+    assert JobStore(failing_store.path).get(job).state is JobState.PENDING
     for _ in range(3):
         quantum(core, clock, ("n1", "n2"))
-    assert core.stats().store_failures >= 2 and sent(core, LaunchTask) == []
-    filler.unlink()
+    assert core.store_retry.failures >= 2 and sent(core, LaunchTask) == []
+    failing_store.full = False
     for _ in range(2):  # room again: within 2 quanta it starts
         quantum(core, clock, ("n1", "n2"))
     (info,) = infos(core, [job])
     assert info.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
-    assert JobStore(small_filesystem / "jobs.db").get(job).state is JobState.RUNNING
+    assert JobStore(failing_store.path).get(job).state is JobState.RUNNING
 
 
-def test_a_postponed_start_is_not_forgotten_when_a_later_write_goes_through_first(small_filesystem, clock):
+def test_a_postponed_start_is_not_forgotten_when_a_later_write_goes_through_first(failing_store, clock):
     """The store has room again and another job's end is written before the retry is due: the
     postponed start is still tried, within 2 quanta (a chaos run found it waiting for ever)."""
     settings = SETTINGS.model_copy(update={"quantum_ms": 100})
-    core = MasterCore(settings, ENDPOINTS, JobStore(small_filesystem / "jobs.db"), clock)
+    core = driven_master(settings, ENDPOINTS, failing_store, clock)
     for index in (1, 2):
         hello(core, f"n{index}")
     core.node_events.lose_node("n2", "n2 stopped")
     short = submit(core, nodes=1)  # runs on n1
     wide = submit(core, nodes=2)  # one node up: it waits, written
-    filler = fill(small_filesystem)
+    failing_store.full = True
     hello(core, "n2", incarnation="second")  # placed; the store cannot write its start
     (waiting,) = infos(core, [wide])
     assert waiting.reason.startswith("start postponed"), waiting.reason
     late = core.clients.submit(Submit(spec=JobSpec(name="late", user="alice", tasks=1, argv=["true"])))
     assert isinstance(late, ErrorReply) and "the job store cannot write" in late.reason  # refused whole
-    filler.unlink()
+    failing_store.full = False
     core.node_events.task_exit(TaskExit(node="n1", job_id=short, rank=0, returncode=0))  # written at once
     for _ in range(2):
         quantum(core, clock, ("n1", "n2"))

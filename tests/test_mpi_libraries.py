@@ -171,8 +171,9 @@ def test_a_pmi2_client_library_fences_across_nodes_and_shares_node_attributes(st
     info = ended(cluster, job_id)
     assert info.state is JobState.COMPLETED, info.reason
     seen = "seen=value-0;x,value-1;x,value-2;x,value-3;x"
-    assert seen in task_output(cluster, job_id, "node2", 3) and "mapping=(vector,(0,2,2))" in task_output(cluster, job_id,
-                                                                                              "node1", 0)
+    assert seen in task_output(cluster, job_id, "node2", 3) and "mapping=(vector,(0,2,2))" in task_output(
+        cluster, job_id, "node1", 0
+    )
     assert "attribute=from-2" in task_output(cluster, job_id, "node2", 3)
     aborted = ended(cluster, cluster.client.submit(job(["/usr/bin/python3", str(PMI2_RANK), library, "abort"], 4,
                                                        mpi=MpiKind.PMI2)))

@@ -40,8 +40,15 @@ def taken(answers: deque) -> list:
 
 
 def make_core(report_delay_ms: int = 0, forks: bool = True) -> NodeCore:
-    hello = NodeHello(memory=1 << 30, host_memory=1 << 32,
-                      node="n1", cpus=1.0, pid=1, incarnation="first", peer=PeerEndpoint(transport="ipc", host="/t"))
+    hello = NodeHello(
+        memory=1 << 30,
+        host_memory=1 << 32,
+        node="n1",
+        cpu_share=1.0,
+        pid=1,
+        incarnation="first",
+        peer=PeerEndpoint(transport="ipc", host="/t"),
+    )
     return NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=report_delay_ms, forks=forks)
 
 
@@ -282,7 +289,7 @@ def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until
 
 def test_a_watched_task_found_running_while_descheduled_in_three_stretches_is_ended():
     """Where descheduled tasks are watched (process tree), not frozen: noded/enforcement.py."""
-    hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpus=1.0, pid=1, incarnation="first",
+    hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpu_share=1.0, pid=1, incarnation="first",
                       peer=PeerEndpoint(transport="ipc", host="/t"))
     core = registered(NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=0, forks=True, watch_interval_s=0.05))
     core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)

@@ -92,7 +92,7 @@ def gs_of(*widths: int):  # type: ignore[no-untyped-def]
     return policy
 
 
-def plan(layout: Layout, predictions: dict[int, float], exclusive: set[int] = set()) -> PlanInput:
+def plan(layout: Layout, predictions: dict[int, float], exclusive: frozenset[int] = frozenset()) -> PlanInput:
     return PlanInput(layout, lambda: predictions, exclusive, ALL, regroup=lambda _: layout)
 
 

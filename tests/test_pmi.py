@@ -15,7 +15,9 @@ def test_init_and_the_questions_mpich_asks_are_answered():
     job = Pmi1Job(job_id=7, size=2, block=[2], node_index=0)
     assert lines(job.handle(0, b"cmd=init pmi_version=1 pmi_subversion=1")) == {
         0: "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n"}
-    assert lines(job.handle(0, b"cmd=get_maxes"))[0] == "cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024 rc=0\n"
+    assert (
+        lines(job.handle(0, b"cmd=get_maxes"))[0] == "cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024 rc=0\n"
+    )
     assert lines(job.handle(0, b"cmd=get_my_kvsname"))[0] == "cmd=my_kvsname kvsname=gang-7 rc=0\n"
     assert lines(job.handle(0, b"cmd=get kvsname=gang-7 key=PMI_process_mapping"))[0] == \
         "cmd=get_result rc=0 value=(vector,(0,1,2))\n"

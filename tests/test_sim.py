@@ -11,9 +11,9 @@ from gangsched.policy.interface import Job
 from gangsched.policy.slack import SlackPolicy
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.engine import simulate
-from gangsched.sim.sim_job import SimJob
 from gangsched.sim.metrics import bounded_slowdown, confidence_interval, pyss_selection
 from gangsched.sim.prepare import prepare, prepare_as_pyss
+from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import modelled_job
 from tests.workloads import estimated, workloads
 

@@ -4,9 +4,9 @@ import pytest
 
 from gangsched.policy.catalog import Choice
 from gangsched.sim.cpu import Cores, job_rates, stretch
-from gangsched.sim.sim_job import SimJob
 from gangsched.sim.quanta import Quanta
 from gangsched.sim.runner import run_keeping_jobs
+from gangsched.sim.sim_job import SimJob
 
 GS = Choice(policy="gs", mpl=4)
 
@@ -79,7 +79,9 @@ def test_paired_rows_share_a_quantum_once_measured_complementary():
 
 
 def test_cpu_bound_rows_are_never_paired():
-    assert [job.end for job in one_column_pair(100.0, "paired")] == [job.end for job in one_column_pair(100.0, "strict")]
+    assert [job.end for job in one_column_pair(100.0, "paired")] == [
+        job.end for job in one_column_pair(100.0, "strict")
+    ]
 
 
 def test_local_scheduling_lets_the_kernel_share_the_processor():

@@ -6,15 +6,13 @@ import statistics
 
 import pytest
 
+from gangsched.traces import KTH_SP2 as KTH
 from gangsched.workload.downey import DowneyParameters, downey_jobs
 from gangsched.workload.estimates import beta_estimates
 from gangsched.workload.hyper_erlang import HyperErlang, HyperErlangClass, hyper_erlang_jobs
 from gangsched.workload.lublin import gamma_cdf, lublin_jobs
 from gangsched.workload.scaling import at_load, offered_load, scale_run_times
 from gangsched.workload.swf import SwfError, SwfJob, parse_swf, read_swf, write_swf
-
-from gangsched.traces import KTH_SP2 as KTH
-
 
 BASE = SwfJob(job_id=1, submit=10, wait=-1, run_time=100.5, procs=4, avg_cpu=-1, memory=-1,
               req_procs=4, req_time=200, req_memory=-1, status=1, user=3, group=1, executable=-1,

@@ -13,7 +13,11 @@ from prometheus_client.registry import Collector
 from gangsched.protocol.messages import Histogram, MasterStats, MatrixView
 from gangsched.protocol.records import JobInfo, JobState, NodeInfo
 
-PENDING_REASONS = ("Resources", "Resources: memory", "Priority")  # any other reason (waiting for nodes, a dependency): "Other"
+PENDING_REASONS = (
+    "Resources",
+    "Resources: memory",
+    "Priority",
+)  # any other reason (waiting for nodes, a dependency): "Other"
 
 
 class MasterCollector(Collector):

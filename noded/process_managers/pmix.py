@@ -31,12 +31,12 @@ from pathlib import Path
 from gangsched.jobs.mpi_environments import mpi_home
 from gangsched.noded.process_managers import libpmix
 from gangsched.noded.process_managers.interface import NodeServices, ProcessManagerUnavailable, exit_failure
-from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
+from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_host import NodeTask
-from gangsched.noded.tasks import place_in_block, task_account
 from gangsched.noded.task_states import ProcessManagerMessage
+from gangsched.noded.tasks import place_in_block, task_account
 from gangsched.protocol.messages import PmiFence, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import UNSERVED_HINTS, MpiKind, TaskSpec
 
@@ -243,7 +243,7 @@ class PmixService:
             ("pmix.job.napps", 1), ("pmix.jobid", nspace), ("pmix.tmpdir", str(sessions)),
             ("pmix.nsdir", str(sessions)),
         ]
-        if local > self._settings.cpus:
+        if local > self._settings.cpu_share:
             # more of its ranks here than the node has cores (an emulated node's share of a host): Open
             # MPI then yields the core while it waits, as under its own mpirun, rather than spin against
             # its own ranks

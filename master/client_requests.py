@@ -3,13 +3,17 @@
 import logging
 import sqlite3
 
-from gangsched.master.clock import Clock
+from gangsched.master.clock import Now
+from gangsched.master.closing import StoreRetry
+from gangsched.master.decisions import Decisions
 from gangsched.master.dependencies import dependencies
+from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
-from gangsched.master.lifecycle import JobLifecycle
+from gangsched.master.job_table import JobTable
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import Shape, committed_memory, describe_shape
 from gangsched.master.rotation import SlotRotation
+from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.topology import Topology
@@ -39,17 +43,19 @@ _FINISHED_SHOWN = 200
 class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix, users."""
 
-    def __init__(self, mpi_default: MpiKind, default_mem_per_cpu: int, store: JobStore, clock: Clock,
-                 nodes: NodeRegistry, lifecycle: JobLifecycle, rotation: SlotRotation) -> None:
-        self._mpi_default = mpi_default
-        self._default_mem_per_cpu = default_mem_per_cpu
+    def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
+                 endings: Endings, decisions: Decisions, rotation: SlotRotation, retry: StoreRetry) -> None:
+        self._mpi_default = settings.mpi_default
+        self._default_mem_per_cpu = settings.default_mem_per_cpu
         self._store = store
-        self._clock = clock
         self._nodes = nodes
-        self._lifecycle = lifecycle
+        self._table = table
+        self._endings = endings
+        self._decisions = decisions
         self._rotation = rotation
+        self._retry = retry
 
-    def submit(self, message: Submit) -> Submitted | ErrorReply:
+    def submit(self, message: Submit, now: Now) -> Submitted | ErrorReply:
         spec = message.spec
         if spec.mpi is None:  # Slurm's MpiDefault: the job names its interface from now on
             spec = spec.model_copy(update={"mpi": self._mpi_default})
@@ -60,36 +66,35 @@ class ClientRequests:
             earlier = self._store.job_of_token(spec.user, message.token)
             if earlier is not None:  # an array's jobs have consecutive ids
                 return Submitted(job_id=earlier, job_ids=list(range(earlier, earlier + count)))
-        refusal = self._refusal(spec)
+        refusal = self._refusal(spec, now)
         if refusal is not None:
             return refusal
         first = self._store.next_job_id()
         specs = [spec] if message.array is None else [
             spec.model_copy(update={"array_job_id": first, "array_index": index}) for index in message.array
         ]
-        now = self._clock.time()
-        jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now,
-                    predictor=self._lifecycle.predictor()) for offset, each in enumerate(specs)]
+        jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now.wall,
+                    predictor=self._table.predictor()) for offset, each in enumerate(specs)]
         try:
             self._store.submitted(jobs, message.token)
         except sqlite3.Error as error:  # refused whole: nothing was kept, so nothing waits to be written
-            self._lifecycle.store_retry.refused()
+            self._retry.refused()
             log.error("the job store cannot write a submission by %s (%s): refused", spec.user, error)
             return ErrorReply(code=ErrorCode.INTERNAL, reason=f"the job store cannot write ({error}): nothing was "
                               "submitted; try again later")
         for job in jobs:
-            self._lifecycle.jobs[job.job_id] = job
+            self._table.jobs[job.job_id] = job
             log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)
-            self._lifecycle.enqueue(job)
-        self._lifecycle.settle()
+            self._endings.enqueue(job, now)
+        self._decisions.settle(now)
         return Submitted(job_id=first, job_ids=[job.job_id for job in jobs])
 
-    def _refusal(self, spec: JobSpec) -> ErrorReply | None:
+    def _refusal(self, spec: JobSpec, now: Now) -> ErrorReply | None:
         """Why a job can never run, if it cannot: wider than the cluster, or depending on what cannot be."""
         if spec.array_job_id is not None or spec.array_index is not None:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="a job's array fields are the master's to set")
         # while the nodes of a restarted master come back, a job waits for them instead
-        if self._clock.monotonic() < self._lifecycle.rejoin_until:
+        if now.monotonic < self._table.rejoin_until:
             return self._dependency_refusal(spec)
         processors, memory = self._nodes.processors(), self._nodes.memories()
         cluster = Topology.of(processors, memory)
@@ -109,7 +114,7 @@ class ClientRequests:
         return self._dependency_refusal(spec)
 
     def _dependency_refusal(self, spec: JobSpec) -> ErrorReply | None:
-        found = dependencies(spec, self._lifecycle.state_of)
+        found = dependencies(spec, self._table.state_of)
         if found.unknown is not None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no job {found.unknown} to depend on")
         if found.never is not None:
@@ -117,8 +122,8 @@ class ClientRequests:
                               reason=f"the dependency can never be satisfied: {found.never}")
         return None
 
-    def cancel(self, message: Cancel) -> Cancelled | ErrorReply:
-        job = self._lifecycle.jobs.get(message.job_id)
+    def cancel(self, message: Cancel, now: Now) -> Cancelled | ErrorReply:
+        job = self._table.get(message.job_id)
         if job is None:
             stored = self._store.get(message.job_id)
             if stored is None:
@@ -133,18 +138,18 @@ class ClientRequests:
             )
         reason = f"cancelled by {message.user}"
         if job.state is JobState.PENDING:
-            self._lifecycle.withdraw(job, reason)
+            self._endings.withdraw(job, reason, now)
         else:
-            self._lifecycle.decide_end(job, JobState.CANCELLED, reason)
-        self._lifecycle.settle()
+            self._endings.decide_end(job, JobState.CANCELLED, reason, now)
+        self._decisions.settle(now)
         return Cancelled(job_id=job.job_id, state=job.ending or job.state)
 
     def query_jobs(self, message: JobQuery) -> JobList:
         if message.job_ids is not None:
-            found = (self._lifecycle.jobs.get(job_id) or self._store.get(job_id) for job_id in message.job_ids)
+            found = (self._table.find(job_id) for job_id in message.job_ids)
             jobs = [job for job in found if job is not None]
         else:
-            jobs = list(self._lifecycle.jobs.values())
+            jobs = list(self._table.jobs.values())
             if message.ended_after is not None:
                 jobs = self._store.ended_since(message.ended_after, message.after_id, JOBS_PER_REPLY + 1) + jobs
             elif message.include_finished:
@@ -152,14 +157,13 @@ class ClientRequests:
         page = sorted((job for job in jobs if job.job_id > message.after_id), key=lambda job: job.job_id)
         return JobList(jobs=[job.info() for job in page[:JOBS_PER_REPLY]], more=len(page) > JOBS_PER_REPLY)
 
-    def query_nodes(self) -> NodeList:
+    def query_nodes(self, now: Now) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
-        for job in self._lifecycle.jobs.values():
+        for job in self._table.jobs.values():
             for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
                 jobs_by_node.setdefault(node, []).append(job.job_id)
-        placed = [job for job in self._lifecycle.jobs.values() if job.state is JobState.RUNNING]
         return NodeList(nodes=self._nodes.info(jobs_by_node, self._rotation.processors_in_turn(),
-                                               committed_memory(placed), self._clock.monotonic()),
+                                               committed_memory(self._table.running()), now.monotonic),
                         mpi_default=self._mpi_default)
 
     def query_matrix(self) -> MatrixView:
@@ -170,7 +174,7 @@ class ClientRequests:
         if message.admin != "root":
             return ErrorReply(code=ErrorCode.PERMISSION_DENIED,
                               reason=f"only root sets users' priorities and quotas, not {message.admin}")
-        account = self._lifecycle.account(message.user)
+        account = self._table.account(message.user)
         if message.political_priority is not None:
             account.political_priority = message.political_priority
         if message.quota_node_s is not None or message.clear_quota:
@@ -181,4 +185,5 @@ class ClientRequests:
         return self.query_users()
 
     def query_users(self) -> UserList:
-        return UserList(users=[self._lifecycle.accounts[user].info() for user in sorted(self._lifecycle.accounts)])
+        accounts = self._table.accounts
+        return UserList(users=[accounts[user].info() for user in sorted(accounts)])

@@ -1,4 +1,5 @@
-"""The code type-checks: mypy over the package laid out as it is installed."""
+"""The tools keep the hygiene: mypy --strict over the package laid out as it is installed, and ruff's
+pyflakes, pycodestyle, isort, bugbear and pyupgrade rules over the whole tree (both set in pyproject.toml)."""
 
 import shutil
 import subprocess
@@ -17,5 +18,11 @@ def test_mypy_finds_no_errors(tmp_path):
         target.symlink_to(ROOT / folder)
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     result = subprocess.run([sys.executable, "-m", "mypy", "-p", "gangsched"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_finds_nothing():
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,124 @@
+"""The policy's decisions carried out for one matrix: the scheduling events settled, the starts and
+migrations it orders, the jobs past their time limit, and why each waiting job waits.
+
+The decisions are the batch policy's, the same code the simulator runs
+(master/scheduling.py puts it in node names): at each scheduling event it says
+which jobs start and which migrate. This part, with the queue it drives
+(master/pending.py) and the rotation of its rows (master/rotation.py), is what
+one Ousterhout matrix needs.
+"""
+
+import logging
+
+from gangsched.master.clock import Now
+from gangsched.master.closing import StoreRetry
+from gangsched.master.ending import Endings
+from gangsched.master.job_record import Job
+from gangsched.master.job_table import JobTable
+from gangsched.master.migrations import Migrations
+from gangsched.master.pending import PendingQueue
+from gangsched.master.placement import describe_shape, where
+from gangsched.master.scheduling import Processor
+from gangsched.master.settings import MasterSettings
+from gangsched.master.starting import CannotStart, Starts
+from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
+from gangsched.master.waiting import Wait, WaitKind
+from gangsched.protocol.records import JobState
+
+log = logging.getLogger("gangsched.master")
+
+
+class Decisions:
+    def __init__(self, settings: MasterSettings, table: JobTable, queue: PendingQueue, starts: Starts,
+                 migrations: Migrations, endings: Endings, retry: StoreRetry) -> None:
+        self._settings = settings
+        self._table = table
+        self._queue = queue
+        self._starts = starts
+        self._migrations = migrations
+        self._endings = endings
+        self._retry = retry
+        self._last_tick: float | None = None
+        self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
+
+    def quantum_ended(self, ran: set[int], now: Now) -> None:
+        """Charge the jobs the last switch ran with the quantum that ended; end those past their limit;
+        wake the policy if it asked to be woken by now.
+
+        Only a job that ran can have passed its limit since the last boundary.
+        """
+        elapsed = 0.0 if self._last_tick is None else now.monotonic - self._last_tick
+        self._last_tick = now.monotonic
+        for job_id in ran:
+            job = self._table.get(job_id)
+            if job is None or job.state is not JobState.RUNNING:
+                continue
+            job.ran_s += elapsed
+            limit = self._table.time_limit(job)
+            if job.ending is None and job.ran_s > limit + self._settings.over_time_s:
+                self._endings.decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s",
+                                         now)
+        wake_at = self._queue.wake_at
+        if wake_at is not None and now.monotonic >= wake_at:
+            self._queue.event()
+
+    def settle(self, now: Now) -> None:
+        """After the events of one message or one tick: let the policy decide if one of them asks for it."""
+        queue = self._queue
+        if not queue.decide_again:
+            return
+        while queue.decide_again:
+            queue.decide_again = False
+            with Stopwatch(self.decision_time):
+                changes = queue.scheduler.schedule(now.monotonic)
+            queue.wake_at = changes.wake_at
+            for job_id, nodes in changes.starts.items():
+                self._start(self._table.jobs[job_id], nodes, now)
+            for job_id, nodes in changes.moves.items():
+                self._migrations.migrate(self._table.jobs[job_id], nodes, now)
+        self._explain_waiting(now)
+
+    def retry_store(self, now: Now) -> None:
+        """The store is due to be tried again: the closes that wait, and the starts it could not write
+        (placed again: a start that fails again sets the next try)."""
+        self._endings.write_closes(now)
+        if not self._endings.waiting_for_store:
+            self._retry.succeeded()  # nothing waits for the store now
+        postponed, self._retry.postponed = self._retry.postponed, []
+        for job_id in postponed:
+            job = self._table.get(job_id)
+            if job is not None and job.state is JobState.PENDING:  # not cancelled meanwhile
+                job.wait = None  # it waits as any other now
+                self._queue.resubmit(job, now)
+        self._queue.event()
+
+    def _start(self, job: Job, processors: list[Processor], now: Now) -> None:
+        job.state = JobState.RUNNING
+        job.start_time = now.wall
+        job.reason, job.wait = "", None
+        try:
+            if self._starts.launch(job, processors, restore=False, now=now):
+                log.info("job %d starts on %s", job.job_id, where(processors))
+        except CannotStart as failure:
+            self._endings.cannot_start(job, failure, now)
+
+    def _explain_waiting(self, now: Now) -> None:
+        scheduler = self._queue.scheduler
+        waiting = sorted((job for job in self._table.jobs.values()
+                          if job.state is JobState.PENDING and job.job_id not in self._queue.dependent),
+                         key=lambda job: job.job_id)
+        up = len(scheduler.columns)
+        first = True
+        memory = scheduler.memory_room() if waiting else None
+        for job in waiting:
+            if scheduler.is_held(job.job_id):
+                detail = f"{describe_shape(job.spec)}, {up} processors up"
+                if now.monotonic < self._table.rejoin_until:
+                    detail += " (nodes rejoining after a master restart)"
+                job.wait = Wait(WaitKind.NODES, detail)
+            elif job.wait is None or not job.wait.keeps_its_turn:
+                if memory is not None and not memory(self._table.policy_job(job, now)):
+                    job.wait = Wait(WaitKind.RESOURCES_MEMORY)
+                else:
+                    job.wait = Wait(WaitKind.RESOURCES if first else WaitKind.PRIORITY)
+                first = False

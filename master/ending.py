@@ -1,0 +1,159 @@
+"""How a job ends: the first cause decides its final state, its other tasks are killed, and its
+close (or requeue) is written whole before the master's memory follows (master/closing.py).
+
+A job: PENDING -> RUNNING -> a final state once every rank has exited. The
+final state is decided by the first thing that goes wrong (``Job.ending``): a
+rank that fails, a cancel, the time limit (TIMEOUT), a lost node (NODE_FAIL,
+or back to PENDING if the user asked for requeue). A job leaves the policy as
+soon as its end is decided. A closed job's dependents are released.
+"""
+
+import dataclasses
+import logging
+import sqlite3
+from collections import deque
+
+from gangsched.master.clock import Now
+from gangsched.master.closing import Close, StoreRetry
+from gangsched.master.job_record import Job
+from gangsched.master.job_table import JobTable
+from gangsched.master.migrations import Migrations
+from gangsched.master.pending import PendingQueue
+from gangsched.master.placement import where
+from gangsched.master.starting import CannotStart, Starts
+from gangsched.master.store import JobStore
+from gangsched.master.waiting import Wait, WaitKind
+from gangsched.protocol.messages import KillTask, Message
+from gangsched.protocol.records import JobState
+
+log = logging.getLogger("gangsched.master")
+
+
+class Endings:
+    def __init__(self, store: JobStore, table: JobTable, queue: PendingQueue, starts: Starts,
+                 migrations: Migrations, retry: StoreRetry, outbox: deque[tuple[str, Message]]) -> None:
+        self._store = store
+        self._table = table
+        self._queue = queue
+        self._starts = starts
+        self._migrations = migrations
+        self._retry = retry
+        self._outbox = outbox
+        self._closing: dict[int, Close] = {}  # ended jobs whose end the store has not taken yet
+
+    @property
+    def waiting_for_store(self) -> bool:
+        return bool(self._closing)
+
+    def enqueue(self, job: Job, now: Now) -> None:
+        """A pending job goes to the policy once the jobs it depends on allow; it is cancelled if they
+        never will."""
+        never = self._queue.enqueue(job, now)
+        if never is not None:
+            job.reason = f"DependencyNeverSatisfied: {never}"
+            self.close(job, JobState.CANCELLED, now)
+
+    def withdraw(self, job: Job, reason: str, now: Now) -> None:
+        """A pending job leaves the queue for good (cancelled)."""
+        self._queue.withdraw(job, now)
+        job.reason = reason
+        self.close(job, JobState.CANCELLED, now)
+
+    def cannot_start(self, job: Job, failure: CannotStart, now: Now) -> None:
+        job.reason = str(failure)
+        self.close(job, JobState.FAILED, now)
+
+    def decide_end(self, job: Job, state: JobState, reason: str, now: Now) -> None:
+        """The first cause decides how a running job ends: it leaves the policy, its other tasks are killed."""
+        if job.ending is not None:
+            return
+        job.ending, job.reason = state, reason
+        job.migration = None
+        log.info("job %d ends as %s: %s", job.job_id, state, reason)
+        self._queue.scheduler.finish(job.job_id, now.monotonic)
+        self._queue.event()
+        for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+            self._outbox.append((node, KillTask(job_id=job.job_id, reason=reason)))
+
+    def ranks_gone(self, job: Job, ranks: set[int], ending: tuple[JobState, str] | None, now: Now,
+                   exit_code: int | None = None) -> None:
+        """Tasks of ``job`` exited or were lost; ``ending`` says if that ends the job."""
+        job.live_ranks -= ranks
+        for rank in ranks:
+            self._starts.arrived(job.job_id, rank)
+        if ending is not None and job.ending is None:
+            job.exit_code = exit_code
+            self.decide_end(job, *ending, now)
+        if job.live_ranks:
+            return
+        self._table.unadopted.pop(job.job_id, None)
+        self._starts.release_ports(job)
+        target = self._migrations.to_restart(job)
+        if target is not None:
+            try:
+                if self._starts.launch(job, target, restore=True, now=now):
+                    log.info("job %d restarts on %s from barrier %d", job.job_id, where(target), job.barriers)
+            except CannotStart as failure:
+                self.cannot_start(job, failure, now)
+            return
+        if job.ending is None:  # every rank ended well: the job is done
+            self._queue.scheduler.finish(job.job_id, now.monotonic)
+            self._queue.event()
+        if job.ending is JobState.PENDING:
+            self._closing[job.job_id] = Close(JobState.PENDING, now.wall)  # a requeue, written as a close is
+            self.write_closes(now)
+        else:
+            self.close(job, job.ending or JobState.COMPLETED, now)
+
+    def close(self, job: Job, state: JobState, now: Now) -> None:
+        """The job ended ``state``: it is closed once the store has its end (master/closing.py)."""
+        self._closing[job.job_id] = Close(state, now.wall)
+        job.ending = job.ending or state  # nothing ends it again meanwhile
+        job.wait = None  # its reason says why it ended
+        self.write_closes(now)
+
+    def write_closes(self, now: Now) -> None:
+        """Write the closes and requeues that wait, in the order the jobs ended; each one the store takes
+        takes effect: a closed job leaves, its user's use counts, its dependents are released; a requeued
+        one goes back to the policy."""
+        for job_id, close in list(self._closing.items()):
+            job = self._table.jobs[job_id]
+            account = None
+            if close.state is JobState.PENDING:
+                written = self._requeued(job)
+            else:
+                written = dataclasses.replace(job, state=close.state, end_time=close.end_time,
+                                              exit_code=0 if close.state is JobState.COMPLETED else job.exit_code)
+                if job.ran_s:
+                    used = self._table.account(job.spec.user)
+                    account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
+            try:
+                self._store.closed(written, account)
+            except sqlite3.Error as error:
+                delay = self._retry.failed(now.monotonic)
+                log.error("the job store cannot write job %d's %s (%s): %d wait, tried again in %.1f s", job_id,
+                          "requeue" if close.state is JobState.PENDING else "end", error, len(self._closing), delay)
+                return
+            if not self._retry.postponed:  # else the postponed starts are due at the next try
+                self._retry.succeeded()
+            del self._closing[job_id]
+            self._queue.event()
+            if close.state is JobState.PENDING:
+                self._table.jobs[job_id] = written
+                self._queue.resubmit(written, now)
+                continue
+            del self._table.jobs[job_id]
+            job.state, job.end_time, job.exit_code = written.state, written.end_time, written.exit_code
+            if account is not None:
+                self._table.accounts[account.user] = account
+            log.info("job %d %s", job_id, close.state)
+            for dependent in self._queue.dependents_of(job_id):
+                self.enqueue(dependent, now)
+
+    def _requeued(self, job: Job) -> Job:
+        """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""
+        return dataclasses.replace(
+            job, state=JobState.PENDING, ending=None, requeues=job.requeues + 1, node_names=[], processors=[],
+            start_time=None, barrier_port=None, rendezvous_port=None, util_pct=None, quantum_utils={}, ran_s=0.0,
+            barriers=0, progress_history=deque(maxlen=job.progress_history.maxlen), predictor=self._table.predictor(),
+            reason="", wait=Wait(WaitKind.REQUEUED, job.reason), live_ranks=set(), fences={})

@@ -1,0 +1,79 @@
+"""The jobs the master holds while they are pending or running, and its users' accounts.
+
+Finished jobs are the store's; a job is looked up here first, then there. The
+table answers the questions the other parts ask of the jobs (which run, which
+were running before a restart and wait for their nodes) and turns a job into
+what the policy sees of it.
+"""
+
+from gangsched.master.accounts import Account
+from gangsched.master.clock import Now
+from gangsched.master.job_record import Job
+from gangsched.master.placement import memory_request
+from gangsched.master.scheduling import PolicyJob
+from gangsched.master.settings import MasterSettings
+from gangsched.master.store import JobStore
+from gangsched.policy.predictor import UtilizationPredictor
+from gangsched.protocol.records import JobState
+
+
+class JobTable:
+    def __init__(self, settings: MasterSettings, store: JobStore) -> None:
+        self._settings = settings
+        self._store = store
+        self.jobs: dict[int, Job] = {}  # pending and running only
+        self.unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
+        self.accounts = {account.user: account for account in store.accounts()}
+        # until then, the nodes of a master restarted on an earlier run's store may still come back
+        self.rejoin_until = 0.0
+
+    def get(self, job_id: int) -> Job | None:
+        """A pending or running job."""
+        return self.jobs.get(job_id)
+
+    def find(self, job_id: int) -> Job | None:
+        """Any job, finished ones from the store."""
+        return self.jobs.get(job_id) or self._store.get(job_id)
+
+    def state_of(self, job_id: int) -> JobState | None:
+        job = self.find(job_id)
+        return None if job is None else job.state
+
+    def running(self) -> list[Job]:
+        return [job for job in self.jobs.values() if job.state is JobState.RUNNING]
+
+    def running_on(self, job_id: int, node: str) -> Job | None:
+        job = self.jobs.get(job_id)
+        return job if job is not None and job.state is JobState.RUNNING and node in job.node_names else None
+
+    def adopt(self, up: set[str]) -> list[Job]:
+        """The jobs restored after a restart whose nodes are all ``up`` again: no longer unadopted."""
+        adopted = [job for job in self.unadopted.values() if set(job.node_names) <= up]
+        for job in adopted:
+            del self.unadopted[job.job_id]
+        return adopted
+
+    def policy_job(self, job: Job, now: Now) -> PolicyJob:
+        spec = job.spec
+        return PolicyJob(
+            job_id=job.job_id,
+            submit=now.monotonic_of(job.submit_time),
+            procs=spec.tasks,
+            nodes=spec.nodes,
+            tasks_per_node=spec.tasks_per_node,
+            estimate=self.time_limit(job),
+            user_priority=spec.priority,
+            political_priority=self.account(spec.user).priority_for_policy,
+            migratable=spec.migratable and self._settings.checkpoint_dir is not None,
+            memory=memory_request(spec),
+        )
+
+    def predictor(self) -> UtilizationPredictor:
+        return UtilizationPredictor(self._settings.sharp_change or None)
+
+    def time_limit(self, job: Job) -> float:
+        """The job's estimate, which is also its time limit."""
+        return job.spec.estimate_s or self._settings.default_estimate_s
+
+    def account(self, user: str) -> Account:
+        return self.accounts.setdefault(user, Account(user))

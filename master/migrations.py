@@ -1,0 +1,54 @@
+"""Migrations: a job's tasks checkpoint at their next barrier (``CheckpointTask``), exit with
+CHECKPOINTED and start again on their new nodes from the saved state.
+
+The time from the request until rank 0 passes a barrier beyond the saved ones
+is the measured cost, fed back to the policy as its C.
+"""
+
+import logging
+from collections import deque
+
+from gangsched.master.clock import Now
+from gangsched.master.job_record import Job, Migration
+from gangsched.master.placement import processors_of, where
+from gangsched.master.scheduling import LiveScheduler, Processor
+from gangsched.master.stats import MIGRATION_BOUNDS_S, Timings
+from gangsched.protocol.messages import CheckpointTask, Message
+
+log = logging.getLogger("gangsched.master")
+
+
+class Migrations:
+    def __init__(self, scheduler: LiveScheduler, outbox: deque[tuple[str, Message]]) -> None:
+        self._scheduler = scheduler
+        self._outbox = outbox
+        self.costs = Timings(MIGRATION_BOUNDS_S)
+
+    def migrate(self, job: Job, processors: list[Processor], now: Now) -> None:
+        if job.migration is not None and not job.migration.restarted:  # moved again before it left
+            job.migration.target = processors
+            return
+        log.info("job %d migrates from %s to %s", job.job_id, where(processors_of(job)), where(processors))
+        job.migration = Migration(target=processors, asked=now.monotonic)
+        for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+            self._outbox.append((node, CheckpointTask(job_id=job.job_id)))
+
+    def to_restart(self, job: Job) -> list[Processor] | None:
+        """Every rank of a migrating job saved its state: where it starts again (its saved barriers noted)."""
+        migration = job.migration
+        if migration is None or migration.restarted or len(migration.checkpointed) != len(job.node_names):
+            return None
+        migration.saved = job.barriers
+        return migration.target
+
+    def progressed(self, job: Job, progress: int, now: Now) -> None:
+        """Rank 0 reported ``progress``: past the checkpoint, the migration is over and its cost known."""
+        migration = job.migration
+        if migration is None or migration.saved is None or progress <= migration.saved:
+            return
+        cost = now.monotonic - migration.asked
+        job.migration = None
+        job.migration_s.append(cost)
+        self.costs.observe(cost)
+        self._scheduler.set_migration_cost(self.costs.mean())
+        log.info("job %d migrated in %.3f s", job.job_id, cost)

@@ -1,0 +1,128 @@
+"""Starting the jobs the policy placed: their barrier ports, the launches to their nodes (and which
+of those are still on their way), and the starts the store could not write.
+
+A job's start is one write: one the store cannot take does not happen (no task
+is sent). The job waits out of the policy, "start postponed", until the store
+is tried again (master/closing.py), and is then placed again as any other.
+"""
+
+import logging
+import secrets
+import sqlite3
+from collections import deque
+
+from gangsched.master.barriers import BarrierEndpoints, NoFreePort
+from gangsched.master.clock import Now
+from gangsched.master.closing import StoreRetry
+from gangsched.master.job_record import Job
+from gangsched.master.job_table import JobTable
+from gangsched.master.nodes import NodeRegistry
+from gangsched.master.pending import PendingQueue
+from gangsched.master.placement import Rendezvous, launches
+from gangsched.master.scheduling import Processor
+from gangsched.master.settings import MasterSettings
+from gangsched.master.store import JobStore
+from gangsched.master.waiting import Wait, WaitKind
+from gangsched.protocol.messages import LaunchTask, Message
+from gangsched.protocol.records import JobState
+
+log = logging.getLogger("gangsched.master")
+
+
+class CannotStart(Exception):
+    """A job placed that cannot start (no port for its barrier, ...): its job fails, with the reason."""
+
+
+class Starts:
+    def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
+                 queue: PendingQueue, retry: StoreRetry, outbox: deque[tuple[str, Message]]) -> None:
+        self._settings = settings
+        self._store = store
+        self._nodes = nodes
+        self._table = table
+        self._queue = queue
+        self._retry = retry
+        self._outbox = outbox
+        self._barriers = BarrierEndpoints()
+        # launches no hello, report or exit has shown to arrive yet, with the incarnation of the node
+        # daemon they went to: a repeated hello of that daemon may have crossed them on the way
+        self._launching: dict[tuple[int, int], tuple[str, LaunchTask]] = {}
+
+    def restored(self, job: Job) -> None:
+        """A job running before a restart keeps its ports."""
+        for port in (job.barrier_port, job.rendezvous_port):
+            if port is not None:
+                self._barriers.reserve(job.node_names[0], port)
+
+    def launch(self, job: Job, processors: list[Processor], restore: bool, now: Now) -> bool:
+        """Send the job's tasks to ``processors``; False if the store could not write the start (the job
+        waits: postponed). Raises ``CannotStart``, the job out of the policy, if it cannot start at all."""
+        first = processors[0].node
+        rank0 = self._nodes.get(first)
+        try:
+            if rank0 is None or rank0.peer is None:
+                raise NoFreePort(f"node {first} has not said where tasks may bind")
+            address, bind, port = self._barriers.allocate(job.job_id, first, rank0.peer)
+            try:
+                rendezvous = self._barriers.rendezvous(first, rank0.peer)
+            except NoFreePort:
+                self._barriers.release(first, port)
+                raise
+        except NoFreePort as error:
+            job.node_names, job.processors, job.live_ranks = [], [], set()
+            self._queue.scheduler.finish(job.job_id, now.monotonic)
+            self._queue.event()
+            raise CannotStart(f"could not start: {error}") from None
+        job.node_names = [processor.node for processor in processors]
+        job.processors = [processor.number for processor in processors]
+        job.live_ranks = set(range(len(processors)))
+        job.barrier_port = port
+        job.rendezvous_port = None if rendezvous is None else rendezvous[1]
+        job.fences = {}
+        try:
+            self._store.save(job)
+        except sqlite3.Error as error:
+            if restore:
+                raise
+            self._postpone(job, first, [port, job.rendezvous_port], error, now)
+            return False
+        # MPICH names its shared memory after the key-value space, and a killed job leaves its
+        # segments behind: a name never used before keeps a later job from opening them
+        kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
+        meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0])
+        for node_name, launch in launches(job, processors, meet, kvsname, self._settings.io_addr,
+                                          self._settings.checkpoint_dir, restore):
+            node = self._nodes.get(node_name)
+            self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)
+            self._outbox.append((node_name, launch))
+        return True
+
+    def _postpone(self, job: Job, first: str, ports: list[int | None], error: sqlite3.Error, now: Now) -> None:
+        """The store cannot write the job's start: the start does not happen (memory follows the store),
+        and the job waits out of the policy until the store is tried again."""
+        for port in ports:
+            self._barriers.release(first, port)
+        delay = self._retry.failed(now.monotonic)
+        log.error("the job store cannot write job %d's start (%s): it waits, tried again in %.1f s",
+                  job.job_id, error, delay)
+        job.state, job.start_time, job.node_names, job.processors, job.live_ranks = \
+            JobState.PENDING, None, [], [], set()
+        job.barrier_port = job.rendezvous_port = None
+        job.wait = Wait(WaitKind.START_POSTPONED)
+        self._queue.scheduler.finish(job.job_id, now.monotonic)
+        self._retry.postponed.append(job.job_id)
+        self._queue.event()  # the policy's layout without it; it is not in the policy, so it is not placed again
+
+    def arrived(self, job_id: int, rank: int) -> None:
+        """A hello, report or exit showed the task's launch arrived (or the task is gone)."""
+        self._launching.pop((job_id, rank), None)
+
+    def in_flight(self, job_id: int, rank: int, incarnation: str) -> LaunchTask | None:
+        """The launch of a task on its way to the node daemon ``incarnation``, if one is."""
+        in_flight = self._launching.get((job_id, rank))
+        return in_flight[1] if in_flight is not None and in_flight[0] == incarnation else None
+
+    def release_ports(self, job: Job) -> None:
+        """Every rank of the job is gone: its ports are free."""
+        self._barriers.release(job.node_names[0], job.barrier_port)
+        self._barriers.release(job.node_names[0], job.rendezvous_port)

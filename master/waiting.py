@@ -1,0 +1,43 @@
+"""Why a pending job waits, as a typed value; the text users read is rendered from it.
+
+The kinds are Slurm's pending reasons where Slurm has one (``Resources``,
+``Priority``, ``Dependency``), and the master's own otherwise. Decisions test
+the kind, never the text.
+"""
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class WaitKind(Enum):
+    RESOURCES = "Resources"  # the first job in line: what it needs is not free yet
+    RESOURCES_MEMORY = "Resources: memory"  # Slurm's word, and which resource
+    PRIORITY = "Priority"  # a job ahead of it waits for resources
+    DEPENDENCY = "Dependency"  # the jobs it names have not ended as it asks
+    NODES = "Nodes"  # wider than the nodes up
+    REQUEUED = "Requeued"  # back in the queue after a lost node (the detail: why)
+    START_POSTPONED = "StartPostponed"  # placed, but the store could not write its start
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    kind: WaitKind
+    detail: str = ""
+
+    def text(self) -> str:
+        match self.kind:
+            case WaitKind.DEPENDENCY:
+                return f"Dependency: waits for {self.detail}"
+            case WaitKind.NODES:
+                return f"needs {self.detail}"
+            case WaitKind.REQUEUED:
+                return f"requeued: {self.detail}"
+            case WaitKind.START_POSTPONED:
+                return "start postponed: the job store cannot write"
+            case _:
+                return str(self.kind.value)
+
+    @property
+    def keeps_its_turn(self) -> bool:
+        """A reason that stays while the job waits in the policy's queue, rather than its place in line."""
+        return self.kind in (WaitKind.REQUEUED, WaitKind.START_POSTPONED)
