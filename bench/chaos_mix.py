@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gangsched.bench.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.deploy.unix_accounts import remove_unix_account, unix_account
+from gangsched.jobs.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.jobs.mpi_environments import ensure
 from gangsched.jobs.mpi_programs import MpiUnavailable
 from gangsched.jobs.synthetic import SyntheticJob

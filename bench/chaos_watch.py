@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 
 from gangsched.deploy.local import task_processes
-from gangsched.noded.containment import cgroup2_mount, cgroup_of
+from gangsched.noded.cgroups import cgroup2_mount, cgroup_of
 from gangsched.noded.holding import WATCH_INTERVAL_S
 
 SAMPLE_S = 0.02

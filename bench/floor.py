@@ -31,7 +31,7 @@ from gangsched.bench.switch import measure_switch
 from gangsched.daemon.realtime import zmq_context
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
-from gangsched.noded.tasks import process_cpu_ns
+from gangsched.noded.task_processes import process_cpu_ns
 from gangsched.sim.report import percentile
 
 Row = dict[str, Any]

@@ -11,8 +11,8 @@ checkpoint at a barrier and restart on the new node from their state.
 import time
 from dataclasses import dataclass
 
-from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo, JobState
 
@@ -47,7 +47,7 @@ def run_migration(client: MasterClient, short_iterations: int = 40,
         return client.job(a)
 
     try:
-        (started,) = wait_until_running(client, [a], timeout_s)
+        (started,) = client.wait_until_running([a], timeout_s)
         before = started.barriers
         while not (ended := client.job(b)).state.is_final:
             before = poll(f"job {b} to complete").barriers

@@ -11,8 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient
-from gangsched.protocol.records import JobInfo, JobSpec, JobState
+from gangsched.protocol.records import JobSpec
 
 
 @dataclass(frozen=True)
@@ -24,31 +25,12 @@ class MixResult:
     barriers_per_s: float
 
 
-def job_spec(job: SyntheticJob, nodes: int, estimate_s: float | None = None) -> JobSpec:
-    return JobSpec(name=f"bench-{job.kind}", user=getpass.getuser(), tasks=nodes, argv=job.argv(),
-                   estimate_s=estimate_s, migratable=job.migratable)
-
-
-def wait_until_running(client: MasterClient, job_ids: list[int], timeout_s: float) -> list[JobInfo]:
-    """Until every job runs and its rank 0 has been measured once; fails on a job that ended."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        jobs = client.jobs(job_ids)
-        ended = [job for job in jobs if job.state.is_final]
-        if ended:
-            raise RuntimeError(f"job {ended[0].job_id} ended: {ended[0].state} ({ended[0].reason})")
-        if all(job.state is JobState.RUNNING and job.barriers_time for job in jobs):
-            return jobs
-        time.sleep(0.1)
-    raise RuntimeError(f"jobs {job_ids} did not all start within {timeout_s:g} s")
-
-
 @contextmanager
 def running(client: MasterClient, specs: list[JobSpec], warmup_s: float) -> Iterator[list[int]]:
     """Submit the jobs, wait until all run and ``warmup_s`` more; cancel them afterwards."""
     job_ids = [client.submit(spec) for spec in specs]
     try:
-        wait_until_running(client, job_ids, timeout_s=60)
+        client.wait_until_running(job_ids, timeout_s=60)
         time.sleep(warmup_s)
         yield job_ids
     finally:

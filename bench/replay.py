@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gangsched.bench.mix import job_spec
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo, JobState
 from gangsched.sim.prepare import prepare

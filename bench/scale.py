@@ -26,7 +26,6 @@ from pathlib import Path
 import psutil
 import zmq
 
-from gangsched.bench.mix import wait_until_running
 from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.messages import MasterStats
 from gangsched.protocol.records import JobSpec, NodeState
@@ -111,7 +110,7 @@ def _measure(client: MasterClient, switches: str, nodes: int, relayed: int, regi
              master: psutil.Process, agents: list[psutil.Process]) -> ScaleRow:
     job_ids = [client.submit(JobSpec(name=f"w{width}", user=_user(), tasks=width, argv=["true"]))
                for width in widths(nodes)]
-    wait_until_running(client, job_ids, timeout_s=120)
+    client.wait_until_running(job_ids, timeout_s=120)
     listener: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
     listener.setsockopt(zmq.SUBSCRIBE, b"")
     listener.connect(switches)

@@ -29,7 +29,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.loop import NodeDaemon, poll_ms
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.task_states import MemoryReading
+from gangsched.noded.task_record import MemoryReading
 from gangsched.protocol.records import TaskSpec
 
 AGENT_PREFIX = "agent"
@@ -57,7 +57,7 @@ class EmulatedTask:
     def pids(self) -> list[int]:
         return []
 
-    def follow(self) -> bool:
+    def take_in_new_processes(self) -> bool:
         return False
 
     def stop(self) -> None:
@@ -99,7 +99,7 @@ class EmulatedTask:
         os.close(self.pidfd)
         return -signal.SIGTERM
 
-    def hold(self) -> None:
+    def keep_stopped(self) -> None:
         pass  # nothing resumes an emulated task but its switch
 
     def escaped(self) -> bool:

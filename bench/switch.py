@@ -20,10 +20,11 @@ from dataclasses import dataclass
 
 import psutil
 
-from gangsched.bench.mix import job_spec, running
+from gangsched.bench.mix import running
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient
-from gangsched.noded.tasks import process_cpu_ns
+from gangsched.noded.task_processes import process_cpu_ns
 from gangsched.sim.report import percentile
 
 # the spinning program, started here with no node daemon; the kernel kills the spinners

@@ -11,24 +11,25 @@ from rich.table import Table
 
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
+from gangsched.cli.bench_mpi import alone, startup
+from gangsched.cli.bench_output import console, print_rows, write_rows_csv
 from gangsched.cli.cluster import DOCKER
-from gangsched.cli.console import command_console
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sizes import SIZE
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster, temporary_local_cluster
-from gangsched.jobs.mpi_environments import LIBRARIES
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.protocol.sizes import format_size
-from gangsched.sim.report import write_csv
-
-console = command_console()
 
 
 @click.group()
 def bench() -> None:
     """Benchmarks on a fresh local cluster; each prints its figures."""
+
+
+bench.add_command(alone)
+bench.add_command(startup)
 
 
 @bench.command()
@@ -62,7 +63,7 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
                       f"{result.barriers_per_s:.2f}")
     console.print(table)
     if csv_path:
-        _write_csv(csv_path, [asdict(result) for result in results])
+        write_rows_csv(csv_path, [asdict(result) for result in results])
 
 
 @bench.command()
@@ -85,7 +86,7 @@ def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool
                   "-" if result.daemons_pct is None else f"{result.daemons_pct:.2f}")
     console.print(table)
     if csv_path:
-        _write_csv(csv_path, [asdict(result)])
+        write_rows_csv(csv_path, [asdict(result)])
 
 
 @bench.command()
@@ -126,7 +127,7 @@ def event(policies: str, nodes: int, mpl: int, queued: int, events: int, memory:
                          "running": times.running, "rows": times.rows,
                          "median_ms": round(times.median_ms, 3), "p95_ms": round(times.p95_ms, 3),
                          "max_ms": round(times.max_ms, 3)})
-    _print_rows(f"one scheduling event: {nodes} nodes, MPL {mpl}, {queued} queued, {events} events", rows, csv_path)
+    print_rows(f"one scheduling event: {nodes} nodes, MPL {mpl}, {queued} queued, {events} events", rows, csv_path)
 
 
 @bench.command()
@@ -144,54 +145,7 @@ def migrate(runs: int, csv_path: Path | None) -> None:
         rows.append({"run": run, "from": ",".join(result.moved_from), "to": ",".join(result.moved_to),
                      "barriers_before": result.barriers_before, "checkpointed_at": result.checkpointed_at,
                      "barriers_after": result.barriers_after, "cost_s": round(result.cost_s, 3)})
-    _print_rows(f"live migration under MGS, {NODES} nodes, quantum 100 ms", rows, csv_path)
-
-
-@bench.command()
-@click.option("--mpi-library", "library_name", type=click.Choice(LIBRARIES), default="openmpi",
-              show_default=True, help="the MPI library, in an environment of its own (docs/mpi.md)")
-@click.option("--nodes", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--processors-per-node", "processors", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--iterations", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--grain-ms", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="CPU time between allreduces")
-@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
-def alone(library_name: str, nodes: int, processors: int, iterations: int, grain_ms: float,
-          csv_path: Path | None) -> None:
-    """One MPI job (allreduce.c) alone on a fresh cluster under strict gang scheduling, against the
-    library's own launcher with as many ranks on the same cores: results and iterations/s."""
-    import tempfile
-
-    from gangsched.bench.mpi_libraries import measure_alone, mpi_library
-
-    library = mpi_library(library_name)
-    with tempfile.TemporaryDirectory(prefix="gang-alone-") as folder:
-        row = measure_alone(library, library.build("allreduce", Path(folder)), nodes, processors, iterations,
-                            grain_ms)
-    _print_rows(f"{library.name}: one job of {iterations:,} allreduces ({grain_ms:g} ms grain) alone, "
-                f"{nodes} nodes x {processors} processors", [row], csv_path)
-
-
-@bench.command()
-@click.option("--mpi-library", "libraries", default="mpich,openmpi,intelmpi", show_default=True,
-              help="MPI libraries, comma-separated, each in an environment of its own (docs/mpi.md)")
-@click.option("--jobs", type=click.IntRange(min=1), default=5, show_default=True, help="jobs per shape: the median")
-@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
-def startup(libraries: str, jobs: int, csv_path: Path | None) -> None:
-    """MPI start-up: submission until every rank is past MPI_Init, per library, for 4 and 16 ranks."""
-    import tempfile
-
-    from gangsched.bench.mpi_libraries import measure_startup, mpi_library, startup_shapes
-
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="gang-startup-") as folder:
-        for name in libraries.split(","):
-            library = mpi_library(name.strip())
-            binary = library.build("allreduce", Path(folder))
-            for nodes, processors in startup_shapes(library):
-                rows.append(measure_startup(library, binary, nodes, processors, jobs))
-                console.print(f"{library.name}: {nodes * processors} ranks measured")
-    _print_rows(f"MPI start-up, submission to every rank past MPI_Init (median of {jobs})", rows, csv_path)
+    print_rows(f"live migration under MGS, {NODES} nodes, quantum 100 ms", rows, csv_path)
 
 
 @bench.command()
@@ -235,7 +189,7 @@ def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **
         rows += [{"socket": result.socket, "frames": result.frames, "seconds": round(result.seconds, 3),
                   "daemons_exited": len(result.daemons_exited), "queue_answers": result.queue_answers,
                   "new_job": result.new_job.value} for result in fuzzed]
-        _write_csv(csv_path, rows)
+        write_rows_csv(csv_path, rows)
 
 
 @bench.command()
@@ -258,7 +212,7 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
                      "seconds": round(result.seconds, 1)})
         if result.wrongly_failed:
             console.print(f"run {run}: {result.states}")
-    _print_rows(f"{submissions} submissions from {clients} clients, master killed -9 halfway", rows, csv_path)
+    print_rows(f"{submissions} submissions from {clients} clients, master killed -9 halfway", rows, csv_path)
 
 
 @bench.command()
@@ -294,7 +248,7 @@ def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: 
              {"figure": "descheduled tasks found running and stopped again", "count": result.escapes_stopped}]
     rows += [{"figure": f"invariant broken: {name.replace('_', ' ')}", "count": len(getattr(found, name))}
              for name in INVARIANTS]
-    _print_rows(f"chaos for {minutes:g} min, seed {seed}: {found.jobs} jobs in {result.seconds:.0f} s", rows,
+    print_rows(f"chaos for {minutes:g} min, seed {seed}: {found.jobs} jobs in {result.seconds:.0f} s", rows,
                 csv_path)
     violations = result.violations()
     for violation in violations:
@@ -332,9 +286,9 @@ def floor(processes: str, rounds: int, subscribers: str, messages: int, quanta_m
         tables["job CPU lost to gang scheduling"] = measure.quantum_costs(_counts(quanta_ms), seconds, baseline_s,
                                                                           nodes)
     for title, rows in tables.items():
-        _print_rows(title, rows, None)
+        print_rows(title, rows, None)
     if csv_path:
-        _write_csv(csv_path, [row for rows in tables.values() for row in rows])
+        write_rows_csv(csv_path, [row for rows in tables.values() for row in rows])
 
 
 def _counts(text: str) -> list[int]:
@@ -361,7 +315,7 @@ def cli_latency(runs: int, job_count: int, csv_path: Path | None) -> None:
         for _ in range(job_count):
             client.submit(JobSpec(name="sleep", user=getpass.getuser(), tasks=1, argv=["sleep", "600"]))
         rows = command_latencies(client.endpoint, runs)
-    _print_rows(f"whole-process latency, median of {runs}", rows, csv_path)
+    print_rows(f"whole-process latency, median of {runs}", rows, csv_path)
 
 
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:
@@ -371,23 +325,6 @@ def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[Mast
 
         return temporary_docker_cluster(config)
     return temporary_cluster(config)
-
-
-def _print_rows(title: str, rows: list[dict[str, Any]], csv_path: Path | None) -> None:
-    """The rows as a table, a column per key of the first; and as CSV if asked."""
-    table = Table(title=title)
-    for column in rows[0]:
-        table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(*(str(value) for value in row.values()))
-    console.print(table)
-    if csv_path:
-        _write_csv(csv_path, rows)
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    write_csv(path, rows)
-    console.print(f"wrote {path}")
 
 
 @bench.command("scale")
@@ -408,7 +345,7 @@ def scale(node_counts: str, quantum_ms: int, seconds: float, relay_fanout: int |
     for nodes in _counts(node_counts):
         rows.append(measure_scale(nodes, quantum_ms, seconds, relay_fanout))
         console.print(f"{nodes} nodes measured")
-    _print_rows(f"scale, quantum {quantum_ms} ms, MPL 5, {seconds:g} s each", [asdict(row) for row in rows], csv_path)
+    print_rows(f"scale, quantum {quantum_ms} ms, MPL 5, {seconds:g} s each", [asdict(row) for row in rows], csv_path)
     if csv_path is not None:
         write_plot(rows, csv_path.with_suffix(".png"))
         console.print(f"wrote {csv_path.with_suffix('.png')}")

@@ -59,3 +59,10 @@ def private_ipc(endpoint: str) -> None:
         raise UnsafeBind(f"{endpoint} is in {folder} (mode {stat.filemode(status.st_mode)}, uid {status.st_uid}), "
                          "which other accounts may enter: without --keys its folder must be this account's "
                          "and 0700")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a reader sees the old file or the new one."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    os.replace(partial, path)

@@ -24,7 +24,7 @@ from gangsched.deploy.home import DOCKER_STATE, KEYS, default_home
 from gangsched.deploy.image import build_image
 from gangsched.deploy.local import ClusterError
 from gangsched.master.client import MasterClient, MasterUnreachable
-from gangsched.noded.containment import cgroup2_mount
+from gangsched.noded.cgroups import cgroup2_mount
 from gangsched.noded.memory import host_memory
 from gangsched.protocol.sizes import format_size
 

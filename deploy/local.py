@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,12 +30,13 @@ from pathlib import Path
 
 import psutil
 
-from gangsched.daemon.cores import even_share
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.home import KEYS, LOCAL_STATE, default_home
 from gangsched.master.client import MasterClient, MasterUnreachable
+from gangsched.master.published import ENDPOINTS_FILE, bound_endpoints
 from gangsched.noded.memory import host_memory
+from gangsched.policy.cores import even_share
 from gangsched.protocol.sizes import format_size
 
 _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
@@ -83,17 +83,23 @@ class LocalCluster:
         (self.home / "logs").mkdir(exist_ok=True)
         if config.keys:
             keygen(self.keys, [getpass.getuser()])  # adds to keys made before, replaces none
-            master, switch, report = f"tcp://127.0.0.1:{_free_port()}", "tcp://127.0.0.1:*", "tcp://127.0.0.1:*"
+            # any free port, as the master binds it; kept for its restarts (``restart``)
+            bind, switch, report = "tcp://127.0.0.1:*", "tcp://127.0.0.1:*", "tcp://127.0.0.1:*"
             with_keys = ["--keys", str(self.keys)]
         else:
-            master, switch, report = self._ipc("master.sock"), self._ipc("switch.sock"), self._ipc("report.sock")
+            bind, switch, report = self._ipc("master.sock"), self._ipc("switch.sock"), self._ipc("report.sock")
             with_keys = []
         commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
         commands["master"] = [
-            "master", "--bind", master, "--switch-bind", switch, "--report-bind", report, *with_keys,
+            "master", "--bind", bind, "--switch-bind", switch, "--report-bind", report, *with_keys,
             "--state-dir", str(self.home / "master"), "--io-addr", io_addr,
             "--checkpoint-dir", str(self.home / "checkpoints"), *config.arguments("master"),
         ]
+        (self.home / "master" / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
+        pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
+        started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}
+        master = self._bound_client_endpoint(pids, started, timeout_s)
+        commands["master"][commands["master"].index("--bind") + 1] = master
         cores = os.cpu_count() or 1
         share = cores / config.nodes  # the CPU utilization is measured against
         memory = config.node_memory(host_memory())
@@ -108,8 +114,9 @@ class LocalCluster:
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
                 *with_keys, *config.arguments("node"),
             ]
-        pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
-        started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}
+        for name in (name for name in commands if name not in pids):
+            pids[name] = self._spawn(name, commands[name])
+            started[name] = psutil.Process(pids[name]).create_time()
         state = ClusterState(master, pids, started, commands, config)
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
         self._wait_for_nodes(state, timeout_s)
@@ -170,6 +177,21 @@ class LocalCluster:
             )
         return process.pid
 
+    def _bound_client_endpoint(self, pids: dict[str, int], started: dict[str, float], timeout_s: float) -> str:
+        """The endpoint the master bound for clients and nodes, once it says (master/published.py); the
+        daemons started so far are stopped if it never does."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            bound = bound_endpoints(self.home / "master")
+            if bound is not None:
+                return bound.client
+            if not _is_ours(pids["master"], started["master"]):
+                break
+            time.sleep(0.02)
+        for name, pid in pids.items():
+            _stop(pid, started[name])
+        raise ClusterError(f"the master did not bind its sockets: see {self.home}/logs/")
+
     def _wait_for_nodes(self, state: ClusterState, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         with self.client(state, timeout_s=1.0) as client:
@@ -226,12 +248,6 @@ def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process
         except psutil.Error:
             continue
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _is_ours(pid: int, started: float) -> bool:

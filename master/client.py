@@ -28,7 +28,7 @@ from gangsched.protocol.messages import (
     UserList,
     UserQuery,
 )
-from gangsched.protocol.records import JobInfo, JobSpec, NodeInfo, UserInfo
+from gangsched.protocol.records import JobInfo, JobSpec, JobState, NodeInfo, UserInfo
 
 __all__ = ["MasterClient", "MasterUnreachable", "RequestRefused"]
 
@@ -78,6 +78,19 @@ class MasterClient(MasterConnection):
             return [JobInfo.model_validate(job) for job in self.job_maps(job_ids, include_finished, ended_after)]
         except ValueError as error:  # pydantic's ValidationError
             raise self.malformed(f"a job that is no JobInfo: {error}") from None
+
+    def wait_until_running(self, job_ids: list[int], timeout_s: float) -> list[JobInfo]:
+        """Until every job runs and its rank 0 has been measured once; RuntimeError on a job that ended."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            jobs = self.jobs(job_ids)
+            ended = [job for job in jobs if job.state.is_final]
+            if ended:
+                raise RuntimeError(f"job {ended[0].job_id} ended: {ended[0].state} ({ended[0].reason})")
+            if all(job.state is JobState.RUNNING and job.barriers_time for job in jobs):
+                return jobs
+            time.sleep(0.1)
+        raise RuntimeError(f"jobs {job_ids} did not all start within {timeout_s:g} s")
 
     def job(self, job_id: int) -> JobInfo:
         jobs = self.jobs([job_id])

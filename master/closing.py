@@ -13,7 +13,7 @@ fails and counted (``store_failures``, ``gangsched_store_write_failures_total``)
 When the store can write again, every waiting close is written in the order
 the jobs ended, and their dependents start. A job's start is one write too:
 one the store cannot take does not happen, and the job waits, out of the
-policy, until the next try (``JobLifecycle.retry_store``).
+policy, until the next try (``Decisions.retry_store``).
 """
 
 from dataclasses import dataclass

@@ -46,6 +46,7 @@ from gangsched.master.authorization import (
 from gangsched.master.clock import Now, read_clock
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
+from gangsched.master.published import BoundEndpoints, publish
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreError
 from gangsched.master.viewer import WebServer, viewer_endpoint
@@ -122,6 +123,7 @@ class MasterDaemon:
         self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
+        publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
         self._core = core = MasterCore(settings, endpoints, JobStore(settings.state_dir / "jobs.db"), read_clock())
         nodes, clients = core.node_events, core.client_requests
         self._node_handlers: dict[type, Handler] = {

@@ -94,7 +94,8 @@ class MasterSettings(BaseSettings):
     io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
     http_bind: str = Field(
         "", description="HOST:PORT where a child process serves the metrics (/metrics) and the web view; "
-        "off when empty. Off loopback, it asks for the token in STATE_DIR/web-token"
+        "off when empty; port 0 takes any free port, written to STATE_DIR/web-address. Off loopback, it asks "
+        "for the token in STATE_DIR/web-token"
     )
     realtime_priority: int = Field(
         # above the node daemons' 30: where they share cores, the switch must reach every node
@@ -115,7 +116,7 @@ class MasterSettings(BaseSettings):
     @classmethod
     def _host_and_port(cls, bind: str) -> str:
         host, _, port = bind.rpartition(":")
-        if bind and not (host and port.isdigit() and 0 < int(port) < 65536):
+        if bind and not (host and port.isdigit() and 0 <= int(port) < 65536):
             raise ValueError(f"{bind!r} is not HOST:PORT")
         return bind
 

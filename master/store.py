@@ -1,6 +1,6 @@
 """Jobs persisted in SQLite (WAL, synchronous FULL): a master restart loses no job.
 
-Only lifecycle changes are written (submit, start, end, requeue) and the
+Only the changes of a job's life are written (submit, start, end, requeue) and the
 administrator's settings of users, never what is measured each quantum, so the
 store stays off the switch path.
 """

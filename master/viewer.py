@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from gangsched.daemon.endpoints import private_ipc
+from gangsched.master.published import WEB_ADDRESS_FILE
 
 log = logging.getLogger("gangsched.master")
 
@@ -45,7 +46,8 @@ class WebServer:
         token = web_token(state_dir)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "gangsched.web", "--bind", bind, "--master", viewer,
-             "--quantum-ms", str(quantum_ms), "--parent", str(os.getpid()), "--log-level", log_level],
+             "--quantum-ms", str(quantum_ms), "--parent", str(os.getpid()), "--log-level", log_level,
+             "--address-file", str(state_dir / WEB_ADDRESS_FILE)],
             env={**os.environ, "GANG_WEB_TOKEN": token}, stdin=subprocess.DEVNULL,
         )
         log.info("metrics and web view at http://%s/ (pid %d; token in %s for other hosts)",

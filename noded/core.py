@@ -1,17 +1,20 @@
 """The node daemon's decisions, without sockets or processes (docs/architecture.md, 'The node's core').
 
-Every public method is one event: a message from the master, a switch, a
-task launched or exited, a PMI barrier entered, timers due, all with the clock
-passed in. The core answers with messages to send (``outbox``: each with its
-route, the master's DEALER or the report PUSH) and orders for the tasks
-(``orders``: launch, terminate, kill, look, ...), which ``noded/loop.py``
-takes and carries out, as it does the master core's ``outbox``; its timers
-are data (``deadlines``: the loop waits for the first). Tests drive it on a fake
-clock (tests/test_node_core.py), as tests/test_master_core.py drives the master's.
+Every public method is one event: a message from the master, a switch, what
+the mechanism reports of a task (``task_event``: launched, exited, found
+running while descheduled, its memory read, a PMI barrier entered), timers
+due, all with the clock passed in. The core answers with messages to send
+(``outbox``: each with its route, the master's DEALER or the report PUSH) and
+orders for the tasks (``orders``: noded/orders.py), which ``noded/loop.py``
+takes and carries out, as it does the master core's ``outbox``; what carrying
+them out brings (noded/task_events.py) the loop feeds back as events, never
+while the orders are being drained. Its timers are data (``deadlines``: the
+loop waits for the first). Tests drive it on a fake clock
+(tests/test_node_core.py), as tests/test_master_core.py drives the master's.
 
 Its parts: the column and what a switch stops and continues (``switching``),
 the relay it is homed at (``upstream``), the tasks as it knows them
-(``task_states``) and its timers (``deadlines``); here, registration and
+(``task_record``) and its timers (``deadlines``); here, registration and
 heartbeats, report batching, exits until acknowledged, and the PMI fences.
 """
 
@@ -21,26 +24,12 @@ from collections.abc import Callable
 from enum import Enum, StrEnum
 from typing import Any
 
+from gangsched.noded import orders, task_events
 from gangsched.noded.deadlines import Deadlines
 from gangsched.noded.enforcement import DeschedulingWatch
 from gangsched.noded.memory_watch import passed_limit
 from gangsched.noded.switching import ColumnSwitcher, SwitchPlan, samples
-from gangsched.noded.task_states import (
-    Checkpoint,
-    Connect,
-    Kill,
-    Launch,
-    Look,
-    MemoryReading,
-    Order,
-    ReadMemory,
-    Sweep,
-    TaskKey,
-    TaskState,
-    Terminate,
-    ToProcessManager,
-    Watch,
-)
+from gangsched.noded.task_record import MemoryReading, TaskKey, TaskRecord
 from gangsched.noded.upstream import Upstream
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
@@ -82,10 +71,10 @@ class Route(Enum):
 class Timer(StrEnum):  # a str's hash, not Enum's in Python: the switch path sets timers
     HEARTBEAT = "heartbeat"  # a heartbeat, or a hello while the master does not know this node
     REPORT = "report"  # accounts held back until the other nodes applied the switch
-    LOOK = "look"  # for the processes the tasks a switch stopped started since
+    NEW_PROCESSES = "new-processes"  # look for the processes the tasks a switch stopped started since
     RELAY = "relay"  # the relay's silence is looked at: lost, or looked at again when it may be
     MEMORY = "memory"  # the tasks' memory is read, every heartbeat period while tasks run
-    WATCH = "watch"  # descheduled tasks are looked at, where they are watched rather than frozen
+    DESCHEDULED = "descheduled"  # descheduled tasks are looked at, where they are watched rather than frozen
 
 
 class NodeCore:
@@ -100,7 +89,7 @@ class NodeCore:
         self._kill_grace_s = kill_grace_s
         self._report_delay_s = report_delay_ms / 1000
         self._forks = forks
-        self.tasks: dict[TaskKey, TaskState] = {}
+        self.tasks: dict[TaskKey, TaskRecord] = {}
         self.registered = False
         self._refused = ""  # why the master refused this node's hello, as last said
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
@@ -108,14 +97,14 @@ class NodeCore:
         self._switcher = ColumnSwitcher()
         self._watch = DeschedulingWatch(watch_interval_s)
         self._accounts: list[QuantumAccount] = []  # measured at each switch, sent once report_every are held
-        self._to_look: set[TaskKey] = set()  # the stopped tasks to look at for new processes
+        self._new_processes_of: set[TaskKey] = set()  # the stopped tasks to look at for new processes
         self._unacknowledged: dict[TaskKey, TaskExit] = {}  # resent with every hello until acknowledged
         self._fences: dict[int, PmiFence] = {}  # by job: sent to the master, not answered yet
         self.deadlines = Deadlines()  # its timers: the loop waits until ``deadlines.first``
         self.deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
         # what it answers, for the loop to take from the left: messages with their route, orders for the tasks
         self.outbox: deque[tuple[Route, Message]] = deque()
-        self.orders: deque[Order] = deque()
+        self.orders: deque[orders.Order] = deque()
         # each message type to the handler written for that type
         self._handlers: dict[type, Callable[[Any, float], None]] = {
             NodeWelcome: self._welcome,
@@ -125,8 +114,8 @@ class NodeCore:
             CheckpointTask: self._checkpoint,
             ExitAck: self._exit_acknowledged,
             PmiFenceDone: self._fence_done,
-            PmixModexRequest: lambda message, _: self.orders.append(ToProcessManager(message)),
-            PmixModexReply: lambda message, _: self.orders.append(ToProcessManager(message)),
+            PmixModexRequest: lambda message, _: self.orders.append(orders.ToProcessManager(message)),
+            PmixModexReply: lambda message, _: self.orders.append(orders.ToProcessManager(message)),
             ErrorReply: self._error,
         }
 
@@ -162,9 +151,9 @@ class NodeCore:
         # this wake-up: a wake-up of its own, on a core whose caches the jobs have filled, cost as much
         # CPU as the switch. Tasks that are no processes (`gang bench scale`) start none.
         if self._forks:
-            self._to_look.update(task.key for task in plan.stop)
-            if self._to_look:
-                self.deadlines.set(Timer.LOOK, others_applied)
+            self._new_processes_of.update(task.key for task in plan.stop)
+            if self._new_processes_of:
+                self.deadlines.set(Timer.NEW_PROCESSES, others_applied)
         if not self.registered:
             return
         self._accounts.append(QuantumAccount(
@@ -181,49 +170,66 @@ class NodeCore:
             # the other nodes' switch
             self.deadlines.set(Timer.REPORT, others_applied)
 
-    def launched(self, key: TaskKey, runnable: bool, started_ns: int) -> None:
+    def task_event(self, event: task_events.TaskEvent, now: float) -> None:
+        """What the mechanism reports of a task (noded/task_events.py)."""
+        match event:
+            case task_events.Launched(key, runnable, started_ns):
+                self._launched(key, runnable, started_ns, now)
+            case task_events.NotStarted(key, reason):
+                self._report_exit(TaskExit(node=self.name, job_id=key.job_id, rank=key.rank, returncode=None,
+                                           error=reason), now)
+            case task_events.Exited():
+                self._exited(event, now)
+            case task_events.Escaped(key):
+                self._escaped(key, now)
+            case task_events.MemoryRead(key, reading):
+                self._memory(key, reading, now)
+            case task_events.StillForking(key):  # looked at again after the next switch
+                self._new_processes_of.add(key)
+            case task_events.ForMaster(message):
+                self._for_master(message)
+            case task_events.FailedByProcessManager(key):
+                self.end(key, now)
+
+    def _launched(self, key: TaskKey, runnable: bool, started_ns: int, now: float) -> None:
         """The loop started a task ``Launch`` asked for, running or stopped as it asked."""
-        self.tasks[key] = TaskState(key, runnable, started_ns)
+        self.tasks[key] = TaskRecord(key, runnable, started_ns)
         # tasks that are processes hold memory (an emulated task of `gang bench scale` holds none: a
         # thousand daemons in a process reading it every heartbeat missed heartbeats under load)
         if self._forks and self.deadlines.get(Timer.MEMORY) is None:
-            self.deadlines.set(Timer.MEMORY, started_ns / 1e9 + self._heartbeat_s)
+            self.deadlines.set(Timer.MEMORY, now + self._heartbeat_s)
         if not runnable:
-            self._watch_from(started_ns / 1e9)
+            self._watch_from(now)
 
-    def not_started(self, key: TaskKey, reason: str, now: float) -> None:
-        """A task ``Launch`` asked for could not start: its job fails with ``reason``."""
-        self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=None, error=reason), now)
-
-    def exited(self, key: TaskKey, returncode: int, error: str | None, cpu_ns: int, progress: int,
-               memory: MemoryReading, now: float) -> None:
+    def _exited(self, exited: task_events.Exited, now: float) -> None:
         """A task ended (the loop reaped it): its exit goes to the master until acknowledged."""
+        key = exited.key
         task = self.tasks.pop(key)
         self.deadlines.clear(key)
-        self._to_look.discard(key)
-        if not any(other[0] == key[0] for other in self.tasks):
-            self._fences.pop(key[0], None)  # the job's last task here: no barrier of it is waited for
-        self._report_exit(TaskExit(node=self.name, job_id=key[0], rank=key[1], returncode=returncode,
-                                   error=task.violation or error, cpu_ns=cpu_ns, progress=progress,
-                                   memory_peak=max(task.memory_peak, memory.peak),
-                                   out_of_memory=task.out_of_memory or memory.out_of_memory), now)
+        self._new_processes_of.discard(key)
+        if not any(other.job_id == key.job_id for other in self.tasks):
+            self._fences.pop(key.job_id, None)  # the job's last task here: no barrier of it is waited for
+        self._report_exit(TaskExit(node=self.name, job_id=key.job_id, rank=key.rank, returncode=exited.returncode,
+                                   error=task.violation or exited.error, cpu_ns=exited.cpu_ns,
+                                   progress=exited.progress, memory_peak=max(task.memory_peak, exited.memory.peak),
+                                   out_of_memory=task.out_of_memory or exited.memory.out_of_memory), now)
 
-    def memory(self, key: TaskKey, reading: MemoryReading, now: float) -> None:
+    def _memory(self, key: TaskKey, reading: MemoryReading, now: float) -> None:
         """A task's memory as read every heartbeat period: its peak goes with its samples and its exit;
         one over its limit is killed, and its job ends OUT_OF_MEMORY (noded/memory_watch.py)."""
         task = self.tasks.get(key)
         if task is not None and passed_limit(task, reading):
-            log.warning("job %d rank %d passed its memory limit (peak %d bytes): killed", key[0], key[1],
+            log.warning("job %d rank %d passed its memory limit (peak %d bytes): killed", key.job_id, key.rank,
                         task.memory_peak)
             self._kill_now(task, now)
 
-    def escaped(self, key: TaskKey, now: float) -> None:
+    def _escaped(self, key: TaskKey, now: float) -> None:
         """A look found a descheduled task running, and stopped it again (noded/enforcement.py)."""
         task = self.tasks.get(key)
         if task is None or task.runnable or task.leaving:
             return  # its turn came meanwhile, or it is ending anyway
         reason = self._watch.escaped(task)
-        log.warning("job %d rank %d ran while descheduled: stopped again (%d in this stretch)", key[0], key[1],
+        log.warning("job %d rank %d ran while descheduled: stopped again (%d in this stretch)", key.job_id, key.rank,
                     task.escapes)
         if reason is not None:
             task.violation = reason
@@ -232,12 +238,12 @@ class NodeCore:
     def _watch_from(self, now: float) -> None:
         """A task is descheduled: look at it in a watch interval, where descheduled tasks are watched."""
         interval = self._watch.interval_s
-        if interval is not None and self.deadlines.get(Timer.WATCH) is None:
-            self.deadlines.set(Timer.WATCH, now + interval)
+        if interval is not None and self.deadlines.get(Timer.DESCHEDULED) is None:
+            self.deadlines.set(Timer.DESCHEDULED, now + interval)
 
-    def _kill_now(self, task: TaskState, now: float) -> None:
+    def _kill_now(self, task: TaskRecord, now: float) -> None:
         task.ending = True
-        self.orders.append(Kill(task.key))
+        self.orders.append(orders.Kill(task.key))
         self.deadlines.set(task.key, now + self._heartbeat_s)  # and again, until its exit comes
 
     def end(self, key: TaskKey, now: float) -> None:
@@ -246,7 +252,7 @@ class NodeCore:
         if task is None or task.ending:
             return
         task.ending = True
-        self.orders.append(Terminate(key))
+        self.orders.append(orders.Terminate(key))
         self.deadlines.set(key, now + self._kill_grace_s)
 
     def end_all(self, now: float) -> None:
@@ -254,11 +260,7 @@ class NodeCore:
         for key in list(self.tasks):
             self.end(key, now)
 
-    def still_forking(self, key: TaskKey) -> None:
-        """Every look of a ``Look`` found new processes: the task is looked at again after the next switch."""
-        self._to_look.add(key)
-
-    def from_process_manager(self, message: PmiFence | PmixModexRequest | PmixModexReply) -> None:
+    def _for_master(self, message: PmiFence | PmixModexRequest | PmixModexReply) -> None:
         """A process-manager interface sends the master this: a fence of a job's ranks here, which the
         master gathers across the job's nodes (kept, and sent again with each welcome until answered),
         or a direct-modex request or reply, which it passes on to the node concerned."""
@@ -272,22 +274,22 @@ class NodeCore:
         due = deadlines.take_due(now)
         if Timer.REPORT in due:
             self._send_report(now)
-        if Timer.LOOK in due:
-            looking, self._to_look = self._to_look, set()
+        if Timer.NEW_PROCESSES in due:
+            looking, self._new_processes_of = self._new_processes_of, set()
             # a process found now may have started another before its stop signal came: the task
             # is looked at again until a look finds nothing new, after the next switch if need be
-            self.orders.extend(Look(key, LOOKS_PER_WAKE) for key in looking if key in self.tasks)
+            self.orders.extend(orders.CatchNewProcesses(key, LOOKS_PER_WAKE) for key in looking if key in self.tasks)
         for key in [key for key, task in self.tasks.items() if task.ending and key in due]:
-            self.orders.append(Kill(key))
+            self.orders.append(orders.Kill(key))
             deadlines.set(key, now + self._heartbeat_s)  # and again, until its exit comes
-        if Timer.WATCH in due and self._watch.interval_s is not None:
+        if Timer.DESCHEDULED in due and self._watch.interval_s is not None:
             held = frozenset(key for key, task in self.tasks.items() if not task.runnable and not task.leaving)
             if held:  # looked at until none is descheduled; a switch that stops one sets it again
-                self.orders.append(Watch(held))
-                deadlines.set(Timer.WATCH, now + self._watch.interval_s)
+                self.orders.append(orders.CheckDescheduled(held))
+                deadlines.set(Timer.DESCHEDULED, now + self._watch.interval_s)
         if Timer.MEMORY in due and self.tasks:
             # not with the heartbeat's sweep: reports push the heartbeat on while tasks run
-            self.orders.append(ReadMemory(frozenset(self.tasks)))
+            self.orders.append(orders.ReadMemory(frozenset(self.tasks)))
             deadlines.set(Timer.MEMORY, now + self._heartbeat_s)
         if Timer.RELAY in due:
             lost_at = self._upstream.lost_at()
@@ -301,7 +303,7 @@ class NodeCore:
         heartbeat = deadlines.get(Timer.HEARTBEAT)
         if heartbeat is None or heartbeat <= now:
             deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
-            self.orders.append(Sweep(frozenset(self.tasks)))
+            self.orders.append(orders.ReapStrays(frozenset(self.tasks)))
             if self.registered:
                 self.outbox.append((Route.REPORTS, Heartbeat(node=self.name)))
             else:
@@ -322,21 +324,21 @@ class NodeCore:
         heartbeat = self.deadlines.get(Timer.HEARTBEAT)
         if heartbeat is None or heartbeat > now + self._heartbeat_s:
             self.deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
-        self.orders.append(Connect(welcome))
+        self.orders.append(orders.Connect(welcome))
         self.outbox.extend((Route.MASTER, fence) for fence in self._fences.values())
 
     def _launch(self, message: LaunchTask, now: float) -> None:
         spec = message.task
-        key = (spec.job_id, spec.rank)
+        key = TaskKey(spec.job_id, spec.rank)
         # a launch sent again after a hello that crossed it: the task runs, or ran and its exit
         # is on its way to the master; either way it must not start twice
         if key in self.tasks or key in self._unacknowledged:
             log.info("job %d rank %d runs or ran here; launch ignored", spec.job_id, spec.rank)
             return
-        self.orders.append(Launch(spec, self._switcher.runs(spec.job_id)))
+        self.orders.append(orders.Launch(spec, self._switcher.runs(spec.job_id)))
 
     def _kill(self, message: KillTask, now: float) -> None:
-        keys = [key for key, task in self.tasks.items() if key[0] == message.job_id and not task.ending]
+        keys = [key for key, task in self.tasks.items() if key.job_id == message.job_id and not task.ending]
         if keys:
             log.info("ending job %d: %s", message.job_id, message.reason)
         for key in keys:
@@ -344,20 +346,20 @@ class NodeCore:
 
     def _checkpoint(self, message: CheckpointTask, now: float) -> None:
         for key, task in self.tasks.items():
-            if key[0] == message.job_id and not task.leaving:
-                log.info("job %d rank %d checkpoints to migrate", key[0], key[1])
+            if key.job_id == message.job_id and not task.leaving:
+                log.info("job %d rank %d checkpoints to migrate", key.job_id, key.rank)
                 task.checkpointing = True
                 task.runnable = True  # it runs to its next barrier, where it saves its state
-                self.orders.append(Checkpoint(key))
+                self.orders.append(orders.Checkpoint(key))
 
     def _exit_acknowledged(self, ack: ExitAck, now: float) -> None:
-        self._unacknowledged.pop((ack.job_id, ack.rank), None)
+        self._unacknowledged.pop(TaskKey(ack.job_id, ack.rank), None)
 
     def _fence_done(self, message: PmiFenceDone, now: float) -> None:
         fence = self._fences.get(message.job_id)
         if fence is not None and fence.epoch == message.epoch:
             del self._fences[message.job_id]
-        self.orders.append(ToProcessManager(message))
+        self.orders.append(orders.ToProcessManager(message))
 
     def _error(self, error: ErrorReply, now: float) -> None:
         if error.code is ErrorCode.UNKNOWN_NODE:
@@ -375,7 +377,7 @@ class NodeCore:
     # ------------------------------------------------------------ what goes to the master
 
     def _report_exit(self, exit_: TaskExit, now: float) -> None:
-        self._unacknowledged[(exit_.job_id, exit_.rank)] = exit_
+        self._unacknowledged[TaskKey(exit_.job_id, exit_.rank)] = exit_
         if self.registered:
             self._send_report(now)  # the task's last quanta before its exit, which ends its job's accounts
             self.outbox.append((Route.REPORTS, exit_))

@@ -2,7 +2,7 @@
 (noded/holding.py has the mechanism; docs/architecture.md, "Descheduled means not running").
 
 Every ``interval_s`` while some task is descheduled, the core asks the loop to
-look at those tasks (``Watch``); the loop stops again each one that ran since
+look at those tasks (``CheckDescheduled``); the executor stops again each one that ran since
 its stop and tells the core. A task found running in ``STRETCHES_TO_FAIL`` of
 its last ``STRETCHES_SEEN`` descheduled stretches keeps resuming: its job is
 ended, FAILED, with a reason that says so. A stray SIGCONT, once, is only
@@ -10,7 +10,7 @@ undone; a stretch in which a look happened to miss it does not save a task
 that resumes itself.
 """
 
-from gangsched.noded.task_states import TaskState
+from gangsched.noded.task_record import TaskRecord
 
 STRETCHES_TO_FAIL = 3
 STRETCHES_SEEN = 5
@@ -23,7 +23,7 @@ class DeschedulingWatch:
         self.interval_s = interval_s
 
     @staticmethod
-    def escaped(task: TaskState) -> str | None:
+    def escaped(task: TaskRecord) -> str | None:
         """A look found ``task`` running while descheduled (and stopped it again): why its job must end,
         once it has happened in too many of its last stretches."""
         task.escapes += 1
@@ -35,7 +35,7 @@ class DeschedulingWatch:
                 "account)")
 
     @staticmethod
-    def resumed(task: TaskState) -> None:
+    def resumed(task: TaskRecord) -> None:
         """Its gang's turn came: the stretch it was descheduled in is done."""
         task.escaped_stretches = ((task.escaped_stretches << 1) | (task.escapes > 0)) & _SEEN
         task.escapes = 0

@@ -1,10 +1,12 @@
 """The node daemon's loop around ``NodeCore``, as ``master/loop.py`` is around ``MasterCore``.
 
 The loop feeds the core (noded/core.py) what happens: the master's messages, a
-switch, a task's exit, its timers falling due. It carries out the core's
-answers: the messages go out over the master's sockets (noded/master_link.py),
-the orders for tasks to the tasks (noded/task_runner.py), and it waits until
-the core's next deadline. It decides nothing.
+switch, what the mechanism reports of the tasks (their launches, exits, memory,
+the process-manager interfaces' fences), its timers falling due. It carries out
+the core's answers: the messages go out over the master's sockets
+(noded/master_link.py), the orders for tasks to the executor
+(noded/executor.py), whose events it feeds back to the core once the orders
+are drained; and it waits until the core's next deadline. It decides nothing.
 
 The switch path (``_apply``) is the hot path: the core plans the stops and the
 continues, the tasks are signalled (stops first) and the clocks of those that
@@ -28,13 +30,13 @@ from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, z
 from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.containment import ContainmentError
 from gangsched.noded.core import NodeCore
+from gangsched.noded.executor import TaskExecutor
 from gangsched.noded.holding import WATCH_INTERVAL_S
+from gangsched.noded.hosts import ProcessHost, TaskHost
 from gangsched.noded.master_link import MasterLink
 from gangsched.noded.memory import host_memory
+from gangsched.noded.orders import Connect
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.task_host import ProcessHost, TaskHost
-from gangsched.noded.task_runner import TaskRunner
-from gangsched.noded.task_states import Connect
 from gangsched.protocol.messages import NodeHello, SlotSwitch
 from gangsched.protocol.records import PeerEndpoint
 
@@ -58,8 +60,8 @@ class NodeDaemon:
         self._context = context or zmq_context(priority if realtime else None)
         self._poller = poller or zmq.Poller()
         self._link = MasterLink(settings, self._context, self._poller)
-        # the runner first: the hello names the process-manager interfaces it serves
-        self._runner = TaskRunner(settings, self._host, self._poller, lambda: self._core)
+        # the executor first: the hello names the process-manager interfaces it serves
+        self._executor = TaskExecutor(settings, self._host, self._poller)
         self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks,
                               WATCH_INTERVAL_S if self._host.watches_descheduled else None)
 
@@ -81,7 +83,7 @@ class NodeDaemon:
         # leave nothing behind: SIGTERM and continue every task, SIGKILL after the grace
         self._core.end_all(time.monotonic())
         self._carry_out()
-        self._runner.wait_for_all(self._settings.kill_grace_s)
+        self._executor.wait_for_all(self._settings.kill_grace_s)
         self._carry_out()  # the exits, on their way as the sockets close
         self.close()
 
@@ -90,7 +92,7 @@ class NodeDaemon:
         fall due (monotonic seconds)."""
         # each step alone: one that fails is logged, and the others and the loop go on;
         # the master's messages first, as a new column goes out before the switch that needs it
-        link, runner = self._link, self._runner
+        link, executor = self._link, self._executor
         if link.dealer in ready:
             survive(log, "reading the master's messages", self._receive_all)
         if link.sub in ready:
@@ -98,11 +100,11 @@ class NodeDaemon:
         if link.relay_pull is not None and link.relay_pull in ready:
             survive(log, "relaying node messages", link.relay_messages)
         if len(ready) > 1 or link.sub not in ready:  # most wake-ups are a switch's alone
-            for handler in runner.process_managers.handlers(ready):
+            for handler in executor.process_managers.handlers(ready):
                 survive(log, "serving MPI tasks", handler)
                 self._carry_out()
-            for task in runner.exits(ready):
-                survive(log, f"job {task.job_id} rank {task.rank}'s exit", functools.partial(runner.exited, task))
+            for task in executor.exits(ready):
+                survive(log, f"job {task.job_id} rank {task.rank}'s exit", functools.partial(executor.exited, task))
                 self._carry_out()
         # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
         # scale`) spent a fifth of each one's switch going through timers that were not due
@@ -127,7 +129,7 @@ class NodeDaemon:
     def _apply(self, switch: SlotSwitch) -> None:
         core, now = self._core, time.monotonic()
         plan = core.switch(switch, now)
-        applied_ns, readings = self._runner.signal(plan)
+        applied_ns, readings = self._executor.signal(plan)
         core.applied(switch, plan, applied_ns, readings, now)
         if core.outbox or core.orders:  # a report, now and then
             self._carry_out()
@@ -142,9 +144,11 @@ class NodeDaemon:
             self._carry_out()
 
     def _carry_out(self) -> None:
-        """Send what the core has to send, and carry out its orders (which may give it more of both)."""
-        outbox, orders = self._core.outbox, self._core.orders
-        while outbox or orders:
+        """Send what the core has to send and carry out its orders; then feed it what came of them (the
+        executor's events), which may give it more of both."""
+        core, executor = self._core, self._executor
+        outbox, orders, events = core.outbox, core.orders, executor.events
+        while outbox or orders or events:
             while outbox:
                 self._link.send(*outbox.popleft())
             while orders:
@@ -153,9 +157,15 @@ class NodeDaemon:
                     self._link.connect(order.welcome)
                 else:
                     try:  # each alone, as survive() does, without a closure for each on the switch path
-                        self._runner.carry_out(order)
+                        executor.carry_out(order)
                     except Exception:
                         log.exception("carrying out %s failed; the daemon goes on", type(order).__name__)
+            while events:
+                event = events.popleft()
+                try:
+                    core.task_event(event, time.monotonic())
+                except Exception:
+                    log.exception("handling %s failed; the daemon goes on", type(event).__name__)
 
     def _hello(self) -> NodeHello:
         """What this node says of itself in every hello; the core adds its tasks and exits."""
@@ -167,7 +177,7 @@ class NodeDaemon:
         host = host_memory()
         return NodeHello(node=self.name, cpu_share=settings.cpu_share, processors=settings.processors, pid=os.getpid(),
                          incarnation=uuid.uuid4().hex, peer=peer, relay=self._link.relay_endpoints,
-                         mpi=self._runner.process_managers.served,
+                         mpi=self._executor.process_managers.served,
                          memory=settings.memory or max(1, host - settings.memory_reserve), host_memory=host)
 
 

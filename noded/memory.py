@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from gangsched.noded.task_states import MemoryReading
+from gangsched.noded.task_record import MemoryReading
 
 log = logging.getLogger("gangsched.noded")
 

@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gangsched.daemon.cores import even_share
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
+from gangsched.policy.cores import even_share
 from gangsched.protocol.sizes import Size
 
 

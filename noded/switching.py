@@ -12,15 +12,15 @@ that ended (``samples``).
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from gangsched.noded.task_states import TaskState
+from gangsched.noded.task_record import TaskRecord
 from gangsched.protocol.messages import NodeColumn, SlotSwitch
 from gangsched.protocol.records import TaskSample
 
 
 class SwitchPlan(NamedTuple):
-    stop: list[TaskState]
-    resume: list[TaskState]
-    ran: list[TaskState]  # runnable in the quantum that ended: each gets a sample
+    stop: list[TaskRecord]
+    resume: list[TaskRecord]
+    ran: list[TaskRecord]  # runnable in the quantum that ended: each gets a sample
 
 
 class ColumnSwitcher:
@@ -41,7 +41,7 @@ class ColumnSwitcher:
         """Whether the switch in force runs ``job_id``: a task launched now starts running or stopped."""
         return job_id in self._desired
 
-    def plan(self, switch: SlotSwitch, tasks: Iterable[TaskState]) -> SwitchPlan:
+    def plan(self, switch: SlotSwitch, tasks: Iterable[TaskRecord]) -> SwitchPlan:
         """What ``switch`` stops and continues of ``tasks``, taken as applied from now on."""
         # plain loops, one pass over the tasks: at a thousand daemons in a process (`gang bench scale`)
         # the comprehensions and generators were a quarter of each switch's apply (3.1 to 2.3 µs warm)
@@ -57,10 +57,10 @@ class ColumnSwitcher:
         for task in tasks:
             if task.runnable:  # in the quantum that just ended
                 ran.append(task)
-                if task.key[0] not in desired and not task.leaving:
+                if task.key.job_id not in desired and not task.leaving:
                     stop.append(task)
                     task.runnable = False
-            elif task.key[0] in desired:
+            elif task.key.job_id in desired:
                 resume.append(task)
                 task.runnable = True
         return SwitchPlan(stop, resume, ran)
@@ -75,7 +75,7 @@ def samples(plan: SwitchPlan, applied_ns: int, readings: Iterable[tuple[int, int
     """
     found = []
     for task, (cpu_ns, waited_ns, progress) in zip(plan.ran, readings, strict=True):
-        found.append(TaskSample(task.key[0], task.key[1], cpu_ns, applied_ns - task.runnable_since_ns, progress,
+        found.append(TaskSample(task.key.job_id, task.key.rank, cpu_ns, applied_ns - task.runnable_since_ns, progress,
                                 waited_ns, task.memory_peak))
         task.runnable_since_ns = applied_ns
     for task in plan.resume:

@@ -40,18 +40,17 @@ appears in; every running job has a home row, so it runs in every cycle.
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from gangsched.policy.collapse_undo import CollapseUndo
 from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.large_jobs import LargeJobs
 from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings, MatrixStats
-from gangsched.policy.memory import Limit, MemoryBook, MemoryRequest
+from gangsched.policy.memory import Limit, MemoryRequest
 from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
-from gangsched.policy.profile import Profile
 from gangsched.policy.reservations import Reservations
 from gangsched.policy.topology import Topology
 
@@ -188,11 +187,11 @@ class MatrixPolicy:
         full = self.matrix.full
         if source.population > sum(target.free(full).bit_count() for target in targets):
             return False
-        undo = _Snapshot.of(self, event)
+        undo = CollapseUndo.of(self.matrix, event, self.stats)
         for placed in list(source.homes.values()):
             if not (any(self._move(placed, target, now, event, migrate=False) for target in targets)
                     or any(self._move(placed, target, now, event, migrate=True) for target in targets)):
-                undo.restore(self, event)
+                self.stats = undo.restore(self.matrix, event)
                 return False
         self._freed = True
         self.reservations.roomier.add(source)
@@ -365,33 +364,6 @@ class MatrixPolicy:
             self.stats.seconds += elapsed
             self.stats.slot_seconds += len(self.matrix.rows) * elapsed
         self._last_event = now
-
-
-@dataclass
-class _Snapshot:
-    """What a tentative collapse may change, to put back if the row cannot be emptied."""
-
-    rows: list[tuple[Row, int, dict[int, Placed], Profile]]
-    jobs: list[tuple[Placed, int, Row]]
-    memory: MemoryBook
-    budget: float
-    extra_work: dict[int, float]
-    stats: MatrixStats
-
-    @classmethod
-    def of(cls, policy: "MatrixPolicy", event: Event) -> "_Snapshot":
-        return cls([(row, row.occupied, dict(row.homes), row.profile.copy()) for row in policy.matrix.rows],
-                   [(placed, placed.columns, placed.home) for placed in policy.matrix.placed.values()],
-                   policy.matrix.memory.copy(), event.budget, dict(event.extra_work), dataclasses.replace(policy.stats))
-
-    def restore(self, policy: "MatrixPolicy", event: Event) -> None:
-        for row, occupied, homes, profile in self.rows:
-            row.occupied, row.homes, row.profile = occupied, homes, profile
-        for placed, columns, home in self.jobs:
-            placed.columns, placed.home = columns, home
-        policy.matrix.memory.restore(self.memory)
-        event.budget, event.extra_work = self.budget, self.extra_work
-        policy.stats = self.stats
 
 
 def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,

@@ -26,7 +26,7 @@ makes the model a little pessimistic where a core is overloaded.)
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gangsched.daemon.cores import even_share
+from gangsched.policy.cores import even_share
 
 _PRECISION = 1e-6
 
@@ -46,7 +46,7 @@ class Cores:
     @classmethod
     def pinned(cls, nodes: int, processors_per_node: int, cores: int) -> "Cores":
         """The local cluster's emulated nodes on a machine of ``cores`` cores: each node keeps to its even
-        share of them and each processor to its share of its node's (daemon/cores.py); a processor is
+        share of them and each processor to its share of its node's (policy/cores.py); a processor is
         measured against cores / processors, and its single-threaded task computes on its first core."""
         machine = range(cores)
         of_column = tuple(

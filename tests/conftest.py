@@ -24,7 +24,7 @@ from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
 from gangsched.master.clock import Now
 from gangsched.master.core import MasterCore
-from gangsched.noded.containment import cgroup_of
+from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.records import JobInfo
 
 _made_accounts: list[str] = []
@@ -108,11 +108,34 @@ def _test_machine_state() -> Iterator[None]:
         remove_unix_account(name)
 
 
-def install_debian_package(package: str) -> None:
-    """Install Debian's ``package`` (the tests run as root in CI, and install what they need)."""
-    subprocess.run(["apt-get", "update", "-qq"], check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, capture_output=True,
-                   env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+class DebianPackages:
+    """What the tests need from Debian (chromium, prometheus, Slurm's PMI-2 library), installed where
+    missing: the tests run as root in CI and install what they need, with one package-list update a
+    session."""
+
+    def __init__(self) -> None:
+        self._updated = False
+
+    def install(self, package: str) -> None:
+        if not self._updated:
+            subprocess.run(["apt-get", "update", "-qq"], check=True)
+            self._updated = True
+        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, capture_output=True,
+                       env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+
+    def tool(self, command: str, package: str) -> str:
+        """The path of ``command``, installing ``package`` first where it is missing."""
+        found = shutil.which(command)
+        if found is None:
+            self.install(package)
+            found = shutil.which(command)
+        assert found is not None, f"{package} did not bring {command}"
+        return found
+
+
+@pytest.fixture(scope="session")
+def debian() -> DebianPackages:
+    return DebianPackages()
 
 
 def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> object:

@@ -12,18 +12,13 @@ import zmq
 
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder, keygen
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
+from gangsched.master.published import BoundEndpoints, bound_endpoints
 from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode
 from gangsched.protocol.messages import NodeHello, NodeWelcome, TaskExit
 from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint
 
 from .conftest import unix_account, wait_until
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def daemon(*args: str) -> subprocess.Popen[str]:
@@ -49,11 +44,13 @@ def secured(tmp_path):
     keys, foreign = tmp_path / "keys", tmp_path / "foreign"
     keygen(keys, ["gangalice", "gangbob"])
     keygen(foreign, ["gangalice"])
-    master_at, reports = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
-    master = daemon("master", "--bind", master_at, "--switch-bind", f"tcp://127.0.0.1:{free_port()}",
-                    "--report-bind", reports, "--state-dir", str(tmp_path / "state"),
-                    "--keys", str(keys), "--heartbeat-ms", "100", "--log-file", str(tmp_path / "master.log"))
-    cluster = Secured(master_at, reports, keys, foreign, tmp_path / "master.log", [master])
+    any_port = "tcp://127.0.0.1:*"  # the master binds any free one and says which (master/published.py)
+    master = daemon("master", "--bind", any_port, "--switch-bind", any_port, "--report-bind", any_port,
+                    "--state-dir", str(tmp_path / "state"), "--keys", str(keys), "--heartbeat-ms", "100",
+                    "--log-file", str(tmp_path / "master.log"))
+    bound = wait_until(lambda: bound_endpoints(tmp_path / "state"), 15, "the master to bind")
+    assert isinstance(bound, BoundEndpoints)
+    cluster = Secured(bound.client, bound.report, keys, foreign, tmp_path / "master.log", [master])
     try:
         yield cluster
     finally:
@@ -135,7 +132,7 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])
 def test_a_master_without_keys_refuses_tcp_even_on_loopback(tmp_path, host):
-    master = daemon("master", "--bind", f"tcp://{host}:{free_port()}", "--state-dir", str(tmp_path / "state"))
+    master = daemon("master", "--bind", f"tcp://{host}:*", "--state-dir", str(tmp_path / "state"))
     _, log = master.communicate(timeout=15)
     assert master.returncode == 2 and "lets in every account that reaches it: without --keys" in log, log
 

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.bench.adversaries import RESUMES_ITSELF
 from gangsched.bench.migration import run_migration
-from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.config import ClusterConfig
+from gangsched.jobs.adversaries import RESUMES_ITSELF
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState, MpiKind, NodeState
 
@@ -99,7 +99,7 @@ def compose(request: pytest.FixtureRequest) -> Iterator[Compose]:
 def test_a_killed_node_container_is_down_within_three_heartbeats_and_the_rest_go_on(compose):
     client = compose.client
     job_id = client.submit(job_spec(FOREVER, 4))
-    wait_until_running(client, [job_id], 30)
+    client.wait_until_running([job_id], 30)
     container, name = compose.node_container()
     docker("kill", container)
     wait_until(lambda: compose.node_state(name) is NodeState.DOWN, 15, "the node to be marked down")
@@ -115,7 +115,7 @@ def test_a_restarted_master_loses_no_job(compose):
     client = compose.client
     jobs = [client.submit(job_spec(FOREVER, 4)) for _ in range(2)]
     queued = client.submit(job_spec(FOREVER, 4).model_copy(update={"exclusive": True}))
-    before = {job.job_id: job.barriers for job in wait_until_running(client, jobs, 30)}
+    before = {job.job_id: job.barriers for job in client.wait_until_running(jobs, 30)}
     compose.cluster.compose("restart", "-t", "5", "master")
     wait_until(lambda: sum(node.state is NodeState.UP for node in _nodes(client)) == 4, 30, "nodes back")
     wait_until(lambda: all(job.barriers > before[job.job_id] + 5 for job in client.jobs(jobs)), 30,
@@ -126,7 +126,7 @@ def test_a_restarted_master_loses_no_job(compose):
 def test_a_node_cut_from_the_network_is_lost_and_rejoins_empty(compose):
     client = compose.client
     job_id = client.submit(job_spec(FOREVER, 4))
-    wait_until_running(client, [job_id], 30)
+    client.wait_until_running([job_id], 30)
     container, name = compose.node_container()
     network = f"{compose.cluster.project}_default"
     docker("network", "disconnect", network, container)
@@ -141,7 +141,7 @@ def test_a_node_cut_from_the_network_is_lost_and_rejoins_empty(compose):
 def test_a_node_daemon_restarting_in_its_container_leaves_no_task_behind(compose):
     client = compose.client
     job_id = client.submit(job_spec(FOREVER, 4))
-    wait_until_running(client, [job_id], 30)
+    client.wait_until_running([job_id], 30)
     container, name = compose.node_container()
     assert task_commands(container)
     docker("restart", "-t", "5", container)

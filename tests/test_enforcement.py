@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.bench.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
+from gangsched.jobs.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import cgroup_frozen, task_processes, wait_until
 
@@ -52,7 +52,7 @@ def test_by_process_tree_a_task_that_keeps_being_resumed_ends_its_job(start_clus
     """The greedy task's own timer resumes it, and so does another process of its account, every 5 ms.
 
     The process from outside is what makes the test certain: the timer may stop resuming the task
-    (bench/adversaries.py)."""
+    (jobs/adversaries.py)."""
     monkeypatch.setenv("GANG_NODE_CONTAINMENT", "process-tree")
     cluster = start_cluster(nodes=1, quantum_ms=100, mpl=2)
     greedy = cluster.client.submit(job("greedy", RESUMES_ITSELF))

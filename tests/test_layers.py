@@ -1,9 +1,11 @@
-"""Dependencies go one way: the import graph of the top-level packages has no cycle, and neither
-has that of the modules of a package (the command line's, among them).
+"""Dependencies go one way: each top-level package imports only packages of the layers below its
+own, as the layer table of docs/architecture.md says, and the modules of a package import each
+other without a cycle (the command line's, among them).
 
 Every import counts, a function's own included (a lazy import is still a dependency)."""
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -69,11 +71,51 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def documented_layers() -> dict[str, int]:
+    """Package -> its layer, as the table of docs/architecture.md (its rows ``| N | `a`, `b` | ...``)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text[text.index('<a id="layers"></a>'):]
+    layers = {}
+    for number, packages in re.findall(r"^\| (\d+) \| ([^|]+) \|", table, re.MULTILINE):
+        for package in re.findall(r"`(\w+)`", packages):
+            layers[package] = int(number)
+    return layers
+
+
+def test_every_package_imports_only_the_layers_below_its_own():
+    layers, graph = documented_layers(), package_imports()
+    assert set(layers) == set(graph), "the layer table names every package, and no other"
+    wrong = [f"{package} (layer {layers[package]}) imports {other} (layer {layers[other]})"
+             for package, imported_ in sorted(graph.items()) for other in sorted(imported_)
+             if layers[other] >= layers[package]]
+    assert not wrong, wrong
+
+
 def test_the_packages_import_each_other_one_way():
     graph = package_imports()
     assert len(graph) >= 10
     found = cycle(graph)
     assert found is None, " -> ".join(found or [])
+
+
+def test_tests_take_no_helper_from_the_benchmarks():
+    """A test imports a module of bench/ only to test that benchmark (its module named in the test's name)."""
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for parts in imported(path):
+            tested = BENCHMARKS_TESTED.get(path.stem, ())
+            if parts and parts[0] == "bench" and len(parts) > 1 and parts[1] not in tested:
+                found.append(f"{path.name} imports bench.{parts[1]}")
+    assert not found, found
+
+
+# the tests of a benchmark, and the benchmark's modules they test
+BENCHMARKS_TESTED = {
+    "test_bench_switch": ("switch",), "test_chaos": ("chaos", "chaos_checks"), "test_hostile": ("hostile",),
+    "test_scale": ("scale",), "test_epoll_poller": ("epoll_poller",), "test_floor": ("floor",),
+    "test_live": ("restarts",), "test_live_policies": ("migration",), "test_docker": ("migration",),
+    "test_memory_policies": ("event",),
+}
 
 
 def test_the_modules_of_each_package_import_each_other_one_way():

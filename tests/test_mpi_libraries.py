@@ -13,7 +13,7 @@ from gangsched.jobs.mpi_programs import build
 from gangsched.noded.process_managers.served import pmi2_variables
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import ended, install_debian_package, task_output, task_processes, wait_until
+from tests.conftest import DebianPackages, ended, task_output, task_processes, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 
@@ -141,10 +141,10 @@ def intelmpi() -> MpiEnvironment:
 
 
 @pytest.fixture(scope="module")
-def pmi2_library() -> str:
+def pmi2_library(debian: DebianPackages) -> str:
     """Debian's PMI-2 client library (Slurm's), which Intel MPI loads to speak PMI-2."""
     if "I_MPI_PMI_LIBRARY" not in pmi2_variables(None):
-        install_debian_package("libpmi2-0")
+        debian.install("libpmi2-0")
     library = pmi2_variables(None).get("I_MPI_PMI_LIBRARY")
     assert library is not None, "libpmi2-0 brought no libpmi2.so.0"
     return library

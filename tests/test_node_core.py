@@ -8,7 +8,18 @@ import math
 from collections import deque
 
 from gangsched.noded.core import LOOKS_PER_WAKE, NodeCore, Route
-from gangsched.noded.task_states import Checkpoint, Connect, Kill, Launch, Look, MemoryReading, Sweep, Terminate, Watch
+from gangsched.noded.orders import (
+    CatchNewProcesses,
+    CheckDescheduled,
+    Checkpoint,
+    Connect,
+    Kill,
+    Launch,
+    ReapStrays,
+    Terminate,
+)
+from gangsched.noded.task_events import Escaped, Exited, ForMaster, Launched, NotStarted, StillForking
+from gangsched.noded.task_record import MemoryReading, TaskKey
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     CheckpointTask,
@@ -75,7 +86,7 @@ def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0) -> Laun
     core.message(LaunchTask(task=spec), now)
     (order,) = taken(core.orders)
     assert isinstance(order, Launch)
-    core.launched((job_id, rank), order.runnable, started_ns=int(now * 1e9))
+    core.task_event(Launched(TaskKey(job_id, rank), order.runnable, started_ns=int(now * 1e9)), now)
     return order
 
 
@@ -109,7 +120,7 @@ def test_a_node_says_hello_at_once_and_heartbeats_at_the_masters_period_once_wel
     assert sent(core) == []
     core.timers(1.5)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]
-    assert isinstance(taken(core.orders)[-1], Sweep)  # what ended tasks left is swept at each heartbeat
+    assert isinstance(taken(core.orders)[-1], ReapStrays)  # what ended tasks left is swept at each heartbeat
 
 
 def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_comes():
@@ -179,7 +190,7 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
     core = registered(make_core())
     launch(core, 7)
     launch(core, 8)
-    core.exited((8, 0), 0, None, cpu_ns=5, progress=0, memory=MemoryReading(0, False), now=0.05)
+    core.task_event(Exited(TaskKey(8, 0), 0, None, cpu_ns=5, progress=0, memory=MemoryReading(0, False)), 0.05)
     assert sent(core) == [(Route.REPORTS, TaskExit)]
     core.timers(1.05)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]  # the master is gone: nobody answers
@@ -204,7 +215,7 @@ def test_a_task_that_exits_between_switches_sends_its_last_accounts_first_and_ne
     launch(core, 7)
     core.message(NodeColumn(epoch=1, rows=[[7]]), 0.0)
     switch(core, 1, rows=[0], now=0.1, report_every=5, cpu_ns=1)
-    core.exited((7, 0), 0, None, cpu_ns=2, progress=3, memory=MemoryReading(0, False), now=0.15)
+    core.task_event(Exited(TaskKey(7, 0), 0, None, cpu_ns=2, progress=3, memory=MemoryReading(0, False)), 0.15)
     (_, report), (_, exit_) = taken(core.outbox)
     assert isinstance(report, QuantumReport) and isinstance(exit_, TaskExit)  # in this order, on one socket
     assert (exit_.cpu_ns, exit_.progress) == (2, 3) and core.tasks == {}
@@ -216,7 +227,7 @@ def test_a_task_that_cannot_start_fails_with_its_reason():
     core = registered(make_core())
     core.message(LaunchTask(task=task_spec(7, argv=("nope",))), 0.0)
     taken(core.orders)
-    core.not_started((7, 0), "could not start: command not found", 0.0)
+    core.task_event(NotStarted(TaskKey(7, 0), "could not start: command not found"), 0.0)
     (_, exit_), = taken(core.outbox)
     assert exit_.returncode is None and exit_.error == "could not start: command not found"
 
@@ -254,13 +265,13 @@ def test_a_stopped_task_is_looked_at_after_the_switch_and_again_while_it_keeps_f
     switch(core, 2, rows=[1], now=0.1)  # stops job 7; the look waits as a report does
     assert taken(core.orders) == []
     core.timers(0.11)
-    assert taken(core.orders) == [Look((7, 0), LOOKS_PER_WAKE)]
-    core.still_forking((7, 0))  # each look found new processes: again after the next switch
+    assert taken(core.orders) == [CatchNewProcesses((7, 0), LOOKS_PER_WAKE)]
+    core.task_event(StillForking(TaskKey(7, 0)), 0.0)  # each look found new processes: again after the next switch
     core.timers(0.15)
-    assert [order for order in taken(core.orders) if isinstance(order, Look)] == []
+    assert [order for order in taken(core.orders) if isinstance(order, CatchNewProcesses)] == []
     switch(core, 3, rows=[1], now=0.2)
     core.timers(0.21)
-    assert taken(core.orders) == [Look((7, 0), LOOKS_PER_WAKE)]
+    assert taken(core.orders) == [CatchNewProcesses((7, 0), LOOKS_PER_WAKE)]
 
 
 def test_tasks_that_are_no_processes_are_never_looked_at():
@@ -270,14 +281,14 @@ def test_tasks_that_are_no_processes_are_never_looked_at():
     launch(core, 7)
     switch(core, 2, rows=[1], now=0.1)
     core.timers(0.1)
-    assert not any(isinstance(order, Look) for order in taken(core.orders))
+    assert not any(isinstance(order, CatchNewProcesses) for order in taken(core.orders))
 
 
 def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until_answered():
     core = registered(make_core())
     launch(core, 7)
     fence = PmiFence(node="n1", job_id=7, epoch=0, kvs={"k": "v"})
-    core.from_process_manager(fence)
+    core.task_event(ForMaster(fence), 0.0)
     assert taken(core.outbox) == [(Route.MASTER, fence)]
     core.message(welcome(), 1.0)  # a restarted master may never have heard of it
     assert taken(core.outbox) == [(Route.MASTER, fence)]
@@ -300,14 +311,14 @@ def test_a_watched_task_found_running_while_descheduled_in_three_stretches_is_en
         switch(core, 2 * stretch, rows=[0], now=now)  # job 7 runs, job 8 is descheduled
         taken(core.orders)
         core.timers(now + 0.05)
-        watched = [order for order in taken(core.orders) if isinstance(order, Watch)]
-        assert watched == [Watch(frozenset({(8, 0)}))]  # only the descheduled task is looked at
-        core.escaped((8, 0), now + 0.05)  # the loop found it running and stopped it again
+        watched = [order for order in taken(core.orders) if isinstance(order, CheckDescheduled)]
+        assert watched == [CheckDescheduled(frozenset({(8, 0)}))]  # only the descheduled task is looked at
+        core.task_event(Escaped(TaskKey(8, 0)), now + 0.05)  # the loop found it running and stopped it again
         ended = [order for order in taken(core.orders) if isinstance(order, Kill)]
         assert ended == ([Kill((8, 0))] if stretch == 3 else [])
         switch(core, 2 * stretch + 1, rows=[1], now=now + 0.1)  # job 8's turn
         now += 0.2
-    core.exited((8, 0), -9, None, cpu_ns=0, progress=0, memory=MemoryReading(0, False), now=now)
+    core.task_event(Exited(TaskKey(8, 0), -9, None, cpu_ns=0, progress=0, memory=MemoryReading(0, False)), now)
     exits = [message for _, message in taken(core.outbox) if isinstance(message, TaskExit)]
     assert "kept running while its gang was descheduled" in (exits[0].error or "")
 
@@ -320,6 +331,6 @@ def test_a_single_escape_is_only_undone_and_a_frozen_node_looks_at_nothing():
         launch(watched, job_id)
     switch(watched, 1, rows=[0], now=0.0)
     watched.timers(1.0)
-    assert not [order for order in taken(watched.orders) if isinstance(order, Watch)]
-    watched.escaped((8, 0), 1.0)
+    assert not [order for order in taken(watched.orders) if isinstance(order, CheckDescheduled)]
+    watched.task_event(Escaped(TaskKey(8, 0)), 1.0)
     assert not [order for order in taken(watched.orders) if isinstance(order, Kill)]

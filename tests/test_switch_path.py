@@ -10,8 +10,8 @@ import time
 import psutil
 import pytest
 
-from gangsched.bench.mix import job_spec, wait_until_running
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import is_held, task_processes, wait_until
 
@@ -36,7 +36,7 @@ def test_a_node_that_missed_switches_and_its_new_column_converges(start_cluster)
     client = cluster.client
     cancelled, alone = (client.submit(JobSpec(name=name, user=USER, tasks=2, argv=["sleep", "600"]))
                         for name in ("cancelled", "alone"))
-    wait_until_running(client, [alone, cancelled], timeout_s=20)
+    client.wait_until_running([alone, cancelled], timeout_s=20)
     wait_until(lambda: client.matrix().rows == [[cancelled, cancelled], [alone, alone]], 10, "two rows")
     daemon = psutil.Process(cluster.local.state().pids["node1"])
     daemon.suspend()
@@ -79,7 +79,7 @@ def test_nodes_that_report_every_few_quanta_leave_no_quantum_unaccounted(start_c
     cluster = start_cluster(nodes=3, quantum_ms=100)
     client = cluster.client
     compute, io = (client.submit(job_spec(SyntheticJob(kind, 0, 10.0), 3)) for kind in ("compute", "io"))
-    wait_until_running(client, [compute, io], timeout_s=20)
+    client.wait_until_running([compute, io], timeout_s=20)
     wait_until(lambda: client.matrix().quantum >= 40, 10, "40 quanta")
     latencies = client.switch_stats(30).latencies_ns
     assert len(latencies) == 30  # each reported by all three nodes, some up to 3 quanta late

@@ -22,13 +22,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gangsched.bench.mix import job_spec
 from gangsched.jobs.synthetic import SyntheticJob
+from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient, RequestRefused
+from gangsched.master.published import web_address
 from gangsched.protocol.errors import ErrorCode
 from gangsched.web.watch import IDLE_PERIOD_S, ClusterWatch
 
-from .conftest import install_debian_package, wait_until
+from .conftest import wait_until
 
 pytestmark = pytest.mark.live
 
@@ -36,18 +37,17 @@ FOREVER = SyntheticJob("compute", iterations=0)
 
 
 def free_port() -> int:
+    """A port that was free a moment ago, for Prometheus's own listener, which cannot be told to take
+    any free port and say which; gangsched's sockets bind port 0 and publish what they got."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
-def debian_tool(command: str, package: str) -> str:
-    """The path of ``command``, installing Debian's ``package`` first where it is missing."""
-    found = shutil.which(command)
-    if found is None:
-        install_debian_package(package)
-        found = shutil.which(command)
-    assert found is not None, f"{package} did not bring {command}"
+def bound_address(state_dir: Path) -> str:
+    """HOST:PORT the master's web view bound (``--http-bind HOST:0``), once it has."""
+    found = wait_until(lambda: web_address(state_dir), 30, "the web view to bind")
+    assert isinstance(found, str)
     return found
 
 
@@ -63,9 +63,8 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict
 @pytest.fixture
 def web_cluster(start_cluster):
     """A cluster whose master serves HTTP on a free loopback port; the base URL with it."""
-    port = free_port()
-    cluster = start_cluster(nodes=2, quantum_ms=200, http_bind=f"127.0.0.1:{port}")
-    base = f"http://127.0.0.1:{port}"
+    cluster = start_cluster(nodes=2, quantum_ms=200, http_bind="127.0.0.1:0")
+    base = f"http://{bound_address(cluster.home / 'master')}"
     wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
     return cluster, base
 
@@ -84,10 +83,10 @@ def metrics_with_jobs(cluster, base: str) -> str:
                       and text, 30, "both jobs measured in the metrics")
 
 
-def test_the_metrics_pass_promtool(web_cluster):
+def test_the_metrics_pass_promtool(web_cluster, debian):
     cluster, base = web_cluster
     text = metrics_with_jobs(cluster, base)
-    check = subprocess.run([debian_tool("promtool", "prometheus"), "check", "metrics"], input=text,
+    check = subprocess.run([debian.tool("promtool", "prometheus"), "check", "metrics"], input=text,
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     for name in ("gangsched_jobs{state=\"running\"} 2.0", "gangsched_nodes{state=\"up\"} 2.0",
@@ -98,7 +97,7 @@ def test_the_metrics_pass_promtool(web_cluster):
         assert name in text
 
 
-def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path):
+def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path, debian):
     cluster, base = web_cluster
     metrics_with_jobs(cluster, base)
     port = free_port()
@@ -112,7 +111,7 @@ def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path):
               - targets: ["{base.removeprefix('http://')}"]
         """))
     server = subprocess.Popen(
-        [debian_tool("prometheus", "prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'db'}",
+        [debian.tool("prometheus", "prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'db'}",
          f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         query = urllib.parse.quote('gangsched_jobs{state="running"}')
@@ -134,9 +133,8 @@ def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path):
 
 
 def test_off_loopback_every_path_needs_the_token(start_cluster):
-    port = free_port()
-    cluster = start_cluster(nodes=1, http_bind=f"0.0.0.0:{port}")
-    base = f"http://127.0.0.1:{port}"
+    cluster = start_cluster(nodes=1, http_bind="0.0.0.0:0")
+    base = f"http://127.0.0.1:{bound_address(cluster.home / 'master').rpartition(':')[2]}"
     wait_until(lambda: _answers(base, (200, 401)), 30, "the web server to answer")
     token = (cluster.home / "master" / "web-token").read_text().strip()
     for path in ("/", "/metrics", "/api/state", "/static/view.js"):
@@ -156,24 +154,27 @@ def _ended(pid: int) -> bool:
 
 def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path):
     """It sleeps between checks for its end (web/server.py): a signal, or its master's death, still ends it."""
-    def web(port: int) -> list[str]:  # a master that never answers: the server runs all the same
-        return [sys.executable, "-m", "gangsched.web", "--bind", f"127.0.0.1:{port}",
+    def web(address_file: Path) -> list[str]:  # a master that never answers: the server runs all the same
+        return [sys.executable, "-m", "gangsched.web", "--bind", "127.0.0.1:0", "--address-file", str(address_file),
                 "--master", f"ipc://{tmp_path}/no-master.sock"]
 
-    port = free_port()
-    server = subprocess.Popen([*web(port), "--parent", str(os.getpid())])
+    def answers(address_file: Path) -> bool:
+        return address_file.exists() and _answers(f"http://{address_file.read_text().strip()}", (200,))
+
+    first = tmp_path / "first-address"
+    server = subprocess.Popen([*web(first), "--parent", str(os.getpid())])
     try:
-        wait_until(lambda: _answers(f"http://127.0.0.1:{port}", (200,)), 30, "the web server to answer")
+        wait_until(lambda: answers(first), 30, "the web server to answer")
         server.terminate()
         server.wait(10)
     finally:
         server.kill()
 
     # its master killed -9: the server, an orphan now, ends by itself
-    port = free_port()
+    second = tmp_path / "second-address"
     master = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os, subprocess, time
-        server = subprocess.Popen({web(port)!r} + ["--parent", str(os.getpid())])
+        server = subprocess.Popen({web(second)!r} + ["--parent", str(os.getpid())])
         print(server.pid, flush=True)
         time.sleep(600)
     """)], stdout=subprocess.PIPE, text=True)
@@ -181,7 +182,7 @@ def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path):
     try:
         assert master.stdout is not None
         orphan = int(master.stdout.readline())
-        wait_until(lambda: _answers(f"http://127.0.0.1:{port}", (200,)), 30, "the web server to answer")
+        wait_until(lambda: answers(second), 30, "the web server to answer")
         master.kill()
         master.wait()
         # within its check of the parent (1 s) and its last question to the master (5 s at most)
@@ -228,19 +229,19 @@ def test_the_view_reads_the_master_each_quantum_only_while_a_page_is_open(web_cl
 
 
 @pytest.fixture
-def browser() -> Iterator[object]:
+def browser(debian) -> Iterator[object]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = debian_tool("chromium", "chromium")
+    options.binary_location = debian.tool("chromium", "chromium")
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1100,900"):
         options.add_argument(flag)
     profile = tempfile.mkdtemp(prefix="gang-chromium-")
     options.add_argument(f"--user-data-dir={profile}")
-    driver = webdriver.Chrome(options=options, service=Service(debian_tool("chromedriver", "chromium-driver")))
+    driver = webdriver.Chrome(options=options, service=Service(debian.tool("chromedriver", "chromium-driver")))
     try:
         yield driver
     finally:

@@ -9,6 +9,7 @@ is told to end, by a signal or by ``end``.
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
@@ -17,10 +18,12 @@ _TICK_S = 1.0
 
 
 class ViewServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
+    def __init__(self, config: uvicorn.Config, bound: Callable[[str], None] | None = None) -> None:
+        """``bound``: told the HOST:PORT the server listens on, once it does (a port 0 asked for any)."""
         super().__init__(config)
         self._ending = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._bound = bound
 
     def end(self) -> None:
         """From the server's event loop: end as a SIGTERM would."""
@@ -34,6 +37,9 @@ class ViewServer(uvicorn.Server):
 
     async def main_loop(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._bound is not None:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            self._bound(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
         # on_tick with counter 0 dates the responses, checks the request limit and says whether to end
         while not await self.on_tick(0):
             with contextlib.suppress(TimeoutError):

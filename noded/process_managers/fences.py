@@ -69,6 +69,24 @@ def local_ranks(block: Sequence[int], node_index: int) -> range:
     return range(first, first + block[node_index])
 
 
+def kvs_name(job_id: int, given: str | None) -> str:
+    """The name of a job's key-value space: the master's (unique for each start), else one from its id."""
+    return given or f"gang-{job_id}"
+
+
+class WireJobState:
+    """What PMI-1 and PMI-2 keep of one job on this node alike: its size, its key-value space and
+    its name, and which local ranks spoke the protocol's init and finalize."""
+
+    def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
+        self.job_id = job_id
+        self.size = size
+        self.kvsname = kvs_name(job_id, kvsname)
+        self.kvs = JobKvs(block, node_index)
+        self.initialized: set[int] = set()
+        self.finalized: set[int] = set()
+
+
 class JobKvs:
     """One job's key-value space and fence on this node."""
 

@@ -15,14 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from gangsched.noded.hosts import NodeTask
+from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.task_host import NodeTask
-from gangsched.noded.task_states import ProcessManagerMessage
+from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.messages import PmiFence, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import TaskSpec
-
-TaskKey = tuple[int, int]  # (job id, rank), as the node's core names tasks
 
 
 class ProcessManagerUnavailable(Exception):

@@ -20,7 +20,7 @@ gets an error reply and ``Failure``; so does ``abort``.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.noded.process_managers.fences import Failure, JobKvs, Outcome, PmiError, Reply
+from gangsched.noded.process_managers.fences import Failure, Outcome, PmiError, Reply, WireJobState
 
 KVSNAME_MAX = 256
 KEYLEN_MAX = 256
@@ -58,16 +58,11 @@ def format_line(cmd: str, **fields: object) -> bytes:
     return " ".join([f"cmd={cmd}", *(f"{key}={value}" for key, value in fields.items())]).encode() + b"\n"
 
 
-class Pmi1Job:
+class Pmi1Job(WireJobState):
     """One job's PMI-1 service on this node: its local ranks' lines, answered."""
 
     def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
-        self.job_id = job_id
-        self.size = size
-        self.kvsname = kvsname or f"gang-{job_id}"
-        self.kvs = JobKvs(block, node_index)
-        self.initialized: set[int] = set()
-        self.finalized: set[int] = set()
+        super().__init__(job_id, size, block, node_index, kvsname)
         self._lines: dict[int, LineReader] = {}
 
     def received(self, rank: int, data: bytes) -> list[Outcome]:

@@ -19,7 +19,14 @@ carries them. Bad input fails the job, never the daemon.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.noded.process_managers.fences import PROCESS_MAPPING, Failure, JobKvs, Outcome, PmiError, Reply
+from gangsched.noded.process_managers.fences import (
+    PROCESS_MAPPING,
+    Failure,
+    Outcome,
+    PmiError,
+    Reply,
+    WireJobState,
+)
 
 LENGTH_DIGITS = 6
 FRAME_MAX = 16384  # a put of MPICH's longest key (64) and value (1024) fits many times over
@@ -101,16 +108,11 @@ class _Waiting:
     key: str
 
 
-class Pmi2Job:
+class Pmi2Job(WireJobState):
     """One job's PMI-2 service on this node: its local ranks' commands, answered."""
 
     def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
-        self.job_id = job_id
-        self.size = size
-        self.jobid = kvsname or f"gang-{job_id}"
-        self.kvs = JobKvs(block, node_index)
-        self.initialized: set[int] = set()
-        self.finalized: set[int] = set()
+        super().__init__(job_id, size, block, node_index, kvsname)
         self._readers: dict[int, FrameReader] = {}
         self._node_attributes: dict[str, str] = {}
         self._waiting: list[_Waiting] = []  # info-getnodeattr with wait=TRUE, until the key is put
@@ -154,7 +156,7 @@ class Pmi2Job:
             return _reply(rank, "fullinit-response", rc=0, pmi_version=2, pmi_subversion=0, rank=rank,
                           size=self.size, appnum=0, debugged="FALSE", pmiverbose="FALSE")
         if name == "job-getid":
-            return _reply(rank, "job-getid-response", rc=0, jobid=self.jobid)
+            return _reply(rank, "job-getid-response", rc=0, jobid=self.kvsname)
         if name == "info-getjobattr":
             value = self.kvs.get(PROCESS_MAPPING) if _key(fields) == PROCESS_MAPPING else None
             return _found(rank, "info-getjobattr-response", value)

@@ -29,14 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gangsched.jobs.mpi_environments import mpi_home
+from gangsched.noded.hosts import NodeTask
+from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers import libpmix
+from gangsched.noded.process_managers.fences import kvs_name
 from gangsched.noded.process_managers.interface import NodeServices, ProcessManagerUnavailable, exit_failure
 from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.task_host import NodeTask
-from gangsched.noded.task_states import ProcessManagerMessage
-from gangsched.noded.tasks import place_in_block, task_account
+from gangsched.noded.task_processes import place_in_block, task_account
+from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.messages import PmiFence, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import UNSERVED_HINTS, MpiKind, TaskSpec
 
@@ -222,7 +224,7 @@ class PmixService:
         self._wake = None
 
     def _register(self, spec: TaskSpec) -> _Job:
-        nspace = spec.kvsname or f"gang-{spec.job_id}"
+        nspace = kvs_name(spec.job_id, spec.kvsname)
         block = spec.block or [spec.size]
         nodes = spec.nodes or [self._node.node]
         index, _, local = place_in_block(spec)
@@ -372,7 +374,7 @@ class PmixService:
             return
         rank = details[0]
         assert isinstance(rank, int)
-        task = self._node.tasks.get((job.job_id, rank))
+        task = self._node.tasks.get(TaskKey(job.job_id, rank))
         if task is not None:
             self._shared_memory.note(job.job_id, task.pids())
         if what == "connected":

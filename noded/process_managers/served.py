@@ -15,11 +15,12 @@ from pathlib import Path
 
 import zmq
 
+from gangsched.noded.hosts import NodeTask
+from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers.interface import (
     NodeServices,
     ProcessManager,
     ProcessManagerUnavailable,
-    TaskKey,
 )
 from gangsched.noded.process_managers.pmi1 import Pmi1Job
 from gangsched.noded.process_managers.pmi2 import Pmi2Job
@@ -28,8 +29,7 @@ from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.socket_service import SocketService
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.task_host import NodeTask
-from gangsched.noded.task_states import ProcessManagerMessage
+from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.messages import PmiFence, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import MpiKind, TaskSpec
 

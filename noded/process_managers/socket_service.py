@@ -16,12 +16,13 @@ import socket
 from collections.abc import Sequence
 from typing import Protocol
 
-from gangsched.noded.process_managers.fences import Outcome
+from gangsched.noded.hosts import NodeTask
+from gangsched.noded.orders import ProcessManagerMessage
+from gangsched.noded.process_managers.fences import Outcome, kvs_name
 from gangsched.noded.process_managers.interface import NodeServices, exit_failure
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.task_host import NodeTask
-from gangsched.noded.task_states import ProcessManagerMessage
-from gangsched.noded.tasks import place_in_block
+from gangsched.noded.task_processes import place_in_block
+from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.messages import PmiFence, PmiFenceDone
 from gangsched.protocol.records import TaskSpec
 
@@ -59,7 +60,7 @@ class SocketService:
     def prepare(self, spec: TaskSpec) -> TaskWiring:
         ours, passed = socket.socketpair()
         environment = dict(self._variables, PMI_FD=str(passed.fileno()), PMI_RANK=str(spec.rank),
-                           PMI_SIZE=str(spec.size), PMI_SPAWNED="0", PMI_JOBID=spec.kvsname or f"gang-{spec.job_id}")
+                           PMI_SIZE=str(spec.size), PMI_SPAWNED="0", PMI_JOBID=kvs_name(spec.job_id, spec.kvsname))
         return TaskWiring(environment, ours, passed)
 
     def attach(self, task: NodeTask, spec: TaskSpec) -> None:
@@ -130,7 +131,7 @@ class SocketService:
 
     def _outcome(self, job: WireJob, outcome: Outcome) -> None:
         for reply in outcome.replies:
-            task = self._node.tasks.get((job.job_id, reply.rank))
+            task = self._node.tasks.get(TaskKey(job.job_id, reply.rank))
             if task is None or task.pmi is None:
                 continue
             try:
@@ -144,7 +145,7 @@ class SocketService:
             self._node.send(PmiFence(node=self._node.node, job_id=job.job_id, epoch=fence.epoch,
                                            kvs=fence.kvs))
         if outcome.failure is not None:
-            failed = self._node.tasks.get((job.job_id, outcome.failure.rank))
+            failed = self._node.tasks.get(TaskKey(job.job_id, outcome.failure.rank))
             if failed is not None:
                 self._failed(failed, outcome.failure.reason)
 

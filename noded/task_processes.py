@@ -22,10 +22,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gangsched.noded.containment import Containment, TaskGroup
+from gangsched.noded.containment import Containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.task_states import MemoryReading
+from gangsched.noded.task_groups import TaskGroup
+from gangsched.noded.task_record import MemoryReading
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
@@ -74,10 +75,10 @@ class Task:
     def pids(self) -> list[int]:
         return self.group.pids()
 
-    def follow(self) -> bool:
+    def take_in_new_processes(self) -> bool:
         """Take in the processes the task started since the last look: the next signals reach them too.
         Whether there were any."""
-        return self.group.follow()
+        return self.group.take_in_new_processes()
 
     def read_cpu_ns(self) -> int:
         """The task's CPU time now; the last reading once it is gone."""
@@ -112,9 +113,9 @@ class Task:
     def stop(self) -> None:
         self.group.stop()
 
-    def hold(self) -> None:
+    def keep_stopped(self) -> None:
         """After a switch's stop: keep it stopped whatever signals it gets (noded/holding.py)."""
-        self.group.hold()
+        self.group.keep_stopped()
 
     def escaped(self) -> bool:
         """Whether it ran while held (by process tree); it is stopped again if so."""
@@ -227,7 +228,6 @@ def launch(
     group.adopt(process.pid)
     if memory.folder is not None and memory.folder != group.path:
         (memory.folder / "cgroup.procs").write_text(str(process.pid))  # before it returns, as group.adopt
-    containment.started(group)
     task = Task(
         job_id=spec.job_id,
         rank=spec.rank,
@@ -244,7 +244,7 @@ def launch(
     )
     if not runnable:
         task.stop()
-        task.hold()
+        task.keep_stopped()
     task.read_cpu_ns()
     task.take_waited_ns()
     return task

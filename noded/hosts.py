@@ -11,11 +11,12 @@ import socket
 from pathlib import Path
 from typing import Protocol
 
-from gangsched.noded.containment import Containment, TaskGroup
+from gangsched.noded.containment import choose_containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.task_states import MemoryReading
-from gangsched.noded.tasks import Task, launch
+from gangsched.noded.task_groups import TaskGroup
+from gangsched.noded.task_processes import Task, launch
+from gangsched.noded.task_record import MemoryReading
 from gangsched.protocol.records import TaskSpec
 
 
@@ -32,9 +33,9 @@ class NodeTask(Protocol):
     @property
     def pid(self) -> int: ...
     def pids(self) -> list[int]: ...
-    def follow(self) -> bool: ...
+    def take_in_new_processes(self) -> bool: ...
     def stop(self) -> None: ...
-    def hold(self) -> None: ...
+    def keep_stopped(self) -> None: ...
     def escaped(self) -> bool: ...
     def resume(self) -> None: ...
     def take_cpu_ns(self) -> int: ...
@@ -67,15 +68,12 @@ class ProcessHost:
 
     def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
                  cgroup_parent: Path | None = None) -> None:
-        self._containment = Containment(node, spool, wanted, freeze, cgroup_parent)
+        self._containment = choose_containment(node, spool, wanted, freeze, cgroup_parent)
         # where descheduled tasks are not frozen, the node looks for those that run anyway
         self.watches_descheduled = not self._containment.freezes
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying
         self._unreleased_memory: list[TaskMemory] = []  # their memory groups (cgroup v1), likewise
-        root = self._containment.root
-        self.description = self._containment.kind + (f" ({root})" if root else ": a subreaper and its sweeps") + \
-            f"; memory limits: {self._containment.memory.kind}; descheduled tasks " + \
-            ("frozen" if self._containment.freezes else "watched")
+        self.description = self._containment.description
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
                cores: set[int] | None, wiring: TaskWiring | None) -> Task:
@@ -83,7 +81,6 @@ class ProcessHost:
 
     def ended(self, task: NodeTask) -> None:
         assert isinstance(task, Task)
-        self._containment.ended(task.group)
         if not task.group.release():
             self._unreleased.append(task.group)
         if not task.memory.release():

@@ -1,65 +1,71 @@
-"""A node daemon's tasks as its host runs them: the core's orders for them carried out.
+"""A node daemon's tasks as its host runs them: the core's orders carried out, and what comes of
+them reported as events (noded/task_events.py) for the loop to feed to the core.
 
-The core (noded/core.py) knows its tasks by (job id, rank); this module holds
-the real ones under the same keys (processes under containment, or `gang bench
-scale`'s emulated tasks: noded/task_host.py), signals what a switch's plan
-says, reads the clocks of those that ran, starts, ends and looks at them as
-ordered, and reaps them when their pidfd says they exited. An MPI task is
-served by its job's process-manager interface (noded/process_managers/), whose
-fences go to the master through the core and whose failures end the task
-through it.
+The core (noded/core.py) knows its tasks by ``TaskKey``; this module holds the
+real ones under the same keys (processes under containment, or `gang bench
+scale`'s emulated tasks: noded/hosts.py), signals what a switch's plan says,
+reads the clocks of those that ran, starts, ends and looks at them as ordered,
+and reaps them when their pidfd says they exited. An MPI task is served by its
+job's process-manager interface (noded/process_managers/), whose fences for
+the master and whose failures are events too. It never calls the core.
 """
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Iterable
 
 import zmq
 
-from gangsched.noded.core import NodeCore
+from gangsched.noded.hosts import NodeTask, TaskHost
+from gangsched.noded.orders import (
+    CatchNewProcesses,
+    CheckDescheduled,
+    Checkpoint,
+    Kill,
+    Launch,
+    Order,
+    ReadMemory,
+    ReapStrays,
+    Terminate,
+    ToProcessManager,
+)
 from gangsched.noded.process_managers.interface import ProcessManagerUnavailable
 from gangsched.noded.process_managers.served import ProcessManagers
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.switching import SwitchPlan
-from gangsched.noded.task_host import NodeTask, TaskHost
-from gangsched.noded.task_states import (
-    Checkpoint,
-    Kill,
-    Launch,
-    Look,
-    Order,
-    ReadMemory,
-    Sweep,
-    TaskKey,
-    Terminate,
-    ToProcessManager,
-    Watch,
+from gangsched.noded.task_events import (
+    Escaped,
+    Exited,
+    FailedByProcessManager,
+    ForMaster,
+    Launched,
+    MemoryRead,
+    NotStarted,
+    StillForking,
+    TaskEvent,
 )
-from gangsched.noded.tasks import LaunchError
+from gangsched.noded.task_processes import LaunchError
+from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.records import TaskSpec
 
 log = logging.getLogger("gangsched.noded")
 
 
-class TaskRunner:
-    def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller,
-                 core: Callable[[], NodeCore]) -> None:
-        """``core``: the node's core, once made (its hello names what ``process_managers`` serve)."""
+class TaskExecutor:
+    def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller) -> None:
         self._settings = settings
         self._name = settings.name
         self._spools = (settings.spool(), settings.user_spool_dir)
         self._processor_cores = settings.processor_cores()
         self._host = host
         self._poller = poller
-        self._the_core = core
         self.tasks: dict[TaskKey, NodeTask] = {}
         self._by_pidfd: dict[int, NodeTask] = {}
-        self.process_managers = ProcessManagers(settings, host.runs_mpi, poller, self.tasks,
-                                                lambda message: core().from_process_manager(message), self._fail)
-
-    @property
-    def _core(self) -> NodeCore:
-        return self._the_core()
+        self.events: deque[TaskEvent] = deque()  # for the loop to feed to the core, in order
+        self.process_managers = ProcessManagers(
+            settings, host.runs_mpi, poller, self.tasks, lambda message: self.events.append(ForMaster(message)),
+            lambda task: self.events.append(FailedByProcessManager(TaskKey(task.job_id, task.rank))))
 
     def exits(self, ready: Iterable[object]) -> list[NodeTask]:
         """The tasks whose pidfds are among a poll's ready ``fds``: they exited."""
@@ -70,18 +76,18 @@ class TaskRunner:
         that ran used: its CPU ns and its run-queue wait since the last reading, and (rank 0 only) its
         barriers."""
         tasks = self.tasks
-        for state in plan.stop:
-            tasks[state.key].stop()
-        for state in plan.resume:
-            tasks[state.key].resume()
+        for record in plan.stop:
+            tasks[record.key].stop()
+        for record in plan.resume:
+            tasks[record.key].resume()
         applied_ns = time.monotonic_ns()
         readings = []
-        for state in plan.ran:
-            task = tasks[state.key]
+        for record in plan.ran:
+            task = tasks[record.key]
             cpu_ns = task.take_cpu_ns()
-            readings.append((cpu_ns, task.take_waited_ns(), task.read_progress() if state.key[1] == 0 else 0))
-        for state in plan.stop:  # off the switch's path: the stop signal holds them meanwhile
-            tasks[state.key].hold()
+            readings.append((cpu_ns, task.take_waited_ns(), task.read_progress() if record.key.rank == 0 else 0))
+        for record in plan.stop:  # off the switch's path: the stop signal holds them meanwhile
+            tasks[record.key].keep_stopped()
         return applied_ns, readings
 
     def carry_out(self, order: Order) -> None:
@@ -96,34 +102,30 @@ class TaskRunner:
                 self.tasks[key].kill()
             case Checkpoint(key):
                 self.tasks[key].checkpoint()
-            case Look(key, attempts):
+            case CatchNewProcesses(key, attempts):
                 task = self.tasks[key]
                 for _ in range(attempts):
-                    if not task.follow():
+                    if not task.take_in_new_processes():
                         break
                 else:
-                    self._core.still_forking(key)
-            case Sweep(live):
+                    self.events.append(StillForking(key))
+            case ReapStrays(live):
                 self._host.sweep(set(live))
-            case Watch(keys):
-                now = time.monotonic()
-                for key in keys & self.tasks.keys():
-                    if self.tasks[key].escaped():
-                        self._core.escaped(key, now)
+            case CheckDescheduled(keys):
+                self.events.extend(Escaped(key) for key in keys & self.tasks.keys() if self.tasks[key].escaped())
             case ReadMemory(keys):
-                now = time.monotonic()
-                for key in keys & self.tasks.keys():
-                    self._core.memory(key, self.tasks[key].read_memory(), now)
+                self.events.extend(MemoryRead(key, self.tasks[key].read_memory()) for key in keys & self.tasks.keys())
             case ToProcessManager(message):
                 self.process_managers.received(message)
             case _:
                 raise ValueError(f"not an order for tasks: {order}")
 
     def exited(self, task: NodeTask) -> None:
-        """Reap a task whose pidfd said it ended, and tell the core."""
+        """Reap a task whose pidfd said it ended."""
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
-        del self.tasks[(task.job_id, task.rank)]
+        key = TaskKey(task.job_id, task.rank)
+        del self.tasks[key]
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         memory = task.read_memory()
@@ -131,7 +133,7 @@ class TaskRunner:
         self._host.ended(task)
         log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
         error = self.process_managers.exited(task, returncode, task.failure)
-        self._core.exited((task.job_id, task.rank), returncode, error, cpu_ns, progress, memory, time.monotonic())
+        self.events.append(Exited(key, returncode, error, cpu_ns, progress, memory))
 
     def wait_for_all(self, grace_s: float) -> None:
         """The daemon stops and its tasks were ended: their exits for ``grace_s``, then SIGKILL for the rest."""
@@ -151,7 +153,7 @@ class TaskRunner:
             self.exited(task)
 
     def _launch(self, spec: TaskSpec, runnable: bool) -> None:
-        key = (spec.job_id, spec.rank)
+        key = TaskKey(spec.job_id, spec.rank)
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
         wiring = None
         try:
@@ -167,16 +169,12 @@ class TaskRunner:
             else:
                 log.exception("job %d rank %d: launching failed", spec.job_id, spec.rank)
                 reason = f"could not start: internal error of node {self._name}: {type(error).__name__}: {error}"
-            self._core.not_started(key, reason, time.monotonic())
+            self.events.append(NotStarted(key, reason))
             return
-        self._core.launched(key, runnable, time.monotonic_ns())
+        self.events.append(Launched(key, runnable, time.monotonic_ns()))
         self.tasks[key] = task
         self._by_pidfd[task.pidfd] = task
         self._poller.register(task.pidfd, zmq.POLLIN)
         if wiring is not None:
             self.process_managers.attach(task, spec)
         log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
-
-    def _fail(self, task: NodeTask) -> None:
-        """PMI failed the task's job: it is ended, and its exit carries ``task.failure``."""
-        self._core.end((task.job_id, task.rank), time.monotonic())

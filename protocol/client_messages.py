@@ -1,0 +1,191 @@
+"""The messages of the client protocol: a client (the ``gang`` CLI, benchmarks, the web view)
+asks the master over its ROUTER, and is answered by the reply model or ``ErrorReply`` (which
+answers nodes too).
+
+Times named ``*_time`` are Unix seconds.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.frames import JOBS_PER_REPLY
+from gangsched.protocol.records import (
+    MAX_ARRAY_INDEX,
+    MAX_ARRAY_JOBS,
+    JobInfo,
+    JobSpec,
+    JobState,
+    MpiKind,
+    NodeInfo,
+    UserInfo,
+    WireModel,
+)
+
+
+class Submit(WireModel):
+    """``token``: the client's name for this submission; sent again (a retry after a lost
+    reply), it gets the job the first one made, not a second job."""
+
+    type: Literal["submit"] = "submit"
+    spec: JobSpec
+    token: str | None = Field(None, min_length=1, max_length=64)
+    # an array: one job per index, each with the spec's array fields set (Slurm's --array)
+    array: list[Annotated[int, Field(ge=0, le=MAX_ARRAY_INDEX)]] | None = \
+        Field(None, min_length=1, max_length=MAX_ARRAY_JOBS)
+
+    @field_validator("array")
+    @classmethod
+    def _distinct(cls, array: list[int] | None) -> list[int] | None:
+        if array is not None and len(set(array)) != len(array):
+            raise ValueError("an array's indices are distinct")
+        return array
+
+
+class Submitted(WireModel):
+    """``job_id``: the job made, or an array's first; ``job_ids``: every job made, in index order."""
+
+    type: Literal["submitted"] = "submitted"
+    job_id: int
+    job_ids: list[int]
+
+
+class Cancel(WireModel):
+    type: Literal["cancel"] = "cancel"
+    job_id: int
+    user: str
+
+
+class Cancelled(WireModel):
+    type: Literal["cancelled"] = "cancelled"
+    job_id: int
+    state: JobState
+
+
+class JobQuery(WireModel):
+    """The listed jobs, or (``job_ids`` None) every active job and, if asked, the finished: the
+    last 200, or (``ended_after``, a Unix time) every one that ended since then, as sacct's
+    ``-S``. A reply holds at most JOBS_PER_REPLY jobs, the first with an id above ``after_id``."""
+
+    type: Literal["job_query"] = "job_query"
+    job_ids: list[int] | None = Field(None, max_length=JOBS_PER_REPLY)
+    include_finished: bool = False
+    ended_after: float | None = None
+    after_id: int = 0
+
+    @field_validator("job_ids")
+    @classmethod
+    def _once_each(cls, job_ids: list[int] | None) -> list[int] | None:
+        return None if job_ids is None else list(dict.fromkeys(job_ids))
+
+
+class JobList(WireModel):
+    type: Literal["job_list"] = "job_list"
+    jobs: list[JobInfo]
+    more: bool = False  # jobs after the last one here: ask again with its id as after_id
+
+
+class NodeQuery(WireModel):
+    type: Literal["node_query"] = "node_query"
+
+
+class NodeList(WireModel):
+    type: Literal["node_list"] = "node_list"
+    nodes: list[NodeInfo]
+    mpi_default: MpiKind = MpiKind.NONE  # what a job that names no --mpi gets
+
+
+class MatrixQuery(WireModel):
+    type: Literal["matrix_query"] = "matrix_query"
+
+
+class MatrixView(WireModel):
+    """The Ousterhout matrix: ``rows[r][c]`` is the job in slot r on processor ``processors[c]`` of
+    node ``nodes[c]``."""
+
+    type: Literal["matrix_view"] = "matrix_view"
+    quantum: int
+    quantum_ms: int
+    policy: str
+    nodes: list[str]
+    processors: list[int] = []  # [] : one processor per node
+    rows: list[list[int | None]]
+    running: list[int]  # the rows runnable now: the row whose turn it is, then its partner
+    alternates: list[int] = []  # jobs of other rows running in cells both rows leave idle
+
+
+class SwitchStatsQuery(WireModel):
+    """Per-switch latencies of the last ``last`` quanta every up node reported."""
+
+    type: Literal["switch_stats_query"] = "switch_stats_query"
+    last: int = Field(default=1000, ge=1, le=100_000)
+
+
+class SwitchStats(WireModel):
+    type: Literal["switch_stats"] = "switch_stats"
+    latencies_ns: list[int]  # master's send -> last node applied, one per quantum
+    master_cpu_ns: int  # the master process's CPU time so far
+    quantum: int
+    busy_quanta: int = 0  # quanta in which some row ran
+    partner_quanta: list[int] = []  # [slot]: quanta it ran as a partner
+
+
+class StatsQuery(WireModel):
+    """The master's counters and histograms since it started, for its metrics."""
+
+    type: Literal["stats_query"] = "stats_query"
+
+
+class Histogram(WireModel):
+    """Observations in seconds: ``counts[i]`` fell at or under ``bounds[i]``, and not under the one before;
+    the last count is over every bound."""
+
+    bounds: list[float]
+    counts: list[int]
+    total_s: float = 0.0
+
+
+class MasterStats(WireModel):
+    type: Literal["master_stats"] = "master_stats"
+    start_time: float
+    quanta: int  # slot switches sent
+    busy_quanta: int  # ... in which some row ran
+    paired_quanta: int  # ... in which a partner row ran too
+    scheduling_events: int
+    switch_latency: Histogram  # a switch's send -> the last node having applied it
+    scheduling: Histogram  # one scheduling event's decisions
+    quantum_decision: Histogram  # one quantum boundary: the rows to run, the columns, the switch
+    report_drain: Histogram  # one read of every waiting node message (reports, heartbeats, exits)
+    store_write: Histogram  # one write of a job to the store
+    store_failures: int = 0  # writes the store failed (each retried: master/closing.py)
+    migrations: int
+    migration_cost: Histogram  # checkpoint asked -> the job progressing on its new nodes
+    cpu_s: float  # the master process's CPU time
+    resident_bytes: int
+
+
+class SetUser(WireModel):
+    """The administrator (root) sets a user's political priority and quota (``gang admin``)."""
+
+    type: Literal["set_user"] = "set_user"
+    admin: str
+    user: str = Field(min_length=1, max_length=64)
+    political_priority: float | None = Field(default=None, ge=0, le=1)
+    quota_node_s: float | None = Field(default=None, ge=0)
+    clear_quota: bool = False
+
+
+class UserQuery(WireModel):
+    type: Literal["user_query"] = "user_query"
+
+
+class UserList(WireModel):
+    type: Literal["user_list"] = "user_list"
+    users: list[UserInfo]
+
+
+class ErrorReply(WireModel):
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    reason: str

@@ -1,0 +1,207 @@
+"""The messages of the node protocol: node daemon <-> master over the DEALER and ROUTER, node ->
+master over PUSH/PULL, master -> every node over PUB/SUB (protocol/messages.py says which goes where).
+
+Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
+containers of one host); times named ``*_time`` are Unix seconds.
+"""
+
+from typing import Literal, NamedTuple
+
+from pydantic import Field
+
+from gangsched.protocol.records import (
+    MpiKind,
+    PeerEndpoint,
+    RelayEndpoints,
+    TaskRef,
+    TaskSample,
+    TaskSpec,
+    WireModel,
+)
+from gangsched.protocol.sizes import LARGEST
+
+MAX_REPORT_QUANTA = 64  # accounts in one QuantumReport
+
+
+class TaskExit(WireModel):
+    """A task ended; resent until acknowledged.
+
+    ``error`` says why it failed where its status does not: it never started,
+    it called PMI abort or spoke malformed PMI, it left before PMI finalize.
+    """
+
+    type: Literal["task_exit"] = "task_exit"
+    node: str
+    job_id: int
+    rank: int
+    returncode: int | None  # negative: killed by that signal; None: never started
+    error: str | None = None
+    cpu_ns: int = 0  # CPU time since the last quantum report
+    progress: int = 0  # the task's final progress counter
+    memory_peak: int = 0  # bytes: the most its processes held resident at once (Slurm's MaxRSS)
+    out_of_memory: bool = False  # it passed its memory limit and was killed for it
+
+
+class NodeHello(WireModel):
+    """A node registers, or registers again after the master restarted.
+
+    ``tasks`` are the tasks it still runs; ``exits`` the ends not yet acknowledged.
+    """
+
+    type: Literal["node_hello"] = "node_hello"
+    node: str = Field(min_length=1, max_length=64)
+    cpu_share: float = Field(gt=0)  # of one CPU's time, the whole node's (not a count of CPUs)
+    processors: int = Field(default=1, ge=1, le=4096)  # columns of the matrix; a task's share is cpu_share/processors
+    pid: int  # for the logs: in a container, a restarted daemon may have its old pid
+    incarnation: str = Field(min_length=1, max_length=64)  # made anew at each start: another one has none of its tasks
+    peer: PeerEndpoint
+    tasks: list[TaskRef] = []
+    exits: list[TaskExit] = []
+    relay: RelayEndpoints | None = None  # where it would listen as a relay; None: it cannot relay
+    left_relay: str | None = None  # the relay it heard no switch through for too long
+    mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
+    memory: int = Field(ge=1, le=LARGEST)  # bytes its jobs may commit (gang noded --memory)
+    host_memory: int = Field(ge=1, le=LARGEST)  # bytes its host has: a node may not declare more
+
+
+class NodeWelcome(WireModel):
+    type: Literal["node_welcome"] = "node_welcome"
+    node: str
+    switch_endpoint: str  # the master's PUB socket as bound, or its relay's
+    report_endpoint: str  # the master's PULL socket for reports, heartbeats and exits as bound, or its relay's
+    heartbeat_ms: int
+    quantum_ms: int
+    via: str | None = None  # the node it reaches the master through; None: the master itself
+    relays: bool = False  # it forwards switches and node messages for the nodes homed at it
+
+
+class Heartbeat(WireModel):
+    type: Literal["heartbeat"] = "heartbeat"
+    node: str
+
+
+class LaunchTask(WireModel):
+    type: Literal["launch_task"] = "launch_task"
+    task: TaskSpec
+
+
+class KillTask(WireModel):
+    """End a task: continue it, SIGTERM its process group, SIGKILL after a grace period."""
+
+    type: Literal["kill_task"] = "kill_task"
+    job_id: int
+    reason: str
+
+
+class CheckpointTask(WireModel):
+    """Migrate: let the task run to its next barrier, where it saves its state and exits."""
+
+    type: Literal["checkpoint_task"] = "checkpoint_task"
+    job_id: int
+
+
+class ExitAck(WireModel):
+    type: Literal["exit_ack"] = "exit_ack"
+    job_id: int
+    rank: int
+
+
+class PmiFence(WireModel):
+    """Every local rank of ``job_id`` on ``node`` entered PMI fence ``epoch``; ``kvs``: what they put since
+    (PMI-1, PMI-2); ``data``: the PMIx library's blob for this node."""
+
+    type: Literal["pmi_fence"] = "pmi_fence"
+    node: str
+    job_id: int
+    epoch: int = Field(ge=0)
+    kvs: dict[str, str]
+    data: bytes = b""
+
+
+class PmiFenceDone(WireModel):
+    """Every node of the job is in barrier ``epoch``: ``kvs`` is what all of them put since the last one."""
+
+    type: Literal["pmi_fence_done"] = "pmi_fence_done"
+    job_id: int
+    epoch: int
+    kvs: dict[str, str]
+    data: bytes = b""  # every node's ``data``, concatenated in the job's node order
+
+
+class PmixModexRequest(WireModel):
+    """A node's PMIx library asks for ``rank``'s data (direct modex); the master passes it to the rank's node,
+    which answers with a ``PmixModexReply``. ``request`` is the asking node's number for it."""
+
+    type: Literal["pmix_modex_request"] = "pmix_modex_request"
+    node: str  # the asking node
+    job_id: int
+    rank: int = Field(ge=0)
+    request: int
+
+
+class PmixModexReply(WireModel):
+    """The data of ``rank``, from its node, for the node that asked; the master passes it on."""
+
+    type: Literal["pmix_modex_reply"] = "pmix_modex_reply"
+    node: str  # the rank's node, which answers
+    asker: str
+    job_id: int
+    rank: int = Field(ge=0)
+    request: int
+    status: int  # the library's (0: found)
+    data: bytes = b""
+
+
+class NodeColumn(WireModel):
+    """A node's column of the Ousterhout matrix: in each row (slot), the jobs with tasks on it.
+
+    Sent to the node when it changes (a job starts, ends or moves, the rows are
+    regrouped) and when the node says hello, so that a switch need only name
+    rows. Never a delta: each is the whole column, and ``epoch`` tells the
+    master (through the node's reports) whether the newest one arrived.
+    """
+
+    type: Literal["node_column"] = "node_column"
+    epoch: int
+    rows: list[list[int]]  # rows past the last one holding a job here are left out
+
+
+class SlotSwitch(WireModel):
+    """The whole decision for one quantum, the same for every node: the rows that run, and the
+    jobs of other rows that run where those rows leave processors idle (alternates).
+
+    A node runs the jobs its column holds in those rows, and those alternates it
+    holds; it stops every other task. Its size does not grow with the cluster,
+    and it is never a delta: a node that missed switches converges on the next one.
+    ``report_every``: a node sends its accounts of the quanta once it holds this many
+    (the master raises it with the cluster, so that it reads a bounded number of
+    reports per quantum).
+    """
+
+    type: Literal["slot_switch"] = "slot_switch"
+    quantum: int
+    sent_ns: int
+    rows: list[int]
+    alternates: list[int] = []
+    report_every: int = Field(1, ge=1, le=MAX_REPORT_QUANTA)
+
+
+class QuantumAccount(NamedTuple):
+    """What a node did in quantum ``quantum``: when it applied that quantum's switch, and
+    what its tasks used in the quantum before it. A tuple, as TaskSample is: the report
+    that holds it validates it."""
+
+    quantum: int  # the quantum whose switch was applied
+    switch_sent_ns: int  # echoed from that switch
+    switch_applied_ns: int  # when this node had sent all its signals for it
+    column_epoch: int  # of the node's column it applied the switch with (-1: it has none yet)
+    # for each task runnable in the quantum before it (docs/architecture.md, 'One quantum', step 4)
+    samples: list[TaskSample]
+
+
+class QuantumReport(WireModel):
+    """A node's accounts of its last quanta, oldest first: one, or ``report_every`` of them."""
+
+    type: Literal["quantum_report"] = "quantum_report"
+    node: str
+    accounts: list[QuantumAccount] = Field(min_length=1, max_length=MAX_REPORT_QUANTA)
