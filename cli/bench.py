@@ -13,6 +13,7 @@ from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.bench_mpi import alone, startup
 from gangsched.cli.bench_output import console, print_rows, write_rows_csv
+from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sizes import SIZE
@@ -30,6 +31,7 @@ def bench() -> None:
 
 bench.add_command(alone)
 bench.add_command(startup)
+bench.add_command(throughput)
 
 
 @bench.command()

@@ -10,12 +10,13 @@ from typing import NamedTuple
 
 
 class Now(NamedTuple):
-    monotonic_ns: int  # the monotonic clock, for every interval and deadline
+    monotonic: float  # seconds of the monotonic clock, for every interval and deadline
+    monotonic_ns: int  # the same reading in nanoseconds, as the wire carries it
     wall: float  # Unix seconds, for what users read (submit, start and end times)
 
-    @property
-    def monotonic(self) -> float:
-        return self.monotonic_ns / 1e9
+    @classmethod
+    def at(cls, monotonic_ns: int, wall: float) -> "Now":
+        return cls(monotonic_ns / 1e9, monotonic_ns, wall)
 
     def monotonic_of(self, unix_time: float) -> float:
         """The monotonic seconds of an instant given in Unix time."""
@@ -23,4 +24,4 @@ class Now(NamedTuple):
 
 
 def read_clock() -> Now:
-    return Now(time.monotonic_ns(), time.time())
+    return Now.at(time.monotonic_ns(), time.time())

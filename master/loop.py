@@ -236,11 +236,12 @@ class MasterDaemon:
                 self._viewer.send_multipart([sender, encode(reply)], zmq.NOBLOCK)
 
     @staticmethod
-    def _answer(handler: Handler, sender: bytes, message: Message) -> Message | None:
-        """What ``handler`` answers, given the clocks read now; a handler that fails answers INTERNAL
-        (logged with its traceback), so that a sender waiting for an answer never waits in vain."""
+    def _answer(handler: Handler, sender: bytes, message: Message, now: Now | None = None) -> Message | None:
+        """What ``handler`` answers, given the clocks read now (or ``now``, read for a batch that arrived
+        before it); a handler that fails answers INTERNAL (logged with its traceback), so that a sender
+        waiting for an answer never waits in vain."""
         try:
-            return handler(sender, message, read_clock())
+            return handler(sender, message, now or read_clock())
         except Exception as error:
             log.exception("handling %s failed", message.type)
             return ErrorReply(code=ErrorCode.INTERNAL, reason=f"{type(error).__name__}: {error}")
@@ -259,6 +260,7 @@ class MasterDaemon:
         self._core.report_drain_time.observe(time.perf_counter() - started)
 
     def _drain_nodes(self) -> None:
+        now = read_clock()  # what waits on the socket arrived by now: one reading for the whole drain
         while True:
             # a receive that raises once at the end: asking before each message (has_message)
             # costs a system call per report, a thousand per quantum at a thousand nodes
@@ -275,7 +277,7 @@ class MasterDaemon:
                 self._bad_frame("ignored a %s message on the report socket (key: %s): only nodes report there",
                                 message.type, user or "none")
                 continue
-            reply = self._answer(self._node_handlers[type(message)], b"", message)
+            reply = self._answer(self._node_handlers[type(message)], b"", message, now)
             if reply is not None:  # every node's routing id is its name
                 self._reply([message.node.encode()], reply)
         self._flush_outbox()

@@ -37,7 +37,7 @@ class FakeClock:
         self.now = now
 
     def read(self) -> Now:
-        return Now(round(self.now * 1e9), self.now)
+        return Now.at(round(self.now * 1e9), self.now)
 
 
 @pytest.fixture

@@ -1,0 +1,231 @@
+"""`gang bench throughput`: how many small jobs a second the cluster takes from submission to their
+end written in the store, and where the time goes (docs/limits.md, "Throughput").
+
+N one-task jobs (``/bin/true`` by default) are submitted on a fresh local cluster,
+as arrays or by C clients submitting single jobs in parallel. The rate is from
+the first submission until the last job's COMPLETED is in the master's store
+(read from the store file itself, read-only, every 50 ms). Beside it:
+
+* the phases: the submissions as the clients saw them; queued -> launched and
+  launched -> ended, each job's own times (the medians); ended -> written, the
+  last end against the moment the bench saw it written;
+* the master's CPU and resident memory, and the switch latency (median and
+  p99) during the flood against the same cluster idle just before;
+* the jobs a second against the queue's depth, sampled as it drains (CSV, and a
+  PNG beside it);
+* the machine's floor measured in the same run (bench/spawn_floor.py), and
+  the rate as a ratio to it.
+"""
+
+import contextlib
+import getpass
+import sqlite3
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gangsched.bench.spawn_floor import commit_rate, spawn_rate
+from gangsched.deploy.config import ClusterConfig
+from gangsched.deploy.local import temporary_local_cluster
+from gangsched.master.client import MasterClient
+from gangsched.protocol.records import JobSpec
+from gangsched.sim.report import percentile
+
+_POLL_S = 0.05
+_IDLE_SWITCHES = 50
+
+
+@dataclass
+class ThroughputRun:
+    jobs: int
+    mode: str  # "10 arrays" or "8 clients"
+    seconds: float
+    jobs_per_s: float
+    submit_s: float
+    queued_to_launched_ms: float
+    launched_to_ended_ms: float
+    ended_to_written_ms: float
+    master_cpu_s: float
+    master_rss_mb: float
+    switch_idle_p50_ms: float
+    switch_idle_p99_ms: float
+    switch_flood_p50_ms: float
+    switch_flood_p99_ms: float
+    floor_spawn_per_s: float
+    floor_spawn_cgroup_per_s: float | None
+    floor_commits_per_s: float
+    samples: list[dict[str, float]] = field(default_factory=list)  # queue depth and rate as it drained
+
+    def row(self) -> dict[str, Any]:
+        cgroup = self.floor_spawn_cgroup_per_s
+        return {
+            "jobs": self.jobs, "submitted as": self.mode, "seconds": round(self.seconds, 2),
+            "jobs_per_s": round(self.jobs_per_s, 1),
+            "of spawn floor": round(self.jobs_per_s / self.floor_spawn_per_s, 3),
+            "of cgroup floor": None if not cgroup else round(self.jobs_per_s / cgroup, 3),
+            "of commit floor": round(self.jobs_per_s / self.floor_commits_per_s, 3),
+            "submit_s": round(self.submit_s, 2),
+            "queued_to_launched_ms": round(self.queued_to_launched_ms, 1),
+            "launched_to_ended_ms": round(self.launched_to_ended_ms, 1),
+            "ended_to_written_ms": round(self.ended_to_written_ms, 1),
+            "master_cpu_s": round(self.master_cpu_s, 2), "master_rss_mb": round(self.master_rss_mb, 1),
+            "switch_idle_p50_ms": round(self.switch_idle_p50_ms, 3),
+            "switch_idle_p99_ms": round(self.switch_idle_p99_ms, 3),
+            "switch_flood_p50_ms": round(self.switch_flood_p50_ms, 3),
+            "switch_flood_p99_ms": round(self.switch_flood_p99_ms, 3),
+            "floor_spawn_per_s": round(self.floor_spawn_per_s, 1),
+            "floor_spawn_cgroup_per_s": None if cgroup is None else round(cgroup, 1),
+            "floor_commits_per_s": round(self.floor_commits_per_s, 1),
+        }
+
+
+def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, clients: int | None,
+                       command: list[str], floor_s: float = 3.0) -> ThroughputRun:
+    """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each."""
+    spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={})
+    with temporary_local_cluster(config) as cluster:
+        state = cluster.state()
+        assert state is not None
+        store = cluster.home / "master" / "jobs.db"
+        # the commits on the file system of the master's store, as it commits
+        bare = spawn_rate(floor_s, in_cgroup=False)
+        assert bare is not None
+        floor = (bare, spawn_rate(floor_s, in_cgroup=True), commit_rate(floor_s, store.parent))
+        with cluster.client(state, timeout_s=30.0) as client:
+            while client.stats().quanta < _IDLE_SWITCHES + 5:  # the idle cluster's switches, to compare with
+                time.sleep(_POLL_S)
+            idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
+            before = client.stats()
+            started = time.monotonic()
+            watcher = _StoreWatch(store, jobs, started)
+            watcher.start()  # samples the queue while the jobs are submitted, too
+            _submit(client.endpoint, spec, jobs, arrays, clients)
+            submit_s = time.monotonic() - started
+            written_at = watcher.result()
+            seconds = written_at - started
+            after = client.stats()
+            flood = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
+            phases = watcher.phases()
+    return ThroughputRun(
+        jobs=jobs, mode=f"{arrays} arrays" if arrays else f"{clients} clients", seconds=seconds,
+        jobs_per_s=jobs / seconds, submit_s=submit_s,
+        queued_to_launched_ms=phases[0], launched_to_ended_ms=phases[1], ended_to_written_ms=phases[2],
+        master_cpu_s=after.cpu_s - before.cpu_s, master_rss_mb=after.resident_bytes / 2**20,
+        switch_idle_p50_ms=_ms(idle, 0.5), switch_idle_p99_ms=_ms(idle, 0.99),
+        switch_flood_p50_ms=_ms(flood, 0.5), switch_flood_p99_ms=_ms(flood, 0.99),
+        floor_spawn_per_s=floor[0], floor_spawn_cgroup_per_s=floor[1], floor_commits_per_s=floor[2],
+        samples=watcher.samples,
+    )
+
+
+def _submit(endpoint: str, spec: JobSpec, jobs: int, arrays: int | None, clients: int | None) -> None:
+    if arrays:
+        with MasterClient(endpoint, timeout_s=60.0) as client:
+            per = -(-jobs // arrays)
+            for first in range(0, jobs, per):
+                client.submit_jobs(spec, list(range(first, min(jobs, first + per))), retry_s=60.0)
+        return
+    count = clients or 1
+    threads = [threading.Thread(target=_submit_singles, args=(endpoint, spec, jobs // count + (i < jobs % count)))
+               for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _submit_singles(endpoint: str, spec: JobSpec, count: int) -> None:
+    with MasterClient(endpoint, timeout_s=60.0) as client:
+        for _ in range(count):
+            client.submit(spec, retry_s=60.0)
+
+
+class _StoreWatch(threading.Thread):
+    """The master's store as the jobs drain: how many are written COMPLETED, how many wait."""
+
+    def __init__(self, path: Path, jobs: int, started: float, timeout_s: float = 3600.0) -> None:
+        super().__init__(daemon=True)
+        self._path, self._jobs, self._began, self._timeout_s = path, jobs, started, timeout_s
+        self._written_at = 0.0  # Unix time the last job was seen written
+        self._done_at: float | None = None  # monotonic
+        self._error = ""
+        self.samples: list[dict[str, float]] = []
+
+    def run(self) -> None:
+        deadline = self._began + self._timeout_s
+        last_done, last_at = 0, self._began
+        while time.monotonic() < deadline:
+            done, failed, pending = self._counts()
+            now = time.monotonic()
+            if failed:
+                self._error = f"{failed} jobs ended other than COMPLETED: see the cluster's logs"
+                return
+            rate = (done - last_done) / (now - last_at) if now > last_at else 0.0
+            self.samples.append({"s": round(now - self._began, 3), "pending": pending, "completed": done,
+                                 "jobs_per_s": round(rate, 1)})
+            last_done, last_at = done, now
+            if done >= self._jobs:
+                self._written_at, self._done_at = time.time(), now
+                return
+            time.sleep(_POLL_S)
+        self._error = f"the jobs did not all complete within {self._timeout_s:g} s"
+
+    def result(self) -> float:
+        """When every job was seen written COMPLETED (monotonic); RuntimeError if one ended otherwise."""
+        self.join()
+        if self._done_at is None:
+            raise RuntimeError(self._error)
+        return self._done_at
+
+    def phases(self) -> tuple[float, float, float]:
+        """Medians, in ms: queued -> launched, launched -> ended; and the last end -> seen written."""
+        with contextlib.closing(self._connect()) as db:
+            rows = db.execute("SELECT submit_time, start_time, end_time FROM jobs").fetchall()
+        queued = statistics.median((start - submit) * 1000 for submit, start, _ in rows)
+        running = statistics.median((end - start) * 1000 for _, start, end in rows)
+        written = (self._written_at - max(end for _, _, end in rows)) * 1000
+        return queued, running, written
+
+    def _counts(self) -> tuple[int, int, int]:
+        try:
+            with contextlib.closing(self._connect()) as db:
+                states = dict(db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
+        except sqlite3.OperationalError:  # not made yet, or locked a moment
+            return 0, 0, self._jobs
+        done = states.pop("completed", 0)
+        pending = states.pop("pending", 0)
+        states.pop("running", None)
+        return done, sum(states.values()), pending
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{self._path}?mode=ro", uri=True, timeout=5.0)
+
+
+def _ms(latencies_ns: list[int], fraction: float) -> float:
+    ordered = sorted(float(ns) for ns in latencies_ns)
+    return percentile(ordered, fraction) / 1e6 if ordered else 0.0
+
+
+def plot(run: ThroughputRun, path: Path) -> None:
+    """Jobs a second against the queue's depth as it drained."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4), layout="constrained")
+    axes = figure.add_subplot()
+    depths, rates = [], []
+    queued = [sample for sample in run.samples if sample["pending"] or sample["completed"]]  # once submitted
+    first = queued[0] if queued else None
+    for sample in queued[1:]:  # over windows of a second or more: a 50 ms sample sees 0 or a few
+        assert first is not None
+        if sample["s"] - first["s"] >= 1.0:
+            depths.append((first["pending"] + sample["pending"]) / 2)
+            rates.append((sample["completed"] - first["completed"]) / (sample["s"] - first["s"]))
+            first = sample
+    axes.plot(depths, rates, "o", alpha=0.7)
+    axes.set_xlabel("jobs queued (pending)")
+    axes.set_ylabel("jobs completed a second")
+    axes.set_title(f"{run.jobs:,} jobs as {run.mode}: {run.jobs_per_s:.0f} jobs/s end to end")
+    figure.savefig(path, dpi=120)

@@ -1,0 +1,22 @@
+"""`gang bench throughput` on a small flood: every job is counted once it is written COMPLETED, and
+each figure is there (the rates themselves are the benchmark's to print, not a test's to judge)."""
+
+import pytest
+
+from gangsched.bench.throughput import measure_throughput, plot
+from gangsched.deploy.config import ClusterConfig
+
+pytestmark = pytest.mark.live
+
+
+@pytest.mark.parametrize(("arrays", "clients"), [(2, None), (None, 3)])
+def test_a_small_flood_is_counted_to_its_last_job_written(tmp_path, arrays, clients):
+    config = ClusterConfig(nodes=2, processors_per_node=2, quantum_ms=100, http_bind="")
+    run = measure_throughput(config, 20, arrays, clients, ["/bin/true"], floor_s=0.3)
+    assert run.jobs == 20 and run.seconds > 0 and run.jobs_per_s == pytest.approx(20 / run.seconds)
+    assert run.samples[-1]["completed"] == 20 and run.samples[-1]["pending"] == 0
+    assert run.launched_to_ended_ms >= 0 and run.queued_to_launched_ms >= 0
+    assert run.floor_spawn_per_s > 0 and run.floor_commits_per_s > 0
+    assert run.switch_flood_p50_ms > 0 and run.switch_idle_p50_ms > 0
+    plot(run, tmp_path / "drain.png")
+    assert (tmp_path / "drain.png").stat().st_size > 0
