@@ -144,7 +144,8 @@ class ClientRequests:
         self._decisions.settle(now)
         return Cancelled(job_id=job.job_id, state=job.ending or job.state)
 
-    def query_jobs(self, message: JobQuery) -> JobList:
+    def query_jobs(self, message: JobQuery, now: Now) -> JobList:
+        self._decisions.explain_waiting(now)
         if message.job_ids is not None:
             found = (self._table.find(job_id) for job_id in message.job_ids)
             jobs = [job for job in found if job is not None]

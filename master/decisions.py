@@ -39,6 +39,7 @@ class Decisions:
         self._endings = endings
         self._retry = retry
         self._last_tick: float | None = None
+        self._explained = True  # why each waiting job waits is as the policy last left it
         self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
 
     def quantum_ended(self, ran: set[int], now: Now) -> None:
@@ -76,7 +77,10 @@ class Decisions:
                 self._start(self._table.jobs[job_id], nodes, now)
             for job_id, nodes in changes.moves.items():
                 self._migrations.migrate(self._table.jobs[job_id], nodes, now)
-        self._explain_waiting(now)
+        # why each job waits is worked out when someone asks (``explain_waiting``), not at every event: it
+        # visits every waiting job, and at each arrival and end of a flood of small jobs that was most of
+        # the master's work (docs/limits.md, "Throughput")
+        self._explained = False
 
     def retry_store(self, now: Now) -> None:
         """The store is due to be tried again: the closes that wait, and the starts it could not write
@@ -102,7 +106,11 @@ class Decisions:
         except CannotStart as failure:
             self._endings.cannot_start(job, failure, now)
 
-    def _explain_waiting(self, now: Now) -> None:
+    def explain_waiting(self, now: Now) -> None:
+        """Why each waiting job waits, as the policy left them at the last settle (once for each settle)."""
+        if self._explained:
+            return
+        self._explained = True
         scheduler = self._queue.scheduler
         waiting = sorted((job for job in self._table.jobs.values()
                           if job.state is JobState.PENDING and job.job_id not in self._queue.dependent),

@@ -138,7 +138,7 @@ class MasterDaemon:
             PmixModexReply: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_reply(m),
             Submit: lambda _, m, now: clients.submit(m, now),
             Cancel: lambda _, m, now: clients.cancel(m, now),
-            JobQuery: lambda _, m, __: clients.query_jobs(m),
+            JobQuery: lambda _, m, now: clients.query_jobs(m, now),
             NodeQuery: lambda _, m, now: clients.query_nodes(now),
             MatrixQuery: lambda _, m, __: clients.query_matrix(),
             SwitchStatsQuery: lambda _, m, __: core.switch_stats(m.last, time.process_time_ns()),
