@@ -1,7 +1,6 @@
 """The master's answers to its clients."""
 
 import logging
-import sqlite3
 
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
@@ -14,7 +13,7 @@ from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import Shape, committed_memory, describe_shape
 from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore
+from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.topology import Topology
 from gangsched.protocol.errors import ErrorCode
@@ -77,7 +76,7 @@ class ClientRequests:
                     predictor=self._table.predictor()) for offset, each in enumerate(specs)]
         try:
             self._store.submitted(jobs, message.token)
-        except sqlite3.Error as error:  # refused whole: nothing was kept, so nothing waits to be written
+        except StoreWriteError as error:  # refused whole: nothing was kept, so nothing waits to be written
             self._retry.refused()
             log.error("the job store cannot write a submission by %s (%s): refused", spec.user, error)
             return ErrorReply(code=ErrorCode.INTERNAL, reason=f"the job store cannot write ({error}): nothing was "

@@ -10,7 +10,6 @@ soon as its end is decided. A closed job's dependents are released.
 
 import dataclasses
 import logging
-import sqlite3
 from collections import deque
 
 from gangsched.master.clock import Now
@@ -21,7 +20,7 @@ from gangsched.master.migrations import Migrations
 from gangsched.master.pending import PendingQueue
 from gangsched.master.placement import where
 from gangsched.master.starting import CannotStart, Starts
-from gangsched.master.store import JobStore
+from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.protocol.messages import KillTask, Message
 from gangsched.protocol.records import JobState
@@ -129,7 +128,7 @@ class Endings:
                     account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
             try:
                 self._store.closed(written, account)
-            except sqlite3.Error as error:
+            except StoreWriteError as error:
                 delay = self._retry.failed(now.monotonic)
                 log.error("the job store cannot write job %d's %s (%s): %d wait, tried again in %.1f s", job_id,
                           "requeue" if close.state is JobState.PENDING else "end", error, len(self._closing), delay)

@@ -48,7 +48,8 @@ from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.published import BoundEndpoints, publish
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore, StoreError
+from gangsched.master.sqlite_store import SqliteStore
+from gangsched.master.store import StoreError
 from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -124,7 +125,7 @@ class MasterDaemon:
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
-        self._core = core = MasterCore(settings, endpoints, JobStore(settings.state_dir / "jobs.db"), read_clock())
+        self._core = core = MasterCore(settings, endpoints, SqliteStore(settings.state_dir / "jobs.db"), read_clock())
         nodes, clients = core.node_events, core.client_requests
         self._node_handlers: dict[type, Handler] = {
             QuantumReport: lambda _, m, now: nodes.report(m, now),

@@ -8,7 +8,6 @@ is tried again (master/closing.py), and is then placed again as any other.
 
 import logging
 import secrets
-import sqlite3
 from collections import deque
 
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
@@ -21,7 +20,7 @@ from gangsched.master.pending import PendingQueue
 from gangsched.master.placement import Rendezvous, launches
 from gangsched.master.scheduling import Processor
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore
+from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.protocol.messages import LaunchTask, Message
 from gangsched.protocol.records import JobState
@@ -81,7 +80,7 @@ class Starts:
         job.fences = {}
         try:
             self._store.save(job)
-        except sqlite3.Error as error:
+        except StoreWriteError as error:
             if restore:
                 raise
             self._postpone(job, first, [port, job.rendezvous_port], error, now)
@@ -97,7 +96,7 @@ class Starts:
             self._outbox.append((node_name, launch))
         return True
 
-    def _postpone(self, job: Job, first: str, ports: list[int | None], error: sqlite3.Error, now: Now) -> None:
+    def _postpone(self, job: Job, first: str, ports: list[int | None], error: StoreWriteError, now: Now) -> None:
         """The store cannot write the job's start: the start does not happen (memory follows the store),
         and the job waits out of the policy until the store is tried again."""
         for port in ports:

@@ -13,7 +13,7 @@ import pytest
 
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore
+from gangsched.master.sqlite_store import SqliteStore
 from gangsched.policy.catalog import Choice
 from gangsched.protocol.messages import LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec
@@ -44,7 +44,8 @@ def replay_on_master(jobs: list[SimJob], choice: Choice, tmp_path: Path) -> dict
     settings = MasterSettings(quantum_ms=100, heartbeat_ms=10**9, heartbeat_misses=1, policy=choice.policy,
                               mpl=choice.mpl, over_time_s=float("inf"), state_dir=tmp_path,
                               longest_estimate_s=max(job.estimate for job in jobs))
-    core = driven_master(settings, NodeEndpoints("ipc:///tmp/s", "ipc:///tmp/r"), JobStore(tmp_path / "jobs.db"), clock)
+    endpoints = NodeEndpoints("ipc:///tmp/s", "ipc:///tmp/r")
+    core = driven_master(settings, endpoints, SqliteStore(tmp_path / "jobs.db"), clock)
     for index in range(1, NODES + 1):
         hello(core, f"n{index}")
     events = [(job.submit, 1, job) for job in jobs] + [(job.end, 0, job) for job in jobs]

@@ -8,7 +8,7 @@ from gangsched.master.accounts import OVER_QUOTA, Account
 from gangsched.master.authorization import node_refusal
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore
+from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.codec import encode
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
@@ -39,7 +39,7 @@ ENDPOINTS = NodeEndpoints(switch="ipc:///tmp/s", report="ipc:///tmp/r")
 
 
 def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: MasterSettings = SETTINGS) -> DrivenMaster:
-    core = driven_master(settings, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
+    core = driven_master(settings, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
     for index in range(1, nodes + 1):
         hello(core, f"n{index}")
     return core
@@ -255,7 +255,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
 
 def test_a_wait_for_a_core_another_process_held_is_wanted_where_a_processor_has_a_core(tmp_path, clock):
     """A busy-polling rank whose core an outside process took part of the quantum is not half idle."""
-    core = driven_master(SETTINGS, ENDPOINTS, JobStore(tmp_path / "jobs.db"), clock)
+    core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
     for node in ("n1", "n2"):
         core.node_events.hello(node.encode(), NodeHello(memory=1 << 30, host_memory=1 << 32,
                                                         node=node, cpu_share=1.0, pid=1, incarnation="first",

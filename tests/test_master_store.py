@@ -9,14 +9,14 @@ import pytest
 
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
-from gangsched.master.store import JobStore
+from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.messages import ErrorReply, Heartbeat, LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import DrivenMaster, FakeClock, driven_master
 from tests.test_master_core import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
 
-class FailingStore(JobStore):
+class FailingStore(SqliteStore):
     """A real SQLite store whose writes fail while ``full`` is set, as a full file system makes them fail
     (the chaos run, gang bench chaos, fills a real one)."""
 
@@ -66,7 +66,7 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
         core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
     first, waiting = infos(core, [job, dependent])
     assert first.state is JobState.RUNNING and waiting.state is JobState.PENDING  # memory follows the store
-    assert JobStore(failing_store.path).get(job).state is JobState.RUNNING
+    assert SqliteStore(failing_store.path).get(job).state is JobState.RUNNING
     for _ in range(4):  # it stays so while the store cannot write, each try counted
         quantum(core, clock, ("n1", "n2"))
     assert core.store_retry.failures >= 2
@@ -77,7 +77,7 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
     first, started = infos(core, [job, dependent])
     assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
-    assert JobStore(failing_store.path).get(job).state is JobState.COMPLETED
+    assert SqliteStore(failing_store.path).get(job).state is JobState.COMPLETED
     assert core.clients.query_users().users[0].used_node_s > 0
 
 
@@ -93,7 +93,7 @@ def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_
     (info,) = infos(core, [job])
     assert info.state is JobState.PENDING and info.reason.startswith("start postponed"), info.reason
     assert sent(core, LaunchTask) == []  # memory follows the store: no task went out
-    assert JobStore(failing_store.path).get(job).state is JobState.PENDING
+    assert SqliteStore(failing_store.path).get(job).state is JobState.PENDING
     for _ in range(3):
         quantum(core, clock, ("n1", "n2"))
     assert core.store_retry.failures >= 2 and sent(core, LaunchTask) == []
@@ -103,7 +103,7 @@ def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_
     (info,) = infos(core, [job])
     assert info.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
-    assert JobStore(failing_store.path).get(job).state is JobState.RUNNING
+    assert SqliteStore(failing_store.path).get(job).state is JobState.RUNNING
 
 
 def test_a_postponed_start_is_not_forgotten_when_a_later_write_goes_through_first(failing_store, clock):
