@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gangsched.noded.cgroups import cgroup_of
+from gangsched.noded.cgroups import cgroup_of, node_root
 
 TRUE = "/bin/true"
 
@@ -28,7 +28,8 @@ TRUE = "/bin/true"
 def spawn_rate(seconds: float, in_cgroup: bool) -> float | None:
     """Tasks of ``/bin/true`` started and waited for a second, on every core at once; None where no
     cgroup v2 group can be made here (``in_cgroup``)."""
-    parent = _cgroup_parent() if in_cgroup else None
+    # a folder of this run's below this process's own group, as a node daemon makes its own
+    parent = node_root(f"floor-{os.getpid()}", cgroup_of("self")) if in_cgroup else None
     if in_cgroup and parent is None:
         return None
     cores = os.cpu_count() or 1
@@ -77,19 +78,3 @@ def _spawn_loop(seconds: float, parent: Path | None, worker: int) -> int:
         count += 1
     return count
 
-
-def _cgroup_parent() -> Path | None:
-    """A cgroup v2 folder of this run's below this process's own group, where one can be made."""
-    own = cgroup_of("self")
-    if own is None:
-        return None
-    parent = own / f"gangsched-floor-{os.getpid()}"
-    try:
-        parent.mkdir()
-        (parent / "probe").mkdir()
-        (parent / "probe").rmdir()
-    except OSError:
-        if parent.exists():
-            parent.rmdir()
-        return None
-    return parent

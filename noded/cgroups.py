@@ -10,14 +10,16 @@ from pathlib import Path
 
 def cgroup2_mount() -> Path | None:
     """Where the cgroup v2 hierarchy is mounted; None where it is not."""
-    return next((Path(fields[4]) for fields in (line.split() for line in _read("/proc/self/mountinfo").splitlines())
+    mounts = (line.split() for line in read_kernel_file("/proc/self/mountinfo").splitlines())
+    return next((Path(fields[4]) for fields in mounts
                  if "cgroup2" in fields[fields.index("-") + 1:fields.index("-") + 2]), None)
 
 
 def cgroup_of(pid: str) -> Path | None:
     """The cgroup v2 folder of a process ("self" for this one), where cgroup v2 is mounted."""
     mount = cgroup2_mount()
-    own = next((line[3:] for line in _read(f"/proc/{pid}/cgroup").splitlines() if line.startswith("0::")), None)
+    own = next((line[3:] for line in read_kernel_file(f"/proc/{pid}/cgroup").splitlines()
+                if line.startswith("0::")), None)
     if mount is None or own is None:
         return None
     return mount / own.lstrip("/")
@@ -39,7 +41,8 @@ def node_root(node_id: str, parent: Path | None) -> Path | None:
     return root if usable else None
 
 
-def _read(path: str) -> str:
+def read_kernel_file(path: str) -> str:
+    """A file of /proc or of the cgroup hierarchy, as text; empty where it is gone or may not be read."""
     try:
         with open(path) as file:
             return file.read()

@@ -32,7 +32,7 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from gangsched.noded.cgroups import cgroup_of, node_root
+from gangsched.noded.cgroups import cgroup_of, node_root, read_kernel_file
 from gangsched.noded.holding import supports_freezing
 from gangsched.noded.memory import MemoryControl
 from gangsched.noded.task_groups import FrozenCgroupGroup, ProcessTreeGroup, TaskGroup, WatchedCgroupGroup
@@ -202,7 +202,7 @@ def _children(pid: int) -> list[int]:
     children = []
     try:
         for thread in os.listdir(f"/proc/{pid}/task"):
-            children += [int(child) for child in _read(f"/proc/{pid}/task/{thread}/children").split()]
+            children += [int(child) for child in read_kernel_file(f"/proc/{pid}/task/{thread}/children").split()]
     except OSError:
         pass
     return children
@@ -232,10 +232,3 @@ def _kill(pid: int, sig: signal.Signals) -> None:
     except (ProcessLookupError, PermissionError):
         pass
 
-
-def _read(path: str) -> str:
-    try:
-        with open(path) as file:
-            return file.read()
-    except OSError:
-        return ""

@@ -21,7 +21,7 @@ from gangsched.protocol.records import TaskSpec
 
 
 class NodeTask(Protocol):
-    """What the daemon reads and does of a task (``tasks.Task`` is the real one)."""
+    """What the daemon reads and does of a task (``task_processes.Task`` is the real one)."""
 
     job_id: int
     rank: int
