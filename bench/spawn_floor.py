@@ -13,7 +13,6 @@ A design that writes each state change of each job in a transaction of its own
 is capped by the second; one that starts a process per task, by the first.
 """
 
-import multiprocessing
 import os
 import sqlite3
 import tempfile
@@ -32,9 +31,25 @@ def spawn_rate(seconds: float, in_cgroup: bool) -> float | None:
     parent = node_root(f"floor-{os.getpid()}", cgroup_of("self")) if in_cgroup else None
     if in_cgroup and parent is None:
         return None
-    cores = os.cpu_count() or 1
-    with multiprocessing.get_context("fork").Pool(cores) as pool:
-        counts = pool.starmap(_spawn_loop, [(seconds, parent, worker) for worker in range(cores)])
+    # one forked loop per core, each writing its count to a pipe: a pool of multiprocessing's, forked
+    # from a process with threads of its own (the bench's cluster client), could hang on its locks
+    loops = []
+    for worker in range(os.cpu_count() or 1):
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(reader)
+                os.write(writer, str(_spawn_loop(seconds, parent, worker)).encode())
+            finally:
+                os._exit(0)
+        os.close(writer)
+        loops.append((pid, reader))
+    counts = []
+    for pid, reader in loops:
+        with os.fdopen(reader, "rb") as counted:
+            counts.append(int(counted.read() or b"0"))
+        os.waitpid(pid, 0)
     if parent is not None:
         parent.rmdir()
     return sum(counts) / seconds

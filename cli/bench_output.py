@@ -23,6 +23,19 @@ def print_rows(title: str, rows: list[dict[str, Any]], csv_path: Path | None) ->
         write_rows_csv(csv_path, rows)
 
 
+def print_figures(title: str, row: dict[str, Any], csv_path: Path | None) -> None:
+    """One run's figures as a table of two columns, a line per figure (too many for a column each on a
+    terminal); as one CSV row if asked."""
+    table = Table(title=title)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name, value in row.items():
+        table.add_row(name, str(value))
+    console.print(table)
+    if csv_path:
+        write_rows_csv(csv_path, [row])
+
+
 def write_rows_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     write_csv(path, rows)
     console.print(f"wrote {path}")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from gangsched.cli.bench_output import console, print_rows, write_rows_csv
+from gangsched.cli.bench_output import console, print_figures, write_rows_csv
 from gangsched.deploy.config import ClusterConfig
 
 
@@ -33,7 +33,7 @@ def throughput(jobs: int, arrays: int | None, clients: int | None, command: str,
     config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=quantum_ms, http_bind="")
     console.print(f"{jobs:,} jobs of {command!r} on {nodes} nodes x {processors} processors, {quantum_ms} ms quanta")
     run = measure_throughput(config, jobs, None if clients else arrays or 10, clients, shlex.split(command))
-    print_rows("throughput, end to end", [run.row()], csv_path)
+    print_figures("throughput, end to end", run.row(), csv_path)
     if csv_path:
         write_rows_csv(csv_path.with_name(f"{csv_path.stem}-drain.csv"), run.samples)
         plot(run, csv_path.with_suffix(".png"))

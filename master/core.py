@@ -54,9 +54,9 @@ class MasterCore:
         self.migrations = Migrations(scheduler, self.outbox)
         self.endings = Endings(store, self.table, self.queue, self.starts, self.migrations, self.store_retry,
                                self.outbox)
-        self.decisions = Decisions(settings, self.table, self.queue, self.starts, self.migrations, self.endings,
-                                   self.store_retry)
         self.rotation = SlotRotation(settings, scheduler, self.outbox)
+        self.decisions = Decisions(settings, self.table, self.queue, self.starts, self.migrations, self.endings,
+                                   self.rotation, self.store_retry)
         self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.queue, self.starts,
                                       self.migrations, self.endings, self.decisions, self.rotation, self.outbox)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
@@ -96,6 +96,7 @@ class MasterCore:
             self.node_events.lose_node(
                 name, f"node {name} did not come back within {settings.rejoin_s:g} s of a master restart", now)
         self.decisions.quantum_ended(self.rotation.ran, now)
+        self.rotation.quantum_over()  # what starts now starts with the rows chosen below
         if self.store_retry.due(now.monotonic):
             self.decisions.retry_store(now)
         self.decisions.settle(now)

@@ -18,6 +18,7 @@ from gangsched.master.job_table import JobTable
 from gangsched.master.migrations import Migrations
 from gangsched.master.pending import PendingQueue
 from gangsched.master.placement import describe_shape, where
+from gangsched.master.rotation import SlotRotation
 from gangsched.master.scheduling import Processor
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import CannotStart, Starts
@@ -30,13 +31,14 @@ log = logging.getLogger("gangsched.master")
 
 class Decisions:
     def __init__(self, settings: MasterSettings, table: JobTable, queue: PendingQueue, starts: Starts,
-                 migrations: Migrations, endings: Endings, retry: StoreRetry) -> None:
+                 migrations: Migrations, endings: Endings, rotation: SlotRotation, retry: StoreRetry) -> None:
         self._settings = settings
         self._table = table
         self._queue = queue
         self._starts = starts
         self._migrations = migrations
         self._endings = endings
+        self._rotation = rotation
         self._retry = retry
         self._last_tick: float | None = None
         self._explained = True  # why each waiting job waits is as the policy last left it
@@ -101,7 +103,8 @@ class Decisions:
         job.start_time = now.wall
         job.reason, job.wait = "", None
         try:
-            if self._starts.launch(job, processors, restore=False, now=now):
+            run_now = self._rotation.starts_now(job.job_id, processors)
+            if self._starts.launch(job, processors, restore=False, now=now, run_now=run_now):
                 log.info("job %d starts on %s", job.job_id, where(processors))
         except CannotStart as failure:
             self._endings.cannot_start(job, failure, now)

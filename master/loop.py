@@ -162,20 +162,28 @@ class MasterDaemon:
 
     def run(self) -> None:
         quantum = self._settings.quantum_ms / 1000
-        # a heartbeat is read within one period of its sending, so a long quantum does not
-        # make a live node look silent
-        read_every = min(quantum, self._settings.heartbeat_ms / 1000)
+        # The nodes' reports are read when they arrive, but not twice within a twentieth of a quantum:
+        # an exit is acted on at once (its slot is used again in the same quantum: docs/limits.md,
+        # "Throughput"), while the reports that follow each switch are read in a few drains, not one
+        # wake-up each.
+        drain_gap = quantum / 20
         with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
             poller = zmq.Poller()
             poller.register(self._router, zmq.POLLIN)
             poller.register(signals.fileno(), zmq.POLLIN)
             if self._viewer is not None:
                 poller.register(self._viewer, zmq.POLLIN)
+            with_reports = zmq.Poller()
+            for socket, _ in poller.sockets:
+                with_reports.register(socket, zmq.POLLIN)
+            with_reports.register(self._pull, zmq.POLLIN)
             next_switch = next_read = time.monotonic()
             freeze_start_up_objects()
             while True:
-                wait_s = min(next_switch, next_read) - time.monotonic()
-                ready = dict(poller.poll(math.ceil(max(0.0, wait_s) * 1000)))
+                now = time.monotonic()
+                listening = with_reports if now >= next_read else poller
+                wait_s = (next_switch if listening is with_reports else min(next_switch, next_read)) - now
+                ready = dict(listening.poll(math.ceil(max(0.0, wait_s) * 1000)))
                 if signals.fileno() in ready and signals.drain():
                     log.info("shutting down")
                     break
@@ -184,9 +192,9 @@ class MasterDaemon:
                 if self._viewer is not None and self._viewer in ready:
                     survive(log, "answering the web view", self._answer_viewer)
                 now = time.monotonic()
-                if now >= next_read or now >= next_switch:
+                if self._pull in ready or now >= next_switch:
                     survive(log, "reading the nodes' reports", self._read_nodes)
-                    next_read = now + read_every
+                    next_read = now + drain_gap
                 if now >= next_switch:
                     survive(log, "the switch", self._switch)
                     # a late boundary does not make the next quanta shorter

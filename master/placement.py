@@ -84,7 +84,7 @@ class Rendezvous:
 
 
 def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: str, io_addr: str | None,
-             checkpoint_dir: Path | None, restore: bool) -> list[tuple[str, LaunchTask]]:
+             checkpoint_dir: Path | None, restore: bool, run_now: bool) -> list[tuple[str, LaunchTask]]:
     """The launch of each task of ``job`` on ``processors``, by node."""
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
@@ -111,7 +111,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         checkpoint=checkpoint_path(job, rank, checkpoint_dir),
         restore=restore,
         memory_limit=task_memory(job.spec, ranks_per_node[nodes_order.index(processor.node)]),
-    ))) for rank, processor in enumerate(processors)]
+    ), run_now=run_now)) for rank, processor in enumerate(processors)]
 
 
 def task_memory(spec: JobSpec, tasks_on_node: int) -> int | None:

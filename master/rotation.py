@@ -11,7 +11,7 @@ from collections import deque
 from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
 from gangsched.master.node_columns import NodeColumns
-from gangsched.master.scheduling import LiveScheduler
+from gangsched.master.scheduling import LiveScheduler, Processor
 from gangsched.master.settings import MasterSettings
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.switches import SwitchLog
@@ -27,7 +27,9 @@ class SlotRotation:
         self._planner = planner(settings.pairing_used(), settings.matching, settings.coordination)
         self.quantum = 0
         self._selection = Selection(())
-        self.ran: set[int] = set()  # the jobs the last switch ran
+        self.ran: set[int] = set()  # the jobs the last switch ran, and those started running since
+        self._occupied: dict[Processor, int] = {}  # the job whose task runs on each processor this quantum
+        self._under_way = False  # whether a quantum runs the selection (between ``choose`` and its end)
         self.columns = NodeColumns()  # each node's column of the matrix, as sent
         self.switch_log = SwitchLog()
         self.tick_time = Timings(STEP_BOUNDS_S)  # of each quantum boundary
@@ -49,6 +51,32 @@ class SlotRotation:
         self._outbox.extend(self.columns.update(scheduler.rows, scheduler.nodes, self.quantum))
         self.ran = {job_id for row in self._selection.rows for job_id in scheduler.layout[row]}
         self.ran.update(self._selection.alternates)
+        self._occupied = {processor: job_id for row in scheduler.rows for processor, job_id in row.items()
+                          if job_id in self.ran}
+        self._under_way = True
+
+    def quantum_over(self) -> None:
+        """The quantum under way is over: a job placed before the next choice waits for its switch."""
+        self._under_way = False
+
+    def starts_now(self, job_id: int, processors: list[Processor]) -> bool:
+        """Whether a job the policy just placed starts running in the quantum under way: all its processors
+        are free of the tasks this quantum runs (those of jobs that ended since are free), as an alternate
+        runs in idle cells. A slot that a short job frees is used again at once, not after a turn of every
+        row (docs/limits.md, "Throughput"); the next switch treats the job as any other of its row. It
+        counts as run by this quantum. Rows are not compared: the policy may renumber them when one
+        empties."""
+        if not self._under_way:
+            return False
+        occupied = self._occupied
+        for processor in processors:
+            occupant = occupied.get(processor)
+            if occupant is not None and occupant != job_id and self._scheduler.processors_of(occupant):
+                return False
+        for processor in processors:
+            occupied[processor] = job_id
+        self.ran.add(job_id)
+        return True
 
     def switch(self, sent_ns: int) -> SlotSwitch:
         """The switch of the rows ``choose`` chose, as it goes out at ``sent_ns`` (monotonic)."""

@@ -53,9 +53,10 @@ class Starts:
             if port is not None:
                 self._barriers.reserve(job.node_names[0], port)
 
-    def launch(self, job: Job, processors: list[Processor], restore: bool, now: Now) -> bool:
-        """Send the job's tasks to ``processors``; False if the store could not write the start (the job
-        waits: postponed). Raises ``CannotStart``, the job out of the policy, if it cannot start at all."""
+    def launch(self, job: Job, processors: list[Processor], restore: bool, now: Now, run_now: bool = False) -> bool:
+        """Send the job's tasks to ``processors``, running at once if ``run_now``; False if the store could
+        not write the start (the job waits: postponed). Raises ``CannotStart``, the job out of the policy,
+        if it cannot start at all."""
         first = processors[0].node
         rank0 = self._nodes.get(first)
         try:
@@ -90,7 +91,7 @@ class Starts:
         kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
         meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0])
         for node_name, launch in launches(job, processors, meet, kvsname, self._settings.io_addr,
-                                          self._settings.checkpoint_dir, restore):
+                                          self._settings.checkpoint_dir, restore, run_now):
             node = self._nodes.get(node_name)
             self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)
             self._outbox.append((node_name, launch))

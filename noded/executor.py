@@ -177,4 +177,5 @@ class TaskExecutor:
         self._poller.register(task.pidfd, zmq.POLLIN)
         if wiring is not None:
             self.process_managers.attach(task, spec)
-        log.info("job %d rank %d started as pid %d", spec.job_id, spec.rank, task.pid)
+        log.info("job %d rank %d started as pid %d, %s", spec.job_id, spec.rank, task.pid,
+                 "running" if runnable else "stopped")

@@ -1,7 +1,8 @@
 """One task of a job on this node: its processes, CPU clock and progress counter.
 
-A task is started by ``noded/launcher.py``, which joins the task's group
-(``noded/containment.py``), takes the user's identity and becomes the
+A task's first process is forked by the daemon and held at a gate
+(``noded/task_start.py``) while the daemon puts it in the task's group
+(``noded/containment.py``); then it takes the user's identity and becomes the
 command. Stopping, continuing and killing go to every process of the group.
 
 CPU time is the group's where a cgroup counts it, else the first process's
@@ -11,12 +12,10 @@ by up to 9 points; that clock counts every thread of the first process, and
 processes it forks once it reaps them.
 """
 
-import json
 import os
 import pwd
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,14 +26,13 @@ from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_record import MemoryReading
+from gangsched.noded.task_start import Account, HeldTask, StartPlan, fork_task
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import TaskSpec
 
 PROGRESS_BYTES = 8
-_LAUNCHER = Path(__file__).with_name("launcher.py")
-_LAUNCHER_PATH = "/usr/local/bin:/usr/bin:/bin"  # the launcher's own: nothing of the user's environment
 
 
 class LaunchError(Exception):
@@ -50,10 +48,10 @@ def process_cpu_ns(pid: int) -> int:
 class Task:
     job_id: int
     rank: int
-    process: subprocess.Popen[bytes]
+    pid: int
     pidfd: int
     group: TaskGroup
-    status_fd: int  # the launcher's reason, where it could not start the command
+    status_fd: int  # the reason its first process gives, where it could not start the command
     progress_path: Path
     progress_fd: int
     uid: int  # the user it runs as
@@ -67,10 +65,6 @@ class Task:
     def read_memory(self) -> MemoryReading:
         """Its peak so far, and whether it passed its limit."""
         return self.memory.read(self.pids() if self.memory.folder is None else [])
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def pids(self) -> list[int]:
         return self.group.pids()
@@ -147,10 +141,10 @@ class Task:
     def reap(self) -> int:
         """The exit status of a task whose pidfd became readable; every process of it goes too.
 
-        Where the launcher could not start the command, its reason becomes the task's failure.
+        Where its first process could not start the command, its reason becomes the task's failure.
         """
         self.kill()  # whatever the first process left behind, stopped or not
-        returncode = self.process.wait()
+        returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
         try:
             reason = os.read(self.status_fd, 4096).decode(errors="replace")
         except OSError:
@@ -195,58 +189,57 @@ def launch(
     environment.update(wiring.environment)
     group = containment.group(spec.job_id, spec.rank)
     memory = containment.memory.task(spec.job_id, spec.rank, spec.memory_limit, group.path)
-    launch_spec = {
-        "argv": spec.argv, "env": environment, "cwd": spec.cwd or str(folder), "fallback_cwd": str(folder),
-        "output": output, "cores": sorted(cpus) if cpus else None, "daemon_pid": os.getpid(),
-        "cgroup": str(group.path) if group.path is not None else None,
-        "memory_cgroup": str(memory.folder) if memory.folder is not None and memory.folder != group.path else None,
-        "user": None if account is None else {
-            "uid": account.pw_uid, "gid": account.pw_gid, "groups": os.getgrouplist(account.pw_name, account.pw_gid)},
-    }
-    spec_fd = os.memfd_create("gang-launch")
-    status_read, status_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    user = None if account is None else \
+        Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
+    plan = StartPlan(
+        argv=spec.argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder), output=output,
+        cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),))
     try:
-        os.write(spec_fd, json.dumps(launch_spec).encode())
-        os.lseek(spec_fd, 0, os.SEEK_SET)
-        passed = (spec_fd, status_write) + (() if theirs is None else (theirs.fileno(),))
-        process = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_LAUNCHER), str(spec_fd), str(status_write)],
-            env={"PATH": _LAUNCHER_PATH}, stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=passed,
-        )
+        held = fork_task(plan)
+        try:
+            task = _hold(held, spec, group, memory, progress_path, account, ours, runnable)
+        except BaseException:
+            held.abandon()
+            raise
     except BaseException:
-        os.close(status_read)
         if ours is not None:
             ours.close()
         group.release()
         memory.release()
         raise
     finally:
-        os.close(spec_fd)
-        os.close(status_write)
         if theirs is not None:
             theirs.close()
-    group.adopt(process.pid)
+    held.open_gate()
+    task.read_cpu_ns()
+    task.take_waited_ns()
+    return task
+
+
+def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, progress_path: Path,
+          account: pwd.struct_passwd | None, pmi: socket.socket | None, runnable: bool) -> Task:
+    """The task of a first process held at its gate: contained, and stopped unless its row runs, before it
+    may exec."""
+    group.adopt(held.pid)
     if memory.folder is not None and memory.folder != group.path:
-        (memory.folder / "cgroup.procs").write_text(str(process.pid))  # before it returns, as group.adopt
+        (memory.folder / "cgroup.procs").write_text(str(held.pid))
     task = Task(
         job_id=spec.job_id,
         rank=spec.rank,
-        process=process,
-        pidfd=os.pidfd_open(process.pid),
+        pid=held.pid,
+        pidfd=os.pidfd_open(held.pid),
         group=group,
-        status_fd=status_read,
+        status_fd=held.status_fd,
         progress_path=progress_path,
         progress_fd=os.open(progress_path, os.O_RDONLY),
         uid=os.getuid() if account is None else account.pw_uid,
-        pmi=ours,
-        schedstat_fd=os.open(f"/proc/{process.pid}/schedstat", os.O_RDONLY),
+        pmi=pmi,
+        schedstat_fd=os.open(f"/proc/{held.pid}/schedstat", os.O_RDONLY),
         memory=memory,
     )
     if not runnable:
         task.stop()
         task.keep_stopped()
-    task.read_cpu_ns()
-    task.take_waited_ns()
     return task
 
 

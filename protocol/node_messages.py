@@ -83,6 +83,9 @@ class Heartbeat(WireModel):
 class LaunchTask(WireModel):
     type: Literal["launch_task"] = "launch_task"
     task: TaskSpec
+    # start it running: its row runs in the quantum under way and no other job's task runs on its
+    # processor (else it starts stopped, and the switch that runs its row continues it)
+    run_now: bool = False
 
 
 class KillTask(WireModel):
