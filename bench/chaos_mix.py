@@ -14,6 +14,7 @@ from gangsched.jobs.mpi_programs import MpiUnavailable
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.master.client import MasterClient
 from gangsched.master.connection import MasterUnreachable, RequestRefused
+from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.records import JobInfo, JobSpec, MpiKind, UserInfo
 
 SECOND_ACCOUNT = "gangchaos"
@@ -97,7 +98,7 @@ class ChaosMix(threading.Thread):
         if self._made_account and self._second_account:
             remove_unix_account(self._second_account)
 
-    def _spec(self, kind: str) -> tuple[JobSpec, list[int] | None]:
+    def _spec(self, kind: str) -> tuple[JobSpec, list[IndexRange] | None]:
         pick = self._random
         tasks = pick.randint(1, self._nodes)
         shell = ["sh", "-c", f"echo start; sleep {pick.uniform(0.1, 1.5):.2f}; echo done"]
@@ -111,7 +112,7 @@ class ChaosMix(threading.Thread):
             base.update(argv=[self._mpi_program, "--iterations", "300", "--grain-ms", "1"], tasks=2,
                         mpi=MpiKind.PMI1)
         elif kind == "array":
-            array = list(range(pick.randint(2, 4)))
+            array = [(0, pick.randint(1, 3), 1)]
         elif kind in ("after_ok", "after_any"):
             with self._lock:
                 recent = sorted(self.accepted)[-10:]

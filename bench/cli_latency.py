@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 # each as its own `gang` process; a job command asks the cluster the benchmark started
-COMMANDS = (("--help",), ("queue",), ("queue", "--all"), ("nodes",), ("matrix",), ("sim", "--help"))
+SUBMIT = ("submit", "-n", "1", "--", "true")
+COMMANDS = (("--help",), ("queue",), ("queue", "--all"), ("nodes",), ("matrix",), SUBMIT, ("sim", "--help"))
 FLOOR = "python -c pass"  # the interpreter alone, the first row: what no command can go below
 
 
@@ -42,3 +43,21 @@ def command_latencies(master: str, runs: int) -> list[dict[str, Any]]:
         rows.append({"command": name, "runs": runs, "median_ms": round(statistics.median(took), 1),
                      "min_ms": round(min(took), 1), "max_ms": round(max(took), 1)})
     return rows
+
+
+def parallel_submissions(master: str, clients: int, each: int) -> dict[str, Any]:
+    """``clients`` shell loops at once, each running ``gang submit`` ``each`` times in a row: the
+    submissions the master accepted a second, as a sweep's scripts see it."""
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    environment["GANG_MASTER"] = master
+    loop = "(" + " && ".join([" ".join([*_gang(), *SUBMIT])] * each) + ") > /dev/null"
+    start = time.perf_counter()
+    running = [subprocess.Popen(["/bin/sh", "-c", loop], env=environment, stderr=subprocess.PIPE, text=True)
+               for _ in range(clients)]
+    for process in running:
+        _, errors = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"a client's gang submit failed: {errors.strip()}")
+    seconds = time.perf_counter() - start
+    return {"command": f"{clients} clients x {each} gang submit", "runs": clients * each,
+            "submissions_per_s": round(clients * each / seconds, 1)}

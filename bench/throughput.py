@@ -68,6 +68,7 @@ class ThroughputRun:
             "of cgroup floor": None if not cgroup else round(self.jobs_per_s / cgroup, 3),
             "of commit floor": round(self.jobs_per_s / self.floor_commits_per_s, 3),
             "submit_s": round(self.submit_s, 2),
+            "submissions_per_s": round(self.jobs / self.submit_s, 1) if self.mode.endswith("clients") else None,
             "queued_to_launched_ms": round(self.queued_to_launched_ms, 1),
             "launched_to_ended_ms": round(self.launched_to_ended_ms, 1),
             "ended_to_written_ms": round(self.ended_to_written_ms, 1),
@@ -126,7 +127,7 @@ def _submit(endpoint: str, spec: JobSpec, jobs: int, arrays: int | None, clients
         with MasterClient(endpoint, timeout_s=60.0) as client:
             per = -(-jobs // arrays)
             for first in range(0, jobs, per):
-                client.submit_jobs(spec, list(range(first, min(jobs, first + per))), retry_s=60.0)
+                client.submit_jobs(spec, [(first, min(jobs, first + per) - 1, 1)], retry_s=60.0)
         return
     count = clients or 1
     threads = [threading.Thread(target=_submit_singles, args=(endpoint, spec, jobs // count + (i < jobs % count)))

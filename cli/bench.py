@@ -310,14 +310,16 @@ def _counts(text: str) -> list[int]:
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 def cli_latency(runs: int, job_count: int, csv_path: Path | None) -> None:
     """How long `gang --help`, `gang queue` and friends take as whole processes."""
-    from gangsched.bench.cli_latency import command_latencies
+    from gangsched.bench.cli_latency import command_latencies, parallel_submissions
     from gangsched.protocol.records import JobSpec
 
     with temporary_cluster(ClusterConfig(nodes=2, quantum_ms=100)) as client:
         for _ in range(job_count):
             client.submit(JobSpec(name="sleep", user=getpass.getuser(), tasks=1, argv=["sleep", "600"]))
         rows = command_latencies(client.endpoint, runs)
+        parallel = parallel_submissions(client.endpoint, clients=8, each=max(5, runs))
     print_rows(f"whole-process latency, median of {runs}", rows, csv_path)
+    print_rows("parallel clients of single submissions", [parallel], None)
 
 
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:

@@ -4,8 +4,6 @@
 import shlex
 from pathlib import Path
 
-from gangsched.protocol.records import MAX_ARRAY_INDEX, MAX_ARRAY_JOBS
-
 DIRECTIVE = "#GANG"
 
 
@@ -50,24 +48,3 @@ def dependency(text: str) -> tuple[list[int], list[int]]:
     return after["afterok"], after["afterany"]
 
 
-def array(text: str) -> list[int]:
-    """Slurm's ``--array``: indices and ranges with an optional step, comma-separated
-    (``0-15``, ``1,3,5``, ``0-20:5``), in the order given."""
-    indices: list[int] = []
-    for part in text.split(","):
-        span, _, step_text = part.strip().partition(":")
-        first_text, dash, last_text = span.partition("-")
-        try:
-            first = int(first_text)
-            last = int(last_text) if dash else first
-            step = int(step_text) if step_text else 1
-        except ValueError:
-            raise ValueError(f"{part.strip()!r}: an array is indices or ranges A-B[:STEP], comma-separated") from None
-        if not 0 <= first <= last <= MAX_ARRAY_INDEX or step < 1:
-            raise ValueError(f"{part.strip()!r}: indices run from 0 to {MAX_ARRAY_INDEX}, a range upwards")
-        indices += range(first, last + 1, step)
-        if len(indices) > MAX_ARRAY_JOBS:
-            raise ValueError(f"an array has at most {MAX_ARRAY_JOBS} jobs")
-    if len(set(indices)) != len(indices):
-        raise ValueError(f"{text!r}: an index is given twice")
-    return indices

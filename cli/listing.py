@@ -85,6 +85,10 @@ def _job_parser(name: str, fields: str, since: str) -> _Parser:
     parser.add_argument("-o", "--format", dest="fields", default=fields,
                         help=f"the columns, comma-separated, of: {', '.join(table.JOB_FIELDS)} [{fields}]")
     parser.add_argument("-u", "--user", dest="users", help="only these users' jobs (comma-separated)")
+    if name == "queue":
+        parser.add_argument("-r", "--array", dest="one_line_per_job", action="store_true",
+                            help="a line for each waiting job of an array (else an array's waiting jobs are one "
+                                 "line, as squeue shows them: 12_[5-9999])")
     parser.add_argument(
         "-t",
         "--states",
@@ -112,9 +116,12 @@ def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_fi
                since: float | None) -> None:
     wanted_states = options.wanted_states
     finished = include_finished or bool(options.job_ids) or wanted_states is not None
-    jobs = master.job_maps(options.job_ids or None, finished, since)
-    missing = set(options.job_ids) - {job["job_id"] for job in jobs}
     users = None if options.users is None else options.users.split(",")
+    # the master filters what it can (one user, the states), so a listing at depth sends only what it shows
+    jobs = master.job_maps(options.job_ids or None, finished, since, states=wanted_states,
+                           user=users[0] if users is not None and len(users) == 1 else None,
+                           arrays=not getattr(options, "one_line_per_job", True))
+    missing = set(options.job_ids) - {job["job_id"] for job in jobs}
     jobs = [job for job in jobs if (users is None or job["spec"]["user"] in users)
             and (wanted_states is None or job["state"] in wanted_states)
             and (since is None or job["end_time"] is None or job["end_time"] >= since)

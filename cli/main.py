@@ -1,13 +1,14 @@
 """`gang`: run the daemons, bring a local cluster up and down, submit and watch jobs, simulate.
 
-The list commands start first, without click (``listing``): people run them in loops.
+The list commands start first, without click (``listing``): people run them in loops; so does
+an ordinary `gang submit` (``quick_submit``), which sweeps run by the thousand.
 Every other command is a click command of ``group``.
 """
 
 import os
 import signal
 import sys
-from types import FrameType
+from types import FrameType, ModuleType
 
 LIST_COMMANDS = ("queue", "history", "nodes")
 
@@ -22,6 +23,8 @@ def main() -> None:
             from gangsched.cli import listing
 
             listing.main(sys.argv[1], sys.argv[2:])
+        elif len(sys.argv) > 1 and sys.argv[1] == "submit" and _quick_submit().handles(sys.argv[2:]):
+            _quick_submit().main(sys.argv[2:])
         else:
             from gangsched.cli.group import cli
 
@@ -32,6 +35,12 @@ def main() -> None:
         from gangsched.cli.pipes import quiet_pipe
 
         quiet_pipe()
+
+
+def _quick_submit() -> ModuleType:
+    from gangsched.cli import quick_submit
+
+    return quick_submit
 
 
 def _unwind(signum: int, _: FrameType | None) -> None:

@@ -17,6 +17,9 @@ class NoMaster(Exception):
     pass
 
 
+# long enough for a master to restart: its tries carry one token, so a retry never makes a second job
+SUBMIT_RETRY_S = 30.0
+
 def find_master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
     """The master to talk to, and the CURVE keys to talk with."""
     keys = keys or (Path(os.environ["GANG_KEYS"]) if os.environ.get("GANG_KEYS") else None)

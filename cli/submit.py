@@ -16,15 +16,15 @@ from pydantic import ValidationError
 
 from gangsched.cli import job_script
 from gangsched.cli.connect import with_master
+from gangsched.cli.master_access import SUBMIT_RETRY_S
 from gangsched.cli.sizes import SIZE
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
+from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.messages import NodeList
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind
 
-# long enough for a master to restart: its tries carry one token, so a retry never makes a second job
-SUBMIT_RETRY_S = 30.0
 _POLL_S = 0.25
 FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output does not say
 
@@ -60,8 +60,9 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
 @click.option("-d", "--dependency", default=None, metavar="afterok:ID[:ID]|afterany:ID[:ID]",
               help="start after these jobs completed (afterok) or ended (afterany), comma-separated; "
               "cancelled if an afterok job fails")
-@click.option("-a", "--array", default=None, metavar="A-B[:STEP],...",
-              help="one job per index, like Slurm's (GANG_ARRAY_JOB_ID, GANG_ARRAY_TASK_ID; %A, %a in --output)")
+@click.option("-a", "--array", default=None, metavar="A-B[:STEP],...[%N]",
+              help="one job per index, like Slurm's (GANG_ARRAY_JOB_ID, GANG_ARRAY_TASK_ID; %A, %a in --output); "
+              "%N: at most N of them run at once")
 @click.option("--synthetic", type=click.Choice(KINDS), default=None,
               help="run the papers' synthetic program instead of a command")
 @click.option("--iterations", type=int, default=250, show_default=True, help="synthetic: barriers; 0 = forever")
@@ -104,10 +105,10 @@ def submit(client: MasterClient, command: tuple[str, ...], **options: Any) -> No
         options["output"] = FOLLOW_OUTPUT
     spec = _spec(client, command, cwd, options)
     try:
-        array = job_script.array(options["array"]) if options["array"] else None
+        array, limit = parse_array(options["array"]) if options["array"] else (None, None)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="-a/--array") from None
-    job_ids = client.submit_jobs(spec, array, retry_s=SUBMIT_RETRY_S)
+    job_ids = client.submit_jobs(spec, array, retry_s=SUBMIT_RETRY_S, array_limit=limit)
     waits = options["wait"] or options["follow"]
     if not waits:
         if options["as_json"]:

@@ -1,5 +1,6 @@
 """Fixed-width text tables, as squeue and sinfo print them: each column has its width, a value
-is cut to it, a header never is, and the last column takes what is left. Legible at 80
+is cut to it (but for an id, which a column widens to fit), a header never is, and the last
+column takes what is left. Legible at 80
 columns and parseable in a pipe; the fields are chosen with ``--format`` by name.
 
 A row is a map of the protocol's fields (JobInfo's, NodeInfo's): the list commands read
@@ -18,18 +19,22 @@ class Column(NamedTuple, Generic[Row]):  # not a dataclass: its import alone is 
     width: int
     value: Callable[[Row], str]
     right: bool = False  # numbers
+    widens: bool = False  # never cut: the column is as wide as its widest value (ids)
 
 
 def render(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> str:
-    def line(cells: list[str]) -> str:
-        fitted = [cell[:max(column.width, len(column.header))] for column, cell in zip(columns, cells)]
-        parts = [cell.rjust(column.width) if column.right else cell.ljust(column.width)
-                 for column, cell in zip(columns[:-1], fitted)]
-        last = cells[-1].rjust(columns[-1].width) if columns[-1].right else cells[-1]
+    cells = [[column.value(row) for column in columns] for row in rows]
+    widths = [max([column.width, *(len(line[index]) for line in cells)]) if column.widens else column.width
+              for index, column in enumerate(columns)]
+
+    def line(values: list[str]) -> str:
+        fitted = [value[:max(width, len(column.header))] for column, width, value in zip(columns, widths, values)]
+        parts = [value.rjust(width) if column.right else value.ljust(width)
+                 for column, width, value in zip(columns[:-1], widths, fitted)]
+        last = values[-1].rjust(widths[-1]) if columns[-1].right else values[-1]
         return " ".join([*parts, last]).rstrip()
 
-    return "\n".join([line([column.header for column in columns]),
-                      *(line([column.value(row) for column in columns]) for row in rows)])
+    return "\n".join([line([column.header for column in columns]), *(line(values) for values in cells)])
 
 
 def chosen(fields: dict[str, Column[Row]], spec: str) -> list[Column[Row]]:
@@ -77,6 +82,12 @@ def _requested(job: Fields) -> str:
     return "-" if spec.get("mem_per_cpu") is None else megabytes(spec["mem_per_cpu"]) + "c"
 
 
+def _job_id(job: Fields) -> str:
+    """A pending array's waiting jobs, shown as one, as squeue shows them: ``12_[5-9999]``."""
+    pending = job.get("array_pending")
+    return str(job["job_id"]) if pending is None else f"{job['spec']['array_job_id']}_[{pending}]"
+
+
 def _where(job: Fields) -> str:
     if job["state"] == "running":
         return ",".join(dict.fromkeys(job["node_names"]))
@@ -84,7 +95,7 @@ def _where(job: Fields) -> str:
 
 
 JOB_FIELDS: dict[str, Column[Fields]] = {
-    "jobid": Column("JOBID", 7, lambda job: str(job["job_id"]), right=True),
+    "jobid": Column("JOBID", 7, lambda job: _job_id(job), right=True, widens=True),
     "name": Column("NAME", 10, lambda job: job["spec"]["name"]),
     "user": Column("USER", 8, lambda job: job["spec"]["user"]),
     "st": Column("ST", 2, lambda job: STATE_CODES.get(job["state"], job["state"].upper())),

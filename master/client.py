@@ -8,6 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
+from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.codec import encode, validated
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
@@ -47,11 +48,12 @@ class MasterClient(MasterConnection):
     def submit(self, spec: JobSpec, retry_s: float = 0.0) -> int:
         return self.submit_jobs(spec, None, retry_s)[0]
 
-    def submit_jobs(self, spec: JobSpec, array: list[int] | None, retry_s: float = 0.0) -> list[int]:
-        """Submit a job, or one per index of ``array``; for ``retry_s`` seconds more, again while the
-        master does not answer (a restart). Every try carries the same token, so the jobs are
-        made once whichever reply was lost."""
-        message = Submit(spec=spec, token=uuid.uuid4().hex, array=array)
+    def submit_jobs(self, spec: JobSpec, array: list[IndexRange] | None, retry_s: float = 0.0,
+                    array_limit: int | None = None) -> list[int]:
+        """Submit a job, or one per index of ``array`` (at most ``array_limit`` of them running at once);
+        for ``retry_s`` seconds more, again while the master does not answer (a restart). Every try
+        carries the same token, so the jobs are made once whichever reply was lost."""
+        message = Submit(spec=spec, token=uuid.uuid4().hex, array=array, array_limit=array_limit)
         deadline = time.monotonic() + retry_s
         while True:
             try:

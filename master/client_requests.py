@@ -1,6 +1,10 @@
 """The master's answers to its clients."""
 
+import bisect
+import heapq
 import logging
+from collections.abc import Iterable
+from itertools import islice
 
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
@@ -16,6 +20,7 @@ from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.topology import Topology
+from gangsched.protocol.array_ranges import array_indices, array_size, compact
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
 from gangsched.protocol.messages import (
@@ -31,7 +36,7 @@ from gangsched.protocol.messages import (
     Submitted,
     UserList,
 )
-from gangsched.protocol.records import UNSERVED_HINTS, JobSpec, JobState, MpiKind
+from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind
 from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
@@ -45,6 +50,7 @@ class ClientRequests:
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
                  endings: Endings, decisions: Decisions, rotation: SlotRotation, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
+        self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
         self._default_mem_per_cpu = settings.default_mem_per_cpu
         self._store = store
         self._nodes = nodes
@@ -60,17 +66,18 @@ class ClientRequests:
             spec = spec.model_copy(update={"mpi": self._mpi_default})
         if spec.mem_per_node is None and spec.mem_per_cpu is None:  # Slurm's DefMemPerCPU, likewise
             spec = spec.model_copy(update={"mem_per_cpu": self._default_mem_per_cpu})
-        count = len(message.array or [None])
+        count = 1 if message.array is None else array_size(message.array)
         if message.token is not None:
             earlier = self._store.job_of_token(spec.user, message.token)
             if earlier is not None:  # an array's jobs have consecutive ids
-                return Submitted(job_id=earlier, job_ids=list(range(earlier, earlier + count)))
-        refusal = self._refusal(spec, now)
+                return Submitted(job_id=earlier, count=count)
+        refusal = self._limit_refusal(message, count) or self._refusal(spec, now)
         if refusal is not None:
             return refusal
         first = self._store.next_job_id()
         specs = [spec] if message.array is None else [
-            spec.model_copy(update={"array_job_id": first, "array_index": index}) for index in message.array
+            spec.model_copy(update={"array_job_id": first, "array_index": index, "array_limit": message.array_limit})
+            for index in array_indices(message.array)
         ]
         jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now.wall,
                     predictor=self._table.predictor()) for offset, each in enumerate(specs)]
@@ -83,10 +90,23 @@ class ClientRequests:
                               "submitted; try again later")
         for job in jobs:
             self._table.jobs[job.job_id] = job
-            log.info("job %d submitted by %s: %s, %d tasks", job.job_id, spec.user, spec.name, spec.tasks)
             self._endings.enqueue(job, now)
+        made = f"job {first}" if count == 1 else f"jobs {first}-{first + count - 1}"  # an array's: one line
+        log.info("%s submitted by %s: %s, %d tasks", made, spec.user, spec.name, spec.tasks)
         self._decisions.settle(now)
-        return Submitted(job_id=first, job_ids=[job.job_id for job in jobs])
+        return Submitted(job_id=first, count=count)
+
+    def _limit_refusal(self, message: Submit, count: int) -> ErrorReply | None:
+        """A submission past the master's limits (Slurm's MaxArraySize and MaxJobCount): refused whole."""
+        highest = max((last for _, last, _ in message.array or ()), default=None)
+        if highest is not None and highest >= self._max_array_size:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"array index {highest} is past the master's "
+                              f"--max-array-size {self._max_array_size} (indices 0-{self._max_array_size - 1})")
+        held = len(self._table.jobs)
+        if held + count > self._max_job_count:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{count} more jobs would pass the master's "
+                              f"--max-job-count {self._max_job_count} ({held} pending or running): nothing submitted")
+        return None
 
     def _refusal(self, spec: JobSpec, now: Now) -> ErrorReply | None:
         """Why a job can never run, if it cannot: wider than the cluster, or depending on what cannot be."""
@@ -147,15 +167,34 @@ class ClientRequests:
         self._decisions.explain_waiting(now)
         if message.job_ids is not None:
             found = (self._table.find(job_id) for job_id in message.job_ids)
-            jobs = [job for job in found if job is not None]
-        else:
-            jobs = list(self._table.jobs.values())
-            if message.ended_after is not None:
-                jobs = self._store.ended_since(message.ended_after, message.after_id, JOBS_PER_REPLY + 1) + jobs
-            elif message.include_finished:
-                jobs = self._store.finished(_FINISHED_SHOWN) + jobs
-        page = sorted((job for job in jobs if job.job_id > message.after_id), key=lambda job: job.job_id)
-        return JobList(jobs=[job.info() for job in page[:JOBS_PER_REPLY]], more=len(page) > JOBS_PER_REPLY)
+            asked = sorted((job for job in found if job is not None and job.job_id > message.after_id),
+                           key=lambda job: job.job_id)
+            return JobList(jobs=[job.info() for job in asked[:JOBS_PER_REPLY]], more=len(asked) > JOBS_PER_REPLY)
+        finished: list[Job] = []
+        if message.ended_after is not None:
+            finished = self._store.ended_since(message.ended_after, message.after_id, JOBS_PER_REPLY + 1)
+        elif message.include_finished:
+            finished = self._store.finished(_FINISHED_SHOWN)
+        # the table holds its jobs in id order: a page starts where the last one ended, and costs what it
+        # shows, not the queue's depth (a listing of 100,000 jobs is a thousand pages)
+        active = self._table.jobs
+        ids = list(active)
+        start = bisect.bisect_right(ids, message.after_id)
+        arrays = _pending_arrays(active.values()) if message.arrays else {}
+        chosen = (job for job in heapq.merge((job for job in finished if job.job_id > message.after_id),
+                                             (active[job_id] for job_id in islice(ids, start, None)),
+                                             key=lambda job: job.job_id)
+                  if _wanted(job, message))
+        page: list[JobInfo] = []
+        for job in chosen:
+            if len(page) == JOBS_PER_REPLY:
+                return JobList(jobs=page, more=True)
+            pending = arrays.get(job.spec.array_job_id or 0) if job.state is JobState.PENDING else None
+            if pending is None:
+                page.append(job.info())
+            elif pending[0] == job.spec.array_index:  # the array's first waiting job stands for them all
+                page.append(job.info().model_copy(update={"array_pending": compact(pending)}))
+        return JobList(jobs=page, more=False)
 
     def query_nodes(self, now: Now) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
@@ -187,3 +226,17 @@ class ClientRequests:
     def query_users(self) -> UserList:
         accounts = self._table.accounts
         return UserList(users=[accounts[user].info() for user in sorted(accounts)])
+
+
+def _wanted(job: Job, query: JobQuery) -> bool:
+    return (query.states is None or job.state in query.states) and (query.user is None or job.spec.user == query.user)
+
+
+def _pending_arrays(jobs: Iterable[Job]) -> dict[int, list[int]]:
+    """Each array's pending jobs' indices, increasing (jobs come in id order, which is index order)."""
+    found: dict[int, list[int]] = {}
+    for job in jobs:
+        array = job.spec.array_job_id
+        if array is not None and job.state is JobState.PENDING:
+            found.setdefault(array, []).append(job.spec.array_index or 0)
+    return found

@@ -7,7 +7,7 @@ the protocol's models; tests/test_cli_lists.py checks that the maps are the mode
 
 import getpass
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -91,8 +91,10 @@ class MasterConnection:
         return MasterUnreachable(f"the master at {self.endpoint} answered: {what}")
 
     def job_maps(self, job_ids: list[int] | None = None, include_finished: bool = False,
-                 ended_after: float | None = None) -> list[dict[str, Any]]:
-        """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``)."""
+                 ended_after: float | None = None, states: Iterable[str] | None = None, user: str | None = None,
+                 arrays: bool = False) -> list[dict[str, Any]]:
+        """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``):
+        by id, or those in ``states`` of ``user``, each array's waiting jobs as one if ``arrays``."""
         if job_ids is not None:
             return [
                 job
@@ -103,7 +105,8 @@ class MasterConnection:
         while True:
             after_id = found[-1]["job_id"] if found else 0
             page = self._page("jobs", {"type": "job_query", "include_finished": include_finished,
-                                       "ended_after": ended_after, "after_id": after_id})
+                                       "ended_after": ended_after, "after_id": after_id, "user": user,
+                                       "states": None if states is None else sorted(states), "arrays": arrays})
             found += page["jobs"]
             if not (page.get("more") and page["jobs"]):
                 return found

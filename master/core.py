@@ -70,17 +70,21 @@ class MasterCore:
         table = self.table
         # a master that starts on a store of an earlier run: its nodes have rejoin_s to come back
         table.rejoin_until = now.monotonic + (self.settings.rejoin_s if self._store.next_job_id() > 1 else 0.0)
+        pending = []
         for job in self._store.active():
             job.predictor = table.predictor()
             table.jobs[job.job_id] = job
             if job.state is not JobState.RUNNING:
-                self.endings.enqueue(job, now)
+                pending.append(job)
                 continue
             job.live_ranks = set(range(len(job.node_names)))
+            self.queue.running(job)  # before the pending jobs: it counts against its array's throttle
             table.unadopted[job.job_id] = job
             for node in job.node_names:
                 self._nodes.expect(node, now.monotonic)
             self.starts.restored(job)
+        for job in pending:
+            self.endings.enqueue(job, now)
         if table.jobs:
             log.info("recovered %d jobs from the store", len(table.jobs))
 

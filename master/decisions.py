@@ -116,7 +116,7 @@ class Decisions:
         self._explained = True
         scheduler = self._queue.scheduler
         waiting = sorted((job for job in self._table.jobs.values()
-                          if job.state is JobState.PENDING and job.job_id not in self._queue.dependent),
+                          if job.state is JobState.PENDING and not self._queue.holds_back(job)),
                          key=lambda job: job.job_id)
         up = len(scheduler.columns)
         first = True

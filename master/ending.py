@@ -146,8 +146,8 @@ class Endings:
             if account is not None:
                 self._table.accounts[account.user] = account
             log.info("job %d %s", job_id, close.state)
-            for dependent in self._queue.dependents_of(job_id):
-                self.enqueue(dependent, now)
+            for released in [*self._queue.dependents_of(job_id), *self._queue.left(job)]:
+                self.enqueue(released, now)
 
     def _requeued(self, job: Job) -> Job:
         """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""

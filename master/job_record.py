@@ -43,6 +43,9 @@ class Job:
     barrier_port: int | None = None
     rendezvous_port: int | None = None  # MASTER_PORT on rank 0's node
     max_rss: int | None = None  # bytes: the largest peak of any of its tasks so far (Slurm's MaxRSS)
+    # node -> the incarnation of its daemon the job's tasks were sent to (stored with its start): after a
+    # master restart, a daemon of that incarnation with no trace of the job never got its launch
+    launched_to: dict[str, str] = field(default_factory=dict)
     # What follows lives only while the master runs.
     wait: Wait | None = None  # why it waits, while pending
     live_ranks: set[int] = field(default_factory=set)

@@ -3,14 +3,22 @@
 One ROUTER socket takes clients and the nodes' hellos and carries the
 master's replies and orders to the nodes; one PUB socket sends the slot switch
 at every quantum boundary; one PULL socket takes what the nodes send unasked
-(quantum reports, heartbeats, task exits). The loop wakes for clients at once
-but reads the PULL socket only just before each switch (and at least once a
-heartbeat period): four nodes' reports then cost one wake-up, not four, and
-the decision sees every report of the quantum that ends. Every message is
+(quantum reports, heartbeats, task exits). The loop wakes for clients at once,
+and for the nodes' reports at most every twentieth of a quantum (and just
+before each switch, so the decision sees every report of the quantum that
+ends): the reports that follow a switch cost a few wake-ups, not one each,
+and an exit is acted on within a few milliseconds. Every message is
 routed by its type through a table to the core's part that answers it, once
 master/authorization.py has said who sent it and whether they may; a bad frame
 or a failing handler gets an error reply or a log line, and the loop lives on.
 SIGTERM and SIGINT end it.
+
+Group commit: each turn of the loop (a batch of client messages, a drain of
+the reports, a quantum boundary) ends with one commit of the store's writes,
+and only then do its replies and orders to nodes go out, so none tells of a
+change that a crash could undo. While the store cannot commit, they are held,
+in order, and the commit is tried again at each quantum boundary; the node
+columns and the switch still go out, so the nodes keep time-sharing.
 
 No client can hold the switch back: a wake-up handles at most
 CLIENT_MESSAGES_PER_WAKE client messages, and none once the switch is due;
@@ -25,6 +33,7 @@ import math
 import os
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +58,7 @@ from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.published import BoundEndpoints, publish
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
-from gangsched.master.store import StoreError
+from gangsched.master.store import StoreError, StoreWriteError
 from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -61,6 +70,7 @@ from gangsched.protocol.messages import (
     JobQuery,
     MatrixQuery,
     Message,
+    NodeColumn,
     NodeHello,
     NodeQuery,
     PmiFence,
@@ -125,7 +135,10 @@ class MasterDaemon:
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
-        self._core = core = MasterCore(settings, endpoints, SqliteStore(settings.state_dir / "jobs.db"), read_clock())
+        self._store = SqliteStore(settings.state_dir / "jobs.db")
+        self._store_failing = False  # the last commit failed: what depends on the writes is held
+        self._replies: deque[tuple[list[bytes], Message]] = deque()  # to clients and nodes, after the commit
+        self._core = core = MasterCore(settings, endpoints, self._store, read_clock())
         nodes, clients = core.node_events, core.client_requests
         self._node_handlers: dict[type, Handler] = {
             QuantumReport: lambda _, m, now: nodes.report(m, now),
@@ -202,6 +215,7 @@ class MasterDaemon:
         self.close()
 
     def close(self) -> None:
+        survive(log, "the last commit", functools.partial(self._end_turn, boundary=True))
         if self._web is not None:
             self._web.stop()
         if self._viewer is not None:
@@ -216,17 +230,41 @@ class MasterDaemon:
     def _switch(self) -> None:
         self._core.tick(read_clock())
         switch = self._core.switch(time.monotonic_ns())
-        self._flush_outbox()  # the columns of a new layout before the switch that runs it
+        self._send_to_nodes(only_columns=True)  # the columns of a new layout before the switch that runs it
         self._pub.send(encode(switch))
+        self._end_turn(boundary=True)
+
+    def _end_turn(self, boundary: bool = False) -> None:
+        """Commit the turn's writes, then send what waited for them; hold it while the store cannot commit
+        (tried again at each quantum boundary)."""
+        store = self._store
+        if store.pending and (boundary or not self._store_failing):
+            try:
+                store.commit()
+            except StoreWriteError as error:
+                if not self._store_failing:
+                    log.error("the job store cannot commit (%s): replies and orders to nodes are held until it "
+                              "can, tried again every quantum", error)
+                self._store_failing = True
+            else:
+                if self._store_failing:
+                    log.info("the job store commits again: what was held goes out")
+                self._store_failing = False
+        if store.pending:
+            self._send_to_nodes(only_columns=True)
+            return
+        while self._replies:
+            self._send_reply(*self._replies.popleft())
+        self._send_to_nodes()
 
     def _receive_some(self, until: float) -> None:
         """Client messages waiting, up to CLIENT_MESSAGES_PER_WAKE and not past ``until``."""
         for _ in range(CLIENT_MESSAGES_PER_WAKE):
             if time.monotonic() >= until or not has_message(self._router):
-                return
+                break
             frames, user = self._receive(self._router)
             survive(log, "handling a client message", functools.partial(self._handle, frames, user))
-            survive(log, "sending to the nodes", self._flush_outbox)
+        survive(log, "committing and sending", self._end_turn)
 
     def _answer_viewer(self) -> None:
         """The web view's questions: read-only ones, through the same handlers as a client's."""
@@ -289,7 +327,7 @@ class MasterDaemon:
             reply = self._answer(self._node_handlers[type(message)], b"", message, now)
             if reply is not None:  # every node's routing id is its name
                 self._reply([message.node.encode()], reply)
-        self._flush_outbox()
+        self._end_turn()
 
     def _handle(self, frames: list[bytes], user: str | None = None) -> None:
         # [sender, body] from a DEALER, [sender, b"", body] from a REQ
@@ -315,15 +353,25 @@ class MasterDaemon:
             self._reply(envelope, reply)
 
     def _reply(self, envelope: list[bytes], reply: Message) -> None:
+        """Sent at the end of the turn, once its writes are committed."""
+        self._replies.append((envelope, reply))
+
+    def _send_reply(self, envelope: list[bytes], reply: Message) -> None:
         try:
             self._router.send_multipart([*envelope, encode(reply)], zmq.NOBLOCK)
         except zmq.ZMQError as error:  # the client left, or its queue is full
             self._bad_frame("could not answer %r: %s", envelope[0], error.strerror)
 
-    def _flush_outbox(self) -> None:
+    def _send_to_nodes(self, only_columns: bool = False) -> None:
+        """The core's orders to nodes, in order; ``only_columns``: only the node columns, which tell no
+        change a crash could undo (the rest keep their order)."""
         outbox = self._core.outbox
+        held: deque[tuple[str, Message]] = deque()
         while outbox:
             name, message = outbox.popleft()
+            if only_columns and not isinstance(message, NodeColumn):
+                held.append((name, message))
+                continue
             node = self._core.node_events.node(name)
             try:
                 if node is None:
@@ -332,6 +380,7 @@ class MasterDaemon:
             except zmq.ZMQError as error:
                 log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
                 self._core.node_events.node_unreachable(name, read_clock())
+        outbox.extend(held)
 
 
 def _one_message(body: list[bytes]) -> Message:

@@ -57,6 +57,7 @@ class NodeEvents:
         self._endpoints = endpoints
         self._nodes = nodes
         self._relays = RelayTree(settings.relay_fanout)  # which node each node reaches the master through
+        self._unseen: dict[int, set[int]] = {}  # restored jobs: ranks their daemons, back, had no trace of
         self._table = table
         self._queue = queue
         self._starts = starts
@@ -200,7 +201,7 @@ class NodeEvents:
     def _follow_nodes(self, now: Now) -> None:
         """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
         up = self._nodes.up()
-        adopted = self._table.adopt(set(up))
+        adopted = [job for job in self._table.adopt(set(up)) if self._launched(job, now)]
         scheduler = self._queue.scheduler
         if up == scheduler.node_shapes() and not adopted:
             return
@@ -233,8 +234,29 @@ class NodeEvents:
                 self._outbox.append((hello.node, in_flight))
                 continue
             job = self._table.jobs[job_id]
+            if job_id in self._table.unadopted and job.launched_to.get(hello.node) == hello.incarnation:
+                self._unseen.setdefault(job_id, set()).add(rank)  # decided once all its nodes are back
+                continue
             reason = f"rank {rank} vanished from node {hello.node}"
             self._endings.ranks_gone(job, {rank}, (_lost_state(job), reason), now)
+
+    def _launched(self, job: Job, now: Now) -> bool:
+        """A job restored running whose nodes are all back: whether its launch reached them.
+
+        A daemon of the incarnation the job was sent to keeps each task, and each exit until the master
+        acknowledges it, which it does only once the job's end is committed (group commit). So where no
+        rank of the job left a trace on such daemons, the master died before its launch arrived: the job
+        goes back to the queue, its start undone. Where only some left none, those are lost."""
+        unseen = self._unseen.pop(job.job_id, set())
+        if unseen and unseen == set(range(len(job.node_names))):
+            reason = "its launch was lost when the master restarted"
+            log.warning("job %d: %s: queued again", job.job_id, reason)
+            self._endings.ranks_gone(job, unseen, (JobState.PENDING, reason), now)
+            return False
+        if unseen:
+            self._endings.ranks_gone(job, unseen, (_lost_state(job), f"ranks {sorted(unseen)} vanished from their "
+                                                   "nodes while the master restarted"), now)
+        return job.job_id in self._table.jobs and job.ending is None
 
     def lose_node(self, name: str, reason: str, now: Now) -> None:
         if not self._nodes.mark_down(name):
@@ -244,6 +266,7 @@ class NodeEvents:
         for job in list(self._table.jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
             if ranks or name in self._queue.scheduler.nodes_of(job.job_id):  # on it, or migrating to it
+                ranks |= self._unseen.pop(job.job_id, set())  # restored: those found on nodes back are gone too
                 self._endings.ranks_gone(job, ranks, (_lost_state(job), reason), now)
         self._follow_nodes(now)
 

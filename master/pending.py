@@ -2,7 +2,10 @@
 whether the policy must decide again.
 
 A pending job goes to the policy once the jobs it depends on allow
-(master/dependencies.py). Every scheduling event (an arrival, a departure, a
+(master/dependencies.py), and, in an array with a throttle (Slurm's
+``--array=0-99%4``), once fewer than that many of its array are in the policy
+or running: the others wait, JobArrayTaskLimit, and go in index order as
+those leave. Every scheduling event (an arrival, a departure, a
 node up or lost, the time the policy asked to be woken at) marks that the
 policy must decide again, which the next settle does (master/decisions.py).
 """
@@ -20,6 +23,8 @@ class PendingQueue:
         self._table = table
         self.scheduler = scheduler
         self.dependent: dict[int, Job] = {}  # pending, held back from the policy by the jobs they depend on
+        self.throttled: dict[int, dict[int, Job]] = {}  # array job id -> its jobs its throttle holds back
+        self._admitted: dict[int, set[int]] = {}  # array job id -> those of a throttled array in the policy or running
         self.decide_again = False  # a scheduling event happened: the policy must decide again
         self.wake_at: float | None = None  # monotonic seconds the policy asked to decide again at
 
@@ -37,11 +42,50 @@ class PendingQueue:
         if waiting:
             self.dependent[job.job_id] = job
             job.wait = Wait(WaitKind.DEPENDENCY, ",".join(map(str, waiting)))
+        elif not self._admit(job):
+            self.throttled.setdefault(job.spec.array_job_id or 0, {})[job.job_id] = job
+            job.wait = Wait(WaitKind.ARRAY_LIMIT)
         else:
             job.reason, job.wait = "", None
             self.scheduler.submit(self._table.policy_job(job, now), now.monotonic)
             self.decide_again = True
         return None
+
+    def holds_back(self, job: Job) -> bool:
+        """Whether the job waits out of the policy: for its dependencies, or its array's throttle."""
+        return job.job_id in self.dependent or job.job_id in self.throttled.get(job.spec.array_job_id or 0, ())
+
+    def running(self, job: Job) -> None:
+        """A job restored running after a restart counts against its array's throttle."""
+        self._admit(job, always=True)
+
+    def left(self, job: Job) -> list[Job]:
+        """``job`` left for good (ended, or cancelled while it waited): the jobs of its array its throttle
+        now lets go to the policy (for the caller to enqueue), in index order."""
+        array = job.spec.array_job_id
+        admitted = None if array is None else self._admitted.get(array)
+        if array is None or admitted is None or job.job_id not in admitted:
+            return []
+        admitted.discard(job.job_id)
+        held = self.throttled.get(array, {})
+        limit = job.spec.array_limit or 0
+        released = [held.pop(job_id) for job_id in sorted(held)[:max(0, limit - len(admitted))]]
+        if not held:
+            self.throttled.pop(array, None)
+        if not admitted and not held:
+            del self._admitted[array]
+        return released
+
+    def _admit(self, job: Job, always: bool = False) -> bool:
+        """Whether its array's throttle lets ``job`` in (counted if so); a job of no throttled array is."""
+        array, limit = job.spec.array_job_id, job.spec.array_limit
+        if array is None or limit is None:
+            return True
+        admitted = self._admitted.setdefault(array, set())
+        if len(admitted) >= limit and not always and job.job_id not in admitted:
+            return False
+        admitted.add(job.job_id)
+        return True
 
     def resubmit(self, job: Job, now: Now) -> None:
         """A job the policy had placed goes back to its queue as it is (requeued, or its start postponed)."""
@@ -52,6 +96,7 @@ class PendingQueue:
         """A pending job leaves the queue for good."""
         self.scheduler.withdraw(job.job_id, now.monotonic)
         self.dependent.pop(job.job_id, None)
+        self.throttled.get(job.spec.array_job_id or 0, {}).pop(job.job_id, None)
         self.decide_again = True
 
     def dependents_of(self, job_id: int) -> list[Job]:

@@ -10,6 +10,7 @@ from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.quantum import Pairing
 from gangsched.policy.slack_settings import SlackSettings
+from gangsched.protocol.array_ranges import MAX_ARRAY_INDEX
 from gangsched.protocol.records import MpiKind
 from gangsched.protocol.sizes import Size
 
@@ -69,6 +70,12 @@ class MasterSettings(BaseSettings):
     matching: Literal["fair", "best-fit"] = Field(
         "fair", description="how paired rows find partners: once a round (fair) or each switch"
     )
+    max_array_size: int = Field(
+        1001, ge=1, le=MAX_ARRAY_INDEX + 1,
+        description="array indices run from 0 to one less than this (Slurm's MaxArraySize; at most 4000001)")
+    max_job_count: int = Field(
+        100_000, ge=1, description="most jobs pending or running at once; a submission past it is refused "
+        "whole (Slurm's MaxJobCount)")
     mpl: int = Field(8, ge=1, description="multiprogramming level: most rows in the matrix")
     default_estimate_s: float = Field(
         86_400.0, gt=0, description="the time limit (estimate) of a job submitted without --estimate"

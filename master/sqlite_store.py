@@ -1,8 +1,15 @@
 """The master's store in SQLite (WAL, synchronous FULL), the embedded engine for one host
 (master/store.py is the interface the master uses).
 
-Each write is one transaction, fsync'd once; an error of SQLite's becomes
-``StoreWriteError`` and the transaction is rolled back whole.
+Group commit: the writes of one turn of the master's loop go into one
+transaction, fsync'd once by ``commit``. Each write is a savepoint in it: one
+whose statements fail is rolled back alone and raises ``StoreWriteError``.
+The statements of every write since the last commit are kept until a commit
+takes them; a commit that fails rolls the transaction back whole and runs
+them all again, in order, in a new one, so what the master reads is still
+what it wrote, and the next ``commit`` tries again. Where even that fails, the
+writes are only kept until a commit can run them all. Nothing is ever half
+written.
 """
 
 import json
@@ -37,7 +44,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     cpu_ns INTEGER NOT NULL,
     ran_s REAL NOT NULL,
     migration_s TEXT NOT NULL,
-    max_rss INTEGER
+    max_rss INTEGER,
+    launched_to TEXT NOT NULL DEFAULT '{}'
 );
 -- a client's token for each submission: a retry after a lost reply finds the job it made
 CREATE TABLE IF NOT EXISTS submissions (
@@ -56,10 +64,13 @@ CREATE TABLE IF NOT EXISTS users (
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
     " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s, max_rss"
+    " migration_s, max_rss, launched_to"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+# what a store of an earlier version needs to be this one's (each step one transaction)
+_MIGRATIONS = {5: "ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"}
+_TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
 
 
 class SqliteStore:
@@ -67,6 +78,9 @@ class SqliteStore:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs name users, commands, paths
         self._db = sqlite3.connect(path, isolation_level=None)
         self.write_time = Timings(STEP_BOUNDS_S)
+        self._unwritten: list[tuple[str, tuple[Any, ...]]] = []  # statements since the last commit, in order
+        self._unit: list[tuple[str, tuple[Any, ...]]] = []  # those of the write under way
+        self._replay = False  # the writes since the last commit could not be run again: kept, not run
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
@@ -74,35 +88,79 @@ class SqliteStore:
         if tables == 0:
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        elif version in _MIGRATIONS:
+            with self._db:
+                self._db.execute("BEGIN")
+                for step in range(version, SCHEMA_VERSION):
+                    self._db.execute(_MIGRATIONS[step])
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         elif version != SCHEMA_VERSION:
             self._db.close()
             raise StoreError(
                 f"the job store {path} has schema version {version}, this gangsched reads "
                 f"{SCHEMA_VERSION}: move it away or give another --state-dir"
             )
+        (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
+        self._next_job_id = int(highest) + 1  # held here: a submission not yet committed has its numbers
 
     def next_job_id(self) -> int:
-        (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
-        return int(highest) + 1
+        return self._next_job_id
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._unwritten)
+
+    def commit(self) -> None:
+        """Make every write since the last commit durable, in one transaction; ``StoreWriteError`` (and all
+        of them kept for the next commit) if it cannot."""
+        if not self._unwritten:
+            return
+        try:
+            with Stopwatch(self.write_time):
+                if self._replay:
+                    self._run_again()
+                self._db.execute("COMMIT")
+        except sqlite3.Error as error:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            try:
+                self._run_again()  # uncommitted, as before the commit
+            except sqlite3.Error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                self._replay = True
+            raise StoreWriteError(str(error)) from error
+        self._unwritten.clear()
+
+    def _run_again(self) -> None:
+        """Every write since the last commit, in a new transaction."""
+        self._db.execute("BEGIN")
+        for statement, parameters in self._unwritten:
+            self._db.execute(statement, parameters)
+        self._replay = False
 
     def submitted(self, jobs: list[Job], token: str | None) -> None:
-        """New jobs (one, or an array's) and the client's token for the first: all or none (one sync)."""
+        """New jobs (one, or an array's) and the client's token for the first: all or none."""
         with self._transaction():
             for job in jobs:
                 self._write(job)
             if token is not None:
-                self._db.execute("INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)",
-                                 (jobs[0].spec.user, token, jobs[0].job_id))
+                self._execute(_TOKEN_INSERT,
+                              (jobs[0].spec.user, token, jobs[0].job_id))
+        self._next_job_id = max(self._next_job_id, jobs[-1].job_id + 1)
 
     def closed(self, job: Job, account: Account | None) -> None:
-        """A job's end (or its requeue) and its user's use: both or neither (one transaction;
-        master/closing.py)."""
+        """A job's end (or its requeue) and its user's use: both or neither (master/closing.py)."""
         with self._transaction():
             self._write(job)
             if account is not None:
                 self._write_account(account)
 
     def job_of_token(self, user: str, token: str) -> int | None:
+        # a submission not yet committed is found too: in the open transaction, or among the kept writes
+        for statement, parameters in reversed(self._unwritten) if self._replay else ():
+            if statement == _TOKEN_INSERT and parameters[:2] == (user, token):
+                return int(parameters[2])
         row = self._db.execute("SELECT job_id FROM submissions WHERE user = ? AND token = ?", (user, token)).fetchone()
         return None if row is None else int(row[0])
 
@@ -111,8 +169,8 @@ class SqliteStore:
             self._write(job)
 
     def _write(self, job: Job) -> None:
-        self._db.execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        self._execute(
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -132,6 +190,7 @@ class SqliteStore:
                 job.ran_s,
                 json.dumps(job.migration_s),
                 job.max_rss,
+                json.dumps(job.launched_to),
             ),
         )
 
@@ -167,16 +226,34 @@ class SqliteStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        """One transaction, committed (and synced) once, or rolled back whole as ``StoreWriteError``."""
+        """One write: a savepoint of the open transaction, kept whole or rolled back whole as
+        ``StoreWriteError``; only kept, for the next commit, where the writes could not be run again."""
+        self._unit = []
         try:
-            with Stopwatch(self.write_time), self._db:
-                self._db.execute("BEGIN")
+            if self._replay:
                 yield
+            else:
+                if not self._db.in_transaction:
+                    self._db.execute("BEGIN")
+                self._db.execute("SAVEPOINT write")
+                try:
+                    yield
+                except BaseException:
+                    self._db.execute("ROLLBACK TO write")
+                    raise
+                finally:
+                    self._db.execute("RELEASE write")
         except sqlite3.Error as error:
             raise StoreWriteError(str(error)) from error
+        self._unwritten += self._unit
+
+    def _execute(self, statement: str, parameters: tuple[Any, ...]) -> None:
+        self._unit.append((statement, parameters))
+        if not self._replay:
+            self._db.execute(statement, parameters)
 
     def _write_account(self, account: Account) -> None:
-        self._db.execute(
+        self._execute(
             "INSERT OR REPLACE INTO users (user, political_priority, quota_node_s, used_node_s) VALUES (?,?,?,?)",
             (account.user, account.political_priority, account.quota_node_s, account.used_node_s),
         )
@@ -191,7 +268,7 @@ class SqliteStore:
 
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss) = row
+     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -211,4 +288,5 @@ def _job(row: tuple[Any, ...]) -> Job:
         ran_s=ran_s,
         migration_s=json.loads(migration_s),
         max_rss=max_rss,
+        launched_to=json.loads(launched_to),
     )

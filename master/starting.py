@@ -74,6 +74,7 @@ class Starts:
             self._queue.event()
             raise CannotStart(f"could not start: {error}") from None
         job.node_names = [processor.node for processor in processors]
+        job.launched_to = {name: node.incarnation for name in job.node_names if (node := self._nodes.get(name))}
         job.processors = [processor.number for processor in processors]
         job.live_ranks = set(range(len(processors)))
         job.barrier_port = port

@@ -3,11 +3,14 @@
 Jobs and users persist here so that a master restart loses nothing. Only the
 changes of a job's life are written (submit, start, end, requeue) and the
 administrator's settings of users, never what is measured each quantum, so
-the store stays off the switch path. Each write is one transaction, whole or
-not at all: a write that fails raises ``StoreWriteError`` and keeps nothing of
-itself (master/closing.py says what the master does then). SQLite is the
-embedded engine (master/sqlite_store.py); nothing else of the master knows
-which it has.
+the store stays off the switch path. Each write is whole or not at all: one
+that fails raises ``StoreWriteError`` and keeps nothing of itself
+(master/closing.py says what the master does then). The writes are made
+durable together, by ``commit``, once for each turn of the master's loop
+(group commit); until then nothing that depends on them leaves the master
+(master/loop.py holds the replies and the orders to nodes). A commit that
+fails keeps every write for the next one. SQLite is the embedded engine
+(master/sqlite_store.py); nothing else of the master knows which it has.
 """
 
 from typing import Protocol
@@ -26,9 +29,16 @@ class StoreWriteError(Exception):
 
 
 class JobStore(Protocol):
-    write_time: Timings  # of each write
+    write_time: Timings  # of each commit
 
     def next_job_id(self) -> int: ...
+
+    @property
+    def pending(self) -> bool:
+        """Whether writes wait for a commit."""
+
+    def commit(self) -> None:
+        """Every write since the last commit made durable at once; ``StoreWriteError`` if not (all kept)."""
 
     def submitted(self, jobs: list[Job], token: str | None) -> None:
         """New jobs (one, or an array's) and the client's token for the first: all or none."""

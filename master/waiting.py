@@ -17,6 +17,7 @@ class WaitKind(Enum):
     NODES = "Nodes"  # wider than the nodes up
     REQUEUED = "Requeued"  # back in the queue after a lost node (the detail: why)
     START_POSTPONED = "StartPostponed"  # placed, but the store could not write its start
+    ARRAY_LIMIT = "JobArrayTaskLimit"  # its array runs as many at once as its throttle (%N) allows
 
 
 @dataclass(frozen=True, slots=True)

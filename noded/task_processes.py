@@ -26,7 +26,7 @@ from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_record import MemoryReading
-from gangsched.noded.task_start import Account, HeldTask, StartPlan, fork_task
+from gangsched.noded.task_start import Account, HeldTask, StartPlan, fork_task, started_command
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
@@ -61,10 +61,15 @@ class Task:
     waited_ns: int = 0  # its run-queue wait at the last reading
     failure: str | None = None  # why the task failed, when it is not its exit status that says so
     memory: TaskMemory = field(default_factory=lambda: TaskMemory(None, 0, None))
+    command_started: bool = False  # its first process passed its gate and exec'd (as last seen)
 
     def read_memory(self) -> MemoryReading:
         """Its peak so far, and whether it passed its limit."""
-        return self.memory.read(self.pids() if self.memory.folder is None else [])
+        if self.memory.folder is not None:
+            return self.memory.read([])
+        if not self.command_started:  # its first process, a copy of the daemon until it execs, is not counted
+            self.command_started = started_command(self.status_fd)
+        return self.memory.read([pid for pid in self.pids() if self.command_started or pid != self.pid])
 
     def pids(self) -> list[int]:
         return self.group.pids()

@@ -28,6 +28,7 @@ pipe closes on exec, so the daemon reads nothing from a task that started.
 
 import ctypes
 import os
+import select
 import signal
 from dataclasses import dataclass
 
@@ -83,6 +84,11 @@ class HeldTask:
         if self._gate_fd >= 0:
             os.close(self._gate_fd)
             self._gate_fd = -1
+
+
+def started_command(status_fd: int) -> bool:
+    """Whether the first process whose status pipe this is exec'd (or died): the pipe's far end is closed."""
+    return bool(select.select([status_fd], [], [], 0)[0])
 
 
 def fork_task(plan: StartPlan) -> HeldTask:

@@ -5,15 +5,14 @@ answers nodes too).
 Times named ``*_time`` are Unix seconds.
 """
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from gangsched.protocol.array_ranges import IndexRange, array_problem, array_size
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
 from gangsched.protocol.records import (
-    MAX_ARRAY_INDEX,
-    MAX_ARRAY_JOBS,
     JobInfo,
     JobSpec,
     JobState,
@@ -31,24 +30,33 @@ class Submit(WireModel):
     type: Literal["submit"] = "submit"
     spec: JobSpec
     token: str | None = Field(None, min_length=1, max_length=64)
-    # an array: one job per index, each with the spec's array fields set (Slurm's --array)
-    array: list[Annotated[int, Field(ge=0, le=MAX_ARRAY_INDEX)]] | None = \
-        Field(None, min_length=1, max_length=MAX_ARRAY_JOBS)
+    # an array: one job per index of these ranges (first, last, step), each with the spec's array fields
+    # set (Slurm's --array); at most ``array_limit`` of them run at once (its %N)
+    array: list[IndexRange] | None = None
+    array_limit: int | None = Field(None, ge=1)
 
-    @field_validator("array")
-    @classmethod
-    def _distinct(cls, array: list[int] | None) -> list[int] | None:
-        if array is not None and len(set(array)) != len(array):
-            raise ValueError("an array's indices are distinct")
-        return array
+    @model_validator(mode="after")
+    def _an_array(self) -> "Submit":
+        if self.array is not None:
+            problem = array_problem(self.array)
+            if problem is not None:
+                raise ValueError(problem)
+        if self.array_limit is not None and (self.array is None or self.array_limit > array_size(self.array)):
+            raise ValueError("a throttle (array_limit) is for an array, at most its size")
+        return self
 
 
 class Submitted(WireModel):
-    """``job_id``: the job made, or an array's first; ``job_ids``: every job made, in index order."""
+    """``job_id``: the job made, or an array's first; ``count``: how many were made, with consecutive ids
+    in index order (an array may have millions: their ids are not listed)."""
 
     type: Literal["submitted"] = "submitted"
     job_id: int
-    job_ids: list[int]
+    count: int = Field(1, ge=1)
+
+    @property
+    def job_ids(self) -> list[int]:
+        return list(range(self.job_id, self.job_id + self.count))
 
 
 class Cancel(WireModel):
@@ -73,6 +81,11 @@ class JobQuery(WireModel):
     include_finished: bool = False
     ended_after: float | None = None
     after_id: int = 0
+    # (``job_ids`` None) only the jobs in these states, of this user; ``arrays``: each array's pending jobs
+    # as one, the first of them, with ``JobInfo.array_pending`` (as squeue shows them, unless -r)
+    states: list[JobState] | None = None
+    user: str | None = None
+    arrays: bool = False
 
     @field_validator("job_ids")
     @classmethod
@@ -157,7 +170,7 @@ class MasterStats(WireModel):
     scheduling: Histogram  # one scheduling event's decisions
     quantum_decision: Histogram  # one quantum boundary: the rows to run, the columns, the switch
     report_drain: Histogram  # one read of every waiting node message (reports, heartbeats, exits)
-    store_write: Histogram  # one write of a job to the store
+    store_write: Histogram  # one synced commit of the store (the writes of one turn of the loop)
     store_failures: int = 0  # writes the store failed (each retried: master/closing.py)
     migrations: int
     migration_cost: Histogram  # checkpoint asked -> the job progressing on its new nodes

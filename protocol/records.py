@@ -29,8 +29,6 @@ class WireModel(BaseModel):
 MAX_COMMAND_BYTES = 64 * 1024  # argv and environment together, as they reach execve
 MAX_PATH_BYTES = 4096  # PATH_MAX
 MAX_DEPENDENCIES = 64
-MAX_ARRAY_INDEX = 100_000
-MAX_ARRAY_JOBS = 1001  # one submission's array, as Slurm's default MaxArraySize
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")  # what useradd takes
 
@@ -122,6 +120,7 @@ class JobSpec(WireModel):
     # a job of an array (Slurm's --array): the first job's id and this job's index, set by the master
     array_job_id: int | None = None
     array_index: int | None = Field(default=None, ge=0)
+    array_limit: int | None = Field(default=None, ge=1)  # at most this many of the array run at once (%N)
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
@@ -251,6 +250,8 @@ class JobInfo(WireModel):
     ran_s: float = 0.0  # time in the quanta it ran in: what its estimate limits
     migration_s: list[float] = []  # each migration's cost: checkpoint asked -> restarted
     max_rss: int | None = None  # bytes: the largest peak resident memory of any of its tasks (Slurm's MaxRSS)
+    # a pending array's waiting jobs shown as one (JobQuery.arrays): their indices, as ranges ("5-9999")
+    array_pending: str | None = None
 
 
 class NodeState(StrEnum):

@@ -1,6 +1,7 @@
 """Fixtures that start real local clusters, helpers to wait on and inspect them, and the fake clock
 the daemons' cores are driven on."""
 
+import contextlib
 import inspect
 import os
 import pwd
@@ -24,6 +25,7 @@ from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
 from gangsched.master.clock import Now
 from gangsched.master.core import MasterCore
+from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.records import JobInfo
 
@@ -47,37 +49,49 @@ def clock() -> FakeClock:
 
 class OnClock:
     """A part of a core whose events are each given the fake clock's reading at the call, as the
-    daemon's loop gives the real one's."""
+    daemon's loop gives the real one's, and end with a commit of the store, as a turn of the loop does
+    (one that fails leaves the writes pending, for the next)."""
 
-    def __init__(self, part: object, clock: FakeClock) -> None:
-        self._part, self._clock = part, clock
+    def __init__(self, part: object, clock: FakeClock, store: JobStore) -> None:
+        self._part, self._clock, self._store = part, clock, store
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._part, name)
-        if callable(attribute) and "now" in inspect.signature(attribute).parameters:
-            return lambda *args, **kwargs: attribute(*args, now=self._clock.read(), **kwargs)
-        return attribute
+        if not callable(attribute):
+            return attribute
+        on_clock = "now" in inspect.signature(attribute).parameters
+
+        def event(*args: Any, **kwargs: Any) -> Any:
+            result = attribute(*args, now=self._clock.read(), **kwargs) if on_clock else attribute(*args, **kwargs)
+            with contextlib.suppress(StoreWriteError):
+                self._store.commit()
+            return result
+
+        return event
 
 
 class DrivenMaster:
     """A ``MasterCore`` driven on a fake clock: its events read the clock as the master's loop does."""
 
-    def __init__(self, core: MasterCore, clock: FakeClock) -> None:
-        self.core, self.clock = core, clock
-        self.node_events = OnClock(core.node_events, clock)
-        self.clients = OnClock(core.client_requests, clock)
+    def __init__(self, core: MasterCore, clock: FakeClock, store: JobStore) -> None:
+        self.core, self.clock, self.store = core, clock, store
+        self.node_events = OnClock(core.node_events, clock, store)
+        self.clients = OnClock(core.client_requests, clock, store)
 
     def tick(self) -> Any:
         """A quantum boundary and the switch it sends."""
         self.core.tick(self.clock.read())
-        return self.core.switch(self.clock.read().monotonic_ns)
+        switch = self.core.switch(self.clock.read().monotonic_ns)
+        with contextlib.suppress(StoreWriteError):
+            self.store.commit()
+        return switch
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.core, name)
 
 
 def driven_master(settings: Any, endpoints: Any, store: Any, clock: FakeClock) -> DrivenMaster:
-    return DrivenMaster(MasterCore(settings, endpoints, store, clock.read()), clock)
+    return DrivenMaster(MasterCore(settings, endpoints, store, clock.read()), clock, store)
 
 
 def unix_account(name: str) -> pwd.struct_passwd | None:

@@ -114,3 +114,30 @@ def test_with_json_an_error_is_json_on_stderr(gang):
     assert unreachable.returncode == 1 and json.loads(unreachable.stderr)["code"] == "MasterUnreachable"
     plain = gang("cancel", "999")
     assert plain.returncode == 1 and plain.stderr.startswith("Error: ") and len(plain.stderr.splitlines()) == 1
+
+
+@pytest.mark.live
+def test_an_arrays_waiting_jobs_are_one_line_and_its_throttle_holds(gang):
+    submitted = gang("submit", "--json", "-a", "0-99%2", "-n", "1", "--", "sleep", "60")
+    assert submitted.returncode == 0, submitted.stderr
+    first = json.loads(submitted.stdout)["job_id"]
+    wait_until(lambda: len(gang("queue", "-t", "R", "-o", "jobid").stdout.splitlines()) == 3, 20,
+               "two of the array running")
+    _, *rows = gang("queue", "-o", "jobid,st,nodelist").stdout.splitlines()
+    assert [row.split() for row in rows] == [
+        [f"{first}", "R", "node1"] if rows[0].split()[2] == "node1" else [f"{first}", "R", "node2"],
+        rows[1].split(), [f"{first}_[2-99]", "PD", "(JobArrayTaskLimit)"]]
+    assert len(gang("queue", "-r").stdout.splitlines()) == 1 + 100  # -r: a line for each
+    assert gang("cancel", str(first)).returncode == 0
+    wait_until(lambda: f"{first}_[3-99]" in gang("queue").stdout, 20, "the next index to start in its place")
+
+
+@pytest.mark.live
+def test_a_submission_past_the_array_limits_is_one_line_and_submits_nothing(gang):
+    for array, why in (("0-1001", "--max-array-size 1001 (indices 0-1000)"), ("0-9%0", "throttle"),
+                       ("0-9%11", "more than the array's 10"), ("3-x", "ranges A-B")):
+        refused = gang("submit", "-a", array, "--", "true")
+        assert refused.returncode != 0 and why in refused.stderr, refused.stderr
+        assert [line for line in refused.stderr.splitlines() if line.startswith("Error: ")] == \
+            [refused.stderr.strip().splitlines()[-1]]  # one line says why
+    assert gang("queue", "--all", "--json").stdout.strip() == "[]"

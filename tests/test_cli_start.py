@@ -1,6 +1,6 @@
 """A command loads only what it uses: `gang --help` no command module, the job commands
-neither the cluster code nor plotting, the list commands neither click nor pydantic (their
-latency: `gang bench cli`)."""
+neither the cluster code nor plotting, the list commands and an ordinary `gang submit` neither
+click nor pydantic (their latency: `gang bench cli`)."""
 
 import importlib
 import subprocess
@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from gangsched.cli import listing
+from gangsched.cli import listing, quick_submit
 from gangsched.cli.group import HELP_LIMIT, LISTING, LazyGroup
 from gangsched.cli.main import LIST_COMMANDS
 
@@ -55,6 +55,22 @@ def test_a_list_command_loads_neither_click_nor_pydantic():
     modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock")  # fails: no master there
     assert "gangsched.master.connection" in modules  # it asked
     assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq.auth"))}
+
+
+def test_an_ordinary_submission_loads_neither_click_nor_pydantic():
+    modules = imported_by("submit", "--master", "ipc:///nonexistent/master.sock", "-n", "2", "-a", "0-9%2", "--",
+                          "true")  # fails: no master there
+    assert "gangsched.cli.quick_submit" in modules and "gangsched.master.connection" in modules
+    assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq.auth"))}
+
+
+def test_a_submission_with_other_options_or_a_script_goes_to_the_click_command(tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#GANG -n 2\ntrue\n")
+    for arguments in (["--exclusive", "--", "true"], [str(script)], ["-n", "2"], ["-n2", "--", "true"]):
+        assert not quick_submit.handles(arguments), arguments
+    assert quick_submit.parse(["-n", "2", "--json", "-J=sweep", "--", "prog", "-x"]) == \
+        ({"tasks": "2", "as_json": True, "name": "sweep"}, ["prog", "-x"])
 
 
 def test_the_click_group_hands_a_list_command_to_argparse():

@@ -4,25 +4,46 @@ store whose writes fail on demand."""
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
 from gangsched.master.sqlite_store import SqliteStore
+from gangsched.master.store import StoreWriteError
 from gangsched.protocol.messages import ErrorReply, Heartbeat, LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import DrivenMaster, FakeClock, driven_master
 from tests.test_master_core import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
 
+class FailingCommits:
+    """A connection to SQLite whose COMMIT fails while ``failing`` is set, as a disk that fails at the sync
+    makes it fail: the transaction is still open, and the store rolls it back for real."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection, self.failing = connection, False
+
+    def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
+        if statement == "COMMIT" and self.failing:
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.connection.execute(statement, *parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.connection, name)
+
+
 class FailingStore(SqliteStore):
     """A real SQLite store whose writes fail while ``full`` is set, as a full file system makes them fail
-    (the chaos run, gang bench chaos, fills a real one)."""
+    (the chaos run, gang bench chaos, fills a real one), and whose commits fail while ``commits.failing``
+    is set."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.path, self.full = path, False
+        self.commits = FailingCommits(self._db)
+        self._db = self.commits  # type: ignore[assignment]
 
     def _write(self, job: Job) -> None:
         self._refuse()
@@ -128,3 +149,88 @@ def test_a_postponed_start_is_not_forgotten_when_a_later_write_goes_through_firs
         quantum(core, clock, ("n1", "n2"))
     first, started = infos(core, [short, wide])
     assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING, started.reason
+
+
+def on_disk(store: FailingStore, job_id: int) -> JobState | None:
+    """The job's state as another connection reads the file: what is committed."""
+    job = SqliteStore(store.path).get(job_id)
+    return None if job is None else job.state
+
+
+def test_a_commit_that_fails_in_the_middle_of_a_batch_keeps_nothing_of_it_and_writes_it_all_after(failing_store):
+    spec = JobSpec(name="j", user="alice", tasks=1, argv=["true"])
+    first, second = (Job(job_id=n, spec=spec, state=JobState.PENDING, submit_time=1.0) for n in (1, 2))
+    failing_store.submitted([first], None)
+    failing_store.commit()
+    failing_store.commits.failing = True
+    first.state, first.start_time = JobState.RUNNING, 2.0  # a batch: a start, a submission, an end
+    failing_store.save(first)
+    failing_store.submitted([second], "token-2")
+    first.state, first.end_time = JobState.COMPLETED, 3.0
+    failing_store.closed(first, Account("alice", used_node_s=1.0))
+    with pytest.raises(StoreWriteError):
+        failing_store.commit()
+    assert failing_store.pending
+    assert (on_disk(failing_store, 1), on_disk(failing_store, 2)) == (JobState.PENDING, None)  # none of it
+    assert failing_store.next_job_id() == 3 and failing_store.job_of_token("alice", "token-2") == 2
+    second.state = JobState.CANCELLED  # a write while commits fail: kept, after the others
+    failing_store.closed(second, None)
+    with pytest.raises(StoreWriteError):
+        failing_store.commit()
+    failing_store.commits.failing = False
+    failing_store.commit()  # everything, in order, at once
+    assert not failing_store.pending
+    assert (on_disk(failing_store, 1), on_disk(failing_store, 2)) == (JobState.COMPLETED, JobState.CANCELLED)
+    assert SqliteStore(failing_store.path).accounts() == [Account("alice", used_node_s=1.0)]
+    assert SqliteStore(failing_store.path).job_of_token("alice", "token-2") == 2
+
+
+def test_a_write_that_fails_in_a_batch_is_rolled_back_alone(failing_store):
+    spec = JobSpec(name="j", user="alice", tasks=1, argv=["true"])
+    first, second = (Job(job_id=n, spec=spec, state=JobState.PENDING, submit_time=1.0) for n in (1, 2))
+    failing_store.submitted([first], None)
+    failing_store.full = True
+    with pytest.raises(StoreWriteError):
+        failing_store.closed(first, Account("alice", used_node_s=1.0))  # the job written, then its user fails
+    failing_store.full = False
+    failing_store.submitted([second], None)
+    failing_store.commit()
+    assert (on_disk(failing_store, 1), on_disk(failing_store, 2)) == (JobState.PENDING, JobState.PENDING)
+    assert SqliteStore(failing_store.path).accounts() == []
+
+
+def test_while_commits_fail_the_master_goes_on_in_memory_and_a_restart_finds_the_last_commit(failing_store, clock):
+    core = driven_master(SETTINGS, ENDPOINTS, failing_store, clock)
+    hello(core, "n1")
+    job = submit(core, nodes=1)
+    assert on_disk(failing_store, job) is JobState.RUNNING
+    failing_store.commits.failing = True
+    later = submit(core, nodes=1)
+    core.node_events.task_exit(TaskExit(node="n1", job_id=job, rank=0, returncode=0))
+    assert [info.state for info in infos(core, [job, later])] == [JobState.COMPLETED, JobState.RUNNING]
+    # a master killed now: the store holds the last commit, whole
+    assert (on_disk(failing_store, job), on_disk(failing_store, later)) == (JobState.RUNNING, None)
+    failing_store.commits.failing = False
+    quantum(core, clock, ("n1",))
+    assert (on_disk(failing_store, job), on_disk(failing_store, later)) == (JobState.COMPLETED, JobState.RUNNING)
+
+
+def test_a_launch_lost_with_the_master_is_queued_again_not_failed(tmp_path, clock):
+    """Killed after it committed a start and before the launch reached the node: the node daemon, the same
+    one, has no trace of the job (it keeps each exit until the master acknowledges it, which it does only
+    once the end is committed), so the start is undone. Another daemon lost it: the job fails."""
+    store = SqliteStore(tmp_path / "jobs.db")
+    core = driven_master(SETTINGS, ENDPOINTS, store, clock)
+    hello(core, "n1")
+    hello(core, "n2")
+    lost_launch, lost_node = submit(core, nodes=1), submit(core, nodes=1)
+    assert {info.state for info in infos(core, [lost_launch, lost_node])} == {JobState.RUNNING}
+    node_of = {job: core.table.jobs[job].node_names[0] for job in (lost_launch, lost_node)}
+    store.close()
+    restarted = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    hello(restarted, node_of[lost_launch])  # the daemon the launch went to, without it
+    hello(restarted, node_of[lost_node], incarnation="second")  # a daemon started anew: what it ran is gone
+    again, failed = infos(restarted, [lost_launch, lost_node])
+    assert failed.state is JobState.NODE_FAIL
+    assert again.state is JobState.RUNNING and again.requeues == 1  # queued again, and placed at once
+    assert lost_launch in {message.task.job_id for _, message in sent(restarted, LaunchTask)}

@@ -1,14 +1,18 @@
 """The master's part in a flood of small jobs, event by event on a fake clock: a processor a job frees is
-used again in the same quantum, never beside a task that still runs there."""
+used again in the same quantum, never beside a task that still runs there; arrays, their throttle, and the
+master's limits."""
 
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
-from gangsched.protocol.messages import LaunchTask, Submit, TaskExit
+from gangsched.protocol.messages import Cancel, ErrorReply, LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec
 from tests.conftest import driven_master
-from tests.test_master_core import ENDPOINTS, hello, sent
+from tests.test_master_core import ENDPOINTS, hello, infos, sent
 
 SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=3,
                           state_dir=Path("/nonexistent"))
@@ -62,3 +66,55 @@ def test_a_job_placed_at_a_quantum_boundary_starts_with_the_switch(tmp_path, clo
     core.rotation.quantum_over()  # as the boundary's tick does before its settle
     (second,) = submit_one(core)
     assert launched(core) == {second: False}
+
+
+def submit_array(core, ranges, limit=None):
+    spec = JobSpec(name="a", user="alice", tasks=1, argv=["true"])
+    return core.clients.submit(Submit(spec=spec, array=ranges, array_limit=limit))
+
+
+def test_an_array_with_a_throttle_runs_at_most_that_many_at_once_and_the_rest_in_index_order(tmp_path, clock):
+    core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    for node in ("n1", "n2", "n3", "n4"):
+        hello(core, node)
+    first = submit_array(core, [(0, 5, 1)], limit=2).job_id  # room for all six, two at a time
+    assert sorted(launched(core)) == [first, first + 1]
+    (waiting,) = infos(core, [first + 2])
+    assert waiting.reason == "JobArrayTaskLimit"
+    core.clients.cancel(Cancel(job_id=first + 2, user="alice"))  # a throttled job cancelled never starts
+    core.node_events.task_exit(TaskExit(node=node_of(core, first), job_id=first, rank=0, returncode=0))
+    assert sorted(launched(core)) == [first + 3]
+    for job in (first + 1, first + 3):
+        core.node_events.task_exit(TaskExit(node=node_of(core, job), job_id=job, rank=0, returncode=0))
+    assert sorted(launched(core)) == [first + 4, first + 5]
+
+
+def node_of(core, job_id: int) -> str:
+    return core.table.jobs[job_id].node_names[0]
+
+
+def test_a_submission_past_the_masters_limits_is_refused_whole_with_the_setting_named(tmp_path, clock):
+    settings = SETTINGS.model_copy(update={"max_array_size": 10, "max_job_count": 5})
+    core = driven_master(settings, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    hello(core, "n1")
+    refused = submit_array(core, [(0, 3, 1), (8, 10, 1)])
+    assert isinstance(refused, ErrorReply) and "--max-array-size 10 (indices 0-9)" in refused.reason
+    refused = submit_array(core, [(0, 5, 1)])
+    assert isinstance(refused, ErrorReply) and "--max-job-count 5 (0 pending or running)" in refused.reason
+    assert core.table.jobs == {} and core.store.next_job_id() == 1  # nothing kept
+    assert submit_array(core, [(0, 4, 1)]).count == 5
+    refused = submit_one_reply(core)
+    assert isinstance(refused, ErrorReply) and "--max-job-count 5 (5 pending or running)" in refused.reason
+
+
+def submit_one_reply(core):
+    return core.clients.submit(Submit(spec=JobSpec(name="j", user="alice", tasks=1, argv=["true"])))
+
+
+@pytest.mark.parametrize(("ranges", "limit", "why"), [
+    ([(5, 1, 1)], None, "upwards"), ([(0, 9, 1), (5, 20, 1)], None, "overlap"), ([(0, 4, 1)], 0, "greater than"),
+    ([(0, 4, 1)], 6, "at most its size"), (None, 2, "for an array"), ([(0, 4_000_001, 1)], None, "4000000"),
+])
+def test_a_malformed_array_is_refused_before_it_reaches_the_master(ranges, limit, why):
+    with pytest.raises(ValidationError, match=why):
+        Submit(spec=JobSpec(name="a", user="alice", tasks=1, argv=["true"]), array=ranges, array_limit=limit)

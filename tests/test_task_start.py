@@ -4,6 +4,7 @@ daemon contains it, and only then the command, with nothing of the daemon's."""
 import select
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -15,19 +16,31 @@ from gangsched.protocol.records import TaskSpec
 from tests.conftest import is_held, wait_until
 
 
+@dataclass
+class Node:
+    containment: Containment
+    spool: Path
+    tasks: list[Task] = field(default_factory=list)
+
+
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[tuple[Containment, Path]]:
-    containment = choose_containment("start-test", tmp_path, "auto", True, None)
-    yield containment, tmp_path
-    containment.close()
+def node(tmp_path: Path) -> Iterator[Node]:
+    here = Node(choose_containment("start-test", tmp_path, "auto", True, None), tmp_path)
+    yield here
+    for task in here.tasks:  # a test that failed half-way leaves none behind, stopped or frozen
+        task.kill()
+        task.resume()
+        exit_of(task)
+    here.containment.close()
 
 
-def start(node: tuple[Containment, Path], argv: list[str], runnable: bool) -> Task:
-    containment, spool = node
-    spec = TaskSpec(job_id=1, rank=0, size=1, user="root", processor=0, argv=argv, cwd=str(spool), env={},
-                    barrier_addr="ipc:///nowhere", barrier_bind="ipc:///nowhere", io_addr=None,
-                    output=str(spool / "out"))
-    return launch(spec, "start-test", (spool, spool), containment, runnable, None)
+def start(node: Node, argv: list[str], runnable: bool, cwd: str | None = None, output: str = "out") -> Task:
+    spec = TaskSpec(job_id=len(node.tasks) + 1, rank=0, size=1, user="root", processor=0, argv=argv,
+                    cwd=cwd or str(node.spool), env={}, barrier_addr="ipc:///nowhere", barrier_bind="ipc:///nowhere",
+                    io_addr=None, output=str(node.spool / output))
+    task = launch(spec, "start-test", (node.spool, node.spool), node.containment, runnable, None)
+    node.tasks.append(task)
+    return task
 
 
 def exit_of(task: Task) -> int:
@@ -39,15 +52,20 @@ def exit_of(task: Task) -> int:
     return returncode
 
 
+def ended(node: Node, task: Task) -> int:
+    node.tasks.remove(task)
+    return exit_of(task)
+
+
 def test_a_task_started_stopped_runs_nothing_of_its_own_until_continued(node):
-    marker = node[1] / "ran"
+    marker = node.spool / "ran"
     task = start(node, ["/bin/sh", "-c", f"echo ran > {marker}"], runnable=False)
     process = psutil.Process(task.pid)
     wait_until(lambda: is_held(process), 10, "the first process held")
     assert process.exe() != "/bin/sh" and process.exe() != "/usr/bin/dash"  # not the command yet
     assert not marker.exists()
     task.resume()
-    assert exit_of(task) == 0
+    assert ended(node, task) == 0
     assert marker.read_text() == "ran\n"
 
 
@@ -55,23 +73,31 @@ def test_the_command_gets_default_signals_and_only_its_own_descriptors(node):
     # SIGPIPE is ignored in every Python process: a task must not inherit that, nor the daemon's sockets
     task = start(node, ["/bin/sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd"],
                  runnable=True)
-    assert exit_of(task) == 0
-    lines = (node[1] / "out").read_text().split()
+    assert ended(node, task) == 0
+    lines = (node.spool / "out").read_text().split()
     assert lines[:4] == ["SigBlk:", "0" * 16, "SigIgn:", "0" * 16]
     assert set(lines[4:]) <= {"0", "1", "2", "3"}  # 3: the listing's own folder
 
 
 def test_a_command_not_found_fails_its_task_with_the_reason(node):
     task = start(node, ["no-such-command-here"], runnable=True)
-    assert exit_of(task) == 127
+    assert ended(node, task) == 127
     assert task.failure == "could not start: command not found on this node: no-such-command-here"
 
 
 def test_a_working_folder_that_is_not_here_falls_back_to_the_spool(node):
-    containment, spool = node
-    spec = TaskSpec(job_id=2, rank=0, size=1, user="root", processor=0, argv=["/bin/pwd"],
-                    cwd=tempfile.gettempdir() + "/no/such/folder", env={}, barrier_addr="ipc:///nowhere",
-                    barrier_bind="ipc:///nowhere", io_addr=None, output=str(spool / "pwd"))
-    task = launch(spec, "start-test", (spool, spool), containment, True, None)
-    assert exit_of(task) == 0
-    assert (spool / "pwd").read_text().strip() == str(spool)
+    task = start(node, ["/bin/pwd"], runnable=True, cwd=tempfile.gettempdir() + "/no/such/folder", output="pwd")
+    assert ended(node, task) == 0
+    assert (node.spool / "pwd").read_text().strip() == str(node.spool)
+
+
+
+def test_a_first_process_at_its_gate_is_not_counted_as_the_tasks_memory(node):
+    task = start(node, ["/bin/true"], runnable=False)
+    process = psutil.Process(task.pid)
+    wait_until(lambda: is_held(process), 10, "the first process held")
+    assert not task.command_started
+    if task.memory.folder is None:  # read from its processes (else from its memory cgroup)
+        assert task.read_memory().peak == 0  # the daemon's copy, not the task's
+    task.resume()
+    assert ended(node, task) == 0

@@ -121,7 +121,7 @@ def _master(stats: MasterStats) -> Iterator[Metric]:
          stats.quantum_decision),
         ("gangsched_report_drain_seconds", "One read of the node messages waiting (reports, heartbeats, exits)",
          stats.report_drain),
-        ("gangsched_store_write_seconds", "One synced write to the job store", stats.store_write),
+        ("gangsched_store_write_seconds", "One synced commit of the job store (a turn of the loop)", stats.store_write),
         ("gangsched_migration_seconds", "A migration: checkpoint asked to the job progressing on its new nodes",
          stats.migration_cost),
     ):

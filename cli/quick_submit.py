@@ -1,0 +1,126 @@
+"""`gang submit` of an ordinary job, without click or pydantic: a sweep's script runs it thousands of
+times, so it starts as quickly as `gang queue` (``listing``).
+
+It takes the options such a submission uses (tasks, name, time limit, array,
+output, working folder, JSON) and a command; given any other option, a script
+(whose ``#GANG`` lines are options) or no command, ``handles`` says no and
+the click command (``submit``) runs instead, with all of them. The checks are
+the same: the numbers here, the array's ranges by the protocol's own parser,
+the rest by the master, whose refusal is one line. The request is the
+protocol's ``Submit`` as a plain map, with a token, so that a retry while the
+master restarts makes the jobs once.
+"""
+
+import getpass
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from gangsched.cli.job_script import is_script
+from gangsched.cli.master_access import SUBMIT_RETRY_S, NoMaster, error_code, find_master, json_error
+from gangsched.daemon.curve import CurveError
+from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
+from gangsched.protocol.array_ranges import parse_array
+from gangsched.protocol.frames import pack
+
+_VALUED = {"-n": "tasks", "--ntasks": "tasks", "-J": "name", "--name": "name", "-t": "estimate",
+           "--estimate": "estimate", "-a": "array", "--array": "array", "-o": "output", "--output": "output",
+           "-D": "chdir", "--chdir": "chdir", "--master": "master"}
+_FLAGS = {"--json": "as_json"}
+
+
+def parse(arguments: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
+    """The options and command of an ordinary submission; None for any other (the click command's)."""
+    options: dict[str, Any] = {}
+    index = 0
+    while index < len(arguments):
+        token = arguments[index]
+        if token == "--" or not token.startswith("-"):
+            command = list(arguments[index + (token == "--"):])
+            return (options, command) if command and not is_script(command[0]) else None
+        name, equals, value = token.partition("=")
+        if name in _FLAGS and not equals:
+            options[_FLAGS[name]] = True
+            index += 1
+        elif name in _VALUED and (equals or index + 1 < len(arguments)):
+            options[_VALUED[name]] = value if equals else arguments[index + 1]
+            index += 1 if equals else 2
+        else:
+            return None
+    return None
+
+
+def handles(arguments: Sequence[str]) -> bool:
+    return parse(arguments) is not None
+
+
+def main(arguments: Sequence[str]) -> None:
+    parsed = parse(arguments)
+    assert parsed is not None, "main runs what handles took"
+    options, command = parsed
+    tasks = _number(options.get("tasks", "1"), int, "-n/--ntasks", "a whole number, 1 or more")
+    estimate = None if "estimate" not in options else \
+        _number(options["estimate"], float, "-t/--estimate", "seconds, more than 0")
+    try:
+        array, limit = parse_array(options["array"]) if "array" in options else (None, None)
+    except ValueError as error:
+        _usage(f"Invalid value for -a/--array: {error}")
+    as_json = options.get("as_json", False)
+    try:
+        endpoint, keys = find_master(options.get("master"), None)
+        if endpoint.startswith("ipc://") and not shutil.which(command[0]):  # the nodes are this machine
+            raise _Refused(f"command not found: {command[0]}")
+        spec = {"name": options.get("name") or os.path.basename(command[0]), "user": getpass.getuser(),
+                "tasks": tasks, "argv": command, "env": {}, "estimate_s": estimate, "output": options.get("output"),
+                "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd()}
+        request = {"type": "submit", "spec": spec, "token": uuid.uuid4().hex, "array": array, "array_limit": limit}
+        with MasterConnection(endpoint, keys=keys) as master:
+            reply = _submit(master, request)
+    except (NoMaster, MasterUnreachable, RequestRefused, CurveError, _Refused) as error:
+        if as_json:
+            json_error(str(error), error_code(error))
+        print(f"Error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    first, count = reply["job_id"], reply.get("count", 1)
+    if as_json:
+        print(json.dumps({"job_id": first, "job_ids": list(range(first, first + count))}))
+    else:
+        print(f"submitted job {first}" + ("" if count == 1 else f" (array: jobs {first}-{first + count - 1})"))
+
+
+class _Refused(Exception):
+    """A submission refused before the master is asked."""
+
+
+def _submit(master: MasterConnection, request: dict[str, Any]) -> dict[str, Any]:
+    """The master's answer; asked again with the same token while it does not answer (a restart)."""
+    frame = pack(request)
+    deadline = time.monotonic() + SUBMIT_RETRY_S
+    while True:
+        try:
+            return master.exchange(frame)
+        except MasterUnreachable:
+            if time.monotonic() >= deadline:
+                raise
+
+
+def _number(text: str, kind: type[int] | type[float], option: str, what: str) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        _usage(f"Invalid value for {option}: {text!r} is not {what}")
+    return value
+
+
+def _usage(reason: str) -> NoReturn:
+    """A usage error as the click command says it: its usage line, the reason, status 2."""
+    print(f"Usage: gang submit [OPTIONS] [COMMAND]...\nTry 'gang submit --help' for help.\n\nError: {reason}",
+          file=sys.stderr)
+    raise SystemExit(2)
