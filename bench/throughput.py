@@ -127,7 +127,7 @@ def _submit(endpoint: str, spec: JobSpec, jobs: int, arrays: int | None, clients
         with MasterClient(endpoint, timeout_s=60.0) as client:
             per = -(-jobs // arrays)
             for first in range(0, jobs, per):
-                client.submit_jobs(spec, [(first, min(jobs, first + per) - 1, 1)], retry_s=60.0)
+                client.submit_jobs(spec, [(0, min(jobs, first + per) - first - 1, 1)], retry_s=60.0)
         return
     count = clients or 1
     threads = [threading.Thread(target=_submit_singles, args=(endpoint, spec, jobs // count + (i < jobs % count)))

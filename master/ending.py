@@ -154,5 +154,5 @@ class Endings:
         return dataclasses.replace(
             job, state=JobState.PENDING, ending=None, requeues=job.requeues + 1, node_names=[], processors=[],
             start_time=None, barrier_port=None, rendezvous_port=None, util_pct=None, quantum_utils={}, ran_s=0.0,
-            barriers=0, progress_history=deque(maxlen=job.progress_history.maxlen), predictor=self._table.predictor(),
+            barriers=0, progress_history=None, predictor=self._table.predictor(),
             reason="", wait=Wait(WaitKind.REQUEUED, job.reason), live_ranks=set(), fences={})

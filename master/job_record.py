@@ -10,6 +10,7 @@ from gangsched.protocol.messages import PmiFence
 from gangsched.protocol.records import JobInfo, JobSpec, JobState
 
 _RATE_WINDOW_S = 10.0
+_READINGS_KEPT = 256
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Migration:
         return self.saved is not None
 
 
-@dataclass
+@dataclass(slots=True)  # a hundred thousand may wait: no instance dictionary each
 class Job:
     job_id: int
     spec: JobSpec
@@ -58,7 +59,8 @@ class Job:
     cpu_ns: int = 0
     barriers: int = 0
     barriers_time: float | None = None  # Unix time of the reading
-    progress_history: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=256))
+    # rank 0's readings of the last seconds, from its first (a deque each is most of a waiting job's size)
+    progress_history: deque[tuple[float, int]] | None = None
     quantum_utils: dict[int, list[float]] = field(default_factory=dict)
     predictor: UtilizationPredictor = field(default_factory=UtilizationPredictor)
 
@@ -92,14 +94,18 @@ class Job:
         if barriers < self.barriers:
             return
         self.barriers, self.barriers_time = barriers, wall
-        self.progress_history.append((now, barriers))
-        while self.progress_history and now - self.progress_history[0][0] > _RATE_WINDOW_S:
-            self.progress_history.popleft()
+        history = self.progress_history
+        if history is None:
+            history = self.progress_history = deque(maxlen=_READINGS_KEPT)
+        history.append((now, barriers))
+        while history and now - history[0][0] > _RATE_WINDOW_S:
+            history.popleft()
 
     def barriers_per_s(self) -> float | None:
-        if len(self.progress_history) < 2:
+        history = self.progress_history
+        if history is None or len(history) < 2:
             return None
-        (t0, b0), (t1, b1) = self.progress_history[0], self.progress_history[-1]
+        (t0, b0), (t1, b1) = history[0], history[-1]
         return (b1 - b0) / (t1 - t0) if t1 > t0 else None
 
     def info(self) -> JobInfo:

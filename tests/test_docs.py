@@ -19,7 +19,7 @@ def tracked_files() -> list[Path]:
 
 
 def test_nothing_cites_a_document_outside_the_repository():
-    # the pattern, spelt so that this line does not match it
+    # the names of documents outside the repository, spelt so that this line does not match them
     outside = re.compile(r"seed[s]? ?0{0,2}[0-4]\b|SPEC ?§|SPEC\.md|" + "MEASURE" + "MENTS", re.IGNORECASE)
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
              for path in tracked_files() if path.is_file()

@@ -67,7 +67,7 @@ def test_no_policy_ever_commits_a_node_beyond_its_memory(name, workload, mpl):
 
 
 def test_five_jobs_of_sixty_percent_of_a_node_run_one_at_a_time_under_gang_scheduling():
-    # the example: MPL 5 would put them in five rows of the same nodes
+    # the case memory must bind: MPL 5 would put them in five rows of the same nodes
     topology = Topology.uniform(4, 2, MEMORY)
     jobs = [SimJob(job_id, 0, 10, 100.0, 8, memory=MemoryRequest(per_node=600)) for job_id in range(1, 6)]
     audit = MemoryAudit(policy_for("gs", topology, 5), topology)
