@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings
 
 from gangsched.cli.sizes import SIZE
 from gangsched.deploy.config import LOCAL_DEFAULTS, ClusterConfig, ClusterSettingError, settable
-from gangsched.protocol.sizes import is_size
+from gangsched.protocol.size_setting import is_size
 
 Command = Callable[..., Any]
 

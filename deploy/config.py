@@ -21,7 +21,8 @@ from pydantic_settings import BaseSettings
 from gangsched.jobs.ioserver import IoServerSettings
 from gangsched.master.settings import MasterSettings
 from gangsched.noded.settings import NodeSettings
-from gangsched.protocol.sizes import format_size, is_size
+from gangsched.protocol.size_setting import is_size
+from gangsched.protocol.sizes import format_size
 
 
 @dataclass(frozen=True)

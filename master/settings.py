@@ -12,7 +12,7 @@ from gangsched.policy.quantum import Pairing
 from gangsched.policy.slack_settings import SlackSettings
 from gangsched.protocol.array_ranges import MAX_ARRAY_INDEX
 from gangsched.protocol.records import MpiKind
-from gangsched.protocol.sizes import Size
+from gangsched.protocol.size_setting import Size
 
 
 class MasterSettings(BaseSettings):

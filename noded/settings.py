@@ -10,7 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 from gangsched.policy.cores import even_share
-from gangsched.protocol.sizes import Size
+from gangsched.protocol.size_setting import Size
 
 
 class NodeSettings(BaseSettings):

@@ -1,12 +1,10 @@
 """Memory sizes as Slurm spells them: a whole number and a unit, K, M, G or T (powers of 1024),
 M when none is given (``--mem 300`` is 300 MiB), as ``sbatch --mem`` reads them; a B alone means
-bytes (what ``format_size`` writes for a size of no whole K)."""
+bytes (what ``format_size`` writes for a size of no whole K). Plain text: the settings' ``Size``
+type, which needs pydantic, is ``size_setting``'s, so that a command that only reads a size loads
+none of it."""
 
 import re
-from typing import Annotated, get_args
-
-from pydantic import BeforeValidator, Field
-from pydantic.fields import FieldInfo
 
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 LARGEST = (1 << 63) - 1  # what the kernel's memory.max and SQLite's integers hold
@@ -52,24 +50,3 @@ def readable(size: int) -> str:
         if size >= UNITS[unit]:
             return f"{size / UNITS[unit]:.1f}{unit}"
     return f"{size}B"
-
-
-class SizeText:
-    """Marks a setting that is read as a size (``Size``): its command-line option takes text."""
-
-
-def _size_or_bytes(value: object) -> object:
-    return parse_size(value) if isinstance(value, str) else value
-
-
-Size = Annotated[int, SizeText(), BeforeValidator(_size_or_bytes), Field(ge=1, le=LARGEST)]
-"""Bytes, given as a number of bytes or as Slurm's text (``300M``): text without a unit is MiB, so a
-size handed on as text is written with its unit (``format_size``)."""
-
-
-def is_size(field: FieldInfo) -> bool:
-    """A ``Size`` setting, or an optional one (whose marks are inside the union)."""
-    marks = list(field.metadata)
-    for arg in get_args(field.annotation):
-        marks += getattr(arg, "__metadata__", ())
-    return any(isinstance(mark, SizeText) for mark in marks)
