@@ -3,8 +3,10 @@ a cgroup where the node can make one, else its process tree.
 
 * ``CgroupContainment`` (cgroup v2, where the daemon may create groups below
   its own, or below the folder it is given): one group per task,
-  ``gangsched-NODE-ID/job-J.R``. The task's launcher joins it before any code
-  of the user's runs, so nothing escapes it. Signals stay the switch (a freeze
+  ``gangsched-NODE-ID-INSTANCE/job-J.R`` (a folder for each daemon: the watchdog
+  of one killed just before sweeps only its own). The task's first process is
+  put in it at its gate, before any code of the user's runs
+  (noded/task_start.py), so nothing escapes it. Signals stay the switch (a freeze
   takes 0.1-0.4 ms to write and lets a task run up to 2 ms more, measured
   here, against microseconds for a signal); the freezer then holds a
   descheduled task (``FrozenCgroupGroup``), or, with freezing off, its CPU
@@ -114,8 +116,10 @@ class CgroupContainment(Containment):
         return str(self._root)
 
     def _sweep_leftovers(self) -> None:
-        left = kill_cgroups(str(self._root))
-        self._root.mkdir(exist_ok=True)
+        """Every folder of an earlier daemon of this node (``gangsched-NODE-ID-INSTANCE``), and its tasks."""
+        earlier = [folder for folder in self._root.parent.glob(f"gangsched-{self.node_id}-*")
+                   if folder.is_dir() and folder != self._root]
+        left = sum(kill_cgroups(str(folder)) for folder in earlier)
         if left:
             log.warning("killed %d processes an earlier daemon of this node left behind", left)
 
@@ -180,7 +184,9 @@ def choose_containment(node: str, spool: Path, wanted: str = "auto", freeze: boo
     """``wanted``: auto, cgroup or process-tree; ``parent``: the cgroup v2 folder to make the node's groups
     below (None: the daemon's own group)."""
     node_id = f"{node}-{hashlib.sha256(str(spool.resolve()).encode()).hexdigest()[:8]}"
-    root = None if wanted == "process-tree" else node_root(node_id, parent or cgroup_of("self"))
+    # a folder of this daemon's own: the watchdog of one killed just before sweeps only its predecessor's
+    instance = f"{node_id}-{secrets.token_hex(4)}"
+    root = None if wanted == "process-tree" else node_root(instance, parent or cgroup_of("self"))
     if root is not None:
         return CgroupContainment(node_id, root, freeze)
     if wanted == "cgroup":

@@ -42,8 +42,13 @@ def main() -> None:
 
 
 def kill_cgroups(root: str) -> int:
-    """Kill every process of the task groups in ``root`` and remove them, and ``root``; how many there were."""
-    groups = [os.path.join(root, name) for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))]
+    """Kill every process of the task groups in ``root`` and remove them, and ``root``; how many there were
+    (none where ``root`` is gone: the node's next daemon swept it first)."""
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return 0
+    groups = [os.path.join(root, name) for name in names if os.path.isdir(os.path.join(root, name))]
     killed = 0
     for group in groups:
         with open(os.path.join(group, "cgroup.procs")) as procs:
