@@ -15,10 +15,7 @@ SIGTERM and SIGINT end it.
 
 Group commit: each turn of the loop (a batch of client messages, a drain of
 the reports, a quantum boundary) ends with one commit of the store's writes,
-and only then do its replies and orders to nodes go out, so none tells of a
-change that a crash could undo. While the store cannot commit, they are held,
-in order, and the commit is tried again at each quantum boundary; the node
-columns and the switch still go out, so the nodes keep time-sharing.
+and only then do its replies and orders to nodes go out (master/outgoing.py).
 
 No client can hold the switch back: a wake-up handles at most
 CLIENT_MESSAGES_PER_WAKE client messages, and none once the switch is due;
@@ -33,7 +30,6 @@ import math
 import os
 import signal
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -55,10 +51,11 @@ from gangsched.master.authorization import (
 from gangsched.master.clock import Now, read_clock
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
+from gangsched.master.outgoing import Outgoing
 from gangsched.master.published import BoundEndpoints, publish
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
-from gangsched.master.store import StoreError, StoreWriteError
+from gangsched.master.store import StoreError
 from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -70,7 +67,6 @@ from gangsched.protocol.messages import (
     JobQuery,
     MatrixQuery,
     Message,
-    NodeColumn,
     NodeHello,
     NodeQuery,
     PmiFence,
@@ -135,10 +131,9 @@ class MasterDaemon:
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
-        self._store = SqliteStore(settings.state_dir / "jobs.db")
-        self._store_failing = False  # the last commit failed: what depends on the writes is held
-        self._replies: deque[tuple[list[bytes], Message]] = deque()  # to clients and nodes, after the commit
-        self._core = core = MasterCore(settings, endpoints, self._store, read_clock())
+        store = SqliteStore(settings.state_dir / "jobs.db")
+        self._core = core = MasterCore(settings, endpoints, store, read_clock())
+        self._outgoing = Outgoing(self._router, core, store, self._bad_frame)
         nodes, clients = core.node_events, core.client_requests
         self._node_handlers: dict[type, Handler] = {
             QuantumReport: lambda _, m, now: nodes.report(m, now),
@@ -215,7 +210,7 @@ class MasterDaemon:
         self.close()
 
     def close(self) -> None:
-        survive(log, "the last commit", functools.partial(self._end_turn, boundary=True))
+        survive(log, "the last commit", functools.partial(self._outgoing.end_turn, boundary=True))
         if self._web is not None:
             self._web.stop()
         if self._viewer is not None:
@@ -230,32 +225,9 @@ class MasterDaemon:
     def _switch(self) -> None:
         self._core.tick(read_clock())
         switch = self._core.switch(time.monotonic_ns())
-        self._send_to_nodes(only_columns=True)  # the columns of a new layout before the switch that runs it
+        self._outgoing.send_to_nodes(only_columns=True)  # the columns of a new layout before the switch naming it
         self._pub.send(encode(switch))
-        self._end_turn(boundary=True)
-
-    def _end_turn(self, boundary: bool = False) -> None:
-        """Commit the turn's writes, then send what waited for them; hold it while the store cannot commit
-        (tried again at each quantum boundary)."""
-        store = self._store
-        if store.pending and (boundary or not self._store_failing):
-            try:
-                store.commit()
-            except StoreWriteError as error:
-                if not self._store_failing:
-                    log.error("the job store cannot commit (%s): replies and orders to nodes are held until it "
-                              "can, tried again every quantum", error)
-                self._store_failing = True
-            else:
-                if self._store_failing:
-                    log.info("the job store commits again: what was held goes out")
-                self._store_failing = False
-        if store.pending:
-            self._send_to_nodes(only_columns=True)
-            return
-        while self._replies:
-            self._send_reply(*self._replies.popleft())
-        self._send_to_nodes()
+        self._outgoing.end_turn(boundary=True)
 
     def _receive_some(self, until: float) -> None:
         """Client messages waiting, up to CLIENT_MESSAGES_PER_WAKE and not past ``until``."""
@@ -264,7 +236,7 @@ class MasterDaemon:
                 break
             frames, user = self._receive(self._router)
             survive(log, "handling a client message", functools.partial(self._handle, frames, user))
-        survive(log, "committing and sending", self._end_turn)
+        survive(log, "committing and sending", self._outgoing.end_turn)
 
     def _answer_viewer(self) -> None:
         """The web view's questions: read-only ones, through the same handlers as a client's."""
@@ -326,8 +298,8 @@ class MasterDaemon:
                 continue
             reply = self._answer(self._node_handlers[type(message)], b"", message, now)
             if reply is not None:  # every node's routing id is its name
-                self._reply([message.node.encode()], reply)
-        self._end_turn()
+                self._outgoing.reply([message.node.encode()], reply)
+        self._outgoing.end_turn()
 
     def _handle(self, frames: list[bytes], user: str | None = None) -> None:
         # [sender, body] from a DEALER, [sender, b"", body] from a REQ
@@ -336,51 +308,21 @@ class MasterDaemon:
             message = _one_message(frames[len(envelope):])
         except ProtocolError as error:
             self._bad_frame("bad message from %r: %s", envelope[0], error)
-            self._reply(envelope, ErrorReply(code=error.code, reason=error.reason))
+            self._outgoing.reply(envelope, ErrorReply(code=error.code, reason=error.reason))
             return
         refusal = sender_refusal(message, user)
         if refusal is not None:
-            self._reply(envelope, refusal)
+            self._outgoing.reply(envelope, refusal)
             return
         message = as_sender(message, user)
         handler = self._handlers.get(type(message))
         if handler is None:
             reason = f"the master does not take {message.type!r} messages"
-            self._reply(envelope, ErrorReply(code=ErrorCode.UNEXPECTED, reason=reason))
+            self._outgoing.reply(envelope, ErrorReply(code=ErrorCode.UNEXPECTED, reason=reason))
             return
         reply = self._answer(handler, envelope[0], message)
         if reply is not None:
-            self._reply(envelope, reply)
-
-    def _reply(self, envelope: list[bytes], reply: Message) -> None:
-        """Sent at the end of the turn, once its writes are committed."""
-        self._replies.append((envelope, reply))
-
-    def _send_reply(self, envelope: list[bytes], reply: Message) -> None:
-        try:
-            self._router.send_multipart([*envelope, encode(reply)], zmq.NOBLOCK)
-        except zmq.ZMQError as error:  # the client left, or its queue is full
-            self._bad_frame("could not answer %r: %s", envelope[0], error.strerror)
-
-    def _send_to_nodes(self, only_columns: bool = False) -> None:
-        """The core's orders to nodes, in order; ``only_columns``: only the node columns, which tell no
-        change a crash could undo (the rest keep their order)."""
-        outbox = self._core.outbox
-        held: deque[tuple[str, Message]] = deque()
-        while outbox:
-            name, message = outbox.popleft()
-            if only_columns and not isinstance(message, NodeColumn):
-                held.append((name, message))
-                continue
-            node = self._core.node_events.node(name)
-            try:
-                if node is None:
-                    raise zmq.ZMQError(zmq.EHOSTUNREACH)
-                self._router.send_multipart([node.identity, encode(message)], zmq.NOBLOCK)
-            except zmq.ZMQError as error:
-                log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
-                self._core.node_events.node_unreachable(name, read_clock())
-        outbox.extend(held)
+            self._outgoing.reply(envelope, reply)
 
 
 def _one_message(body: list[bytes]) -> Message:
