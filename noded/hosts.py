@@ -17,6 +17,7 @@ from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_processes import Task, launch
 from gangsched.noded.task_record import MemoryReading
+from gangsched.noded.task_start import close_inherited_on_exec, setpriv
 from gangsched.protocol.records import TaskSpec
 
 
@@ -68,6 +69,8 @@ class ProcessHost:
 
     def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
                  cgroup_parent: Path | None = None) -> None:
+        setpriv()  # found now, so that a node without it says so as it starts, not at each task
+        close_inherited_on_exec()
         self._containment = choose_containment(node, spool, wanted, freeze, cgroup_parent)
         # where descheduled tasks are not frozen, the node looks for those that run anyway
         self.watches_descheduled = not self._containment.freezes

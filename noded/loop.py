@@ -37,6 +37,7 @@ from gangsched.noded.master_link import MasterLink
 from gangsched.noded.memory import host_memory
 from gangsched.noded.orders import Connect
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.task_start import MissingTool
 from gangsched.protocol.messages import NodeHello, SlotSwitch
 from gangsched.protocol.records import PeerEndpoint
 
@@ -191,7 +192,7 @@ def poll_ms(due: float) -> int:
 def run_node(settings: NodeSettings) -> None:
     try:
         daemon = NodeDaemon(settings)
-    except (CurveError, ContainmentError) as error:
+    except (CurveError, ContainmentError, MissingTool) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
     daemon.run()

@@ -1,6 +1,6 @@
 """One task of a job on this node: its processes, CPU clock and progress counter.
 
-A task's first process is forked by the daemon and held at a gate
+A task's first process is spawned by the daemon and held at a gate
 (``noded/task_start.py``) while the daemon puts it in the task's group
 (``noded/containment.py``); then it takes the user's identity and becomes the
 command. Stopping, continuing and killing go to every process of the group.
@@ -26,7 +26,7 @@ from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_record import MemoryReading
-from gangsched.noded.task_start import Account, HeldTask, StartPlan, fork_task, started_command
+from gangsched.noded.task_start import Account, HeldTask, StartPlan, spawn_task, started_command
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
@@ -200,7 +200,7 @@ def launch(
         argv=spec.argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder), output=output,
         cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),))
     try:
-        held = fork_task(plan)
+        held = spawn_task(plan)
         try:
             task = _hold(held, spec, group, memory, progress_path, account, ours, runnable)
         except BaseException:

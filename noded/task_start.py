@@ -1,41 +1,69 @@
-"""The first process of every task: forked by the node daemon, held at a gate, then it becomes the task.
+"""The first process of every task: spawned by the node daemon, held at a gate, then it becomes the task.
 
-A fresh interpreter per task (it was ``python -I -S`` running a launcher script)
-cost about 20 ms of a core before the command ran: most of a short job's time
-and the bound of the cluster's throughput. A fork of the daemon costs well
-under a millisecond. The child runs none of the daemon's work: from the fork
-to the exec it runs only the steps below, with the daemon's signal handling
-undone first, so a signal meant for the task never reaches the daemon.
+It is spawned, not forked: ``posix_spawn`` shares the daemon's memory until the
+exec (vfork), where a fork of the daemon copied its page tables and every page
+either side wrote while the child waited at its gate, and the exec then tore
+all of it down: half of a node daemon's CPU in a flood of short jobs
+(docs/limits.md, "Throughput"). What the child did in Python before its exec
+is done by small programs every Linux host has, none of them the user's:
 
-1. the daemon forks with every signal blocked; the child drops the daemon's
-   signal handlers and wake-up socket, unblocks signals, starts a session
-   of its own and waits at the gate;
-2. meanwhile the daemon puts it in the task's cgroup (or process tree),
-   stops it if the task's row is not the one running, and opens the gate, so
-   no code of the user's runs outside the group or outside the task's slot;
-3. past the gate, the child pins itself to the task's cores, takes the
-   user's groups, gid and uid (where it is another user's task), asks the
-   kernel to SIGKILL it when the daemon dies (after the change of user,
-   which clears that wish) and gives up if the daemon is already gone;
-4. enters the working folder and opens the output with the user's rights;
-5. closes every descriptor but the task's own and execs the command, found
-   on the task's PATH.
+1. the daemon spawns it in a session of its own with every signal at its
+   default and none blocked (SIGPIPE, which Python ignores, included), its
+   standard streams on ``/dev/null`` and nothing of the daemon's open but
+   the gate (fd 3), the status pipe (fd 4) and the task's own descriptors
+   (an MPI task's PMI socket; everything the daemon opens is close-on-exec);
+2. ``setpriv`` (util-linux) asks the kernel to SIGKILL it when the daemon
+   dies, and ``/bin/sh`` waits at the gate while the daemon puts it in the
+   task's cgroup (or process tree), pins it to the task's cores and stops
+   it if the task's row is not the one running; then the daemon opens the
+   gate, so no code of the user's runs outside the group or its slot. For
+   another user's task the shell at the gate runs as the daemon's user and
+   only then ``setpriv`` takes the user's groups, gid and uid and sets the
+   death signal (a change of user clears it);
+3. the shell gives up if the daemon is already gone (its parent is another),
+   enters the working folder (else the spool) and opens the output with the
+   user's rights;
+4. closes the status pipe and execs the command, found on the task's PATH.
 
-If a step fails, the child writes why to the status pipe and exits 127; the
+If a step fails, the shell writes why to the status pipe and exits 127; the
 daemon reads that when the task exits and fails the job with it. The status
-pipe closes on exec, so the daemon reads nothing from a task that started.
+pipe is closed right before the exec, so the daemon reads nothing from a task
+that started.
 """
 
-import ctypes
+import fcntl
+import functools
 import os
 import select
+import shutil
 import signal
 from dataclasses import dataclass
 
-PR_SET_PDEATHSIG = 1
-_GO = b"g"
-_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: the child only calls it
-_UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+GATE_FD, STATUS_FD = 3, 4
+_GO = b"g\n"
+_DEFAULT_SIGNALS = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
+SHELL = "/bin/sh"
+
+# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 "wait" to wait at the gate here; then argv
+_BECOME = r"""
+daemon=$1 cwd=$2 fallback=$3 out=$4 gate=$5
+shift 5
+if [ "$gate" = wait ]; then read -r go <&3 || exit 127; fi
+exec 3<&-
+[ "$PPID" = "$daemon" ] || { printf 'the node daemon is gone' >&4; exit 127; }
+cd -- "$cwd" 2>/dev/null || cd -- "$fallback" 2>/dev/null || { printf 'cannot enter %s' "$fallback" >&4; exit 127; }
+command exec >>"$out" 2>&1 || { printf 'cannot open the output %s: %s' "$out" \
+    "$( (: >>"$out") 2>&1 | sed 's/.*: //')" >&4; exit 127; }
+command -v -- "$1" >/dev/null || { printf 'command not found on this node: %s' "$1" >&4; exit 127; }
+exec 4>&-
+exec "$@"
+"""
+# another user's task: the gate here, as the daemon's user; then setpriv and _BECOME as the user
+_GATE = r"""read -r go <&3 || exit 127; exec 3<&-; exec "$@" """
+
+
+class MissingTool(Exception):
+    """A program the node's task start needs is not installed."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +75,7 @@ class Account:
 
 @dataclass(frozen=True)
 class StartPlan:
-    """What the child needs to become the task."""
+    """What the first process needs to become the task."""
 
     argv: list[str]
     env: dict[str, str]
@@ -60,7 +88,7 @@ class StartPlan:
 
 
 class HeldTask:
-    """A forked child waiting at its gate: ``pid``, and ``status_fd`` to read why it could not start."""
+    """A first process waiting at its gate: ``pid``, and ``status_fd`` to read why it could not start."""
 
     def __init__(self, pid: int, status_fd: int, gate_fd: int) -> None:
         self.pid, self.status_fd, self._gate_fd = pid, status_fd, gate_fd
@@ -87,85 +115,79 @@ class HeldTask:
 
 
 def started_command(status_fd: int) -> bool:
-    """Whether the first process whose status pipe this is exec'd (or died): the pipe's far end is closed."""
+    """Whether the first process whose status pipe this is exec'd the command (or died): the pipe's far
+    end is closed."""
     return bool(select.select([status_fd], [], [], 0)[0])
 
 
-def fork_task(plan: StartPlan) -> HeldTask:
-    """Fork the task's first process; it waits at the gate until ``open_gate``."""
-    gate_read, gate_write = os.pipe2(os.O_CLOEXEC)
-    status_read, status_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    # blocked across the fork: a signal in between would run the daemon's handler in the child
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+@functools.cache
+def setpriv() -> str:
+    """util-linux's setpriv, which every task's start needs (the node daemon looks for it as it starts)."""
+    found = shutil.which("setpriv", path=os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/bin", "/bin"]))
+    if found is None:
+        raise MissingTool("setpriv (util-linux) is not installed: every task's start needs it")
+    return found
+
+
+def close_inherited_on_exec() -> None:
+    """Mark every descriptor above the standard streams that this process was handed open across exec
+    (a shell or a service manager may leave some): a spawned task must not inherit them. What the daemon
+    opens itself is close-on-exec already (Python's descriptors, ZeroMQ's)."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:  # the listing's own descriptor, closed since
+                pass
+
+
+def spawn_task(plan: StartPlan) -> HeldTask:
+    """Spawn the task's first process; it waits at the gate until ``open_gate``."""
+    if any(fd <= STATUS_FD for fd in plan.passed_fds):
+        raise ValueError(f"a task's own descriptors must be above {STATUS_FD}: {plan.passed_fds}")
+    setpriv_path = setpriv()
+    become = [SHELL, "-c", _BECOME, "gangsched-task", str(os.getpid()), plan.cwd, plan.fallback_cwd, plan.output]
+    if plan.user is None:
+        argv = [setpriv_path, "--pdeathsig", "KILL", "--", *become, "wait", *plan.argv]
+    else:
+        user = plan.user
+        groups = ["--groups", ",".join(map(str, user.groups))] if user.groups else ["--clear-groups"]
+        argv = [SHELL, "-c", _GATE, "gangsched-gate", setpriv_path, f"--reuid={user.uid}", f"--regid={user.gid}",
+                *groups, "--pdeathsig", "KILL", "--", *become, "go", *plan.argv]
+    gate_read, gate_write = _above_status(os.pipe2(os.O_CLOEXEC))
+    status_read, status_write = _above_status(os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
     try:
-        pid = os.fork()
-        if pid == 0:
-            _become(plan, gate_read, gate_write, status_write)  # never returns
+        actions: list[tuple[int, int, str, int, int] | tuple[int, int, int]] = [
+            (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        actions += [(os.POSIX_SPAWN_DUP2, gate_read, GATE_FD), (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD)]
+        actions += [(os.POSIX_SPAWN_DUP2, fd, fd) for fd in plan.passed_fds]  # the same number, kept across exec
+        pid = os.posix_spawn(argv[0], argv, plan.env, file_actions=actions, setsid=True,
+                             setsigdef=_DEFAULT_SIGNALS, setsigmask=())
     except BaseException:
         for fd in (gate_read, gate_write, status_read, status_write):
             os.close(fd)
         raise
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     os.close(gate_read)
     os.close(status_write)
-    return HeldTask(pid, status_read, gate_write)
-
-
-def _become(plan: StartPlan, gate_read: int, gate_write: int, status_write: int) -> None:
-    try:
-        os.close(gate_write)
-        signal.set_wakeup_fd(-1)
-        for sig in signal.valid_signals() - _UNCATCHABLE:
-            try:
-                signal.signal(sig, signal.SIG_DFL)  # the daemon's, and SIGPIPE, which Python ignores
-            except (OSError, ValueError):  # real-time signals the C library keeps for itself
-                pass
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        os.setsid()
-        if os.read(gate_read, 1) != _GO:
-            os._exit(127)  # the daemon gave up on it, or died
-        os.close(gate_read)
-        _start(plan, status_write)
-    except BaseException as error:  # every failure is the task's reason not to start
-        try:
-            os.write(status_write, str(error).encode()[:4000])
-        finally:
-            os._exit(127)
-
-
-def _start(plan: StartPlan, status_write: int) -> None:
+    held = HeldTask(pid, status_read, gate_write)
     if plan.cores:
-        os.sched_setaffinity(0, plan.cores)
-    daemon = os.getppid()
-    user = plan.user
-    if user is not None:
-        os.setgroups(user.groups)
-        os.setresgid(user.gid, user.gid, user.gid)
-        os.setresuid(user.uid, user.uid, user.uid)
-    if _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != daemon:
-        raise RuntimeError("the node daemon is gone")
-    try:
-        os.chdir(plan.cwd)
-    except OSError:
-        os.chdir(plan.fallback_cwd)  # the folder the job was submitted from is not on this node
-    try:
-        output = os.open(plan.output, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-    except OSError as error:
-        raise RuntimeError(f"cannot open the output {plan.output}: {error.strerror}") from None
-    nothing = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    os.dup2(nothing, 0)
-    os.dup2(output, 1)
-    os.dup2(output, 2)
-    kept = sorted({0, 1, 2, status_write, *plan.passed_fds})
-    for low, high in zip(kept, [*kept[1:], os.sysconf("SC_OPEN_MAX")]):
-        os.closerange(low + 1, high)
-    for fd in plan.passed_fds:
-        os.set_inheritable(fd, True)
-    command = plan.argv[0]
-    try:
-        os.execvpe(command, plan.argv, plan.env)
-    except FileNotFoundError:
-        raise RuntimeError(f"command not found on this node: {command}") from None
-    except OSError as error:
-        raise RuntimeError(f"cannot run {command}: {error.strerror}") from None
+        try:
+            os.sched_setaffinity(pid, plan.cores)  # inherited by what it execs and forks
+        except BaseException:
+            held.abandon()
+            raise
+    return held
+
+
+def _above_status(pipe: tuple[int, int]) -> tuple[int, int]:
+    """The two ends moved above the numbers they are given in the child, so that no move overwrites
+    another (a process that closed its standard streams gets pipes from 0 up)."""
+    moved = []
+    for fd in pipe:
+        if fd <= STATUS_FD:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, STATUS_FD + 1)
+            os.close(fd)
+            fd = high
+        moved.append(fd)
+    return moved[0], moved[1]

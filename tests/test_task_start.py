@@ -1,4 +1,4 @@
-"""A task's first process (noded/task_start.py): forked by the node daemon, held at its gate while the
+"""A task's first process (noded/task_start.py): spawned by the node daemon, held at its gate while the
 daemon contains it, and only then the command, with nothing of the daemon's."""
 
 import select
@@ -12,8 +12,11 @@ import pytest
 
 from gangsched.noded.containment import Containment, choose_containment
 from gangsched.noded.task_processes import Task, launch
+from gangsched.noded.task_start import close_inherited_on_exec
 from gangsched.protocol.records import TaskSpec
 from tests.conftest import is_held, wait_until
+
+GLIBC_INTERNAL = (1 << 31) | (1 << 32)  # SigIgn's bits of signals 32 and 33
 
 
 @dataclass
@@ -25,6 +28,7 @@ class Node:
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
+    close_inherited_on_exec()  # as a node daemon does as it starts
     here = Node(choose_containment("start-test", tmp_path, "auto", True, None), tmp_path)
     yield here
     for task in here.tasks:  # a test that failed half-way leaves none behind, stopped or frozen
@@ -59,14 +63,14 @@ def ended(node: Node, task: Task) -> int:
 
 def test_a_task_started_stopped_runs_nothing_of_its_own_until_continued(node):
     marker = node.spool / "ran"
-    task = start(node, ["/bin/sh", "-c", f"echo ran > {marker}"], runnable=False)
+    task = start(node, ["touch", str(marker)], runnable=False)
     process = psutil.Process(task.pid)
     wait_until(lambda: is_held(process), 10, "the first process held")
-    assert process.exe() != "/bin/sh" and process.exe() != "/usr/bin/dash"  # not the command yet
+    assert "touch" not in process.exe()  # not the command yet
     assert not marker.exists()
     task.resume()
     assert ended(node, task) == 0
-    assert marker.read_text() == "ran\n"
+    assert marker.exists()
 
 
 def test_the_command_gets_default_signals_and_only_its_own_descriptors(node):
@@ -75,7 +79,10 @@ def test_the_command_gets_default_signals_and_only_its_own_descriptors(node):
                  runnable=True)
     assert ended(node, task) == 0
     lines = (node.spool / "out").read_text().split()
-    assert lines[:4] == ["SigBlk:", "0" * 16, "SigIgn:", "0" * 16]
+    assert lines[:3] == ["SigBlk:", "0" * 16, "SigIgn:"]
+    # but the C library's own two (32 and 33, its thread cancellation and set-id broadcast), which its
+    # posix_spawn leaves ignored and which it takes back in a program that uses them
+    assert int(lines[3], 16) & ~GLIBC_INTERNAL == 0, lines[3]
     assert set(lines[4:]) <= {"0", "1", "2", "3"}  # 3: the listing's own folder
 
 
