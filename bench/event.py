@@ -72,8 +72,11 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
         return SimJob(next(ids), now, estimate, estimate, width, memory=request)
 
     def top_up() -> None:
-        while len(policy.queue) < queued:
-            policy.submit(arrival(), now)
+        # the arrivals together and one event for them, as the master takes an array's: one event per
+        # arrival made the set-up itself quadratic in the depth
+        if len(policy.queue) < queued:
+            while len(policy.queue) < queued:
+                policy.submit(arrival(), now)
             policy.schedule(now)
 
     top_up()

@@ -69,6 +69,7 @@ class MatrixPolicy:
         self.stats = MatrixStats()
         self._last_event: float | None = None
         self._freed = False  # since the last event; else no queued job can start any sooner
+        self._settled = 0  # the queue's first jobs, all holding reservations, as the last backfilling pass left them
         self._budget = SliceBudget(settings.migrate_per_slice, settings.time_slice_s)
         self._migrator = Migrator(self.matrix, self.topology)
 
@@ -181,6 +182,7 @@ class MatrixPolicy:
     def _drop_empty_rows(self) -> None:
         for row in self.matrix.drop_empty_rows():
             self.reservations.drop_row(row)
+            self._settled = 0  # the jobs of its reservations hold none now, wherever they are in the queue
 
     def _empty(self, source: Row, targets: list[Row], now: float, event: Event) -> bool:
         """Move every job of ``source`` into the targets, migrating where needed, or none at all."""
@@ -232,8 +234,12 @@ class MatrixPolicy:
         backfill = self.settings.backfill
         room = self._room(allowed)
         memory_rooms: dict[MemoryRequest, int] = {}  # per request: ``room`` on the nodes that hold it
+        # with nothing ended or moved since the last pass, every job it left in the queue holds a reservation
+        # and can start no sooner: only the jobs that came since (the tail) are tried, whatever the depth
+        first = self._settled if backfill and not self._freed else 0
         waiting = []
-        for index, job in enumerate(queue):
+        for index in range(first, len(queue)):
+            job = queue[index]
             if job.job_id in self.reservations.held and not self._freed:
                 waiting.append(job)  # nothing ended or moved: it can start no sooner
                 continue
@@ -244,12 +250,14 @@ class MatrixPolicy:
                 room = self._room(allowed)
                 memory_rooms.clear()
                 continue
-            if not backfill:
-                waiting.extend(queue[index:])
-                break
+            if not backfill:  # GS stops at the first job that does not fit: the rest stay as they are
+                del queue[first:index]
+                queue[first:first] = waiting
+                return
             self.reservations.reserve(job, now, job.estimate * self._slots_for_estimates(), held)
             waiting.append(job)
-        queue[:] = waiting
+        queue[first:] = waiting
+        self._settled = len(queue) if backfill else 0
 
     def _may_fit(self, job: Job, allowed: int, memory: Limit | None, memory_rooms: dict[MemoryRequest, int]) -> bool:
         """Whether some row has as many free columns as ``job`` on nodes that hold its ``memory``: where
