@@ -82,6 +82,9 @@ def policy_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--mpl", type=click.IntRange(min=1), default=defaults.mpl, show_default=True,
                      help="matrix policies: rows at most"),
+        click.option("--reservation-depth", type=click.IntRange(min=1), default=defaults.reservation_depth,
+                     show_default=True, help="bgs, mbgs: the first queued jobs that hold reservations and are tried "
+                     "at each event"),
         click.option("--cs", "context_switch", type=click.FloatRange(0, 0.5), default=0.0, show_default=True,
                      help="context-switch overhead, a fraction of each slice"),
         click.option("--q", "migrate_per_slice", type=click.IntRange(min=0), default=None,

@@ -8,6 +8,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gangsched.daemon.endpoints import DEFAULT_STATE_DIR, MASTER_SOCKET, REPORT_SOCKET, SWITCH_SOCKET, default_endpoint
 from gangsched.policy.catalog import POLICY_NAMES, Choice
+from gangsched.policy.matrix_settings import RESERVATION_DEPTH
 from gangsched.policy.quantum import Pairing
 from gangsched.policy.slack_settings import SlackSettings
 from gangsched.protocol.array_ranges import MAX_ARRAY_INDEX
@@ -77,6 +78,9 @@ class MasterSettings(BaseSettings):
         100_000, ge=1, description="most jobs pending or running at once; a submission past it is refused "
         "whole (Slurm's MaxJobCount)")
     mpl: int = Field(8, ge=1, description="multiprogramming level: most rows in the matrix")
+    reservation_depth: int = Field(
+        RESERVATION_DEPTH, ge=1, description="bgs, mbgs: how many of the first queued jobs hold reservations and "
+        "are tried at each scheduling event; the rest wait their turn (Flux's reservation-depth)")
     default_estimate_s: float = Field(
         86_400.0, gt=0, description="the time limit (estimate) of a job submitted without --estimate"
     )
@@ -140,7 +144,7 @@ class MasterSettings(BaseSettings):
             policy="gs" if self.policy == "paired" else self.policy, mpl=self.mpl,
             migrate_per_slice=self.migrate_per_slice, migration_cost_s=self.migration_cost_s,
             time_slice_s=self.time_slice_s, alpha=self.alpha, most_large=self.most_large,
-            large_backfill=self.large_backfill,
+            large_backfill=self.large_backfill, reservation_depth=self.reservation_depth,
             slack=SlackSettings(slack_factor=self.slack_factor, average_wait_s=self.average_wait_s),
         )
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from gangsched.policy.backfill import ConservativePolicy, EasyPolicy, FcfsPolicy
 from gangsched.policy.interface import LivePolicy
 from gangsched.policy.large_jobs import LargeJobs
-from gangsched.policy.matrix_settings import MatrixPolicyKind
+from gangsched.policy.matrix_settings import RESERVATION_DEPTH, MatrixPolicyKind
 from gangsched.policy.slack_settings import SlackSettings
 from gangsched.policy.topology import Topology
 
@@ -35,6 +35,7 @@ class Choice:
     large_backfill: bool = False
     slack: SlackSettings = field(default_factory=SlackSettings)
     memory_per_node: int | None = None  # bytes; the simulator's machine, whose nodes have one processor each
+    reservation_depth: int | None = RESERVATION_DEPTH  # bgs, mbgs: queued jobs with reservations; None: all
 
     def label(self) -> str:
         return self.policy if self.policy in SPACE_SHARING or self.policy == "slack" else f"{self.policy}-{self.mpl}"
@@ -60,7 +61,7 @@ def build_policy(choice: Choice, procs: int, longest_estimate: float, topology: 
     return matrix_policy(
         MatrixPolicyKind(choice.policy), procs, mpl=choice.mpl, context_switch=choice.context_switch,
         migration_cost_s=choice.migration_cost_s, migrate_per_slice=choice.migrate_per_slice,
-        time_slice_s=choice.time_slice_s,
+        time_slice_s=choice.time_slice_s, reservation_depth=choice.reservation_depth,
         large=LargeJobs(choice.alpha * longest_estimate, choice.most_large, choice.large_backfill),
         topology=topology,
     )

@@ -45,7 +45,7 @@ from gangsched.policy.collapse_undo import CollapseUndo
 from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.large_jobs import LargeJobs
-from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings, MatrixStats
+from gangsched.policy.matrix_settings import RESERVATION_DEPTH, MatrixPolicyKind, MatrixSettings, MatrixStats
 from gangsched.policy.memory import Limit, MemoryRequest
 from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
@@ -237,8 +237,15 @@ class MatrixPolicy:
         # with nothing ended or moved since the last pass, every job it left in the queue holds a reservation
         # and can start no sooner: only the jobs that came since (the tail) are tried, whatever the depth
         first = self._settled if backfill and not self._freed else 0
-        waiting = []
+        # and no further than the depth: the jobs that start count nothing, so every processor that can be
+        # used is, but at most ``depth`` jobs hold reservations and the rest wait their turn untried
+        depth = self.settings.reservation_depth if backfill else None
+        waiting: list[Job] = []
+        stop = len(queue)
         for index in range(first, len(queue)):
+            if depth is not None and first + len(waiting) >= depth:
+                stop = index
+                break
             job = queue[index]
             if job.job_id in self.reservations.held and not self._freed:
                 waiting.append(job)  # nothing ended or moved: it can start no sooner
@@ -256,8 +263,8 @@ class MatrixPolicy:
                 return
             self.reservations.reserve(job, now, job.estimate * self._slots_for_estimates(), held)
             waiting.append(job)
-        queue[first:] = waiting
-        self._settled = len(queue) if backfill else 0
+        queue[first:stop] = waiting
+        self._settled = first + len(waiting) if backfill else 0
 
     def _may_fit(self, job: Job, allowed: int, memory: Limit | None, memory_rooms: dict[MemoryRequest, int]) -> bool:
         """Whether some row has as many free columns as ``job`` on nodes that hold its ``memory``: where
@@ -377,7 +384,8 @@ class MatrixPolicy:
 def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_switch: float = 0.0,
                   migration_cost_s: float = 0.0, migrate_per_slice: int | None = None,
                   time_slice_s: float = 200.0, large: LargeJobs | None = None,
-                  topology: Topology | None = None) -> MatrixPolicy:
+                  topology: Topology | None = None,
+                  reservation_depth: int | None = RESERVATION_DEPTH) -> MatrixPolicy:
     """One of the papers' matrix policies by name."""
     settings = MatrixSettings(
         mpl=None if kind is MatrixPolicyKind.GS_LARGE_QUEUE else mpl,
@@ -388,5 +396,6 @@ def matrix_policy(kind: MatrixPolicyKind, procs: int, mpl: int = 5, context_swit
         migrate_per_slice=migrate_per_slice,
         time_slice_s=time_slice_s,
         large=large if kind is MatrixPolicyKind.GS_LARGE_QUEUE else None,
+        reservation_depth=reservation_depth,
     )
     return MatrixPolicy(procs, settings, name=kind.value, topology=topology)

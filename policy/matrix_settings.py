@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from gangsched.policy.large_jobs import LargeJobs
 
+RESERVATION_DEPTH = 500  # as Flux's reservation-depth and Slurm's queue depths bound theirs
+
 
 @dataclass(frozen=True)
 class MatrixSettings:
@@ -17,6 +19,9 @@ class MatrixSettings:
     migrate_per_slice: int | None = None  # Q, in tasks; None: no limit
     time_slice_s: float = 200.0
     large: LargeJobs | None = None
+    # BGS, MBGS: how many of the queue's first jobs hold reservations and are tried at each event; the
+    # rest wait their turn untried, so that an event costs the same at any depth (docs/policies.md)
+    reservation_depth: int | None = RESERVATION_DEPTH
 
     def __post_init__(self) -> None:
         if self.large is not None and self.migration:
