@@ -13,13 +13,14 @@ the switches every node reported, and the emulated nodes' own CPU: where that pr
 a whole core, the latency measures the emulation, not the master.
 """
 
+import contextlib
 import getpass
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,15 +69,36 @@ def widths(nodes: int) -> list[int]:
 
 
 def measure_scale(nodes: int, quantum_ms: int, seconds: float, relay_fanout: int | None = None) -> ScaleRow:
+    with emulated_cluster(nodes, quantum_ms, ["--policy", "gs", "--mpl", str(MPL), *(
+            [] if relay_fanout is None else ["--relay-fanout", str(relay_fanout)])]) as cluster:
+        relayed = sum(node.via is not None for node in cluster.client.nodes())
+        return _measure(cluster.client, f"ipc://{cluster.work}/switch.sock", nodes, relayed, cluster.register_s,
+                        seconds, psutil.Process(cluster.master.pid),
+                        [psutil.Process(process.pid) for process in cluster.agents])
+
+
+@dataclass
+class EmulatedCluster:
+    client: MasterClient
+    work: Path  # the master's state is in work/master
+    master: "subprocess.Popen[bytes]"
+    agents: "list[subprocess.Popen[bytes]]"
+    register_s: float  # for every node to register
+
+
+@contextlib.contextmanager
+def emulated_cluster(nodes: int, quantum_ms: int, master_options: Sequence[str] = (),
+                     instant_tasks: bool = False) -> Iterator[EmulatedCluster]:
+    """A real master in a temporary folder and ``nodes`` emulated node daemons (one process of them a
+    core), every node registered; all of it stopped after."""
     with tempfile.TemporaryDirectory(prefix="gang-scale-") as folder:
         work = Path(folder)
         endpoint = f"ipc://{work}/master.sock"
         master = _start([
             "master", "--bind", endpoint, "--switch-bind", f"ipc://{work}/switch.sock",
             "--report-bind", f"ipc://{work}/report.sock", "--state-dir", str(work / "master"),
-            "--quantum-ms", str(quantum_ms), "--heartbeat-ms", str(_HEARTBEAT_MS), "--policy", "gs", "--mpl", str(MPL),
-            "--log-file", str(work / "master.log"),
-            *([] if relay_fanout is None else ["--relay-fanout", str(relay_fanout)])])
+            "--quantum-ms", str(quantum_ms), "--heartbeat-ms", str(_HEARTBEAT_MS),
+            "--log-file", str(work / "master.log"), *master_options])
         agents: list[subprocess.Popen[bytes]] = []
         try:
             with MasterClient(endpoint, timeout_s=30) as client:
@@ -87,13 +109,11 @@ def measure_scale(nodes: int, quantum_ms: int, seconds: float, relay_fanout: int
                 for first, count in _shares(nodes, processes):
                     agents.append(subprocess.Popen([
                         sys.executable, "-m", "gangsched.bench.scale_agents", "--master", endpoint,
-                        "--first", str(first), "--count", str(count), "--spool", str(work / "agents")]))
+                        "--first", str(first), "--count", str(count), "--spool", str(work / "agents"),
+                        *(["--instant-tasks"] if instant_tasks else [])]))
                 _wait(lambda: sum(node.state is NodeState.UP for node in client.nodes()) == nodes, _REGISTER_S,
                       f"{nodes} agents to register", agents)
-                register_s = time.monotonic() - began
-                relayed = sum(node.via is not None for node in client.nodes())
-                return _measure(client, f"ipc://{work}/switch.sock", nodes, relayed, register_s, seconds,
-                                psutil.Process(master.pid), [psutil.Process(process.pid) for process in agents])
+                yield EmulatedCluster(client, work, master, agents, time.monotonic() - began)
         finally:
             for process in [*agents, master]:
                 process.send_signal(signal.SIGTERM)

@@ -6,9 +6,11 @@ record what they are told.
 The task host is the one part swapped: ``EmulatedHost`` starts no process. Its task is
 busy whenever it is runnable (its CPU time is its runnable time), counts one barrier each
 time it is continued, and exits when it is ended (its "pidfd" is an eventfd written then), so
-the daemon's exit path runs as for a process.
+the daemon's exit path runs as for a process. With ``--instant-tasks`` (`gang bench throughput
+--emulated-nodes`) a task ends as soon as it first runs, as ``/bin/true`` does.
 
-Run as ``python -m gangsched.bench.scale_agents --master ENDPOINT [--first I] --count N --spool DIR``;
+Run as ``python -m gangsched.bench.scale_agents --master ENDPOINT [--first I] --count N --spool DIR
+[--instant-tasks]``;
 it stops on SIGTERM, ending its daemons.
 """
 
@@ -39,7 +41,7 @@ _REPORT_DELAY_MS = 30
 
 
 class EmulatedTask:
-    def __init__(self, spec: TaskSpec, runnable: bool) -> None:
+    def __init__(self, spec: TaskSpec, runnable: bool, instant: bool = False) -> None:
         self.job_id, self.rank = spec.job_id, spec.rank
         self.pidfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self.uid = os.getuid()
@@ -49,6 +51,10 @@ class EmulatedTask:
         self._cpu_ns = 0
         self._progress = 0
         self._ended = False
+        self._returncode = 0
+        self._instant = instant  # it ends as soon as it runs
+        if instant and runnable:
+            self._exit(0)
 
     @property
     def pid(self) -> int:
@@ -68,6 +74,8 @@ class EmulatedTask:
         if self._cpu_from_ns is None:
             self._cpu_from_ns = time.monotonic_ns()
             self._progress += 1
+        if self._instant:
+            self._exit(0)
 
     def take_cpu_ns(self) -> int:
         now = time.monotonic_ns()
@@ -97,7 +105,7 @@ class EmulatedTask:
 
     def reap(self) -> int:
         os.close(self.pidfd)
-        return -signal.SIGTERM
+        return self._returncode
 
     def keep_stopped(self) -> None:
         pass  # nothing resumes an emulated task but its switch
@@ -108,9 +116,10 @@ class EmulatedTask:
     def read_memory(self) -> MemoryReading:
         return MemoryReading(0, False)  # an emulated task holds no memory
 
-    def _exit(self) -> None:
+    def _exit(self, returncode: int = -signal.SIGTERM) -> None:
+        """Its end: by itself (an instant task, 0), or ended by the daemon (as SIGTERM would)."""
         if not self._ended:
-            self._ended = True
+            self._ended, self._returncode = True, returncode
             os.eventfd_write(self.pidfd, 1)
 
 
@@ -122,13 +131,13 @@ class EmulatedHost:
     forks = False
     runs_mpi = False  # a thousand daemons in one process: none loads an MPI library or looks for one
 
-    def __init__(self, owners: dict[object, NodeDaemon]) -> None:
-        self._owners = owners
+    def __init__(self, owners: dict[object, NodeDaemon], instant: bool = False) -> None:
+        self._owners, self._instant = owners, instant
         self.daemon: NodeDaemon | None = None
 
     def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
                cores: set[int] | None, wiring: TaskWiring | None) -> EmulatedTask:
-        task = EmulatedTask(spec, runnable)
+        task = EmulatedTask(spec, runnable, self._instant)
         assert self.daemon is not None
         self._owners[task.pidfd] = self.daemon
         return task
@@ -148,14 +157,14 @@ def agent_name(index: int) -> str:
     return f"{AGENT_PREFIX}{index:05d}"
 
 
-def run_agents(master: str, first: int, count: int, spool: Path) -> None:
+def run_agents(master: str, first: int, count: int, spool: Path, instant: bool = False) -> None:
     context = SendNotingContext()  # which sockets were sent on, for the poller's recheck
     context.set(zmq.MAX_SOCKETS, 6 * count + 64)  # five sockets a daemon (three, and two to relay), and room
     poller = EpollPoller()  # a poll over every daemon's sockets would cost more than the switch
     owners: dict[object, NodeDaemon] = {}
     daemons = []
     for name in map(agent_name, range(first, first + count)):
-        host = EmulatedHost(owners)
+        host = EmulatedHost(owners, instant)
         settings = NodeSettings(
             master=master,
             name=name,
@@ -217,8 +226,9 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0, help="the first node's index (their names are agentNNNNN)")
     parser.add_argument("--count", type=int, required=True, help="emulated nodes")
     parser.add_argument("--spool", type=Path, required=True, help="a folder for their spools")
+    parser.add_argument("--instant-tasks", action="store_true", help="every task ends as soon as it first runs")
     options = parser.parse_args()
-    run_agents(options.master, options.first, options.count, options.spool)
+    run_agents(options.master, options.first, options.count, options.spool, options.instant_tasks)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ the first submission until the last job's COMPLETED is in the master's store
   PNG beside it);
 * the machine's floor measured in the same run (bench/spawn_floor.py), and
   the rate as a ratio to it.
+
+With ``emulated_nodes`` the cluster is a real master and that many emulated
+node daemons (bench/scale_agents.py), whose tasks end as soon as they run: the
+rate of the master and the node daemons' protocol, with no process started
+(and so no floor beside it).
 """
 
 import contextlib
@@ -23,10 +28,12 @@ import sqlite3
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gangsched.bench.scale import emulated_cluster
 from gangsched.bench.spawn_floor import commit_rate, spawn_rate
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_local_cluster
@@ -54,19 +61,18 @@ class ThroughputRun:
     switch_idle_p99_ms: float
     switch_flood_p50_ms: float
     switch_flood_p99_ms: float
-    floor_spawn_per_s: float
+    floor_spawn_per_s: float | None  # None: not measured (emulated nodes start no process)
     floor_spawn_cgroup_per_s: float | None
-    floor_commits_per_s: float
+    floor_commits_per_s: float | None
     samples: list[dict[str, float]] = field(default_factory=list)  # queue depth and rate as it drained
 
     def row(self) -> dict[str, Any]:
-        cgroup = self.floor_spawn_cgroup_per_s
         return {
             "jobs": self.jobs, "submitted as": self.mode, "seconds": round(self.seconds, 2),
             "jobs_per_s": round(self.jobs_per_s, 1),
-            "of spawn floor": round(self.jobs_per_s / self.floor_spawn_per_s, 3),
-            "of cgroup floor": None if not cgroup else round(self.jobs_per_s / cgroup, 3),
-            "of commit floor": round(self.jobs_per_s / self.floor_commits_per_s, 3),
+            "of spawn floor": _share(self.jobs_per_s, self.floor_spawn_per_s),
+            "of cgroup floor": _share(self.jobs_per_s, self.floor_spawn_cgroup_per_s),
+            "of commit floor": _share(self.jobs_per_s, self.floor_commits_per_s),
             "submit_s": round(self.submit_s, 2),
             "submissions_per_s": round(self.jobs / self.submit_s, 1) if self.mode.endswith("clients") else None,
             "queued_to_launched_ms": round(self.queued_to_launched_ms, 1),
@@ -77,39 +83,45 @@ class ThroughputRun:
             "switch_idle_p99_ms": round(self.switch_idle_p99_ms, 3),
             "switch_flood_p50_ms": round(self.switch_flood_p50_ms, 3),
             "switch_flood_p99_ms": round(self.switch_flood_p99_ms, 3),
-            "floor_spawn_per_s": round(self.floor_spawn_per_s, 1),
-            "floor_spawn_cgroup_per_s": None if cgroup is None else round(cgroup, 1),
-            "floor_commits_per_s": round(self.floor_commits_per_s, 1),
+            "floor_spawn_per_s": _round(self.floor_spawn_per_s),
+            "floor_spawn_cgroup_per_s": _round(self.floor_spawn_cgroup_per_s),
+            "floor_commits_per_s": _round(self.floor_commits_per_s),
         }
 
 
+def _share(rate: float, floor: float | None) -> float | None:
+    return None if not floor else round(rate / floor, 3)
+
+
+def _round(rate: float | None) -> float | None:
+    return None if rate is None else round(rate, 1)
+
+
 def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, clients: int | None,
-                       command: list[str], floor_s: float = 3.0) -> ThroughputRun:
-    """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each."""
+                       command: list[str], floor_s: float = 3.0, emulated_nodes: int | None = None) -> ThroughputRun:
+    """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each; on
+    ``emulated_nodes`` instead of the local cluster of ``config``, where given."""
     spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={})
-    with temporary_local_cluster(config) as cluster:
-        state = cluster.state()
-        assert state is not None
-        store = cluster.home / "master" / "jobs.db"
-        # the commits on the file system of the master's store, as it commits
-        bare = spawn_rate(floor_s, in_cgroup=False)
-        assert bare is not None
-        floor = (bare, spawn_rate(floor_s, in_cgroup=True), commit_rate(floor_s, store.parent))
-        with cluster.client(state, timeout_s=30.0) as client:
-            while client.stats().quanta < _IDLE_SWITCHES + 5:  # the idle cluster's switches, to compare with
-                time.sleep(_POLL_S)
-            idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
-            before = client.stats()
-            started = time.monotonic()
-            watcher = _StoreWatch(store, jobs, started)
-            watcher.start()  # samples the queue while the jobs are submitted, too
-            _submit(client.endpoint, spec, jobs, arrays, clients)
-            submit_s = time.monotonic() - started
-            written_at = watcher.result()
-            seconds = written_at - started
-            after = client.stats()
-            flood = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
-            phases = watcher.phases()
+    with _flooded_cluster(config, emulated_nodes) as (client, store):
+        floor: tuple[float | None, float | None, float | None] = (None, None, None)
+        if emulated_nodes is None:
+            # the commits on the file system of the master's store, as it commits
+            floor = (spawn_rate(floor_s, in_cgroup=False), spawn_rate(floor_s, in_cgroup=True),
+                     commit_rate(floor_s, store.parent))
+        while client.stats().quanta < _IDLE_SWITCHES + 5:  # the idle cluster's switches, to compare with
+            time.sleep(_POLL_S)
+        idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
+        before = client.stats()
+        started = time.monotonic()
+        watcher = _StoreWatch(store, jobs, started)
+        watcher.start()  # samples the queue while the jobs are submitted, too
+        _submit(client.endpoint, spec, jobs, arrays, clients)
+        submit_s = time.monotonic() - started
+        written_at = watcher.result()
+        seconds = written_at - started
+        after = client.stats()
+        flood = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
+        phases = watcher.phases()
     return ThroughputRun(
         jobs=jobs, mode=f"{arrays} arrays" if arrays else f"{clients} clients", seconds=seconds,
         jobs_per_s=jobs / seconds, submit_s=submit_s,
@@ -120,6 +132,20 @@ def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, cli
         floor_spawn_per_s=floor[0], floor_spawn_cgroup_per_s=floor[1], floor_commits_per_s=floor[2],
         samples=watcher.samples,
     )
+
+
+@contextlib.contextmanager
+def _flooded_cluster(config: ClusterConfig, emulated_nodes: int | None) -> Iterator[tuple[MasterClient, Path]]:
+    """A client of a fresh cluster, and the file of its master's store."""
+    if emulated_nodes is not None:
+        with emulated_cluster(emulated_nodes, config.quantum_ms, instant_tasks=True) as emulated:
+            yield emulated.client, emulated.work / "master" / "jobs.db"
+        return
+    with temporary_local_cluster(config) as cluster:
+        state = cluster.state()
+        assert state is not None
+        with cluster.client(state, timeout_s=30.0) as client:
+            yield client, cluster.home / "master" / "jobs.db"
 
 
 def _submit(endpoint: str, spec: JobSpec, jobs: int, arrays: int | None, clients: int | None) -> None:

@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     max_rss INTEGER,
     launched_to TEXT NOT NULL DEFAULT '{}'
 );
+-- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
+-- without reading every job the store ever held
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 -- a client's token for each submission: a retry after a lost reply finds the job it made
 CREATE TABLE IF NOT EXISTS submissions (
     user TEXT NOT NULL,
@@ -67,9 +70,10 @@ _COLUMNS = (
     " migration_s, max_rss, launched_to"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # what a store of an earlier version needs to be this one's (each step one transaction)
-_MIGRATIONS = {5: "ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"}
+_MIGRATIONS = {5: "ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'",
+               6: "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"}
 _TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
 
 

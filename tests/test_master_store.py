@@ -234,3 +234,24 @@ def test_a_launch_lost_with_the_master_is_queued_again_not_failed(tmp_path, cloc
     assert failed.state is JobState.NODE_FAIL
     assert again.state is JobState.RUNNING and again.requeues == 1  # queued again, and placed at once
     assert lost_launch in {message.task.job_id for _, message in sent(restarted, LaunchTask)}
+
+
+def test_a_store_of_the_version_before_is_migrated_and_keeps_its_jobs(tmp_path):
+    path = tmp_path / "jobs.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)  # made as version 6 made it: no index of the jobs by state
+    db.execute("DROP INDEX jobs_by_state")
+    db.execute("INSERT INTO jobs (job_id, spec, state, reason, submit_time, node_names, processors, requeues,"
+               " barriers, cpu_ns, ran_s, migration_s) VALUES (1, '{}', 'completed', '', 0, '[]', '[]', 0, 0, 0, 0,"
+               " '[]')")
+    db.execute("PRAGMA user_version=6")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone() == (7,)
+    assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
+        ("jobs_by_state",)]
+    assert db.execute("SELECT job_id, state FROM jobs").fetchall() == [(1, "completed")]
+    db.close()

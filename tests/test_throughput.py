@@ -16,7 +16,15 @@ def test_a_small_flood_is_counted_to_its_last_job_written(tmp_path, arrays, clie
     assert run.jobs == 20 and run.seconds > 0 and run.jobs_per_s == pytest.approx(20 / run.seconds)
     assert run.samples[-1]["completed"] == 20 and run.samples[-1]["pending"] == 0
     assert run.launched_to_ended_ms >= 0 and run.queued_to_launched_ms >= 0
-    assert run.floor_spawn_per_s > 0 and run.floor_commits_per_s > 0
+    assert run.floor_spawn_per_s and run.floor_commits_per_s
     assert run.switch_flood_p50_ms > 0 and run.switch_idle_p50_ms > 0
     plot(run, tmp_path / "drain.png")
     assert (tmp_path / "drain.png").stat().st_size > 0
+
+
+def test_a_flood_on_emulated_nodes_counts_tasks_that_end_as_they_run():
+    config = ClusterConfig(nodes=1, processors_per_node=1, quantum_ms=100, http_bind="")
+    run = measure_throughput(config, 30, 3, None, ["/bin/true"], emulated_nodes=6)
+    assert run.samples[-1]["completed"] == 30 and run.samples[-1]["pending"] == 0
+    assert run.floor_spawn_per_s is None and run.row()["of spawn floor"] is None  # no process, no floor
+    assert run.switch_flood_p50_ms > 0
