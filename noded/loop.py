@@ -20,6 +20,7 @@ import os
 import signal
 import time
 import uuid
+from collections import deque
 from typing import Any
 
 import zmq
@@ -28,6 +29,7 @@ from gangsched.daemon.curve import CurveError
 from gangsched.daemon.logs import survive
 from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
+from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import ContainmentError
 from gangsched.noded.core import NodeCore
 from gangsched.noded.executor import TaskExecutor
@@ -38,7 +40,7 @@ from gangsched.noded.memory import host_memory
 from gangsched.noded.orders import Connect
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_start import MissingTool
-from gangsched.protocol.messages import NodeHello, SlotSwitch
+from gangsched.protocol.messages import Message, NodeColumn, NodeHello, SlotSwitch
 from gangsched.protocol.records import PeerEndpoint
 
 log = logging.getLogger("gangsched.noded")
@@ -136,13 +138,26 @@ class NodeDaemon:
             self._carry_out()
 
     def _receive_all(self) -> None:
-        for message in self._link.messages():
-            try:
-                self._core.message(message, time.monotonic())
-            except Exception:
-                log.exception("handling %s failed", message.type)
-            # now, not after the rest: a kill that follows a launch must find its task
-            self._carry_out()
+        waiting = deque(self._link.messages())
+        while waiting:
+            # a switch that came goes before the launches still to carry out (each a spawn and a cgroup
+            # made): in a flood of short jobs they held it back by milliseconds. The columns sent before
+            # it go first: a column changes nothing until a switch reads it
+            if has_message(self._link.sub):
+                waiting.extend(self._link.messages())
+                for column in [message for message in waiting if isinstance(message, NodeColumn)]:
+                    waiting.remove(column)
+                    self._handle(column)
+                self._switch()
+            self._handle(waiting.popleft())
+
+    def _handle(self, message: Message) -> None:
+        try:
+            self._core.message(message, time.monotonic())
+        except Exception:
+            log.exception("handling %s failed", message.type)
+        # now, not after the rest: a kill that follows a launch must find its task
+        self._carry_out()
 
     def _carry_out(self) -> None:
         """Send what the core has to send and carry out its orders; then feed it what came of them (the
