@@ -2,7 +2,9 @@
 
 ``flood``: one client sends junk frames as fast as it can, for at least three
 quanta; the slot switches must keep their beat (the longest gap between two,
-from their send times).
+from their send times). With ``submissions`` the frames are single job
+submissions instead (one-task ``/bin/true`` jobs, each with a token of its
+own), which the master takes and runs: a user's script gone wrong.
 ``fuzz``: fuzzed frames (``bench/fuzz.py``) on each socket a client or a task
 can reach: the master's client socket, its report socket, and the PMI channel
 of MPI tasks; afterwards no daemon has exited, the master answers a query, and
@@ -24,7 +26,7 @@ from gangsched.deploy.local import ClusterState, LocalCluster
 from gangsched.master.client import RequestRefused
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
-from gangsched.protocol.messages import NodeQuery, SlotSwitch
+from gangsched.protocol.messages import NodeQuery, SlotSwitch, Submit
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
 
 _WAIT_S = 120.0
@@ -32,6 +34,7 @@ _WAIT_S = 120.0
 
 @dataclass(frozen=True)
 class FloodResult:
+    kind: str  # "junk frames" or "single submissions"
     frames: int  # sent: at least the number asked for, more if they took less than three quanta
     seconds: float  # from the first frame until the master had answered the last
     switches: int  # sent in that time
@@ -58,7 +61,8 @@ class FuzzResult:
 _FLOOD_MIN_QUANTA = 3  # a fast host sends thousands of frames inside one quantum: no switch to judge
 
 
-def flood(cluster: LocalCluster, frames_count: int, quantum_ms: int, seed: int = 1) -> FloodResult:
+def flood(cluster: LocalCluster, frames_count: int, quantum_ms: int, seed: int = 1,
+          submissions: bool = False) -> FloodResult:
     state = _state(cluster)
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     switches = context.socket(zmq.SUB)
@@ -69,7 +73,11 @@ def flood(cluster: LocalCluster, frames_count: int, quantum_ms: int, seed: int =
     flooder.setsockopt(zmq.LINGER, 0)
     flooder.connect(state.master)
     rng = random.Random(seed)
-    junk = [b"\xc1" + rng.randbytes(rng.randrange(0, 64)) for _ in range(1000)]
+    if submissions:  # made before the clock starts, each once: a token is a submission
+        spec = JobSpec(name="flood", user=getpass.getuser(), tasks=1, argv=["/bin/true"], cwd="/", env={})
+        made = [encode(Submit(spec=spec, token=f"flood-{seed}-{index}")) for index in range(frames_count)]
+    else:
+        made = [b"\xc1" + rng.randbytes(rng.randrange(0, 64)) for _ in range(1000)]
     sent_ns: list[int] = []
     try:
         if not switches.poll(10_000):
@@ -77,11 +85,11 @@ def flood(cluster: LocalCluster, frames_count: int, quantum_ms: int, seed: int =
         start = time.monotonic_ns()
         shortest_end = start + _FLOOD_MIN_QUANTA * quantum_ms * 1_000_000
         sent = 0
-        while sent < frames_count or time.monotonic_ns() < shortest_end:
+        while sent < frames_count or (not submissions and time.monotonic_ns() < shortest_end):
             while not flooder.poll(0, zmq.POLLOUT):  # the master's queue for us is full: take replies
                 _drain(flooder)
                 _collect(switches, sent_ns)
-            flooder.send(junk[sent % len(junk)])
+            flooder.send(made[sent % len(made)])
             sent += 1
             _drain(flooder)
             _collect(switches, sent_ns)
@@ -93,7 +101,14 @@ def flood(cluster: LocalCluster, frames_count: int, quantum_ms: int, seed: int =
         flooder.close()
     inside = [switch for switch in sent_ns if start <= switch <= end]
     gaps = [later - earlier for earlier, later in zip([start, *inside], [*inside, end])]
-    return FloodResult(sent, (end - start) / 1e9, len(inside), max(gaps) / 1e6, quantum_ms)
+    return FloodResult("single submissions" if submissions else "junk frames", sent, (end - start) / 1e9,
+                       len(inside), max(gaps) / 1e6, quantum_ms)
+
+
+def drained(cluster: LocalCluster) -> None:
+    """Wait until no job is left pending or running (a submission flood's jobs have run)."""
+    with cluster.client(_state(cluster), timeout_s=30.0) as client:
+        _wait(lambda: not client.jobs(), "the flood's jobs to end")
 
 
 def fuzz_master(cluster: LocalCluster, socket_name: str, frames_count: int, seed: int = 1) -> FuzzResult:

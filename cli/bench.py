@@ -153,27 +153,33 @@ def migrate(runs: int, csv_path: Path | None) -> None:
 @bench.command()
 @click.option("--flood", "flood_frames", type=click.IntRange(min=1), default=30_000, show_default=True,
               help="junk frames one client sends as fast as it can")
+@click.option("--submission-flood", "flood_submissions", type=click.IntRange(min=1), default=3000,
+              show_default=True, help="then single submissions (one-task jobs) one client sends as fast as it can")
 @click.option("--frames", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="fuzzed frames per socket: client, report, PMI channel")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 @cluster_options
-def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **shape: Any) -> None:
-    """A flood of junk and fuzzed frames on every socket: the switch's beat, and the cluster after."""
-    from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
+def hostile(flood_frames: int, flood_submissions: int, frames: int, seed: int, csv_path: Path | None,
+            **shape: Any) -> None:
+    """Floods of junk frames and of submissions, and fuzzed frames on every socket: the switch's beat,
+    and the cluster after."""
+    from gangsched.bench.hostile import drained, flood, fuzz_master, fuzz_pmi
     from gangsched.protocol.records import MpiKind
 
     config = cluster_config(**shape)
     with temporary_local_cluster(config) as cluster:
-        flooded = flood(cluster, flood_frames, config.quantum_ms, seed)
+        floods = [flood(cluster, flood_frames, config.quantum_ms, seed),
+                  flood(cluster, flood_submissions, config.quantum_ms, seed, submissions=True)]
+        drained(cluster)  # the submissions' jobs, before the fuzzing
         fuzzed = [fuzz_master(cluster, "client", frames, seed), fuzz_master(cluster, "report", frames, seed),
                   fuzz_pmi(cluster, frames, seed=seed), fuzz_pmi(cluster, frames, seed=seed, kind=MpiKind.PMI2)]
-    table = Table(title=f"{flooded.frames} junk frames from one client, {config.nodes} nodes, "
-                        f"quantum {config.quantum_ms} ms")
-    for column in ("seconds", "switches", "longest_gap_ms", "longest_gap_quanta"):
+    table = Table(title=f"one client's flood, {config.nodes} nodes, quantum {config.quantum_ms} ms")
+    for column in ("flood", "frames", "seconds", "switches", "longest_gap_ms", "longest_gap_quanta"):
         table.add_column(column, justify="right")
-    table.add_row(f"{flooded.seconds:.2f}", str(flooded.switches), f"{flooded.longest_gap_ms:.1f}",
-                  f"{flooded.longest_gap_quanta:.2f}")
+    for flooded in floods:
+        table.add_row(flooded.kind, str(flooded.frames), f"{flooded.seconds:.2f}", str(flooded.switches),
+                      f"{flooded.longest_gap_ms:.1f}", f"{flooded.longest_gap_quanta:.2f}")
     console.print(table)
     table = Table(title="fuzzed frames per socket, then: daemons alive? the queue answers? a new job?")
     for column in ("socket", "frames", "seconds", "daemons_exited", "queue_answers", "new_job"):
@@ -186,8 +192,8 @@ def hostile(flood_frames: int, frames: int, seed: int, csv_path: Path | None, **
         console.print(f"the {pmi.socket} fuzz jobs ended: {pmi.fuzz_jobs}; for example: {pmi.reason}")
     if csv_path:
         rows: list[dict[str, Any]] = [
-            {"socket": "flood", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),
-             "switches": flooded.switches, "longest_gap_ms": round(flooded.longest_gap_ms, 1)}]
+            {"socket": f"flood of {flooded.kind}", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),
+             "switches": flooded.switches, "longest_gap_ms": round(flooded.longest_gap_ms, 1)} for flooded in floods]
         rows += [{"socket": result.socket, "frames": result.frames, "seconds": round(result.seconds, 3),
                   "daemons_exited": len(result.daemons_exited), "queue_answers": result.queue_answers,
                   "new_job": result.new_job.value} for result in fuzzed]

@@ -4,7 +4,7 @@ job ends with a reason. (How long the switch waits under a flood is a figure: `g
 
 import pytest
 
-from gangsched.bench.hostile import flood, fuzz_master, fuzz_pmi
+from gangsched.bench.hostile import drained, flood, fuzz_master, fuzz_pmi
 from gangsched.protocol.records import JobState, MpiKind
 
 pytestmark = pytest.mark.live
@@ -14,6 +14,12 @@ def test_junk_and_fuzzed_frames_on_every_socket_stop_nothing(start_cluster):
     cluster = start_cluster(nodes=2)
     flooded = flood(cluster.local, 3000, quantum_ms=100)
     assert flooded.switches >= 1
+    submitted = flood(cluster.local, 300, quantum_ms=100, submissions=True)
+    assert submitted.frames == 300
+    drained(cluster.local)  # every submission was taken and its job ran to its end
+    with cluster.local.client(cluster.local.state()) as client:
+        ended = client.jobs(include_finished=True, ended_after=0.0)
+    assert sum(job.spec.name == "flood" and job.state is JobState.COMPLETED for job in ended) == 300
     results = [fuzz_master(cluster.local, "client", 1000), fuzz_master(cluster.local, "report", 1000),
                fuzz_pmi(cluster.local, 200, lines_per_task=20),
                fuzz_pmi(cluster.local, 200, lines_per_task=20, kind=MpiKind.PMI2)]
