@@ -149,6 +149,7 @@ class NodeDaemon:
                     waiting.remove(column)
                     self._handle(column)
                 self._switch()
+                continue  # the columns may have been all that waited
             self._handle(waiting.popleft())
 
     def _handle(self, message: Message) -> None:

@@ -52,6 +52,8 @@ def test_a_node_that_missed_switches_and_its_new_column_converges(start_cluster)
     on_node1 = [p for p in task_processes(cluster.home, alone) if p.environ()["GANG_NODE"] == "node1"]
     wait_until(lambda: runs_every_quantum(on_node1, 15), 5, "node1 to run the job left alone in every quantum")
     assert [node.state for node in client.nodes()] == ["up", "up"]
+    # thawed, it found the column and the switches waiting together: the column went first, and nothing failed
+    assert "Traceback" not in (cluster.home / "logs" / "node1.log").read_text()
 
 
 def test_a_node_that_joins_late_gets_its_column_and_runs_its_rank(start_cluster, tmp_path):
