@@ -98,48 +98,63 @@ def _round(rate: float | None) -> float | None:
 
 
 def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, clients: int | None,
-                       command: list[str], floor_s: float = 3.0, emulated_nodes: int | None = None) -> ThroughputRun:
-    """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each; on
-    ``emulated_nodes`` instead of the local cluster of ``config``, where given."""
+                       command: list[str], floor_s: float = 3.0, emulated_nodes: int | None = None,
+                       docker: bool = False) -> ThroughputRun:
+    """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each, on a fresh
+    cluster: the local one of ``config``, its compose cluster (``docker``), or ``emulated_nodes``."""
+    with _flooded_cluster(config, emulated_nodes, docker) as (client, store):
+        return flood(client, store, jobs, arrays, clients, command, None if emulated_nodes else floor_s)
+
+
+def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clients: int | None,
+          command: list[str], floor_s: float | None) -> ThroughputRun:
+    """The flood on the cluster of ``client``, whose master's store is the file ``store``; the floor beside
+    it unless ``floor_s`` is None."""
     spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={})
-    with _flooded_cluster(config, emulated_nodes) as (client, store):
-        floor: tuple[float | None, float | None, float | None] = (None, None, None)
-        if emulated_nodes is None:
-            # the commits on the file system of the master's store, as it commits
-            floor = (spawn_rate(floor_s, in_cgroup=False), spawn_rate(floor_s, in_cgroup=True),
-                     commit_rate(floor_s, store.parent))
-        while client.stats().quanta < _IDLE_SWITCHES + 5:  # the idle cluster's switches, to compare with
-            time.sleep(_POLL_S)
-        idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
-        before = client.stats()
-        started = time.monotonic()
-        watcher = _StoreWatch(store, jobs, started)
-        watcher.start()  # samples the queue while the jobs are submitted, too
-        _submit(client.endpoint, spec, jobs, arrays, clients)
-        submit_s = time.monotonic() - started
-        written_at = watcher.result()
-        seconds = written_at - started
-        after = client.stats()
-        flood = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
-        phases = watcher.phases()
+    floor: tuple[float | None, float | None, float | None] = (None, None, None)
+    if floor_s is not None:
+        # the commits on the file system of the master's store, as it commits
+        floor = (spawn_rate(floor_s, in_cgroup=False), spawn_rate(floor_s, in_cgroup=True),
+                 commit_rate(floor_s, store.parent))
+    while client.stats().quanta < _IDLE_SWITCHES + 5:  # the idle cluster's switches, to compare with
+        time.sleep(_POLL_S)
+    idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
+    before = client.stats()
+    started = time.monotonic()
+    watcher = _StoreWatch(store, jobs, started)
+    watcher.start()  # samples the queue while the jobs are submitted, too
+    _submit(client, spec, jobs, arrays, clients)
+    submit_s = time.monotonic() - started
+    written_at = watcher.result()
+    seconds = written_at - started
+    after = client.stats()
+    flooded = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
+    phases = watcher.phases()
     return ThroughputRun(
         jobs=jobs, mode=f"{arrays} arrays" if arrays else f"{clients} clients", seconds=seconds,
         jobs_per_s=jobs / seconds, submit_s=submit_s,
         queued_to_launched_ms=phases[0], launched_to_ended_ms=phases[1], ended_to_written_ms=phases[2],
         master_cpu_s=after.cpu_s - before.cpu_s, master_rss_mb=after.resident_bytes / 2**20,
         switch_idle_p50_ms=_ms(idle, 0.5), switch_idle_p99_ms=_ms(idle, 0.99),
-        switch_flood_p50_ms=_ms(flood, 0.5), switch_flood_p99_ms=_ms(flood, 0.99),
+        switch_flood_p50_ms=_ms(flooded, 0.5), switch_flood_p99_ms=_ms(flooded, 0.99),
         floor_spawn_per_s=floor[0], floor_spawn_cgroup_per_s=floor[1], floor_commits_per_s=floor[2],
         samples=watcher.samples,
     )
 
 
 @contextlib.contextmanager
-def _flooded_cluster(config: ClusterConfig, emulated_nodes: int | None) -> Iterator[tuple[MasterClient, Path]]:
+def _flooded_cluster(config: ClusterConfig, emulated_nodes: int | None,
+                     docker: bool) -> Iterator[tuple[MasterClient, Path]]:
     """A client of a fresh cluster, and the file of its master's store."""
     if emulated_nodes is not None:
         with emulated_cluster(emulated_nodes, config.quantum_ms, instant_tasks=True) as emulated:
             yield emulated.client, emulated.work / "master" / "jobs.db"
+        return
+    if docker:
+        from gangsched.deploy.compose import DockerCluster, temporary_docker_cluster
+
+        with temporary_docker_cluster(config) as client:
+            yield client, DockerCluster().master_store()
         return
     with temporary_local_cluster(config) as cluster:
         state = cluster.state()
@@ -148,15 +163,15 @@ def _flooded_cluster(config: ClusterConfig, emulated_nodes: int | None) -> Itera
             yield client, cluster.home / "master" / "jobs.db"
 
 
-def _submit(endpoint: str, spec: JobSpec, jobs: int, arrays: int | None, clients: int | None) -> None:
+def _submit(cluster: MasterClient, spec: JobSpec, jobs: int, arrays: int | None, clients: int | None) -> None:
     if arrays:
-        with MasterClient(endpoint, timeout_s=60.0) as client:
+        with cluster.another(timeout_s=60.0) as client:
             per = -(-jobs // arrays)
             for first in range(0, jobs, per):
                 client.submit_jobs(spec, [(0, min(jobs, first + per) - first - 1, 1)], retry_s=60.0)
         return
     count = clients or 1
-    threads = [threading.Thread(target=_submit_singles, args=(endpoint, spec, jobs // count + (i < jobs % count)))
+    threads = [threading.Thread(target=_submit_singles, args=(cluster, spec, jobs // count + (i < jobs % count)))
                for i in range(count)]
     for thread in threads:
         thread.start()
@@ -164,8 +179,8 @@ def _submit(endpoint: str, spec: JobSpec, jobs: int, arrays: int | None, clients
         thread.join()
 
 
-def _submit_singles(endpoint: str, spec: JobSpec, count: int) -> None:
-    with MasterClient(endpoint, timeout_s=60.0) as client:
+def _submit_singles(cluster: MasterClient, spec: JobSpec, count: int) -> None:
+    with cluster.another(timeout_s=60.0) as client:
         for _ in range(count):
             client.submit(spec, retry_s=60.0)
 

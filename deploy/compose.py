@@ -112,6 +112,14 @@ class DockerCluster:
         _remove_empty_groups(self.node_cgroup_folder())
         return True
 
+    def master_store(self) -> Path:
+        """The master's job store as the host sees it: the file in its state volume (root may read it)."""
+        (master,) = self.containers("master")
+        mounts = json.loads(subprocess.run(["docker", "inspect", "-f", "{{json .Mounts}}", master], check=True,
+                                           capture_output=True, text=True).stdout)
+        source = next(mount["Source"] for mount in mounts if mount["Destination"] == MASTER_STATE_DIR)
+        return Path(source) / "jobs.db"
+
     def containers(self, service: str) -> list[str]:
         """The ids of a service's containers, by their number."""
         output = self.compose("ps", "-q", service)

@@ -41,6 +41,10 @@ class MasterConnection:
         self._user = user or getpass.getuser()
         self._socket = self._connect()
 
+    def another(self, timeout_s: float) -> Self:
+        """A connection of its own to the same master, with the same keys and user (for a thread)."""
+        return type(self)(self.endpoint, timeout_s, self._keys, self._user)
+
     def _connect(self) -> zmq.Socket[bytes]:
         socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.bench.migration import run_migration
+from gangsched.bench.throughput import flood
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.config import ClusterConfig
@@ -250,3 +251,10 @@ def test_a_descheduled_task_in_a_node_container_is_frozen_in_a_group_of_the_host
     for job_id in (greedy, honest):
         compose.client.cancel(job_id, user)
     wait_until(lambda: not list(folder.glob(f"gangsched-*/job-{greedy}.*")), 30, "the job's groups removed")
+
+
+def test_a_small_flood_on_node_containers_is_counted_to_its_last_job_written(compose):
+    """`gang bench throughput --docker`: the master's store read from its volume on the host."""
+    run = flood(compose.client, compose.cluster.master_store(), 20, 2, None, ["/bin/true"], floor_s=None)
+    assert run.samples[-1]["completed"] == 20 and run.samples[-1]["pending"] == 0
+    assert run.switch_flood_p50_ms > 0
