@@ -7,9 +7,10 @@ runs on its r-th column, so ranks on one node are consecutive (block
 distribution). When the set of nodes up changes, the policy is rebuilt for the new
 set: running jobs are adopted on their nodes and waiting ones submitted again
 in their order, so reservations and slack are planned anew (a node joining or
-leaving is rare). A job withdrawn while it waits rebuilds the policy too: a
-policy only hears of arrivals and departures. A waiting job wider than the
-nodes up is held back from the policy until enough nodes are up.
+leaving is rare). A job withdrawn while it waits leaves the policy's queue
+and gives up what it held there (``withdraw``); the running jobs stay where
+they are. A waiting job wider than the nodes up is held back from the policy
+until enough nodes are up.
 """
 
 import dataclasses
@@ -124,8 +125,10 @@ class LiveScheduler:
 
     def withdraw(self, job_id: int, now: float) -> None:
         """A waiting job leaves the queue (cancelled, or held back for good)."""
-        if self._held.pop(job_id, None) is None and self._waiting.pop(job_id, None) is not None:
-            self.rebuild(self.node_shapes(), now)
+        if self._held.pop(job_id, None) is None:
+            waiting = self._waiting.pop(job_id, None)
+            if waiting is not None:
+                self._policy.withdraw(waiting, now)
 
     def is_held(self, job_id: int) -> bool:
         return job_id in self._held

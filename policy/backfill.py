@@ -62,6 +62,9 @@ class _QueuePolicy(SpaceSharing):
         self.columns.hold(job, columns)
         self.ends[job.job_id] = (started + job.estimate, job.procs)
 
+    def withdraw(self, job: Job, now: float) -> None:
+        self.queue.remove(job)
+
     def _start(self, job: Job, now: float, started: Decision) -> None:
         self.columns.take(job)
         self.ends[job.job_id] = (now + job.estimate, job.procs)
@@ -161,6 +164,13 @@ class PlanningPolicy(SpaceSharing, Generic[PlanT]):
 
     def layout(self) -> Layout:
         return self.columns.layout()
+
+    def withdraw(self, job: Job, now: float) -> None:
+        """Its plan is given up, and the queue compressed into the room it leaves, as at an early end."""
+        plan = self.planned.pop(job.job_id)
+        self.profile.advance(now)
+        self.profile.release(job.procs, max(plan.start, now), plan.end)
+        self._replan(now)
 
     def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
         self.columns.hold(job, columns)

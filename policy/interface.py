@@ -76,6 +76,10 @@ class LivePolicy(Policy, Protocol):
     def adopt(self, job: Job, columns: int, started: float, now: float) -> None:
         """Take over ``job``, running on ``columns`` since ``started``."""
 
+    def withdraw(self, job: Job, now: float) -> None:
+        """``job`` leaves the queue before it starts (cancelled): whatever it held is given up, and the
+        jobs behind it may start sooner at the next schedule."""
+
     def homogenize(self, predictions: Mapping[int, float], now: float) -> None:
         """Move jobs whose predicted utilization is far from their slot's to slots they fit."""
 

@@ -80,6 +80,14 @@ class MatrixPolicy:
         else:
             self.queue.append(job)
 
+    def withdraw(self, job: Job, now: float) -> None:
+        """Out of its queue, its reservation given up: the next pass looks again at every job it held back."""
+        (self.large_queue if job in self.large_queue else self.queue).remove(job)
+        held = self.reservations.release(job)
+        if held is not None:
+            self.reservations.roomier.add(held.row)
+        self._freed = True
+
     def finish(self, job: Job, now: float) -> None:
         self.reservations.roomier.add(self.matrix.placed[job.job_id].home)
         self.matrix.end(job.job_id, now)

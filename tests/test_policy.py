@@ -88,11 +88,31 @@ def test_a_rebuild_refuses_a_running_job_on_a_lost_node():
         live.rebuild(dict.fromkeys(NODES[:3], NodeShape(1, 1 << 30)), 1.0)
 
 
-def test_a_withdrawn_job_never_starts():
-    live = scheduled("conservative", 4, 4)
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative", "slack", "gs", "bgs", "mbgs"])
+def test_a_withdrawn_job_never_starts_and_the_job_behind_it_takes_its_turn(policy):
+    live = scheduled(policy, 4, 4, 4, mpl=1)  # one row: job 1 runs, 2 and 3 wait in turn
     live.withdraw(2, 1.0)
+    assert live.schedule(1.0).starts == {}  # the machine is still full
+    live.finish(1, 2.0)
+    assert list(live.schedule(2.0).starts) == [3]
+
+
+def test_a_large_job_withdrawn_leaves_the_large_jobs_queue():
+    live = scheduler("gs-largeq")
+    for job_id in (1, 2, 3):  # large (estimate past alpha x the longest); at most two share a processor
+        live.submit(job(job_id, 4, estimate=80.0), 0.0)
+    assert set(live.schedule(0.0).starts) == {1, 2}
+    live.withdraw(3, 1.0)
     live.finish(1, 2.0)
     assert live.schedule(2.0).starts == {}
+
+
+def test_a_withdrawn_job_leaves_the_running_jobs_where_they_are():
+    live = scheduled("gs", 2, 2, 4, 4, mpl=2)  # 1 and 2 share row 0, 3 has row 1, 4 waits
+    before = table(live)
+    live.withdraw(4, 1.0)
+    live.schedule(1.0)
+    assert table(live) == before
 
 
 def test_round_robin_visits_every_row_in_turn():
