@@ -74,9 +74,10 @@ def measure_events(kind: MatrixPolicyKind, nodes: int, mpl: int, queued: int, ev
     def top_up() -> None:
         # the arrivals together and one event for them, as the master takes an array's: one event per
         # arrival made the set-up itself quadratic in the depth
-        if len(policy.queue) < queued:
-            while len(policy.queue) < queued:
-                policy.submit(arrival(), now)
+        missing = queued - len(policy.queue)
+        for _ in range(missing):
+            policy.submit(arrival(), now)
+        if missing > 0:
             policy.schedule(now)
 
     top_up()

@@ -265,9 +265,8 @@ class MatrixPolicy:
                 room = self._room(allowed)
                 memory_rooms.clear()
                 continue
-            if not backfill:  # GS stops at the first job that does not fit: the rest stay as they are
-                del queue[first:index]
-                queue[first:first] = waiting
+            if not backfill:  # GS stops at the first job that does not fit, all before it started: the rest stay
+                del queue[:index]
                 return
             self.reservations.reserve(job, now, job.estimate * self._slots_for_estimates(), held)
             waiting.append(job)
