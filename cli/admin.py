@@ -1,9 +1,12 @@
-"""`gang admin`: the administrator's settings of users, like Slurm's sacctmgr (root only).
+"""`gang admin`: the administrator's settings of users, like Slurm's sacctmgr (root only), and
+the check of a configuration file (anyone, without a master).
 
 A user's political priority (0-1) and quota (node-seconds) feed slack-based
 backfilling: a user over quota gets PP = -1, so their new jobs have infinite
 slack and yield to everyone else's.
 """
+
+from pathlib import Path
 
 import click
 from rich.table import Table
@@ -18,7 +21,28 @@ console = command_console()
 
 @click.group()
 def admin() -> None:
-    """Users' political priorities and quotas (root only), and their use."""
+    """Users' priorities and quotas; configuration files."""
+
+
+@admin.group()
+def config() -> None:
+    """The cluster's configuration file (docs/configuration.md)."""
+
+
+@config.command("check")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def config_check(file: Path) -> None:
+    """Validate FILE without starting anything: one line per problem, with its line and key."""
+    from gangsched.master.config_file import ConfigError, read_config
+
+    try:
+        checked = read_config(file)
+    except ConfigError as error:
+        for line in error.lines():
+            click.echo(line, err=True)
+        raise SystemExit(1) from None
+    partitions = ", ".join(partition.name for partition in checked.partitions) or "one over every node"
+    click.echo(f"{file}: valid: {len(checked.node_names())} nodes listed; partitions: {partitions}")
 
 
 @admin.command()

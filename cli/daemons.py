@@ -20,9 +20,13 @@ console = command_console()
 def master(**given: Any) -> None:
     """Run the master daemon (job table, matrix, quantum timer)."""
     from gangsched.daemon.logs import setup_logging
+    from gangsched.master.config_file import ConfigError, master_settings
     from gangsched.master.loop import run_master
 
-    settings = build(MasterSettings, given)
+    try:
+        settings = master_settings(given)
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from None
     setup_logging("master", settings.log_level, settings.log_file)
     run_master(settings)
 

@@ -32,7 +32,7 @@ class LazyGroup(click.Group):
         "nodes": (LISTING, "List nodes, like sinfo: state, CPU share, jobs, last..."),
         "cancel": ("gangsched.cli.cancel:cancel", "Cancel jobs, like scancel: their tasks get SIGTERM, then..."),
         "matrix": ("gangsched.cli.matrix:matrix", "Show the Ousterhout matrix: slots by nodes, the running..."),
-        "admin": ("gangsched.cli.admin:admin", "Users' political priorities and quotas (root only), and..."),
+        "admin": ("gangsched.cli.admin:admin", "Users' priorities and quotas; configuration files."),
         "bench": ("gangsched.cli.bench:bench", "Benchmarks on a fresh local cluster; each prints its..."),
         "experiment": ("gangsched.cli.experiment:experiment",
                        "Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs..."),

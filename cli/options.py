@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
@@ -70,6 +71,9 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--memory-per-node", "memory_per_node", type=SIZE, default=None, metavar="SIZE",
                      help="memory each node declares, e.g. 512M (K, M, G, T; M if none); a docker node's "
                      "container gets that limit [the host's, less --node-memory-reserve, shared evenly]"),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                     default=None, help="the cluster's configuration file (docs/configuration.md), which the "
+                     "master reads; the nodes it lists are the cluster's, instead of --nodes"),
     ]
     for name, daemon, _, field in settable():
         default = LOCAL_DEFAULTS.get(name, field.get_default(call_default_factory=True))
@@ -80,9 +84,20 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def cluster_config(**shape: Any) -> ClusterConfig:
-    """The cluster ``cluster_options`` describe; a value a daemon would refuse is a usage error."""
+    """The cluster ``cluster_options`` describe; a value a daemon would refuse, or a configuration file
+    that does not validate, is a usage error."""
+    from gangsched.master.config_file import ConfigError, read_config
+
+    path: Path | None = shape.pop("config_file", None)
+    node_list = None
+    if path is not None:
+        try:
+            listed = read_config(path.resolve()).nodes
+        except ConfigError as error:
+            raise click.UsageError(str(error)) from None
+        node_list = [[name, group.processors, group.memory] for group in listed for name in group.expanded()] or None
     try:
-        return ClusterConfig(**shape)
+        return ClusterConfig(**shape, config_file=None if path is None else str(path.resolve()), node_list=node_list)
     except ClusterSettingError as error:
         raise click.UsageError(str(error)) from None
 
@@ -112,7 +127,51 @@ def configuration_doc() -> str:
             text = (field.description or "").replace("|", "\\|")
             rows.append(f"| `--{name.replace('_', '-')}` | `{prefix}{name.upper()}` | {shown} | {cluster} | {text} |")
         parts.append(f"## {titles[daemon.role]}\n\n" + "\n".join(rows) + "\n")
+    parts.append(_file_doc())
     return "\n".join(parts)
+
+
+def _file_doc() -> str:
+    """The configuration file's part of docs/configuration.md: its shape, its keys, a complete example."""
+    from gangsched.deploy.config import EXAMPLE_CONFIG
+    from gangsched.master.config_file import NodeGroup, PartitionConfig
+    from gangsched.master.settings import PARTITION_SETTINGS
+
+    def keys(model: type[BaseModel]) -> str:
+        rows = ["| key | default | what |", "|---|---|---|"]
+        for name, field in model.model_fields.items():
+            shown = "(required)" if field.is_required() else _shown(field.get_default())
+            text = (field.description or "").replace("|", "\\|")
+            rows.append(f"| `{name}` | {shown} | {text} |")
+        return "\n".join(rows)
+
+    example = EXAMPLE_CONFIG.read_text()
+    matrix = ", ".join(f"`{name}`" for name in PARTITION_SETTINGS)
+    return (
+        "## The configuration file\n\n"
+        "One TOML file holds the cluster's configuration, for an administrator to keep under version\n"
+        "control: `gang master --config FILE` reads it (without `--config`, `/etc/gangsched/gangsched.toml`\n"
+        "where it exists; `GANG_MASTER_CONFIG` names it too), `gang cluster up --config FILE` starts the\n"
+        "local cluster from it (the nodes it lists, else `--nodes` of them named `node1`, `node2`, ...), and\n"
+        "`gang admin config check FILE` validates it without starting anything: every problem, one line\n"
+        "each, with the file, the line and the key (`FILE:LINE: partitions[1].quantum_ms: ...`), exit status\n"
+        "1. A master given a file that does not validate does not start.\n\n"
+        "`[master]` takes any setting of `gang master` above by its flag's name with underscores\n"
+        "(`quantum_ms`); a flag or a variable wins over the file, the file over the default. The settings\n"
+        "a cluster fills in itself may be set here for a real host (`state_dir`, `bind`, ...).\n\n"
+        "`[[nodes]]` (optional) lists the nodes by Slurm's hostlist syntax (`node[01-64]`), with what\n"
+        "each declares; a partition may then name only those. Without it, partitions name the nodes that\n"
+        "will register.\n\n" + keys(NodeGroup) + "\n\n"
+        "`[[partitions]]` divides the nodes; each partition has its own Ousterhout matrix. Its own keys\n"
+        "are below; any of " + matrix + " is a setting of its matrix, over `[master]`'s, checked as\n"
+        "the master's flag is (its type, its bounds). Partitions of one `priority_tier` may not share\n"
+        "nodes (two matrices would each take a node's processors for their own); partitions of different\n"
+        "tiers may. Without `[[partitions]]`, one partition over every node runs the master's settings.\n\n"
+        + keys(PartitionConfig) + "\n\n"
+        "Hostlists are read by ClusterShell's `NodeSet` (the CEA's library, LGPL, a wheel on PyPI; Slurm's\n"
+        "syntax, node groups not resolved), rather than by hand. A complete example, for the local\n"
+        "cluster's four nodes (`deploy/gangsched.toml`):\n\n```toml\n" + example + "```\n"
+    )
 
 
 def _shown(default: Any) -> str:

@@ -71,6 +71,9 @@ class DockerCluster:
         return DockerState(raw["master"], raw["project_dir"], ClusterConfig(**raw["config"]))
 
     def up(self, config: ClusterConfig, timeout_s: float = 60.0) -> DockerState:
+        if config.config_file is not None:
+            raise ClusterError("the docker cluster does not start from a configuration file yet: its nodes are "
+                               "named by their containers; give its settings as flags")
         folder = project_dir()
         build_image(folder, log=lambda line: None)  # cached: seconds when nothing changed
         state = DockerState(f"tcp://127.0.0.1:{self.port}", str(folder), config)

@@ -12,6 +12,7 @@ the I/O server's ``io_`` (``io_mode``). Settings a cluster fills in itself
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -35,12 +36,15 @@ class Daemon:
 
 DAEMONS = (
     Daemon("master", MasterSettings, "", frozenset({
-        "bind", "switch_bind", "report_bind", "keys", "state_dir", "io_addr", "checkpoint_dir", "log_file"})),
+        "bind", "switch_bind", "report_bind", "keys", "config", "state_dir", "io_addr", "checkpoint_dir",
+        "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
         "master", "keys", "name", "cpu_share", "processors", "memory", "cpu_list", "spool_dir",
         "peer_transport", "peer_host", "peer_ports", "log_file"})),
     Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
 )
+
+EXAMPLE_CONFIG = Path(__file__).with_name("gangsched.toml")  # a complete configuration file, for the local cluster
 
 # where an emulated cluster differs from a daemon's default for a host
 LOCAL_DEFAULTS = {"node_kill_grace_s": 2.0, "http_bind": "127.0.0.1:8470"}
@@ -61,6 +65,15 @@ def settable() -> Iterator[tuple[str, Daemon, str, FieldInfo]]:
 _SETTABLE = {name: (daemon, field_name) for name, daemon, field_name, _ in settable()}
 
 
+@dataclass(frozen=True)
+class PlannedNode:
+    """A node the cluster starts: its name, its processors, the bytes of memory it declares."""
+
+    name: str
+    processors: int
+    memory: int
+
+
 @dataclass(frozen=True, init=False)
 class ClusterConfig:
     nodes: int
@@ -68,12 +81,15 @@ class ClusterConfig:
     keys: bool  # CURVE on loopback TCP instead of private ipc sockets
     memory_per_node: int | None  # bytes each emulated node declares; None: a share of the host's (node_memory)
     settings: dict[str, dict[str, Any]]  # role -> the daemon's settings given
+    config_file: str | None  # the configuration file the master reads (docs/configuration.md)
+    node_list: list[list[Any]] | None  # the file's nodes: [name, processors, memory or None]; None: node1..nodeN
 
     def __init__(self, nodes: int = 4, processors_per_node: int = 1, keys: bool = False,
                  memory_per_node: int | None = None, settings: dict[str, dict[str, Any]] | None = None,
-                 **named: Any) -> None:
+                 config_file: str | None = None, node_list: list[list[Any]] | None = None, **named: Any) -> None:
         """``named``: daemon settings by their names here (``quantum_ms=100, node_kill_grace_s=1``);
-        ``settings``: the same by role, as the cluster's state file holds them."""
+        ``settings``: the same by role, as the cluster's state file holds them; ``config_file``: the
+        master's configuration file, whose nodes (``node_list``), if it lists any, are the cluster's."""
         given: dict[str, dict[str, Any]] = {daemon.role: dict((settings or {}).get(daemon.role, {}))
                                             for daemon in DAEMONS}
         for name, value in named.items():
@@ -87,11 +103,21 @@ class ClusterConfig:
             given[daemon.role].setdefault(field_name, value)
         for daemon in DAEMONS:
             given[daemon.role] = _validated(daemon, given[daemon.role])
-        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "nodes", nodes if node_list is None else len(node_list))
+        object.__setattr__(self, "config_file", config_file)
+        object.__setattr__(self, "node_list", node_list)
         object.__setattr__(self, "processors_per_node", processors_per_node)
         object.__setattr__(self, "keys", keys)
         object.__setattr__(self, "memory_per_node", memory_per_node)
         object.__setattr__(self, "settings", given)
+
+    def planned_nodes(self, host: int) -> list[PlannedNode]:
+        """The nodes to start: the file's, else ``nodes`` named node1, node2, ... (``host``: the host's bytes)."""
+        if self.node_list is not None:
+            return [PlannedNode(name, processors, memory if memory is not None else self.node_memory(host))
+                    for name, processors, memory in self.node_list]
+        return [PlannedNode(f"node{index}", self.processors_per_node, self.node_memory(host))
+                for index in range(1, self.nodes + 1)]
 
     def node_memory(self, host: int) -> int:
         """What each node declares: as given, else an even share of ``host`` (the host's bytes) less the
@@ -112,10 +138,11 @@ class ClusterConfig:
         return daemon.model.model_fields[field_name].get_default(call_default_factory=True)
 
     def replace(self, **named: Any) -> "ClusterConfig":
-        own = {name: named.pop(name) for name in ("nodes", "processors_per_node", "keys", "memory_per_node")
-               if name in named}
+        own = {name: named.pop(name) for name in ("nodes", "processors_per_node", "keys", "memory_per_node",
+                                                  "config_file", "node_list") if name in named}
         return ClusterConfig(**{"nodes": self.nodes, "processors_per_node": self.processors_per_node,
-                                "keys": self.keys, "memory_per_node": self.memory_per_node, **own},
+                                "keys": self.keys, "memory_per_node": self.memory_per_node,
+                                "config_file": self.config_file, "node_list": self.node_list, **own},
                              settings=self.settings, **named)
 
     def arguments(self, role: str) -> list[str]:

@@ -94,6 +94,7 @@ class LocalCluster:
             "master", "--bind", bind, "--switch-bind", switch, "--report-bind", report, *with_keys,
             "--state-dir", str(self.home / "master"), "--io-addr", io_addr,
             "--checkpoint-dir", str(self.home / "checkpoints"), *config.arguments("master"),
+            *(["--config", config.config_file] if config.config_file else []),
         ]
         (self.home / "master" / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
         pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
@@ -102,13 +103,12 @@ class LocalCluster:
         commands["master"][commands["master"].index("--bind") + 1] = master
         cores = os.cpu_count() or 1
         share = cores / config.nodes  # the CPU utilization is measured against
-        memory = config.node_memory(host_memory())
-        for index in range(1, config.nodes + 1):
-            name = f"node{index}"
+        for index, node in enumerate(config.planned_nodes(host_memory()), start=1):
+            name = node.name
             commands[name] = [
                 "noded", "--master", master, "--name", name, "--cpu-share", f"{share:.4f}",
                 "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
-                "--processors", str(config.processors_per_node), "--memory", format_size(memory),
+                "--processors", str(node.processors), "--memory", format_size(node.memory),
                 "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
                                 f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                 "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",

@@ -15,6 +15,15 @@ from gangsched.protocol.array_ranges import MAX_ARRAY_INDEX
 from gangsched.protocol.records import MpiKind
 from gangsched.protocol.size_setting import Size
 
+# the settings of one Ousterhout matrix, which a partition of the configuration file may set for its own
+# (docs/configuration.md); the others are the master's, for every partition
+PARTITION_SETTINGS = (
+    "quantum_ms", "policy", "pairing", "coordination", "matching", "mpl", "reservation_depth",
+    "default_mem_per_cpu", "default_estimate_s", "over_time_s", "migration_cost_s", "migrate_per_slice",
+    "time_slice_s", "alpha", "longest_estimate_s", "most_large", "large_backfill", "slack_factor",
+    "average_wait_s", "sharp_change",
+)
+
 
 class MasterSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_MASTER_")
@@ -30,6 +39,10 @@ class MasterSettings(BaseSettings):
     )
     keys: Path | None = Field(
         None, description="CURVE key folder (gang keygen); without it only ipc binds in 0700 folders are allowed"
+    )
+    config: Path | None = Field(
+        None, description="the cluster's configuration file (TOML: docs/configuration.md), read again on gang admin "
+        "reconfigure; flags and variables win over its [master] keys [/etc/gangsched/gangsched.toml where it exists]"
     )
     state_dir: Path = Field(DEFAULT_STATE_DIR, description="where the job store (SQLite) lives")
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")

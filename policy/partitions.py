@@ -1,0 +1,52 @@
+"""Partitions as the policies see them: named sets of nodes, each with its own Ousterhout matrix,
+in priority tiers (Slurm's ``PriorityTier``), and what their jobs do when a higher tier needs their
+nodes (Slurm's ``PreemptMode``). Plain data shared by the master and the simulator; the settings of
+each partition's matrix are its daemon's (the master's) or its run's (the simulator's)."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class PreemptMode(StrEnum):
+    """How a partition's running jobs give way to a job of a higher tier that needs their nodes."""
+
+    SUSPEND = "suspend"  # frozen whole, memory kept, resumed when the higher-tier job ends
+    REQUEUE = "requeue"  # killed and queued again, releasing their memory
+    CANCEL = "cancel"  # ended
+    OFF = "off"  # never: the higher-tier job waits
+
+
+class PartitionState(StrEnum):
+    """Slurm's partition states."""
+
+    UP = "up"  # takes and runs jobs
+    DOWN = "down"  # takes jobs, starts none
+    DRAIN = "drain"  # takes none, runs what it holds
+    INACTIVE = "inactive"  # takes none, starts none
+
+
+ALL_NODES = "ALL"  # a partition over every node that registers (Slurm's Nodes=ALL)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """Two partitions of one tier that name the same nodes."""
+
+    first: str
+    second: str
+    nodes: tuple[str, ...]
+
+
+def same_tier_sharing(partitions: Iterable[tuple[str, int, frozenset[str]]]) -> list[Shared]:
+    """Of (name, tier, nodes) partitions, each pair of one tier that shares nodes: two matrices of
+    one tier over one node would each think its processors their own, so the file is refused."""
+    seen: list[tuple[str, int, frozenset[str]]] = []
+    found = []
+    for name, tier, nodes in partitions:
+        for other, other_tier, other_nodes in seen:
+            common = nodes & other_nodes
+            if tier == other_tier and common:
+                found.append(Shared(other, name, tuple(sorted(common))))
+        seen.append((name, tier, nodes))
+    return found
