@@ -47,8 +47,8 @@ def cluster_up(docker: bool, keys: bool, **shape: Any) -> None:
         state = local.up(config)
     except ClusterError as error:
         raise click.ClickException(str(error)) from None
-    console.print(f"cluster up: {config.nodes} nodes, quantum {config.quantum_ms} ms, "
-                  f"master at {state.master}; logs in {local.home}/logs")
+    how = f"configured by {config.config_file}" if config.config_file else f"quantum {config.quantum_ms} ms"
+    console.print(f"cluster up: {config.nodes} nodes, {how}, master at {state.master}; logs in {local.home}/logs")
     if config.http_bind:
         console.print(f"metrics and web view: http://{config.http_bind}/ (metrics at /metrics)")
 

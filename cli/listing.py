@@ -85,6 +85,7 @@ def _job_parser(name: str, fields: str, since: str) -> _Parser:
     parser.add_argument("-o", "--format", dest="fields", default=fields,
                         help=f"the columns, comma-separated, of: {', '.join(table.JOB_FIELDS)} [{fields}]")
     parser.add_argument("-u", "--user", dest="users", help="only these users' jobs (comma-separated)")
+    parser.add_argument("-p", "--partition", dest="partitions", help="only these partitions' jobs (comma-separated)")
     if name == "queue":
         parser.add_argument("-r", "--array", dest="one_line_per_job", action="store_true",
                             help="a line for each waiting job of an array (else an array's waiting jobs are one "
@@ -117,12 +118,16 @@ def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_fi
     wanted_states = options.wanted_states
     finished = include_finished or bool(options.job_ids) or wanted_states is not None
     users = None if options.users is None else options.users.split(",")
-    # the master filters what it can (one user, the states), so a listing at depth sends only what it shows
+    partitions = None if options.partitions is None else options.partitions.split(",")
+    # the master filters what it can (one user, one partition, the states), so a listing at depth sends only
+    # what it shows
     jobs = master.job_maps(options.job_ids or None, finished, since, states=wanted_states,
                            user=users[0] if users is not None and len(users) == 1 else None,
+                           partition=partitions[0] if partitions is not None and len(partitions) == 1 else None,
                            arrays=not getattr(options, "one_line_per_job", True))
     missing = set(options.job_ids) - {job["job_id"] for job in jobs}
     jobs = [job for job in jobs if (users is None or job["spec"]["user"] in users)
+            and (partitions is None or job["spec"].get("partition") in partitions)
             and (wanted_states is None or job["state"] in wanted_states)
             and (since is None or job["end_time"] is None or job["end_time"] >= since)
             and (options.endtime is None or job["submit_time"] <= options.endtime)]
@@ -132,7 +137,16 @@ def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_fi
 
 
 def _nodes(master: MasterConnection, options: argparse.Namespace) -> None:
-    _print(master.node_maps(), options.shown, options.as_json)
+    if not options.partition_view:
+        _print(master.node_maps(), options.shown, options.as_json)
+        return
+    listing = master.node_list_map()
+    if options.as_json:
+        print(json.dumps(listing["partitions"], indent=1))
+        return
+    from gangsched.protocol.hostlists import collect_hostlist
+
+    print(table.partition_rows(listing["partitions"], listing["nodes"], collect_hostlist))
 
 
 def _states(parser: _Parser, given: str | None) -> set[str] | None:
@@ -178,8 +192,11 @@ def _command(name: str) -> tuple[_Parser, Command]:
     parser.add_argument("-o", "--format", dest="fields", default=table.NODES_FORMAT,
                         help=f"the columns, comma-separated, of: {', '.join(table.NODE_FIELDS)} "
                              f"[{table.NODES_FORMAT}]")
+    parser.add_argument("-s", "--partitions", dest="partition_view", action="store_true",
+                        help="the partition view, as sinfo's: a line for each partition and state of its nodes "
+                             "(PARTITION AVAIL TIMELIMIT NODES STATE NODELIST; the default partition marked *)")
     parser.add_argument("--json", dest="as_json", action="store_true",
-                        help="the nodes as JSON: a list of NodeInfo (docs/protocol.md)")
+                        help="the nodes as JSON: a list of NodeInfo (docs/protocol.md); with -s, of PartitionInfo")
     return parser, _nodes
 
 

@@ -10,14 +10,15 @@ from gangsched.master.client import MasterClient
 
 
 @click.command()
+@click.option("-p", "--partition", default=None, help="the partition whose matrix [the default partition's]")
 @click.option("--watch", is_flag=True, help="refresh every quantum until ^C")
 @click.option("--json", "as_json", is_flag=True, help="the matrix once as JSON: a MatrixView (docs/protocol.md)")
 @with_master
-def matrix(client: MasterClient, watch: bool, as_json: bool) -> None:
+def matrix(client: MasterClient, partition: str | None, watch: bool, as_json: bool) -> None:
     """Show the Ousterhout matrix: slots by nodes, the running slot marked."""
     if watch and as_json:
         raise click.UsageError("--json prints the matrix once: not with --watch")
-    view = client.matrix()
+    view = client.matrix(partition)
     if as_json:
         click.echo(json.dumps(view.model_dump(mode="json", exclude={"type"}), indent=1))
         return
@@ -34,7 +35,7 @@ def matrix(client: MasterClient, watch: bool, as_json: bool) -> None:
         try:
             while True:
                 time.sleep(max(view.quantum_ms, 100) / 1000)
-                view = client.matrix()
+                view = client.matrix(partition)
                 live.update(views.matrix(view, client.jobs()), refresh=True)
         except KeyboardInterrupt:
             pass

@@ -86,19 +86,12 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def cluster_config(**shape: Any) -> ClusterConfig:
     """The cluster ``cluster_options`` describe; a value a daemon would refuse, or a configuration file
     that does not validate, is a usage error."""
-    from gangsched.master.config_file import ConfigError, read_config
+    from gangsched.master.config_file import ConfigError
 
     path: Path | None = shape.pop("config_file", None)
-    node_list = None
-    if path is not None:
-        try:
-            listed = read_config(path.resolve()).nodes
-        except ConfigError as error:
-            raise click.UsageError(str(error)) from None
-        node_list = [[name, group.processors, group.memory] for group in listed for name in group.expanded()] or None
     try:
-        return ClusterConfig(**shape, config_file=None if path is None else str(path.resolve()), node_list=node_list)
-    except ClusterSettingError as error:
+        return ClusterConfig(**shape) if path is None else ClusterConfig.from_file(path, **shape)
+    except (ClusterSettingError, ConfigError) as error:
         raise click.UsageError(str(error)) from None
 
 

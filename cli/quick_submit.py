@@ -2,7 +2,7 @@
 times, so it starts as quickly as `gang queue` (``listing``).
 
 It takes the options such a submission uses (tasks, name, time limit, array,
-output, working folder, JSON) and a command; given any other option, a script
+output, working folder, partition, JSON) and a command; given any other option, a script
 (whose ``#GANG`` lines are options) or no command, ``handles`` says no and
 the click command (``submit``) runs instead, with all of them. The checks are
 the same: the numbers here, the array's ranges by the protocol's own parser,
@@ -28,7 +28,7 @@ from gangsched.protocol.frames import pack
 
 _VALUED = {"-n": "tasks", "--ntasks": "tasks", "-J": "name", "--name": "name", "-t": "estimate",
            "--estimate": "estimate", "-a": "array", "--array": "array", "-o": "output", "--output": "output",
-           "-D": "chdir", "--chdir": "chdir", "--master": "master"}
+           "-D": "chdir", "--chdir": "chdir", "-p": "partition", "--partition": "partition", "--master": "master"}
 _FLAGS = {"--json": "as_json"}
 
 
@@ -75,6 +75,7 @@ def main(arguments: Sequence[str]) -> None:
             raise _Refused(f"command not found: {command[0]}")
         spec = {"name": options.get("name") or os.path.basename(command[0]), "user": getpass.getuser(),
                 "tasks": tasks, "argv": command, "env": {}, "estimate_s": estimate, "output": options.get("output"),
+                "partition": options.get("partition"),
                 "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd()}
         # the token as uuid4().hex makes it, without uuid's import (a twentieth of this command's start)
         request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit}

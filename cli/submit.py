@@ -44,6 +44,9 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
 @click.option("--mpi", type=click.Choice([*(kind.value for kind in MpiKind), "list"]), default=None,
               help="the process-manager interface the tasks speak: pmi1 (MPICH, mpi4py), pmi2 (Intel MPI with "
               "a PMI-2 library), pmix (Open MPI), none; list: what this cluster serves [the master's --mpi-default]")
+@click.option("-p", "--partition", default=None, metavar="NAME[,NAME...]",
+              help="the partition to run in; several by comma: the first that takes the job (gang nodes -s "
+              "lists them) [the default partition]")
 @click.option("-J", "--name", default=None, help="job name [the command's name]")
 @click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
 @click.option("-t", "--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -216,6 +219,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             output=options["output"],
             after_ok=after_ok,
             after_any=after_any,
+            partition=options["partition"],
         )
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from gangsched.protocol.durations import format_duration
+
 Row = TypeVar("Row")
 Fields = dict[str, Any]
 
@@ -96,11 +98,12 @@ def _where(job: Fields) -> str:
 
 JOB_FIELDS: dict[str, Column[Fields]] = {
     "jobid": Column("JOBID", 7, lambda job: _job_id(job), right=True, widens=True),
-    "name": Column("NAME", 10, lambda job: job["spec"]["name"]),
+    "partition": Column("PARTITION", 9, lambda job: job["spec"].get("partition") or "-"),
+    "name": Column("NAME", 8, lambda job: job["spec"]["name"]),
     "user": Column("USER", 8, lambda job: job["spec"]["user"]),
     "st": Column("ST", 2, lambda job: STATE_CODES.get(job["state"], job["state"].upper())),
     "state": Column("STATE", 9, lambda job: job["state"].upper()),
-    "time": Column("TIME", 10, _elapsed, right=True),
+    "time": Column("TIME", 8, _elapsed, right=True),
     "tasks": Column("TASKS", 5, lambda job: str(job["spec"]["tasks"]), right=True),
     "ran": Column("RAN_S", 7, lambda job: f"{job['ran_s']:.0f}", right=True),
     "limit": Column("LIMIT_S", 8, lambda job: number(job["spec"]["estimate_s"]), right=True),
@@ -119,12 +122,13 @@ JOB_FIELDS: dict[str, Column[Fields]] = {
     "end": Column("END", 19, lambda job: _clock(job["end_time"])),
     "nodelist": Column("NODELIST(REASON)", 16, _where),
 }
-QUEUE_FORMAT = "jobid,name,user,st,time,tasks,util,pred,nodelist"  # 80 columns with a short node list
+QUEUE_FORMAT = "jobid,partition,name,user,st,time,tasks,util,nodelist"  # 80 columns with a short node list
 HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, and the reason
 
 NODE_FIELDS: dict[str, Column[Fields]] = {
     "node": Column("NODELIST", 12, lambda node: node["name"]),
     "state": Column("STATE", 5, lambda node: node["state"]),
+    "partition": Column("PARTITION", 9, lambda node: ",".join(node.get("partitions") or []) or "-"),
     "share": Column("SHARE", 5, lambda node: f"{node['cpu_share']:g}", right=True),
     "procs": Column("PROCS(U/T)", 10, lambda node: f"{node['processors_used']}/{node['processors']}", right=True),
     "memory": Column("MEMORY", 7, lambda node: str(node["memory"] >> 20), right=True),  # MiB, as sinfo's %m
@@ -134,3 +138,25 @@ NODE_FIELDS: dict[str, Column[Fields]] = {
     "via": Column("VIA", 12, lambda node: node["via"] or "-"),  # its relay (docs/architecture.md, 'Relays')
 }
 NODES_FORMAT = "node,state,share,procs,memory,allocmem,seen,jobs"
+
+
+def partition_rows(partitions: list[Fields], nodes: list[Fields], hostlist: Callable[[list[str]], str]) -> str:
+    """sinfo's partition view: a line for each partition and state of its nodes, the default marked *."""
+    state_of = {node["name"]: node["state"] for node in nodes}
+    rows = []
+    for partition in partitions:
+        by_state: dict[str, list[str]] = {}
+        for name in partition["nodes"]:
+            by_state.setdefault(state_of.get(name, "unknown"), []).append(name)
+        limit = "infinite" if partition["max_time_s"] is None else format_duration(partition["max_time_s"])
+        for state, names in sorted(by_state.items()) or [("-", [])]:
+            rows.append({"partition": partition["name"] + ("*" if partition["default"] else ""),
+                         "avail": partition["state"], "timelimit": limit,
+                         "nodes": str(len(names)), "state": state, "nodelist": hostlist(names) if names else "-"})
+    columns: list[Column[dict[str, str]]] = [
+        Column("PARTITION", 9, lambda row: row["partition"]), Column("AVAIL", 5, lambda row: row["avail"]),
+        Column("TIMELIMIT", 10, lambda row: row["timelimit"], right=True),
+        Column("NODES", 5, lambda row: row["nodes"], right=True), Column("STATE", 5, lambda row: row["state"]),
+        Column("NODELIST", 8, lambda row: row["nodelist"])]
+    return render(columns, rows)
+

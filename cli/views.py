@@ -25,7 +25,7 @@ def _state(value: str) -> Text:
 def matrix(view: MatrixView, jobs: list[JobInfo]) -> Table:
     """The turn's row marked '>', its partner '+'; a job running as an alternate is starred."""
     predicted = {job.job_id: job.predicted_pct for job in jobs}
-    title = f"{view.policy} gang scheduling, quantum {view.quantum} ({view.quantum_ms} ms)"
+    title = f"partition {view.partition}: {view.policy} gang scheduling, quantum {view.quantum} ({view.quantum_ms} ms)"
     table = Table(title=title, header_style="bold")
     table.add_column("SLOT")
     processors = view.processors or [0] * len(view.nodes)

@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 from gangsched.jobs.ioserver import IoServerSettings
+from gangsched.master.config_file import read_config
 from gangsched.master.settings import MasterSettings
 from gangsched.noded.settings import NodeSettings
 from gangsched.protocol.size_setting import is_size
@@ -110,6 +111,14 @@ class ClusterConfig:
         object.__setattr__(self, "keys", keys)
         object.__setattr__(self, "memory_per_node", memory_per_node)
         object.__setattr__(self, "settings", given)
+
+    @classmethod
+    def from_file(cls, path: Path, **shape: Any) -> "ClusterConfig":
+        """A cluster of the configuration file ``path`` (which the master reads): the nodes it lists, if it
+        lists any, else ``shape``'s; ``ConfigError`` if it does not validate."""
+        listed = read_config(path.resolve()).nodes
+        node_list = [[name, group.processors, group.memory] for group in listed for name in group.expanded()]
+        return cls(**shape, config_file=str(path.resolve()), node_list=node_list or None)
 
     def planned_nodes(self, host: int) -> list[PlannedNode]:
         """The nodes to start: the file's, else ``nodes`` named node1, node2, ... (``host``: the host's bytes)."""

@@ -110,8 +110,9 @@ class MasterClient(MasterConnection):
         """The nodes with all the master says of them, and its --mpi-default (``nodes`` reads only the nodes)."""
         return self.request(NodeQuery(), NodeList)
 
-    def matrix(self) -> MatrixView:
-        return self.request(MatrixQuery(), MatrixView)
+    def matrix(self, partition: str | None = None) -> MatrixView:
+        """A partition's matrix; None: the default partition's."""
+        return self.request(MatrixQuery(partition=partition), MatrixView)
 
     def switch_stats(self, last: int) -> SwitchStats:
         return self.request(SwitchStatsQuery(last=last), SwitchStats)

@@ -8,19 +8,20 @@ from itertools import islice
 
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
-from gangsched.master.decisions import Decisions
 from gangsched.master.dependencies import dependencies
 from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
+from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import Shape, committed_memory, describe_shape
-from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.policy.memory import MemoryBook
+from gangsched.policy.partitions import PartitionState
 from gangsched.policy.topology import Topology
 from gangsched.protocol.array_ranges import array_indices, array_size, compact
+from gangsched.protocol.durations import format_duration
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
 from gangsched.protocol.messages import (
@@ -29,6 +30,7 @@ from gangsched.protocol.messages import (
     ErrorReply,
     JobList,
     JobQuery,
+    MatrixQuery,
     MatrixView,
     NodeList,
     SetUser,
@@ -36,7 +38,7 @@ from gangsched.protocol.messages import (
     Submitted,
     UserList,
 )
-from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind
+from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind, PartitionInfo
 from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
@@ -48,32 +50,30 @@ class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix, users."""
 
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 endings: Endings, decisions: Decisions, rotation: SlotRotation, retry: StoreRetry) -> None:
+                 endings: Endings, matrices: Matrices, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
         self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
-        self._default_mem_per_cpu = settings.default_mem_per_cpu
         self._store = store
         self._nodes = nodes
         self._table = table
         self._endings = endings
-        self._decisions = decisions
-        self._rotation = rotation
+        self._matrices = matrices
         self._retry = retry
 
     def submit(self, message: Submit, now: Now) -> Submitted | ErrorReply:
         spec = message.spec
-        if spec.mpi is None:  # Slurm's MpiDefault: the job names its interface from now on
-            spec = spec.model_copy(update={"mpi": self._mpi_default})
-        if spec.mem_per_node is None and spec.mem_per_cpu is None:  # Slurm's DefMemPerCPU, likewise
-            spec = spec.model_copy(update={"mem_per_cpu": self._default_mem_per_cpu})
         count = 1 if message.array is None else array_size(message.array)
         if message.token is not None:
             earlier = self._store.job_of_token(spec.user, message.token)
             if earlier is not None:  # an array's jobs have consecutive ids
                 return Submitted(job_id=earlier, count=count)
-        refusal = self._limit_refusal(message, count) or self._refusal(spec, now)
+        refusal = self._limit_refusal(message, count)
         if refusal is not None:
             return refusal
+        chosen = self._partition_for(spec, now)
+        if isinstance(chosen, ErrorReply):
+            return chosen
+        matrix, spec = chosen
         first = self._store.next_job_id()
         specs = [spec] if message.array is None else [
             spec.model_copy(update={"array_job_id": first, "array_index": index, "array_limit": message.array_limit})
@@ -92,9 +92,63 @@ class ClientRequests:
             self._table.jobs[job.job_id] = job
             self._endings.enqueue(job, now)
         made = f"job {first}" if count == 1 else f"jobs {first}-{first + count - 1}"  # an array's: one line
-        log.info("%s submitted by %s: %s, %d tasks", made, spec.user, spec.name, spec.tasks)
-        self._decisions.settle(now)
+        log.info("%s submitted by %s to %s: %s, %d tasks", made, spec.user, matrix.name, spec.name, spec.tasks)
+        self._matrices.settle(now)
         return Submitted(job_id=first, count=count)
+
+    def _partition_for(self, spec: JobSpec, now: Now) -> tuple[Matrix, JobSpec] | ErrorReply:
+        """The partition the job goes to: the one it names, or of those it names the first that takes it
+        (Slurm's -p a,b; chosen here, at submission), else the default, and the job as it names its values
+        there from now on (``_with_defaults``); or why none takes it."""
+        names = spec.partition.split(",") if spec.partition else [self._matrices.default.name]
+        unknown = [name for name in names if self._matrices.named(name) is None]
+        if unknown:
+            known = ", ".join(matrix.name for matrix in self._matrices)
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no partition {unknown[0]!r}: the partitions are "
+                              f"{known}")
+        refusals = []
+        for name in names:
+            matrix = self._matrices.named(name)
+            assert matrix is not None
+            there = self._with_defaults(spec, matrix)
+            refusal = self._partition_refusal(spec, matrix) or self._refusal(there, matrix, now)
+            if refusal is None:
+                return matrix, there
+            refusals.append(refusal)
+        return refusals[0] if len(refusals) == 1 else ErrorReply(
+            code=refusals[0].code, reason="; ".join(f"{name}: {refusal.reason}"
+                                                    for name, refusal in zip(names, refusals, strict=True)))
+
+    def _partition_refusal(self, spec: JobSpec, matrix: Matrix) -> ErrorReply | None:
+        """Whether the partition takes the job: its state, its users, its longest time limit."""
+        partition = matrix.partition
+        if partition.state is not PartitionState.UP:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC,
+                              reason=f"partition {partition.name} is {partition.state}: it takes no job")
+        if partition.allow_users is not None and spec.user not in partition.allow_users and spec.user != "root":
+            return ErrorReply(code=ErrorCode.PERMISSION_DENIED,
+                              reason=f"user {spec.user} may not use partition {partition.name}")
+        limit = partition.max_time_s
+        if limit is not None and spec.estimate_s is not None and spec.estimate_s > limit:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"a time limit of {format_duration(spec.estimate_s)} "
+                              f"is past partition {partition.name}'s MaxTime of {format_duration(limit)}")
+        return None
+
+    def _with_defaults(self, spec: JobSpec, matrix: Matrix) -> JobSpec:
+        """What the job names from now on: its partition, and where it gave none, its process-manager
+        interface (Slurm's MpiDefault), its memory (DefMemPerCPU) and its time limit (the partition's default,
+        at most its MaxTime)."""
+        settings = matrix.settings
+        update: dict[str, object] = {"partition": matrix.name}
+        if spec.mpi is None:
+            update["mpi"] = self._mpi_default
+        if spec.mem_per_node is None and spec.mem_per_cpu is None:
+            update["mem_per_cpu"] = settings.default_mem_per_cpu
+        if spec.estimate_s is None:
+            limit = matrix.partition.max_time_s
+            update["estimate_s"] = settings.default_estimate_s if limit is None else min(limit,
+                                                                                        settings.default_estimate_s)
+        return spec.model_copy(update=update)
 
     def _limit_refusal(self, message: Submit, count: int) -> ErrorReply | None:
         """A submission past the master's limits (Slurm's MaxArraySize and MaxJobCount): refused whole."""
@@ -108,24 +162,26 @@ class ClientRequests:
                               f"--max-job-count {self._max_job_count} ({held} pending or running): nothing submitted")
         return None
 
-    def _refusal(self, spec: JobSpec, now: Now) -> ErrorReply | None:
-        """Why a job can never run, if it cannot: wider than the cluster, or depending on what cannot be."""
+    def _refusal(self, spec: JobSpec, matrix: Matrix, now: Now) -> ErrorReply | None:
+        """Why a job can never run in the partition, if it cannot: wider than its nodes, or depending on
+        what cannot be."""
         if spec.array_job_id is not None or spec.array_index is not None:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="a job's array fields are the master's to set")
         # while the nodes of a restarted master come back, a job waits for them instead
         if now.monotonic < self._table.rejoin_until:
             return self._dependency_refusal(spec)
-        processors, memory = self._nodes.processors(), self._nodes.memories()
+        within = matrix.partition.holds
+        processors, memory = self._nodes.processors(within), self._nodes.memories(within)
         cluster = Topology.of(processors, memory)
         shape = Shape.of(spec)
         every = (1 << cluster.width) - 1
+        where = "the cluster" if matrix.partition.nodes is None else f"partition {matrix.name}"
         if not cluster.fits(every, shape):
             reason = f"needs {describe_shape(spec, memory=False)}, " \
-                f"the cluster has {cluster.width} processors on {len(cluster.node_columns)} nodes"
+                f"{where} has {cluster.width} processors on {len(cluster.node_columns)} nodes"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
         if not cluster.fits(MemoryBook(cluster).usable(shape, every), shape):
-            reason = f"needs {describe_shape(spec)}, the cluster's largest node has " \
-                f"{readable(max(memory))} of memory"
+            reason = f"needs {describe_shape(spec)}, {where}'s largest node has {readable(max(memory))} of memory"
             return ErrorReply(code=ErrorCode.NEVER_FITS, reason=reason)
         if spec.mpi not in (None, MpiKind.NONE) and not self._nodes.serving(spec.mpi):
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no node serves --mpi {spec.mpi}: "
@@ -160,11 +216,12 @@ class ClientRequests:
             self._endings.withdraw(job, reason, now)
         else:
             self._endings.decide_end(job, JobState.CANCELLED, reason, now)
-        self._decisions.settle(now)
+        self._matrices.settle(now)
         return Cancelled(job_id=job.job_id, state=job.ending or job.state)
 
     def query_jobs(self, message: JobQuery, now: Now) -> JobList:
-        self._decisions.explain_waiting(now)
+        for matrix in self._matrices:
+            matrix.decisions.explain_waiting(now)
         if message.job_ids is not None:
             found = (self._table.find(job_id) for job_id in message.job_ids)
             asked = sorted((job for job in found if job is not None and job.job_id > message.after_id),
@@ -201,12 +258,31 @@ class ClientRequests:
         for job in self._table.jobs.values():
             for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
                 jobs_by_node.setdefault(node, []).append(job.job_id)
-        return NodeList(nodes=self._nodes.info(jobs_by_node, self._rotation.processors_in_turn(),
-                                               committed_memory(self._table.running()), now.monotonic),
-                        mpi_default=self._mpi_default)
+        in_turn: dict[str, int] = {}
+        for matrix in self._matrices:
+            for node, used in matrix.rotation.processors_in_turn().items():
+                in_turn[node] = in_turn.get(node, 0) + used
+        nodes = self._nodes.info(jobs_by_node, in_turn, committed_memory(self._table.running()),
+                                 lambda node: [matrix.name for matrix in self._matrices.holding(node)], now.monotonic)
+        return NodeList(nodes=nodes, mpi_default=self._mpi_default,
+                        partitions=[self._partition_info(matrix, [node.name for node in nodes])
+                                    for matrix in self._matrices])
 
-    def query_matrix(self) -> MatrixView:
-        return self._rotation.matrix_view()
+    def _partition_info(self, matrix: Matrix, known: list[str]) -> PartitionInfo:
+        partition, settings = matrix.partition, matrix.settings
+        return PartitionInfo(
+            name=partition.name, default=matrix is self._matrices.default, state=partition.state,
+            priority_tier=partition.priority_tier, preempt_mode=partition.preempt_mode,
+            max_time_s=partition.max_time_s, nodes=[name for name in known if partition.holds(name)],
+            quantum_ms=settings.quantum_ms, policy=matrix.queue.scheduler.name, mpl=settings.mpl,
+            allow_users=None if partition.allow_users is None else sorted(partition.allow_users))
+
+    def query_matrix(self, message: MatrixQuery) -> MatrixView | ErrorReply:
+        matrix = self._matrices.default if message.partition is None else self._matrices.named(message.partition)
+        if matrix is None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no partition {message.partition!r}: the "
+                              f"partitions are {', '.join(each.name for each in self._matrices)}")
+        return matrix.rotation.matrix_view()
 
     def set_user(self, message: SetUser) -> UserList | ErrorReply:
         """The administrator's word on a user: it counts for the jobs they submit from now on."""
@@ -229,7 +305,8 @@ class ClientRequests:
 
 
 def _wanted(job: Job, query: JobQuery) -> bool:
-    return (query.states is None or job.state in query.states) and (query.user is None or job.spec.user == query.user)
+    return ((query.states is None or job.state in query.states) and (query.user is None or job.spec.user == query.user)
+            and (query.partition is None or job.spec.partition == query.partition))
 
 
 def _pending_arrays(jobs: Iterable[Job]) -> dict[int, list[int]]:

@@ -17,13 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gangsched.master.config_lines import key_lines
 from gangsched.master.settings import PARTITION_SETTINGS, MasterSettings
-from gangsched.policy.partitions import ALL_NODES, PartitionState, PreemptMode, same_tier_sharing
+from gangsched.policy.partitions import (
+    ALL_NODES,
+    IMPLICIT_PARTITION,
+    Partition,
+    PartitionState,
+    PreemptMode,
+    same_tier_sharing,
+)
 from gangsched.protocol.durations import DurationError, parse_duration
+from gangsched.protocol.hostlists import collect_hostlist, expand_hostlist
 from gangsched.protocol.records import UserName
 from gangsched.protocol.size_setting import Size
 
@@ -34,20 +41,6 @@ _PARTITION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 Location = tuple[str | int, ...]
 Model = TypeVar("Model", bound=BaseModel)
 _EVERY_NODE = "\0every node"  # stands for the nodes no file names, in a check of which partitions share
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm's hostlist (``node[01-64],gpu1``) as node names, in order; a malformed one raises
-    ValueError with the reason. Node groups (``@rack1``) are not resolved: a name is a name."""
-    try:
-        return list(NodeSet(text, resolver=RESOLVER_NOGROUP))
-    except NodeSetException as error:
-        raise ValueError(f"{text!r} is not a hostlist: {error}") from None
-
-
-def collect_hostlist(names: list[str]) -> str:
-    """Node names as one hostlist (``node[01-04,07]``)."""
-    return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))
 
 
 class _Section(BaseModel):
@@ -134,6 +127,13 @@ class PartitionConfig(BaseModel):
         """Its nodes; ``ALL``: those the file lists (none listed: every node that registers)."""
         return list(listed) if self.nodes == ALL_NODES else expand_hostlist(self.nodes)
 
+    def partition(self, listed: list[str]) -> Partition:
+        """The partition as the master runs it (``listed``: the file's nodes)."""
+        every = self.nodes == ALL_NODES and not listed
+        return Partition(self.name, None if every else frozenset(self.node_names(listed)), self.default,
+                         self.priority_tier, self.preempt_mode, self.max_time,
+                         None if self.allow_users is None else frozenset(self.allow_users), self.state)
+
 
 @dataclass(frozen=True)
 class ConfigProblem:
@@ -165,7 +165,6 @@ class ClusterFile:
     master: dict[str, Any]  # the [master] keys given, as MasterSettings reads them
     nodes: tuple[NodeGroup, ...]
     partitions: tuple[PartitionConfig, ...]
-    lines: dict[Location, int]  # where each table and key is (config_lines)
 
     def node_names(self) -> list[str]:
         return [name for group in self.nodes for name in group.expanded()]
@@ -192,12 +191,27 @@ def master_settings(flags: dict[str, Any]) -> MasterSettings:
     path = Path(named) if named else DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None
     if path is None:
         return MasterSettings(**given)
-    checked = read_config(path)
-    if checked.partitions:
-        raise ConfigError(path, [ConfigProblem(
-            checked.lines.get(("partitions",)), "partitions", "gang admin config check validates partitions, but "
-            "this master runs one matrix over every node: leave [[partitions]] out to run it")])
-    return checked.master_settings(given)
+    return read_config(path).master_settings(given)
+
+
+def partition_plan(settings: MasterSettings) -> list[tuple[Partition, MasterSettings]]:
+    """The partitions the master runs, each with its matrix's settings: its configuration file's, else
+    one over every node with the master's settings."""
+    if settings.config is None:
+        return [(Partition(IMPLICIT_PARTITION, None, default=True), settings)]
+    checked = read_config(settings.config)
+    if not checked.partitions:
+        return [(Partition(IMPLICIT_PARTITION, None, default=True), settings)]
+    listed = checked.node_names()
+    plan = [(partition.partition(listed), checked.partition_settings(settings, partition))
+            for partition in checked.partitions]
+    for index, (first, _) in enumerate(plan):
+        for second, _ in plan[index + 1:]:
+            if first.nodes is None or second.nodes is None or first.nodes & second.nodes:
+                raise ConfigError(settings.config, [ConfigProblem(None, "partitions", (
+                    f"partitions {first.name!r} and {second.name!r} share nodes: this master does not run "
+                    "partitions of different tiers over the same nodes yet (preemption)"))])
+    return plan
 
 
 def read_config(path: Path) -> ClusterFile:
@@ -237,7 +251,7 @@ class _Checker:
         if self._problems:
             raise ConfigError(self._path, self._problems)
         return ClusterFile(self._path, dict(self._data.get("master", {})), tuple(group for _, group in nodes),
-                           tuple(partition for _, partition in partitions), self._lines)
+                           tuple(partition for _, partition in partitions))
 
     def _problem(self, location: Location, message: str) -> None:
         key = ".".join(str(part) if isinstance(part, str) else f"[{part}]" for part in location).replace(".[", "[")

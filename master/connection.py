@@ -96,9 +96,10 @@ class MasterConnection:
 
     def job_maps(self, job_ids: list[int] | None = None, include_finished: bool = False,
                  ended_after: float | None = None, states: Iterable[str] | None = None, user: str | None = None,
-                 arrays: bool = False) -> list[dict[str, Any]]:
+                 arrays: bool = False, partition: str | None = None) -> list[dict[str, Any]]:
         """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``):
-        by id, or those in ``states`` of ``user``, each array's waiting jobs as one if ``arrays``."""
+        by id, or those in ``states`` of ``user`` in ``partition``, each array's waiting jobs as one if
+        ``arrays``."""
         if job_ids is not None:
             return [
                 job
@@ -110,6 +111,7 @@ class MasterConnection:
             after_id = found[-1]["job_id"] if found else 0
             page = self._page("jobs", {"type": "job_query", "include_finished": include_finished,
                                        "ended_after": ended_after, "after_id": after_id, "user": user,
+                                       "partition": partition,
                                        "states": None if states is None else sorted(states), "arrays": arrays})
             found += page["jobs"]
             if not (page.get("more") and page["jobs"]):
@@ -118,6 +120,10 @@ class MasterConnection:
     def node_maps(self) -> list[dict[str, Any]]:
         """Every node the master knows (NodeInfo's fields)."""
         return self._list("nodes", {"type": "node_query"})
+
+    def node_list_map(self) -> dict[str, Any]:
+        """NodeList's fields: the nodes, and the partitions (PartitionInfo's fields)."""
+        return self._page("nodes", {"type": "node_query"})
 
     def _list(self, field: str, request: Mapping[str, Any]) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self._page(field, request)[field]

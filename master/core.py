@@ -7,33 +7,38 @@ and returns the reply for the sender, if any; messages for nodes are appended to
 
 ``MasterCore`` is made of parts, each holding what it needs and calling the
 others through their public methods (docs/architecture.md, 'The two cores'):
-the job table (``table``), the queue of waiting jobs (``queue``), starting
-(``starts``), migrating (``migrations``) and ending (``endings``) jobs, the
-policy's decisions over one matrix (``decisions``), the rows that run each
-quantum (``rotation``), what node daemons say (``node_events``) and what
-clients ask (``client_requests``). Here: restoring a store's jobs, the quantum
-boundary, and the figures of the whole.
+the job table (``table``), starting (``starts``), migrating (``migrations``)
+and ending (``endings``) jobs, each partition's matrix (``matrices``: its
+queue of waiting jobs, its policy's decisions, the rows that run each of its
+quanta), what goes to every node at a boundary (``broadcast``), what node
+daemons say (``node_events``) and what clients ask (``client_requests``).
+Here: restoring a store's jobs, the quantum boundaries, and the figures of the
+whole.
 """
 
 import logging
 from collections import deque
 
+from gangsched.master.broadcast import Broadcast
 from gangsched.master.client_requests import ClientRequests
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
 from gangsched.master.decisions import Decisions
 from gangsched.master.ending import Endings
+from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
+from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.migrations import Migrations
 from gangsched.master.node_events import NodeEndpoints, NodeEvents
 from gangsched.master.nodes import NodeRegistry
-from gangsched.master.pending import PendingQueue
+from gangsched.master.pending import PendingQueue, Queues
 from gangsched.master.rotation import SlotRotation
 from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
+from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
 from gangsched.protocol.messages import MasterStats, Message, SlotSwitch, SwitchStats
 from gangsched.protocol.records import JobState
 
@@ -41,56 +46,92 @@ log = logging.getLogger("gangsched.master")
 
 
 class MasterCore:
-    def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, store: JobStore, now: Now) -> None:
+    def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, store: JobStore, now: Now,
+                 partitions: list[tuple[Partition, MasterSettings]] | None = None) -> None:
+        """``partitions``: each partition with its matrix's settings (master/config_file.py); none: one over
+        every node with ``settings``."""
         self.settings = settings
         self.outbox: deque[tuple[str, Message]] = deque()  # (node, message) for the loop to send, in order
         self._store = store
         self._nodes = NodeRegistry()
-        scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
         self.store_retry = StoreRetry(settings.quantum_ms / 1000)
         self.table = JobTable(settings, store)
-        self.queue = PendingQueue(self.table, scheduler)
-        self.starts = Starts(settings, store, self._nodes, self.table, self.queue, self.store_retry, self.outbox)
-        self.migrations = Migrations(scheduler, self.outbox)
-        self.endings = Endings(store, self.table, self.queue, self.starts, self.migrations, self.store_retry,
+        self.queues = Queues()
+        self.starts = Starts(settings, store, self._nodes, self.table, self.queues, self.store_retry, self.outbox)
+        self.migrations = Migrations(self.queues, self.outbox)
+        self.endings = Endings(store, self.table, self.queues, self.starts, self.migrations, self.store_retry,
                                self.outbox)
-        self.rotation = SlotRotation(settings, scheduler, self.outbox)
-        self.decisions = Decisions(settings, self.table, self.queue, self.starts, self.migrations, self.endings,
-                                   self.rotation, self.store_retry)
-        self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.queue, self.starts,
-                                      self.migrations, self.endings, self.decisions, self.rotation, self.outbox)
+        self.matrices = Matrices([self._matrix(partition, own, now) for partition, own
+                                  in partitions or [(Partition(IMPLICIT_PARTITION, None), settings)]])
+        self.broadcast = Broadcast(settings, self.outbox)
+        self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.starts,
+                                      self.migrations, self.endings, self.broadcast, self.outbox)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
-                                              self.decisions, self.rotation, self.store_retry)
+                                              self.matrices, self.store_retry)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = now.wall
         self._restore(now)
+
+    def _matrix(self, partition: Partition, settings: MasterSettings, now: Now) -> Matrix:
+        scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
+        queue = PendingQueue(self.table, scheduler)
+        self.queues.add(partition.name, queue)
+        rotation = SlotRotation(settings, scheduler, partition.name)
+        decisions = Decisions(settings, partition.name, self.table, queue, self.starts, self.migrations,
+                              self.endings, rotation)
+        return Matrix(partition, settings, queue, decisions, rotation, now.monotonic)
 
     def _restore(self, now: Now) -> None:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
         table = self.table
         # a master that starts on a store of an earlier run: its nodes have rejoin_s to come back
         table.rejoin_until = now.monotonic + (self.settings.rejoin_s if self._store.next_job_id() > 1 else 0.0)
-        pending = []
+        pending, homeless = [], []
         for job in self._store.active():
+            home = self._home(job)
+            if home is not None:
+                job.spec = job.spec.model_copy(update={"partition": home.name})
             job.predictor = table.predictor()
             table.jobs[job.job_id] = job
             if job.state is not JobState.RUNNING:
                 pending.append(job)
                 continue
             job.live_ranks = set(range(len(job.node_names)))
-            self.queue.running(job)  # before the pending jobs: it counts against its array's throttle
+            if home is None:
+                homeless.append(job)
+                continue
+            self.queues.of(job).running(job)  # before the pending jobs: it counts against its array's throttle
             table.unadopted[job.job_id] = job
             for node in job.node_names:
                 self._nodes.expect(node, now.monotonic)
             self.starts.restored(job)
+        for job in homeless:  # its tasks are killed as strays when their nodes say hello
+            job.reason = f"no partition of the configuration holds its nodes ({job.spec.partition} is gone)"
+            log.warning("job %d: %s: cancelled", job.job_id, job.reason)
+            self.endings.close(job, JobState.CANCELLED, now)
         for job in pending:
             self.endings.enqueue(job, now)
         if table.jobs:
             log.info("recovered %d jobs from the store", len(table.jobs))
 
+    def _home(self, job: Job) -> Matrix | None:
+        """The partition a job of a previous run goes on in: its own; if the configuration no longer has it,
+        a waiting job's is the default and a running job's the first that holds its nodes (None if none)."""
+        named = self.matrices.named(job.spec.partition or "")
+        if job.state is not JobState.RUNNING:
+            return named or self.matrices.default
+        nodes = set(job.node_names)
+        return next((matrix for matrix in ([named] if named else []) + list(self.matrices)
+                     if all(matrix.partition.holds(node) for node in nodes)), None)
+
+    def next_boundary(self) -> float:
+        """When the next quantum boundary of any matrix is due (monotonic seconds)."""
+        return self.matrices.next_boundary()
+
     def tick(self, now: Now) -> None:
-        """A quantum boundary: drop silent nodes, enforce time limits, settle, choose the rows (and put
-        the node columns a new layout changed in the outbox, to go out before the switch)."""
+        """A quantum boundary of the matrices whose boundary is due by ``now`` (at least the earliest's):
+        drop silent nodes, enforce their time limits, settle, choose their rows; put the node columns new
+        layouts changed in the outbox, to go out before the switch."""
         settings = self.settings
         timeout = settings.heartbeat_ms * settings.heartbeat_misses / 1000
         silent, not_back = self._nodes.overdue(now.monotonic, timeout, settings.rejoin_s)
@@ -99,35 +140,62 @@ class MasterCore:
         for name in not_back:
             self.node_events.lose_node(
                 name, f"node {name} did not come back within {settings.rejoin_s:g} s of a master restart", now)
-        self.decisions.quantum_ended(self.rotation.ran, now)
-        self.rotation.quantum_over()  # what starts now starts with the rows chosen below
+        matrices = self.matrices
+        due = matrices.due(max(now.monotonic, matrices.next_boundary()))
+        for matrix in due:
+            matrix.decisions.quantum_ended(matrix.rotation.ran, now)
+            matrix.rotation.quantum_over()  # what starts now starts with the rows chosen below
         if self.store_retry.due(now.monotonic):
-            self.decisions.retry_store(now)
-        self.decisions.settle(now)
-        self.rotation.choose(self.table.running(), now)
+            self._retry_store(now)
+        matrices.settle(now)
+        running = self.table.running()
+        for matrix in due:
+            matrix.rotation.choose([job for job in running if job.spec.partition == matrix.name], now)
+            matrix.boundary_passed(now.monotonic)
+        self.broadcast.boundary(now)
+        self.broadcast.columns_of({matrix.name: (matrix.queue.scheduler.rows, matrix.queue.scheduler.nodes)
+                                   for matrix in matrices})
+        self.broadcast.runs({matrix.name: matrix.rotation.running(matrix in due) for matrix in matrices},
+                            [matrix.rotation.selection for matrix in due])
+
+    def _retry_store(self, now: Now) -> None:
+        """The store is due to be tried again: the closes that wait, and the starts it could not write
+        (placed again: a start that fails again sets the next try)."""
+        self.endings.write_closes(now)
+        if not self.endings.waiting_for_store:
+            self.store_retry.succeeded()  # nothing waits for the store now
+        postponed, self.store_retry.postponed = self.store_retry.postponed, []
+        for job_id in postponed:
+            job = self.table.get(job_id)
+            if job is not None and job.state is JobState.PENDING:  # not cancelled meanwhile
+                job.wait = None  # it waits as any other now
+                self.queues.of(job).resubmit(job, now)
+        for queue in self.queues:
+            queue.event()
 
     def switch(self, sent_ns: int) -> SlotSwitch:
-        """The switch of the rows the last ``tick`` chose, as it goes out at ``sent_ns`` (monotonic)."""
-        return self.rotation.switch(sent_ns)
+        """The switch of the boundary the last ``tick`` decided, as it goes out at ``sent_ns`` (monotonic)."""
+        return self.broadcast.switch(sent_ns, self._nodes.count_up(), self.matrices.shortest_quantum_ms())
 
     def switch_stats(self, last: int, cpu_ns: int) -> SwitchStats:
         """``cpu_ns``: the master process's CPU time, as the loop read it."""
-        rotation = self.rotation
-        return rotation.switch_log.stats(last, rotation.quantum, cpu_ns)
+        broadcast = self.broadcast
+        return broadcast.switch_log.stats(last, broadcast.quantum, cpu_ns)
 
     def stats(self, cpu_ns: int, resident_bytes: int) -> MasterStats:
         """The figures of the whole; ``cpu_ns`` and ``resident_bytes``: the master process's, as the loop
         read them."""
-        switches = self.rotation.switch_log
+        switches = self.broadcast.switch_log
+        decisions = Timings.merged([matrix.decisions.decision_time for matrix in self.matrices])
         return MasterStats(
             start_time=self._start_time,
-            quanta=self.rotation.quantum,
+            quanta=self.broadcast.quantum,
             busy_quanta=switches.busy_quanta,
             paired_quanta=switches.paired_quanta,
-            scheduling_events=self.decisions.decision_time.count,
+            scheduling_events=decisions.count,
             switch_latency=switches.latency.histogram(),
-            scheduling=self.decisions.decision_time.histogram(),
-            quantum_decision=self.rotation.tick_time.histogram(),
+            scheduling=decisions.histogram(),
+            quantum_decision=self.broadcast.tick_time.histogram(),
             report_drain=self.report_drain_time.histogram(),
             store_write=self._store.write_time.histogram(),
             store_failures=self.store_retry.failures,

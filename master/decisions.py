@@ -1,4 +1,4 @@
-"""The policy's decisions carried out for one matrix: the scheduling events settled, the starts and
+"""The policy's decisions carried out for one partition's matrix: the scheduling events settled, the starts and
 migrations it orders, the jobs past their time limit, and why each waiting job waits.
 
 The decisions are the batch policy's, the same code the simulator runs
@@ -11,7 +11,6 @@ one Ousterhout matrix needs.
 import logging
 
 from gangsched.master.clock import Now
-from gangsched.master.closing import StoreRetry
 from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
@@ -30,16 +29,16 @@ log = logging.getLogger("gangsched.master")
 
 
 class Decisions:
-    def __init__(self, settings: MasterSettings, table: JobTable, queue: PendingQueue, starts: Starts,
-                 migrations: Migrations, endings: Endings, rotation: SlotRotation, retry: StoreRetry) -> None:
+    def __init__(self, settings: MasterSettings, partition: str, table: JobTable, queue: PendingQueue, starts: Starts,
+                 migrations: Migrations, endings: Endings, rotation: SlotRotation) -> None:
         self._settings = settings
+        self._partition = partition
         self._table = table
         self._queue = queue
         self._starts = starts
         self._migrations = migrations
         self._endings = endings
         self._rotation = rotation
-        self._retry = retry
         self._last_tick: float | None = None
         self._explained = True  # why each waiting job waits is as the policy last left it
         self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
@@ -84,20 +83,6 @@ class Decisions:
         # the master's work (docs/limits.md, "Throughput")
         self._explained = False
 
-    def retry_store(self, now: Now) -> None:
-        """The store is due to be tried again: the closes that wait, and the starts it could not write
-        (placed again: a start that fails again sets the next try)."""
-        self._endings.write_closes(now)
-        if not self._endings.waiting_for_store:
-            self._retry.succeeded()  # nothing waits for the store now
-        postponed, self._retry.postponed = self._retry.postponed, []
-        for job_id in postponed:
-            job = self._table.get(job_id)
-            if job is not None and job.state is JobState.PENDING:  # not cancelled meanwhile
-                job.wait = None  # it waits as any other now
-                self._queue.resubmit(job, now)
-        self._queue.event()
-
     def _start(self, job: Job, processors: list[Processor], now: Now) -> None:
         job.state = JobState.RUNNING
         job.start_time = now.wall
@@ -115,8 +100,8 @@ class Decisions:
             return
         self._explained = True
         scheduler = self._queue.scheduler
-        waiting = sorted((job for job in self._table.jobs.values()
-                          if job.state is JobState.PENDING and not self._queue.holds_back(job)),
+        waiting = sorted((job for job in self._table.jobs.values() if job.state is JobState.PENDING
+                          and job.spec.partition == self._partition and not self._queue.holds_back(job)),
                          key=lambda job: job.job_id)
         up = len(scheduler.columns)
         first = True

@@ -17,7 +17,7 @@ from gangsched.master.closing import Close, StoreRetry
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.migrations import Migrations
-from gangsched.master.pending import PendingQueue
+from gangsched.master.pending import Queues
 from gangsched.master.placement import where
 from gangsched.master.starting import CannotStart, Starts
 from gangsched.master.store import JobStore, StoreWriteError
@@ -29,11 +29,11 @@ log = logging.getLogger("gangsched.master")
 
 
 class Endings:
-    def __init__(self, store: JobStore, table: JobTable, queue: PendingQueue, starts: Starts,
+    def __init__(self, store: JobStore, table: JobTable, queues: Queues, starts: Starts,
                  migrations: Migrations, retry: StoreRetry, outbox: deque[tuple[str, Message]]) -> None:
         self._store = store
         self._table = table
-        self._queue = queue
+        self._queues = queues
         self._starts = starts
         self._migrations = migrations
         self._retry = retry
@@ -47,14 +47,14 @@ class Endings:
     def enqueue(self, job: Job, now: Now) -> None:
         """A pending job goes to the policy once the jobs it depends on allow; it is cancelled if they
         never will."""
-        never = self._queue.enqueue(job, now)
+        never = self._queues.of(job).enqueue(job, now)
         if never is not None:
             job.reason = f"DependencyNeverSatisfied: {never}"
             self.close(job, JobState.CANCELLED, now)
 
     def withdraw(self, job: Job, reason: str, now: Now) -> None:
         """A pending job leaves the queue for good (cancelled)."""
-        self._queue.withdraw(job, now)
+        self._queues.of(job).withdraw(job, now)
         job.reason = reason
         self.close(job, JobState.CANCELLED, now)
 
@@ -69,8 +69,7 @@ class Endings:
         job.ending, job.reason = state, reason
         job.migration = None
         log.info("job %d ends as %s: %s", job.job_id, state, reason)
-        self._queue.scheduler.finish(job.job_id, now.monotonic)
-        self._queue.event()
+        self._queues.of(job).left_the_policy(job, now)
         for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
             self._outbox.append((node, KillTask(job_id=job.job_id, reason=reason)))
 
@@ -96,8 +95,7 @@ class Endings:
                 self.cannot_start(job, failure, now)
             return
         if job.ending is None:  # every rank ended well: the job is done
-            self._queue.scheduler.finish(job.job_id, now.monotonic)
-            self._queue.event()
+            self._queues.of(job).left_the_policy(job, now)
         if job.ending is JobState.PENDING:
             self._closing[job.job_id] = Close(JobState.PENDING, now.wall)  # a requeue, written as a close is
             self.write_closes(now)
@@ -136,17 +134,17 @@ class Endings:
             if not self._retry.postponed:  # else the postponed starts are due at the next try
                 self._retry.succeeded()
             del self._closing[job_id]
-            self._queue.event()
+            self._queues.of(job).event()
             if close.state is JobState.PENDING:
                 self._table.jobs[job_id] = written
-                self._queue.resubmit(written, now)
+                self._queues.of(written).resubmit(written, now)
                 continue
             del self._table.jobs[job_id]
             job.state, job.end_time, job.exit_code = written.state, written.end_time, written.exit_code
             if account is not None:
                 self._table.accounts[account.user] = account
             log.info("job %d %s", job_id, close.state)
-            for released in [*self._queue.dependents_of(job_id), *self._queue.left(job)]:
+            for released in [*self._queues.dependents_of(job_id), *self._queues.of(job).left(job)]:
                 self.enqueue(released, now)
 
     def _requeued(self, job: Job) -> Job:

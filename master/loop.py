@@ -49,6 +49,7 @@ from gangsched.master.authorization import (
     viewer_refusal,
 )
 from gangsched.master.clock import Now, read_clock
+from gangsched.master.config_file import ConfigError, partition_plan
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.outgoing import Outgoing
@@ -132,7 +133,7 @@ class MasterDaemon:
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
         store = SqliteStore(settings.state_dir / "jobs.db")
-        self._core = core = MasterCore(settings, endpoints, store, read_clock())
+        self._core = core = MasterCore(settings, endpoints, store, read_clock(), partition_plan(settings))
         self._outgoing = Outgoing(self._router, core, store, self._bad_frame)
         nodes, clients = core.node_events, core.client_requests
         self._node_handlers: dict[type, Handler] = {
@@ -149,7 +150,7 @@ class MasterDaemon:
             Cancel: lambda _, m, now: clients.cancel(m, now),
             JobQuery: lambda _, m, now: clients.query_jobs(m, now),
             NodeQuery: lambda _, m, now: clients.query_nodes(now),
-            MatrixQuery: lambda _, m, __: clients.query_matrix(),
+            MatrixQuery: lambda _, m, __: clients.query_matrix(m),
             SwitchStatsQuery: lambda _, m, __: core.switch_stats(m.last, time.process_time_ns()),
             StatsQuery: lambda _, m, __: core.stats(time.process_time_ns(), _resident_bytes()),
             SetUser: lambda _, m, __: clients.set_user(m),
@@ -169,7 +170,7 @@ class MasterDaemon:
                                   settings.log_level)
 
     def run(self) -> None:
-        quantum = self._settings.quantum_ms / 1000
+        quantum = self._core.matrices.shortest_quantum_ms() / 1000
         # The nodes' reports are read when they arrive, but not twice within a twentieth of a quantum:
         # an exit is acted on at once (its slot is used again in the same quantum: docs/limits.md,
         # "Throughput"), while the reports that follow each switch are read in a few drains, not one
@@ -185,7 +186,8 @@ class MasterDaemon:
             for socket, _ in poller.sockets:
                 with_reports.register(socket, zmq.POLLIN)
             with_reports.register(self._pull, zmq.POLLIN)
-            next_switch = next_read = time.monotonic()
+            next_switch = self._core.next_boundary()
+            next_read = time.monotonic()
             freeze_start_up_objects()
             while True:
                 now = time.monotonic()
@@ -205,8 +207,7 @@ class MasterDaemon:
                     next_read = now + drain_gap
                 if now >= next_switch:
                     survive(log, "the switch", self._switch)
-                    # a late boundary does not make the next quanta shorter
-                    next_switch = max(next_switch + quantum, now + quantum / 2)
+                    next_switch = self._core.next_boundary()
         self.close()
 
     def close(self) -> None:
@@ -341,7 +342,7 @@ def _resident_bytes() -> int:
 def run_master(settings: MasterSettings) -> None:
     try:
         daemon = MasterDaemon(settings)
-    except (StoreError, CurveError, UnsafeBind) as error:
+    except (StoreError, CurveError, UnsafeBind, ConfigError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
     daemon.run()

@@ -10,8 +10,9 @@ from collections import deque
 
 from gangsched.master.clock import Now
 from gangsched.master.job_record import Job, Migration
+from gangsched.master.pending import Queues
 from gangsched.master.placement import processors_of, where
-from gangsched.master.scheduling import LiveScheduler, Processor
+from gangsched.master.scheduling import Processor
 from gangsched.master.stats import MIGRATION_BOUNDS_S, Timings
 from gangsched.protocol.messages import CheckpointTask, Message
 
@@ -19,8 +20,8 @@ log = logging.getLogger("gangsched.master")
 
 
 class Migrations:
-    def __init__(self, scheduler: LiveScheduler, outbox: deque[tuple[str, Message]]) -> None:
-        self._scheduler = scheduler
+    def __init__(self, queues: Queues, outbox: deque[tuple[str, Message]]) -> None:
+        self._queues = queues
         self._outbox = outbox
         self.costs = Timings(MIGRATION_BOUNDS_S)
 
@@ -50,5 +51,6 @@ class Migrations:
         job.migration = None
         job.migration_s.append(cost)
         self.costs.observe(cost)
-        self._scheduler.set_migration_cost(self.costs.mean())
+        for queue in self._queues:  # a measure of the machine, not of one partition
+            queue.scheduler.set_migration_cost(self.costs.mean())
         log.info("job %d migrated in %.3f s", job.job_id, cost)

@@ -4,17 +4,16 @@ import logging
 from collections import deque
 from typing import NamedTuple
 
+from gangsched.master.broadcast import Broadcast
 from gangsched.master.clock import Now
-from gangsched.master.decisions import Decisions
 from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
+from gangsched.master.matrices import Matrices
 from gangsched.master.migrations import Migrations
 from gangsched.master.nodes import Node, NodeRegistry
-from gangsched.master.pending import PendingQueue
 from gangsched.master.placement import limit_of, processors_of
 from gangsched.master.relays import RelayTree
-from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
 from gangsched.protocol.errors import ErrorCode
@@ -51,20 +50,19 @@ class NodeEvents:
     """What the node daemons say: hello, heartbeats, quantum reports, exits, PMI barriers."""
 
     def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, nodes: NodeRegistry, table: JobTable,
-                 queue: PendingQueue, starts: Starts, migrations: Migrations, endings: Endings,
-                 decisions: Decisions, rotation: SlotRotation, outbox: deque[tuple[str, Message]]) -> None:
+                 matrices: Matrices, starts: Starts, migrations: Migrations, endings: Endings,
+                 broadcast: Broadcast, outbox: deque[tuple[str, Message]]) -> None:
         self._settings = settings
         self._endpoints = endpoints
         self._nodes = nodes
         self._relays = RelayTree(settings.relay_fanout)  # which node each node reaches the master through
         self._unseen: dict[int, set[int]] = {}  # restored jobs: ranks their daemons, back, had no trace of
         self._table = table
-        self._queue = queue
+        self._matrices = matrices
         self._starts = starts
         self._migrations = migrations
         self._endings = endings
-        self._decisions = decisions
-        self._rotation = rotation
+        self._broadcast = broadcast
         self._outbox = outbox
 
     def hello(self, identity: bytes, hello: NodeHello, now: Now) -> NodeWelcome | ErrorReply:
@@ -86,15 +84,15 @@ class NodeEvents:
             self._outbox.append((hello.node, self.task_exit(exit_, now)))
         self._reconcile_tasks(hello, now)
         self._follow_nodes(now)
-        self._decisions.settle(now)
-        self._outbox.append((hello.node, self._rotation.hello_column(hello.node)))
+        self._matrices.settle(now)
+        self._outbox.append((hello.node, self._broadcast.hello_column(hello.node)))
         relay = home.endpoints
         return NodeWelcome(
             node=hello.node,
             switch_endpoint=self._endpoints.switch if relay is None else relay.switch,
             report_endpoint=self._endpoints.report if relay is None else relay.report,
             heartbeat_ms=self._settings.heartbeat_ms,
-            quantum_ms=self._settings.quantum_ms,
+            quantum_ms=self._matrices.shortest_quantum_ms(),  # a switch comes at least this often
             via=home.via,
             relays=home.relays,
         )
@@ -122,7 +120,7 @@ class NodeEvents:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
             self._endings.ranks_gone(job, {message.rank}, ending, now, exit_code=message.returncode)
-        self._decisions.settle(now)
+        self._matrices.settle(now)
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:
@@ -131,7 +129,7 @@ class NodeEvents:
         node = self._nodes.get(report.node)
         share = node.cpu_share / node.processors if node else 1.0  # each task is measured against one processor
         for account in report.accounts:
-            self._rotation.switch_log.reported(account)
+            self._broadcast.switch_log.reported(account)
             for sample in account.samples:
                 self._starts.arrived(sample.job_id, sample.rank)
                 job = self._table.get(sample.job_id)
@@ -145,14 +143,15 @@ class NodeEvents:
                     self._migrations.progressed(job, sample.progress, now)
         newest = report.accounts[-1]
         # the column the node holds now: an older account's is superseded
-        lost = self._rotation.columns.reported(report.node, newest.column_epoch, newest.quantum)
+        lost = self._broadcast.columns.reported(report.node, newest.column_epoch, newest.quantum)
         if lost is not None:
             log.warning("node %s applied switch %d with column %d, not %d: sent again", report.node,
                         newest.quantum, newest.column_epoch, lost.epoch)
             self._outbox.append((report.node, lost))
         if node is not None:
             used_ns = sum(sample.cpu_ns for sample in newest.samples)
-            node.util_pct = min(100.0, 100.0 * used_ns / (self._settings.quantum_ms * 1e6 * node.cpu_share))
+            quantum_ms = self._matrices.shortest_quantum_ms()  # about the time between two switches
+            node.util_pct = min(100.0, 100.0 * used_ns / (quantum_ms * 1e6 * node.cpu_share))
         return None
 
     def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
@@ -196,21 +195,26 @@ class NodeEvents:
 
     def node_unreachable(self, name: str, now: Now) -> None:
         self.lose_node(name, f"node {name} became unreachable", now)
-        self._decisions.settle(now)
+        self._matrices.settle(now)
 
     def _follow_nodes(self, now: Now) -> None:
-        """Rebuild the policy when the nodes up changed; adopt restored jobs whose nodes are all back."""
+        """Rebuild the policy of each partition whose nodes up changed; adopt restored jobs whose nodes are
+        all back."""
         up = self._nodes.up()
         adopted = [job for job in self._table.adopt(set(up)) if self._launched(job, now)]
-        scheduler = self._queue.scheduler
-        if up == scheduler.node_shapes() and not adopted:
-            return
         table = self._table
-        scheduler.rebuild(up, now.monotonic, [
-            (table.policy_job(job, now), processors_of(job), now.monotonic_of(job.start_time or job.submit_time))
-            for job in adopted
-        ])
-        self._queue.event()
+        for matrix in self._matrices:
+            holds = matrix.partition.holds
+            mine = {name: shape for name, shape in up.items() if holds(name)}
+            back = [job for job in adopted if job.spec.partition == matrix.name]
+            scheduler = matrix.queue.scheduler
+            if mine == scheduler.node_shapes() and not back:
+                continue
+            scheduler.rebuild(mine, now.monotonic, [
+                (table.policy_job(job, now), processors_of(job), now.monotonic_of(job.start_time or job.submit_time))
+                for job in back
+            ])
+            matrix.queue.event()
 
     def _reconcile_tasks(self, hello: NodeHello, now: Now) -> None:
         reported = {(task.job_id, task.rank) for task in hello.tasks}
@@ -265,7 +269,7 @@ class NodeEvents:
         log.warning("%s: marked down", reason)
         for job in list(self._table.jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
-            if ranks or name in self._queue.scheduler.nodes_of(job.job_id):  # on it, or migrating to it
+            if ranks or name in self._matrices.of(job).queue.scheduler.nodes_of(job.job_id):  # on it, or moving there
                 ranks |= self._unseen.pop(job.job_id, set())  # restored: those found on nodes back are gone too
                 self._endings.ranks_gone(job, ranks, (_lost_state(job), reason), now)
         self._follow_nodes(now)

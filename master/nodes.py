@@ -1,5 +1,6 @@
 """The nodes the master knows: who is up, how to reach them, when they were last heard."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gangsched.master.scheduling import NodeShape
@@ -90,13 +91,17 @@ class NodeRegistry:
             if node.state is NodeState.UP and not node.expected_back
         }
 
-    def processors(self) -> list[int]:
-        """Every known node's processors, up or not, in name order."""
-        return [node.processors for _, node in sorted(self._nodes.items())]
+    def count_up(self) -> int:
+        """How many nodes are up and said hello: those that apply the switches and report them."""
+        return sum(1 for node in self._nodes.values() if node.state is NodeState.UP and not node.expected_back)
 
-    def memories(self) -> list[int]:
-        """Every known node's memory, in the same order (a node expected after a restart: as it said before, or 0)."""
-        return [node.memory for _, node in sorted(self._nodes.items())]
+    def processors(self, within: Callable[[str], bool]) -> list[int]:
+        """Every known node's processors ``within`` says, up or not, in name order."""
+        return [node.processors for name, node in sorted(self._nodes.items()) if within(name)]
+
+    def memories(self, within: Callable[[str], bool]) -> list[int]:
+        """Those nodes' memory, in the same order (a node expected after a restart: as it said before, or 0)."""
+        return [node.memory for name, node in sorted(self._nodes.items()) if within(name)]
 
     def names(self) -> list[str]:
         return sorted(self._nodes)
@@ -109,11 +114,12 @@ class NodeRegistry:
         return len(self._nodes)
 
     def info(self, jobs_by_node: dict[str, list[int]], used: dict[str, int], committed: dict[str, int],
-             now: float) -> list[NodeInfo]:
+             partitions: Callable[[str], list[str]], now: float) -> list[NodeInfo]:
         return [
             NodeInfo(
                 name=node.name,
                 state=node.state,
+                partitions=partitions(node.name),
                 cpu_share=node.cpu_share,
                 processors=node.processors,
                 processors_used=used.get(node.name, 0),

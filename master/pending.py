@@ -10,6 +10,8 @@ node up or lost, the time the policy asked to be woken at) marks that the
 policy must decide again, which the next settle does (master/decisions.py).
 """
 
+from collections.abc import Iterator
+
 from gangsched.master.clock import Now
 from gangsched.master.dependencies import dependencies, named
 from gangsched.master.job_record import Job
@@ -87,6 +89,11 @@ class PendingQueue:
         admitted.add(job.job_id)
         return True
 
+    def left_the_policy(self, job: Job, now: Now) -> None:
+        """A job the policy placed leaves it (it ended, its end was decided, or its start was undone)."""
+        self.scheduler.finish(job.job_id, now.monotonic)
+        self.decide_again = True
+
     def resubmit(self, job: Job, now: Now) -> None:
         """A job the policy had placed goes back to its queue as it is (requeued, or its start postponed)."""
         self.scheduler.submit(self._table.policy_job(job, now), now.monotonic)
@@ -101,3 +108,26 @@ class PendingQueue:
 
     def dependents_of(self, job_id: int) -> list[Job]:
         return [job for job in self.dependent.values() if job_id in named(job.spec)]
+
+
+class Queues:
+    """Each partition's queue, by the partition's name: a job's is its partition's (``spec.partition``,
+    which the master sets at submission and as it restores a job); that of a job whose partition the
+    configuration no longer has (cancelled as the master restarts: master/core.py) is the first's."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, PendingQueue] = {}
+
+    def add(self, partition: str, queue: PendingQueue) -> None:
+        self._queues[partition] = queue
+
+    def of(self, job: Job) -> PendingQueue:
+        found = self._queues.get(job.spec.partition or "")
+        return next(iter(self._queues.values())) if found is None else found
+
+    def __iter__(self) -> Iterator[PendingQueue]:
+        return iter(self._queues.values())
+
+    def dependents_of(self, job_id: int) -> list[Job]:
+        """The jobs of every partition held back by ``job_id``: a job may depend on one of another partition."""
+        return [job for queue in self for job in queue.dependents_of(job_id)]

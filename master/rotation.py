@@ -1,56 +1,43 @@
-"""Which rows of the matrix run each quantum: the quantum planner's choice, the node columns
-that go out before a switch, the switch itself, and the log of switches sent and reported.
+"""Which rows of one partition's matrix run each of its quanta: the quantum planner's choice, and
+what runs until its next boundary.
 
-A switch names rows, the same few bytes for every node; each node learns what those
-rows mean on it from its column (master/node_columns.py), sent when a new layout
-changed it and whenever the node says hello.
+Each matrix rotates at its own quantum; the switch that goes out at a boundary of
+any of them names the rows every matrix runs then (master/broadcast.py).
 """
-
-from collections import deque
 
 from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
-from gangsched.master.node_columns import NodeColumns
 from gangsched.master.scheduling import LiveScheduler, Processor
 from gangsched.master.settings import MasterSettings
-from gangsched.master.stats import STEP_BOUNDS_S, Timings
-from gangsched.master.switches import SwitchLog
 from gangsched.policy.quantum import PlanInput, Selection, planner
-from gangsched.protocol.messages import MAX_REPORT_QUANTA, MatrixView, Message, NodeColumn, SlotSwitch
+from gangsched.protocol.messages import MatrixView
 
 
 class SlotRotation:
-    def __init__(self, settings: MasterSettings, scheduler: LiveScheduler, outbox: deque[tuple[str, Message]]) -> None:
+    def __init__(self, settings: MasterSettings, scheduler: LiveScheduler, partition: str) -> None:
         self._settings = settings
         self._scheduler = scheduler
-        self._outbox = outbox
+        self._partition = partition
         self._planner = planner(settings.pairing_used(), settings.matching, settings.coordination)
-        self.quantum = 0
-        self._selection = Selection(())
+        self.quantum = 0  # this matrix's quanta so far
+        self.selection = Selection(())
         self.ran: set[int] = set()  # the jobs the last switch ran, and those started running since
         self._occupied: dict[Processor, int] = {}  # the job whose task runs on each processor this quantum
         self._under_way = False  # whether a quantum runs the selection (between ``choose`` and its end)
-        self.columns = NodeColumns()  # each node's column of the matrix, as sent
-        self.switch_log = SwitchLog()
-        self.tick_time = Timings(STEP_BOUNDS_S)  # of each quantum boundary
-        self._boundary_ns = 0  # when the quantum boundary being decided began
 
     def choose(self, running: list[Job], now: Now) -> None:
-        """The rows (and alternates) of the next quantum among the ``running`` jobs; the node columns a new
-        layout changed go in the outbox, before the switch (``switch``) that names rows of that layout."""
-        self._boundary_ns = now.monotonic_ns
+        """The rows (and alternates) of the matrix's next quantum among its ``running`` jobs."""
         self.quantum += 1
         scheduler = self._scheduler
-        self._selection = self._planner.select(PlanInput(
+        self.selection = self._planner.select(PlanInput(
             layout=scheduler.layout,
             predict=lambda: {job.job_id: job.predictor.predict() for job in running},
             exclusive_jobs={job.job_id for job in running if job.spec.exclusive},
             columns=(1 << len(scheduler.columns)) - 1,
             regroup=lambda predictions: scheduler.regroup(predictions, now.monotonic),
         ))
-        self._outbox.extend(self.columns.update(scheduler.rows, scheduler.nodes, self.quantum))
-        self.ran = {job_id for row in self._selection.rows for job_id in scheduler.layout[row]}
-        self.ran.update(self._selection.alternates)
+        self.ran = {job_id for row in self.selection.rows for job_id in scheduler.layout[row]}
+        self.ran.update(self.selection.alternates)
         self._occupied = {processor: job_id for row in scheduler.rows for processor, job_id in row.items()
                           if job_id in self.ran}
         self._under_way = True
@@ -78,25 +65,20 @@ class SlotRotation:
         self.ran.add(job_id)
         return True
 
-    def switch(self, sent_ns: int) -> SlotSwitch:
-        """The switch of the rows ``choose`` chose, as it goes out at ``sent_ns`` (monotonic)."""
-        nodes = len(self._scheduler.nodes)
-        switch = SlotSwitch(quantum=self.quantum, sent_ns=sent_ns,
-                            rows=list(self._selection.rows), alternates=list(self._selection.alternates),
-                            report_every=self._report_every(nodes))
-        self.switch_log.sent(switch, self._selection, nodes)
-        self.tick_time.observe((sent_ns - self._boundary_ns) / 1e9)
-        return switch
-
-    def hello_column(self, node: str) -> NodeColumn:
-        """The column of a node that (re)registers: it may hold none, or an old one."""
-        return self.columns.hello(node, self.quantum)
+    def running(self, chosen_now: bool) -> tuple[list[int], list[int]]:
+        """What runs until the matrix's next boundary, as a switch names it: at its boundary
+        (``chosen_now``) the rows chosen and the alternates; between, every job that runs, by id, as
+        alternates (the rows chosen then may since have been renumbered: the policy renumbers them
+        when one empties), those started at once since the boundary among them (``starts_now``)."""
+        if chosen_now:
+            return list(self.selection.rows), list(self.selection.alternates)
+        return [], sorted(self.ran)
 
     def processors_in_turn(self) -> dict[str, int]:
         """Per node, its processors in the row whose turn it is."""
         used: dict[str, int] = {}
         rows = self._scheduler.rows
-        for row in self._selection.rows[:1]:
+        for row in self.selection.rows[:1]:
             for processor in rows[row] if row < len(rows) else ():
                 used[processor.node] = used.get(processor.node, 0) + 1
         return used
@@ -106,19 +88,13 @@ class SlotRotation:
         columns = scheduler.columns
         name = scheduler.name
         return MatrixView(
+            partition=self._partition,
             quantum=self.quantum,
             quantum_ms=self._settings.quantum_ms,
             policy=name if self._planner.name == "strict" else f"{name}/{self._planner.name}",
             nodes=[processor.node for processor in columns],
             processors=[processor.number for processor in columns],
             rows=[[row.get(processor) for processor in columns] for row in scheduler.rows],
-            running=list(self._selection.rows),
-            alternates=list(self._selection.alternates),
+            running=list(self.selection.rows),
+            alternates=list(self.selection.alternates),
         )
-
-    def _report_every(self, nodes: int) -> int:
-        """How many quanta's accounts a node sends in one report: those of ``report_interval_ms``, and
-        on a large cluster enough that about ``reports_per_quantum`` reports arrive each quantum."""
-        settings = self._settings
-        return min(MAX_REPORT_QUANTA, max(1, settings.report_interval_ms // settings.quantum_ms,
-                                          -(-nodes // settings.reports_per_quantum)))

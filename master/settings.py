@@ -21,7 +21,7 @@ PARTITION_SETTINGS = (
     "quantum_ms", "policy", "pairing", "coordination", "matching", "mpl", "reservation_depth",
     "default_mem_per_cpu", "default_estimate_s", "over_time_s", "migration_cost_s", "migrate_per_slice",
     "time_slice_s", "alpha", "longest_estimate_s", "most_large", "large_backfill", "slack_factor",
-    "average_wait_s", "sharp_change",
+    "average_wait_s",
 )
 
 

@@ -16,7 +16,7 @@ from gangsched.master.closing import StoreRetry
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.nodes import NodeRegistry
-from gangsched.master.pending import PendingQueue
+from gangsched.master.pending import Queues
 from gangsched.master.placement import Rendezvous, launches
 from gangsched.master.scheduling import Processor
 from gangsched.master.settings import MasterSettings
@@ -34,12 +34,12 @@ class CannotStart(Exception):
 
 class Starts:
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 queue: PendingQueue, retry: StoreRetry, outbox: deque[tuple[str, Message]]) -> None:
+                 queues: Queues, retry: StoreRetry, outbox: deque[tuple[str, Message]]) -> None:
         self._settings = settings
         self._store = store
         self._nodes = nodes
         self._table = table
-        self._queue = queue
+        self._queues = queues
         self._retry = retry
         self._outbox = outbox
         self._barriers = BarrierEndpoints()
@@ -70,8 +70,7 @@ class Starts:
                 raise
         except NoFreePort as error:
             job.node_names, job.processors, job.live_ranks = [], [], set()
-            self._queue.scheduler.finish(job.job_id, now.monotonic)
-            self._queue.event()
+            self._queues.of(job).left_the_policy(job, now)
             raise CannotStart(f"could not start: {error}") from None
         job.node_names = [processor.node for processor in processors]
         job.launched_to = {name: node.incarnation for name in job.node_names if (node := self._nodes.get(name))}
@@ -110,9 +109,9 @@ class Starts:
             JobState.PENDING, None, [], [], set()
         job.barrier_port = job.rendezvous_port = None
         job.wait = Wait(WaitKind.START_POSTPONED)
-        self._queue.scheduler.finish(job.job_id, now.monotonic)
         self._retry.postponed.append(job.job_id)
-        self._queue.event()  # the policy's layout without it; it is not in the policy, so it is not placed again
+        # the policy's layout without it; it is not in the policy, so it is not placed again
+        self._queues.of(job).left_the_policy(job, now)
 
     def arrived(self, job_id: int, rank: int) -> None:
         """A hello, report or exit showed the task's launch arrived (or the task is gone)."""

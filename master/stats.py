@@ -22,6 +22,15 @@ class Timings:
         self._counts = [0] * (len(bounds) + 1)
         self._total_s = 0.0
 
+    @classmethod
+    def merged(cls, parts: list["Timings"]) -> "Timings":
+        """One histogram of the observations of several (of the same bounds)."""
+        merged = cls(parts[0]._bounds)
+        for part in parts:
+            merged._counts = [mine + theirs for mine, theirs in zip(merged._counts, part._counts, strict=True)]
+            merged._total_s += part._total_s
+        return merged
+
     def observe(self, seconds: float) -> None:
         self._counts[bisect.bisect_left(self._bounds, seconds)] += 1
         self._total_s += seconds

@@ -29,13 +29,15 @@ class SwitchLog:
         self._partner_quanta: list[int] = []
         self.latency = Timings(SWITCH_BOUNDS_S)  # of every switch all its nodes reported
 
-    def sent(self, switch: SlotSwitch, selection: Selection, expected: int) -> None:
-        """``switch`` went out, running ``selection``'s rows; ``expected`` nodes will report it."""
-        if selection.rows:
+    def sent(self, switch: SlotSwitch, chosen: list[Selection], expected: int) -> None:
+        """``switch`` went out at a boundary where matrices chose ``chosen`` (their rows run from now);
+        ``expected`` nodes will report it. Busy: some matrix chose a row; paired: some chose a partner
+        (each partner counted by its row's number, whatever its matrix: experiments run one)."""
+        if any(selection.rows for selection in chosen):
             self._busy_quanta += 1
-        if len(selection.rows) > 1:
+        if any(len(selection.rows) > 1 for selection in chosen):
             self._paired_quanta += 1
-        for partner in selection.rows[1:]:
+        for partner in (row for selection in chosen for row in selection.rows[1:]):
             self._partner_quanta += [0] * (partner + 1 - len(self._partner_quanta))
             self._partner_quanta[partner] += 1
         self._switches[switch.quantum] = _Switch(switch.sent_ns, expected)

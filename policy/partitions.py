@@ -27,6 +27,25 @@ class PartitionState(StrEnum):
 
 
 ALL_NODES = "ALL"  # a partition over every node that registers (Slurm's Nodes=ALL)
+IMPLICIT_PARTITION = "batch"  # the one partition of a configuration that names none: every node
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition: its nodes, its tier and what its jobs may do and must give way to; the settings of
+    its matrix are the master's (or the simulator run's) with its own."""
+
+    name: str
+    nodes: frozenset[str] | None  # None: every node (ALL)
+    default: bool = False
+    priority_tier: int = 1
+    preempt_mode: PreemptMode = PreemptMode.OFF
+    max_time_s: float | None = None
+    allow_users: frozenset[str] | None = None  # None: every user
+    state: PartitionState = PartitionState.UP
+
+    def holds(self, node: str) -> bool:
+        return self.nodes is None or node in self.nodes
 
 
 @dataclass(frozen=True)

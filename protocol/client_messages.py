@@ -18,6 +18,7 @@ from gangsched.protocol.records import (
     JobState,
     MpiKind,
     NodeInfo,
+    PartitionInfo,
     UserInfo,
     WireModel,
 )
@@ -85,6 +86,7 @@ class JobQuery(WireModel):
     # as one, the first of them, with ``JobInfo.array_pending`` (as squeue shows them, unless -r)
     states: list[JobState] | None = None
     user: str | None = None
+    partition: str | None = None
     arrays: bool = False
 
     @field_validator("job_ids")
@@ -107,10 +109,12 @@ class NodeList(WireModel):
     type: Literal["node_list"] = "node_list"
     nodes: list[NodeInfo]
     mpi_default: MpiKind = MpiKind.NONE  # what a job that names no --mpi gets
+    partitions: list[PartitionInfo] = []
 
 
 class MatrixQuery(WireModel):
     type: Literal["matrix_query"] = "matrix_query"
+    partition: str | None = None  # None: the default partition's
 
 
 class MatrixView(WireModel):
@@ -118,6 +122,7 @@ class MatrixView(WireModel):
     node ``nodes[c]``."""
 
     type: Literal["matrix_view"] = "matrix_view"
+    partition: str
     quantum: int
     quantum_ms: int
     policy: str

@@ -156,22 +156,26 @@ class PmixModexReply(WireModel):
 
 
 class NodeColumn(WireModel):
-    """A node's column of the Ousterhout matrix: in each row (slot), the jobs with tasks on it.
+    """A node's column of each Ousterhout matrix it is in (one per partition, by the partition's
+    name): in each row (slot), the jobs with tasks on it.
 
-    Sent to the node when it changes (a job starts, ends or moves, the rows are
-    regrouped) and when the node says hello, so that a switch need only name
-    rows. Never a delta: each is the whole column, and ``epoch`` tells the
-    master (through the node's reports) whether the newest one arrived.
+    Sent to the node when it changes (a job starts, ends, moves or is suspended,
+    the rows are regrouped) and when the node says hello, so that a switch need
+    only name rows. Never a delta: each is the whole column, and ``epoch`` tells
+    the master (through the node's reports) whether the newest one arrived.
     """
 
     type: Literal["node_column"] = "node_column"
     epoch: int
-    rows: list[list[int]]  # rows past the last one holding a job here are left out
+    # partition -> its rows here; rows past the last one holding a job here are left out
+    rows: dict[str, list[list[int]]]
 
 
 class SlotSwitch(WireModel):
-    """The whole decision for one quantum, the same for every node: the rows that run, and the
-    jobs of other rows that run where those rows leave processors idle (alternates).
+    """The whole decision for one quantum, the same for every node: the rows that run in each
+    matrix, and the jobs of other rows that run where those rows leave processors idle
+    (alternates). Each partition's matrix switches at its own quantum's boundaries; a switch
+    goes out at each boundary of any of them, with the rows every matrix runs then.
 
     A node runs the jobs its column holds in those rows, and those alternates it
     holds; it stops every other task. Its size does not grow with the cluster,
@@ -182,9 +186,9 @@ class SlotSwitch(WireModel):
     """
 
     type: Literal["slot_switch"] = "slot_switch"
-    quantum: int
+    quantum: int  # this switch's number: one more than the last, whichever matrix's boundary it is
     sent_ns: int
-    rows: list[int]
+    rows: dict[str, list[int]]  # partition -> the rows that run in its matrix
     alternates: list[int] = []
     report_every: int = Field(1, ge=1, le=MAX_REPORT_QUANTA)
 

@@ -54,6 +54,16 @@ def _user_name(text: str) -> str:
 NoNul = Annotated[str, AfterValidator(_no_nul)]
 PathText = Annotated[str, Field(min_length=1, max_length=MAX_PATH_BYTES), AfterValidator(_no_nul)]
 UserName = Annotated[str, Field(min_length=1, max_length=32), AfterValidator(_user_name)]
+_PARTITION_NAMES = re.compile(r"[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64})*")
+
+
+def _partition_names(text: str) -> str:
+    if not _PARTITION_NAMES.fullmatch(text):
+        raise ValueError(f"{text!r}: a partition's name is letters, digits, '_', '-' or '.', several by comma")
+    return text
+
+
+PartitionNames = Annotated[str, Field(max_length=512), AfterValidator(_partition_names)]
 
 
 class JobState(StrEnum):
@@ -121,6 +131,9 @@ class JobSpec(WireModel):
     array_job_id: int | None = None
     array_index: int | None = Field(default=None, ge=0)
     array_limit: int | None = Field(default=None, ge=1)  # at most this many of the array run at once (%N)
+    # Slurm's -p: a partition, or several by comma (the first that takes the job); None: the default. The
+    # master names the one it chose from then on
+    partition: PartitionNames | None = None
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
@@ -262,6 +275,7 @@ class NodeState(StrEnum):
 class NodeInfo(WireModel):
     name: str
     state: NodeState
+    partitions: list[str] = []
     cpu_share: float  # of one CPU's time, the whole node's
     processors: int = 1
     processors_used: int = 0  # in the slot whose turn it is
@@ -272,6 +286,22 @@ class NodeInfo(WireModel):
     mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
     memory: int = 0  # bytes its jobs may commit
     memory_committed: int = 0  # bytes the jobs placed on it commit, in all its rows (stopped jobs stay resident)
+
+
+class PartitionInfo(WireModel):
+    """A partition as `gang nodes -s` shows it (Slurm's sinfo)."""
+
+    name: str
+    default: bool
+    state: str  # up, down, drain, inactive
+    priority_tier: int
+    preempt_mode: str
+    max_time_s: float | None  # None: UNLIMITED
+    nodes: list[str]  # the nodes it holds that the master knows
+    quantum_ms: int
+    policy: str
+    mpl: int
+    allow_users: list[str] | None = None  # None: every user
 
 
 class UserInfo(WireModel):

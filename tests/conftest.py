@@ -90,8 +90,8 @@ class DrivenMaster:
         return getattr(self.core, name)
 
 
-def driven_master(settings: Any, endpoints: Any, store: Any, clock: FakeClock) -> DrivenMaster:
-    return DrivenMaster(MasterCore(settings, endpoints, store, clock.read()), clock, store)
+def driven_master(settings: Any, endpoints: Any, store: Any, clock: FakeClock, partitions: Any = None) -> DrivenMaster:
+    return DrivenMaster(MasterCore(settings, endpoints, store, clock.read(), partitions), clock, store)
 
 
 def unix_account(name: str) -> pwd.struct_passwd | None:
@@ -193,8 +193,10 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
         local = LocalCluster(home)
         if key_users:
             keygen(local.keys, list(key_users))
-        config = ClusterConfig(**{"quantum_ms": 100, "heartbeat_ms": 100, "node_kill_grace_s": 1.0,
-                                  "http_bind": "", **shape})
+        config_file = shape.pop("config_file", None)
+        given = {"quantum_ms": 100, "heartbeat_ms": 100, "node_kill_grace_s": 1.0, "http_bind": "", **shape}
+        # a configuration file's partitions' own quanta win over the cluster's
+        config = ClusterConfig(**given) if config_file is None else ClusterConfig.from_file(Path(config_file), **given)
         # job ids start at 1 in every cluster: each has a spool of its own for other users' outputs
         user_spool = Path(tempfile.mkdtemp(prefix="users-", dir=os.environ["GANG_NODE_USER_SPOOL_DIR"]))
         user_spool.chmod(0o711)

@@ -19,13 +19,13 @@ from tests.conftest import wait_until
 
 def test_the_maps_the_list_commands_read_are_the_models():
     spec = JobSpec(name="mapped", user="alice", tasks=2, argv=["true"], estimate_s=60,
-                   array_job_id=7, array_index=3, mem_per_cpu=128 << 20)
+                   array_job_id=7, array_index=3, mem_per_cpu=128 << 20, partition="debug")
     job = JobInfo(job_id=8, spec=spec, state=JobState.FAILED, reason="rank 1 exited 3", submit_time=1.5e9,
                   start_time=1.5e9 + 10, end_time=1.5e9 + 70, node_names=["n1", "n2"], processors=[0, 0],
                   exit_code=3, util_pct=97.5, predicted_pct=90.0, barriers=12, barriers_per_s=0.2,
                   migration_s=[0.4], max_rss=50 << 20)
     node = NodeInfo(name="n1", state="up", cpu_share=1.0, processors=2, processors_used=1, jobs=[8], seen_ago_s=0.2,
-                    via="r1", memory=512 << 20, memory_committed=300 << 20)
+                    via="r1", memory=512 << 20, memory_committed=300 << 20, partitions=["batch", "debug"])
     job_map = unpack(encode(JobList(jobs=[job], more=True)))["jobs"][0]
     node_map = unpack(encode(NodeList(nodes=[node])))["nodes"][0]
 
@@ -34,10 +34,10 @@ def test_the_maps_the_list_commands_read_are_the_models():
     assert json.loads(json.dumps(node_map)) == node.model_dump(mode="json")
     # every column reads fields the models have, and shows what they hold
     shown = table.render(list(table.JOB_FIELDS.values()), [job_map]).splitlines()[1].split()
-    assert shown[:5] == ["8", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
+    assert shown[:6] == ["8", "debug", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
     assert "128Mc" in shown and "50M" in shown  # MIN_MEMORY per task, MAXRSS
     assert table.render(list(table.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
-        ["n1", "up", "1", "1/2", "512", "300", "0.2", "8", "r1"]
+        ["n1", "up", "batch,deb", "1", "1/2", "512", "300", "0.2", "8", "r1"]
 
 
 @pytest.mark.live
@@ -55,12 +55,15 @@ def test_the_queue_fits_80_columns_filters_and_speaks_json(gang):
     shown = gang("queue")
     assert shown.returncode == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()
-    assert header.split() == ["JOBID", "NAME", "USER", "ST", "TIME", "TASKS", "UTIL%", "PRED%", "NODELIST(REASON)"]
+    assert header.split() == ["JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "TASKS", "UTIL%",
+                              "NODELIST(REASON)"]
     assert all(len(line) <= 80 for line in shown.stdout.splitlines())
     by_id = {int(row.split()[0]): row.split() for row in rows}
     assert set(by_id) == {running, waiting}  # finished jobs only with --all
-    assert by_id[running][1] == "a-rather-l" and by_id[running][3] == "R"
-    assert by_id[waiting][3] == "PD"
+    assert by_id[running][1:3] == ["batch", "a-rather"] and by_id[running][4] == "R"
+    assert by_id[waiting][4] == "PD"
+    assert gang("queue", "-p", "batch", "-o", "jobid").stdout.split()[1:] == [str(running), str(waiting)]
+    assert gang("queue", "-p", "debug", "-o", "jobid").stdout.split() == ["JOBID"]
 
     assert [line.split()[0] for line in gang("queue", "-t", "PD", "-o", "jobid").stdout.splitlines()] == \
         ["JOBID", str(waiting)]
@@ -74,7 +77,7 @@ def test_the_queue_fits_80_columns_filters_and_speaks_json(gang):
     assert all({"spec", "state", "node_names", "util_pct"} <= set(job) for job in listed)
 
     bad_field = gang("queue", "-o", "jobid,colour")
-    assert bad_field.returncode == 2 and "no field colour: the fields are jobid, name" in bad_field.stderr
+    assert bad_field.returncode == 2 and "no field colour: the fields are jobid, partition, name" in bad_field.stderr
     bad_state = gang("queue", "-t", "asleep")
     assert bad_state.returncode == 2 and "no state 'asleep'" in bad_state.stderr
 
@@ -88,7 +91,12 @@ def test_the_nodes_list_fits_and_speaks_json(gang):
     assert sorted(row.split()[0] for row in rows) == ["node1", "node2"]
     listed = json.loads(gang("nodes", "--json").stdout)
     assert sorted(node["name"] for node in listed) == ["node1", "node2"]
-    assert all(node["state"] == "up" for node in listed)
+    assert all(node["state"] == "up" and node["partitions"] == ["batch"] for node in listed)
+    assert gang("nodes", "-s").stdout.splitlines() == [
+        "PARTITION AVAIL  TIMELIMIT NODES STATE NODELIST", "batch*    up      infinite     2 up    node[1-2]"]
+    (batch,) = json.loads(gang("nodes", "-s", "--json").stdout)
+    assert (batch["name"], batch["nodes"], batch["policy"], batch["default"]) == ("batch", ["node1", "node2"], "fcfs",
+                                                                                True)
 
 
 @pytest.mark.live

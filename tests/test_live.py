@@ -228,7 +228,7 @@ def test_malformed_bytes_to_a_node_daemon_are_logged_and_it_lives_on(tmp_path):
             heartbeat_ms=100, quantum_ms=100))])
 
         def switch_reported(quantum: int) -> bool:
-            pub.send(encode(SlotSwitch(quantum=quantum, sent_ns=time.monotonic_ns(), rows=[])))
+            pub.send(encode(SlotSwitch(quantum=quantum, sent_ns=time.monotonic_ns(), rows={})))
             while pull.poll(100):
                 message = decode(pull.recv())
                 if message.type == "quantum_report" and message.accounts[-1].quantum == quantum:

@@ -18,6 +18,7 @@ from gangsched.protocol.messages import (
     JobQuery,
     KillTask,
     LaunchTask,
+    MatrixQuery,
     NodeColumn,
     NodeHello,
     PmiFence,
@@ -94,15 +95,15 @@ def test_a_switch_names_rows_and_each_node_gets_its_column_when_it_changes(tmp_p
     wide, narrow = submit(core, nodes=4), submit(core, nodes=2)  # GS, MPL 2: rows 0 and 1
     switch = core.tick()
     columns = {node: column for node, column in sent(core, NodeColumn)}
-    assert columns["n1"].rows == [[wide], [narrow]] and columns["n4"].rows == [[wide]]
-    assert (switch.rows, switch.alternates) == ([0], [])
-    assert core.tick().rows == [1] and not sent(core, NodeColumn)  # the same layout: nothing to send
+    assert columns["n1"].rows == {"batch": [[wide], [narrow]]} and columns["n4"].rows == {"batch": [[wide]]}
+    assert (switch.rows, switch.alternates) == ({"batch": [0]}, [])
+    assert core.tick().rows == {"batch": [1]} and not sent(core, NodeColumn)  # the same layout: nothing to send
 
     for rank, node in enumerate(["n1", "n2"]):
         core.node_events.task_exit(TaskExit(node=node, job_id=narrow, rank=rank, returncode=0))
     core.tick()
     changed = {node: column for node, column in sent(core, NodeColumn)}
-    assert set(changed) == {"n1", "n2"} and changed["n1"].rows == [[wide]]  # the others' columns stand
+    assert set(changed) == {"n1", "n2"} and changed["n1"].rows == {"batch": [[wide]]}  # the others' columns stand
     assert changed["n1"].epoch > columns["n1"].epoch
 
 
@@ -120,7 +121,7 @@ def test_a_node_that_lost_its_column_gets_it_again_and_one_that_says_hello_gets_
     assert not sent(core, NodeColumn)
 
     hello(core, "n2", tasks=[TaskRef(job_id=job, rank=1)], incarnation="restarted")
-    assert dict(sent(core, NodeColumn))["n2"].rows == [[job]]
+    assert dict(sent(core, NodeColumn))["n2"].rows == {"batch": [[job]]}
 
 
 def test_the_switch_does_not_grow_with_the_cluster(tmp_path, clock):
@@ -276,7 +277,7 @@ def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):
     core2 = make_core(tmp_path, clock, nodes=0)
     restored = infos(core2, [first, second, queued])
     assert [i.state for i in restored] == [JobState.RUNNING, JobState.RUNNING, JobState.PENDING]
-    assert core2.clients.query_matrix().rows == []  # running jobs wait for their nodes to say hello
+    assert core2.clients.query_matrix(MatrixQuery()).rows == []  # running jobs wait for their nodes to say hello
     # n1..n3 come back with their tasks; n4 lost its own and runs one nobody knows
     for rank, node in enumerate(["n1", "n2", "n3"]):
         hello(core2, node, [TaskRef(job_id=first, rank=rank), TaskRef(job_id=second, rank=rank)])

@@ -34,13 +34,13 @@ def test_a_processor_freed_in_the_quantum_is_used_again_at_once(tmp_path, clock)
     first, second = submit_one(core, 2)  # one processor: two rows
     assert launched(core) == {first: False, second: False}  # placed before any switch: they wait for theirs
     core.tick()
-    row_running = core.rotation.ran
+    row_running = core.matrices.default.rotation.ran
     assert row_running in ({first}, {second})
     (ended,) = row_running
     core.node_events.task_exit(TaskExit(node="n1", job_id=ended, rank=0, returncode=0))
     (third,) = submit_one(core)
     assert launched(core) == {third: True}  # nothing else runs on its processor now
-    assert third in core.rotation.ran
+    assert third in core.matrices.default.rotation.ran
 
 
 def test_a_job_placed_where_a_task_runs_this_quantum_waits_for_its_switch(tmp_path, clock):
@@ -49,7 +49,7 @@ def test_a_job_placed_where_a_task_runs_this_quantum_waits_for_its_switch(tmp_pa
     first, second = submit_one(core, 2)
     sent(core, LaunchTask)
     core.tick()
-    (running,) = core.rotation.ran
+    (running,) = core.matrices.default.rotation.ran
     waiting = second if running == first else first
     core.node_events.task_exit(TaskExit(node="n1", job_id=waiting, rank=0, returncode=0))  # ends while stopped
     (third,) = submit_one(core)
@@ -63,7 +63,7 @@ def test_a_job_placed_at_a_quantum_boundary_starts_with_the_switch(tmp_path, clo
     sent(core, LaunchTask)
     core.tick()
     core.node_events.task_exit(TaskExit(node="n1", job_id=first, rank=0, returncode=0))
-    core.rotation.quantum_over()  # as the boundary's tick does before its settle
+    core.matrices.default.rotation.quantum_over()  # as the boundary's tick does before its settle
     (second,) = submit_one(core)
     assert launched(core) == {second: False}
 

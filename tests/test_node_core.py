@@ -94,7 +94,7 @@ def switch(core: NodeCore, quantum: int, rows: list[int], now: float, report_eve
            cpu_ns: int = 0) -> tuple[list, list]:
     """A switch applied as the loop applies it, timers and all: each task that ran read ``cpu_ns``;
     the tasks stopped and continued."""
-    message = SlotSwitch(quantum=quantum, sent_ns=0, rows=rows, alternates=[], report_every=report_every)
+    message = SlotSwitch(quantum=quantum, sent_ns=0, rows={"batch": rows}, alternates=[], report_every=report_every)
     plan = core.switch(message, now)
     core.applied(message, plan, int(now * 1e9), [(cpu_ns, 0, 0) for _ in plan.ran], now)
     core.timers(now)
@@ -129,7 +129,7 @@ def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_c
     assert switch(core, 1, rows=[0], now=1.0) == ([], [])  # row 0 is nothing to a node without its column
     (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == -1  # the master sees the column has not arrived
-    core.message(NodeColumn(epoch=3, rows=[[7]]), 1.05)
+    core.message(NodeColumn(epoch=3, rows={"batch": [[7]]}), 1.05)
     assert switch(core, 2, rows=[0], now=1.1) == ([], [(7, 0)])
     (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == 3
@@ -138,7 +138,7 @@ def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_c
 
 def test_only_tasks_that_ran_are_sampled_each_against_its_own_runnable_time():
     core = registered(make_core())
-    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     switch(core, 1, rows=[0], now=0.0)
     launch(core, 7, now=0.0)
     launch(core, 8, now=0.0)
@@ -213,7 +213,7 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
 def test_a_task_that_exits_between_switches_sends_its_last_accounts_first_and_never_starts_twice():
     core = registered(make_core())
     launch(core, 7)
-    core.message(NodeColumn(epoch=1, rows=[[7]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7]]}), 0.0)
     switch(core, 1, rows=[0], now=0.1, report_every=5, cpu_ns=1)
     core.task_event(Exited(TaskKey(7, 0), 0, None, cpu_ns=2, progress=3, memory=MemoryReading(0, False)), 0.15)
     (_, report), (_, exit_) = taken(core.outbox)
@@ -234,7 +234,7 @@ def test_a_task_that_cannot_start_fails_with_its_reason():
 
 def test_a_killed_job_gets_sigterm_then_sigkill_after_the_grace_and_keeps_running_meanwhile():
     core = registered(make_core())
-    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     launch(core, 7)
     launch(core, 8)
     core.message(KillTask(job_id=7, reason="cancelled"), 1.0)
@@ -248,7 +248,7 @@ def test_a_killed_job_gets_sigterm_then_sigkill_after_the_grace_and_keeps_runnin
 
 def test_a_checkpointing_task_runs_until_it_exits():
     core = registered(make_core())
-    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     switch(core, 1, rows=[1], now=0.0)
     launch(core, 7)
     core.message(CheckpointTask(job_id=7), 0.1)
@@ -258,7 +258,7 @@ def test_a_checkpointing_task_runs_until_it_exits():
 
 def test_a_stopped_task_is_looked_at_after_the_switch_and_again_while_it_keeps_forking():
     core = registered(make_core(report_delay_ms=2))
-    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     switch(core, 1, rows=[0], now=0.0)
     launch(core, 7)
     taken(core.orders)
@@ -276,7 +276,7 @@ def test_a_stopped_task_is_looked_at_after_the_switch_and_again_while_it_keeps_f
 
 def test_tasks_that_are_no_processes_are_never_looked_at():
     core = registered(make_core(forks=False))
-    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     switch(core, 1, rows=[0], now=0.0)
     launch(core, 7)
     switch(core, 2, rows=[1], now=0.1)
@@ -303,7 +303,7 @@ def test_a_watched_task_found_running_while_descheduled_in_three_stretches_is_en
     hello = NodeHello(memory=1 << 30, host_memory=1 << 32, node="n1", cpu_share=1.0, pid=1, incarnation="first",
                       peer=PeerEndpoint(transport="ipc", host="/t"))
     core = registered(NodeCore(hello, kill_grace_s=GRACE_S, report_delay_ms=0, forks=True, watch_interval_s=0.05))
-    core.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     for job_id in (7, 8):
         launch(core, job_id)
     now = 0.0
@@ -326,7 +326,7 @@ def test_a_watched_task_found_running_while_descheduled_in_three_stretches_is_en
 def test_a_single_escape_is_only_undone_and_a_frozen_node_looks_at_nothing():
     watched = make_core()  # frozen: no interval, no looks
     registered(watched)
-    watched.message(NodeColumn(epoch=1, rows=[[7], [8]]), 0.0)
+    watched.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
     for job_id in (7, 8):
         launch(watched, job_id)
     switch(watched, 1, rows=[0], now=0.0)

@@ -65,8 +65,8 @@ from gangsched.protocol.records import (
 SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])
 
 MESSAGES = [
-    SlotSwitch(quantum=7, sent_ns=123, rows=[0, 2], alternates=[5], report_every=4),
-    NodeColumn(epoch=3, rows=[[1], [], [2, 4]]),
+    SlotSwitch(quantum=7, sent_ns=123, rows={"batch": [0, 2], "debug": [1]}, alternates=[5], report_every=4),
+    NodeColumn(epoch=3, rows={"batch": [[1], [], [2, 4]], "debug": [[3]]}),
     QuantumReport(
         node="n1",
         accounts=[
@@ -148,6 +148,7 @@ MESSAGES = [
     NodeList(nodes=[NodeInfo(name="n1", state=NodeState.UP, cpu_share=0.5, jobs=[1], seen_ago_s=0.1)]),
     MatrixQuery(),
     MatrixView(
+        partition="batch",
         quantum=9,
         quantum_ms=100,
         policy="strict",

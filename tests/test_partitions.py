@@ -1,0 +1,90 @@
+"""Partitions live: a local cluster started from a configuration file with two partitions, each its
+own matrix over its own nodes at its own quantum, as a user submits to them and lists them."""
+
+import getpass
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gangsched.protocol.records import JobSpec, JobState
+from tests.conftest import wait_until
+
+CONFIG = """\
+[master]
+mpl = 2
+
+[[nodes]]
+names = "node[1-4]"
+memory = "256M"
+
+[[partitions]]
+name = "batch"
+nodes = "node[1-2]"
+default = true
+quantum_ms = 200
+
+[[partitions]]
+name = "debug"
+nodes = "node[3-4]"
+quantum_ms = 50
+max_time = "5:00"
+"""
+
+
+def gang(cluster, *args: str) -> "subprocess.CompletedProcess[str]":
+    """`gang ARGS` as a user's shell runs it, against ``cluster``."""
+    return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
+
+
+@pytest.mark.live
+def test_each_partition_runs_its_jobs_on_its_nodes_at_its_quantum(start_cluster, tmp_path):
+    path = tmp_path / "gangsched.toml"
+    path.write_text(CONFIG)
+    cluster = start_cluster(config_file=path)
+    client = cluster.client
+    user = getpass.getuser()
+    batch = [client.submit(JobSpec(name="b", user=user, tasks=2, argv=["sleep", "30"])) for _ in range(2)]
+    submitted = gang(cluster, "submit", "--json", "-p", "debug", "-n", "2", "--", "sleep", "30")
+    assert submitted.returncode == 0, submitted.stderr
+    debug = json.loads(submitted.stdout)["job_id"]
+    wait_until(lambda: all(client.job(job).state is JobState.RUNNING for job in [*batch, debug]), 20,
+               "every job to start")
+    assert {tuple(client.job(job).node_names) for job in batch} == {("node1", "node2")}
+    assert client.job(debug).node_names == ["node3", "node4"] and client.job(debug).spec.partition == "debug"
+
+    queue = gang(cluster, "queue", "-p", "debug", "-o", "jobid,partition,st")
+    assert queue.stdout.splitlines()[1].split() == [str(debug), "debug", "R"]
+    assert gang(cluster, "nodes", "-s").stdout.splitlines() == [
+        "PARTITION AVAIL  TIMELIMIT NODES STATE NODELIST",
+        "batch*    up      infinite     2 up    node[1-2]",
+        "debug     up          5:00     2 up    node[3-4]",
+    ]
+    views = {name: json.loads(gang(cluster, "matrix", "--json", "-p", name).stdout) for name in ("batch", "debug")}
+    assert (views["batch"]["quantum_ms"], len(views["batch"]["rows"])) == (200, 2)  # two gangs time-share
+    assert (views["debug"]["quantum_ms"], views["debug"]["nodes"]) == (50, ["node3", "node4"])
+    # each turns at its own boundaries (how often, on a fake clock: tests/test_master_partitions.py)
+    for name, view in views.items():
+        wait_until(lambda name=name, view=view: client.matrix(name).quantum >= view["quantum"] + 3, 20,
+                   f"three quanta of {name}")
+
+    refused = gang(cluster, "submit", "-p", "debug", "-t", "600", "--", "true")
+    assert refused.returncode == 1 and "is past partition debug's MaxTime of 5:00" in refused.stderr
+    assert "no partition 'nope': the partitions are batch, debug" in gang(cluster, "submit", "-p", "nope", "--",
+                                                                          "true").stderr
+    for job in [*batch, debug]:
+        client.cancel(job, user)
+
+
+@pytest.mark.live
+def test_a_master_given_a_file_that_does_not_validate_does_not_start(tmp_path):
+    path = tmp_path / "gangsched.toml"
+    path.write_text('[[partitions]]\nname = "a"\nquantum_ms = 3\n')
+    started = subprocess.run([sys.executable, "-m", "gangsched.cli", "master", "--config", str(path),
+                              "--state-dir", str(tmp_path / "state")], capture_output=True, text=True, timeout=60)
+    assert started.returncode == 1
+    assert f"{path}:3: partitions[0].quantum_ms: Input should be greater than or equal to 10" in started.stderr
+    assert not (tmp_path / "state").exists()
