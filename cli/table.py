@@ -50,7 +50,7 @@ def chosen(fields: dict[str, Column[Row]], spec: str) -> list[Column[Row]]:
 
 # Slurm's compact state codes
 STATE_CODES = {"pending": "PD", "running": "R", "completed": "CD", "failed": "F", "cancelled": "CA",
-               "node_fail": "NF", "timeout": "TO", "out_of_memory": "OOM"}
+               "node_fail": "NF", "timeout": "TO", "out_of_memory": "OOM", "suspended": "S"}
 
 
 def _elapsed(job: Fields) -> str:
@@ -90,9 +90,21 @@ def _job_id(job: Fields) -> str:
     return str(job["job_id"]) if pending is None else f"{job['spec']['array_job_id']}_[{pending}]"
 
 
+def _preempted(job: Fields) -> str:
+    """How often and how long a job was suspended by higher-tier jobs, and by which: ``2x 41s by 7,9``."""
+    preemptions = job.get("preemptions") or []
+    if not preemptions:
+        return "-"
+    total = sum((each["end"] or time.time()) - each["start"] for each in preemptions)
+    by = ",".join(dict.fromkeys(str(each["by_job"]) for each in preemptions))
+    return f"{len(preemptions)}x {total:.0f}s by {by}"
+
+
 def _where(job: Fields) -> str:
     if job["state"] == "running":
         return ",".join(dict.fromkeys(job["node_names"]))
+    if job["state"] == "suspended":  # where it holds its memory, and why
+        return ",".join(dict.fromkeys(job["node_names"])) + f" ({job['reason']})"
     return f"({job['reason']})" if job["reason"] else ""
 
 
@@ -115,6 +127,7 @@ JOB_FIELDS: dict[str, Column[Fields]] = {
     "mem": Column("MIN_MEMORY", 10, _requested, right=True),
     "maxrss": Column("MAXRSS", 7, lambda job: megabytes(job.get("max_rss")), right=True),
     "exit": Column("EXIT", 4, lambda job: "-" if job["exit_code"] is None else str(job["exit_code"]), right=True),
+    "preempted": Column("PREEMPTED", 16, _preempted),
     "array": Column("ARRAY", 9, lambda job: "-" if job["spec"]["array_index"] is None
                     else f"{job['spec']['array_job_id']}_{job['spec']['array_index']}"),
     "submit": Column("SUBMIT", 19, lambda job: _clock(job["submit_time"])),

@@ -17,6 +17,7 @@ from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import Shape, committed_memory, describe_shape
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
+from gangsched.master.tiers import Tiers
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.partitions import PartitionState
 from gangsched.policy.topology import Topology
@@ -50,7 +51,7 @@ class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix, users."""
 
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 endings: Endings, matrices: Matrices, retry: StoreRetry) -> None:
+                 endings: Endings, matrices: Matrices, tiers: Tiers, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
         self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
         self._store = store
@@ -58,6 +59,7 @@ class ClientRequests:
         self._table = table
         self._endings = endings
         self._matrices = matrices
+        self._tiers = tiers
         self._retry = retry
 
     def submit(self, message: Submit, now: Now) -> Submitted | ErrorReply:
@@ -93,7 +95,7 @@ class ClientRequests:
             self._endings.enqueue(job, now)
         made = f"job {first}" if count == 1 else f"jobs {first}-{first + count - 1}"  # an array's: one line
         log.info("%s submitted by %s to %s: %s, %d tasks", made, spec.user, matrix.name, spec.name, spec.tasks)
-        self._matrices.settle(now)
+        self._tiers.settle(now)
         return Submitted(job_id=first, count=count)
 
     def _partition_for(self, spec: JobSpec, now: Now) -> tuple[Matrix, JobSpec] | ErrorReply:
@@ -216,7 +218,7 @@ class ClientRequests:
             self._endings.withdraw(job, reason, now)
         else:
             self._endings.decide_end(job, JobState.CANCELLED, reason, now)
-        self._matrices.settle(now)
+        self._tiers.settle(now)
         return Cancelled(job_id=job.job_id, state=job.ending or job.state)
 
     def query_jobs(self, message: JobQuery, now: Now) -> JobList:

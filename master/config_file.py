@@ -203,15 +203,8 @@ def partition_plan(settings: MasterSettings) -> list[tuple[Partition, MasterSett
     if not checked.partitions:
         return [(Partition(IMPLICIT_PARTITION, None, default=True), settings)]
     listed = checked.node_names()
-    plan = [(partition.partition(listed), checked.partition_settings(settings, partition))
+    return [(partition.partition(listed), checked.partition_settings(settings, partition))
             for partition in checked.partitions]
-    for index, (first, _) in enumerate(plan):
-        for second, _ in plan[index + 1:]:
-            if first.nodes is None or second.nodes is None or first.nodes & second.nodes:
-                raise ConfigError(settings.config, [ConfigProblem(None, "partitions", (
-                    f"partitions {first.name!r} and {second.name!r} share nodes: this master does not run "
-                    "partitions of different tiers over the same nodes yet (preemption)"))])
-    return plan
 
 
 def read_config(path: Path) -> ClusterFile:

@@ -38,6 +38,7 @@ from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
+from gangsched.master.tiers import Tiers
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
 from gangsched.protocol.messages import MasterStats, Message, SlotSwitch, SwitchStats
 from gangsched.protocol.records import JobState
@@ -63,11 +64,12 @@ class MasterCore:
                                self.outbox)
         self.matrices = Matrices([self._matrix(partition, own, now) for partition, own
                                   in partitions or [(Partition(IMPLICIT_PARTITION, None), settings)]])
+        self.tiers = Tiers(self.matrices, self.table, self._nodes, self.endings, store)
         self.broadcast = Broadcast(settings, self.outbox)
-        self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.starts,
-                                      self.migrations, self.endings, self.broadcast, self.outbox)
+        self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.tiers,
+                                      self.starts, self.migrations, self.endings, self.broadcast, self.outbox)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
-                                              self.matrices, self.store_retry)
+                                              self.matrices, self.tiers, self.store_retry)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = now.wall
         self._restore(now)
@@ -147,7 +149,7 @@ class MasterCore:
             matrix.rotation.quantum_over()  # what starts now starts with the rows chosen below
         if self.store_retry.due(now.monotonic):
             self._retry_store(now)
-        matrices.settle(now)
+        self.tiers.settle(now)
         running = self.table.running()
         for matrix in due:
             matrix.rotation.choose([job for job in running if job.spec.partition == matrix.name], now)

@@ -53,8 +53,8 @@ class Decisions:
         self._last_tick = now.monotonic
         for job_id in ran:
             job = self._table.get(job_id)
-            if job is None or job.state is not JobState.RUNNING:
-                continue
+            if job is None or job.state is not JobState.RUNNING or job.suspended:
+                continue  # a suspended job's time does not count against its limit
             job.ran_s += elapsed
             limit = self._table.time_limit(job)
             if job.ending is None and job.ran_s > limit + self._settings.over_time_s:

@@ -7,7 +7,7 @@ from gangsched.master.scheduling import Processor
 from gangsched.master.waiting import Wait
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import PmiFence
-from gangsched.protocol.records import JobInfo, JobSpec, JobState
+from gangsched.protocol.records import JobInfo, JobSpec, JobState, Preemption
 
 _RATE_WINDOW_S = 10.0
 _READINGS_KEPT = 256
@@ -47,6 +47,8 @@ class Job:
     # node -> the incarnation of its daemon the job's tasks were sent to (stored with its start): after a
     # master restart, a daemon of that incarnation with no trace of the job never got its launch
     launched_to: dict[str, str] = field(default_factory=dict)
+    # each time a job of a higher tier suspended it (the last one open while it is suspended); stored
+    preemptions: list[Preemption] = field(default_factory=list)
     # What follows lives only while the master runs.
     wait: Wait | None = None  # why it waits, while pending
     live_ranks: set[int] = field(default_factory=set)
@@ -64,8 +66,15 @@ class Job:
     quantum_utils: dict[int, list[float]] = field(default_factory=dict)
     predictor: UtilizationPredictor = field(default_factory=UtilizationPredictor)
 
+    @property
+    def suspended(self) -> bool:
+        """Preempted by a job of a higher tier now: frozen whole, out of its matrix's rotation."""
+        return bool(self.preemptions) and self.preemptions[-1].end is None
+
     def shown_reason(self) -> str:
         """The reason users read: why it waits, while it does, else why it ended as it did."""
+        if self.suspended:
+            return f"Preempted by job {self.preemptions[-1].by_job}"
         return self.wait.text() if self.wait is not None else self.reason
 
     def measured(self, cpu_ns: int, memory_peak: int) -> None:
@@ -112,7 +121,7 @@ class Job:
         return JobInfo(
             job_id=self.job_id,
             spec=self.spec,
-            state=self.state,
+            state=JobState.SUSPENDED if self.suspended else self.state,
             reason=self.shown_reason(),
             submit_time=self.submit_time,
             start_time=self.start_time,
@@ -130,4 +139,5 @@ class Job:
             ran_s=self.ran_s,
             migration_s=self.migration_s,
             max_rss=self.max_rss,
+            preemptions=self.preemptions,
         )

@@ -68,8 +68,11 @@ class Matrices:
         """After the events of one message or one tick: each matrix's policy decides if one asks for it; that
         of a partition down or inactive starts nothing (Slurm's partition states)."""
         for matrix in self._matrices:
-            if matrix.partition.state in STARTING:
-                matrix.decisions.settle(now)
+            self.settle_one(matrix, now)
+
+    def settle_one(self, matrix: Matrix, now: Now) -> None:
+        if matrix.partition.state in STARTING:
+            matrix.decisions.settle(now)
 
     def due(self, now: float) -> list[Matrix]:
         """The matrices whose boundary is due at ``now``: those within BOUNDARY_SLACK_S of it too, so that

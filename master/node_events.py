@@ -12,10 +12,11 @@ from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices
 from gangsched.master.migrations import Migrations
 from gangsched.master.nodes import Node, NodeRegistry
-from gangsched.master.placement import limit_of, processors_of
+from gangsched.master.placement import limit_of
 from gangsched.master.relays import RelayTree
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
+from gangsched.master.tiers import Tiers
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.exits import CHECKPOINTED
 from gangsched.protocol.messages import (
@@ -50,7 +51,7 @@ class NodeEvents:
     """What the node daemons say: hello, heartbeats, quantum reports, exits, PMI barriers."""
 
     def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, nodes: NodeRegistry, table: JobTable,
-                 matrices: Matrices, starts: Starts, migrations: Migrations, endings: Endings,
+                 matrices: Matrices, tiers: Tiers, starts: Starts, migrations: Migrations, endings: Endings,
                  broadcast: Broadcast, outbox: deque[tuple[str, Message]]) -> None:
         self._settings = settings
         self._endpoints = endpoints
@@ -59,6 +60,7 @@ class NodeEvents:
         self._unseen: dict[int, set[int]] = {}  # restored jobs: ranks their daemons, back, had no trace of
         self._table = table
         self._matrices = matrices
+        self._tiers = tiers
         self._starts = starts
         self._migrations = migrations
         self._endings = endings
@@ -84,7 +86,7 @@ class NodeEvents:
             self._outbox.append((hello.node, self.task_exit(exit_, now)))
         self._reconcile_tasks(hello, now)
         self._follow_nodes(now)
-        self._matrices.settle(now)
+        self._tiers.settle(now)
         self._outbox.append((hello.node, self._broadcast.hello_column(hello.node)))
         relay = home.endpoints
         return NodeWelcome(
@@ -120,7 +122,7 @@ class NodeEvents:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
             self._endings.ranks_gone(job, {message.rank}, ending, now, exit_code=message.returncode)
-        self._matrices.settle(now)
+        self._tiers.settle(now)
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:
@@ -195,26 +197,14 @@ class NodeEvents:
 
     def node_unreachable(self, name: str, now: Now) -> None:
         self.lose_node(name, f"node {name} became unreachable", now)
-        self._matrices.settle(now)
+        self._tiers.settle(now)
 
     def _follow_nodes(self, now: Now) -> None:
         """Rebuild the policy of each partition whose nodes up changed; adopt restored jobs whose nodes are
         all back."""
         up = self._nodes.up()
         adopted = [job for job in self._table.adopt(set(up)) if self._launched(job, now)]
-        table = self._table
-        for matrix in self._matrices:
-            holds = matrix.partition.holds
-            mine = {name: shape for name, shape in up.items() if holds(name)}
-            back = [job for job in adopted if job.spec.partition == matrix.name]
-            scheduler = matrix.queue.scheduler
-            if mine == scheduler.node_shapes() and not back:
-                continue
-            scheduler.rebuild(mine, now.monotonic, [
-                (table.policy_job(job, now), processors_of(job), now.monotonic_of(job.start_time or job.submit_time))
-                for job in back
-            ])
-            matrix.queue.event()
+        self._tiers.follow_nodes(up, adopted, now)
 
     def _reconcile_tasks(self, hello: NodeHello, now: Now) -> None:
         reported = {(task.job_id, task.rank) for task in hello.tasks}

@@ -1,7 +1,9 @@
 """The batch policy on the live cluster: the simulator's policy code, in node names.
 
 A policy sees processors 0..N-1; here the columns are the processors of the
-nodes up, node by node in name order (node1's processors, then node2's, ...),
+nodes up, node by node in the order given (by name: node1's processors, then
+node2's, ...; where partitions of different tiers share nodes, those a job
+would preempt least first: master/tiers.py),
 and the policy's topology says which columns share a node. A job's rank r
 runs on its r-th column, so ranks on one node are consecutive (block
 distribution). When the set of nodes up changes, the policy is rebuilt for the new
@@ -135,13 +137,13 @@ class LiveScheduler:
 
     def rebuild(self, nodes: Mapping[str, NodeShape], now: float,
                 adopt: Iterable[tuple[PolicyJob, list[Processor], float]] = ()) -> None:
-        """The nodes up (name -> processors and memory) changed: a new policy for them, with the jobs
-        still running on them.
+        """The nodes up (name -> processors and memory, in the order the policy is to fill them: it takes
+        the lowest free columns first) changed: a new policy for them, with the jobs still running on them.
 
         ``adopt`` adds running jobs the policy never placed (their job, processors and start),
-        as after a master restart.
+        as after a master restart, or a suspended job resumed.
         """
-        names = sorted(nodes)
+        names = list(nodes)
         columns = [Processor(name, index) for name in names for index in range(nodes[name].processors)]
         column = {processor: index for index, processor in enumerate(columns)}
         known = [(each.job, self._names(each.columns), each.started) for each in self._running.values()]

@@ -23,7 +23,7 @@ from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.master.store import StoreError, StoreWriteError
-from gangsched.protocol.records import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState, Preemption
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     ran_s REAL NOT NULL,
     migration_s TEXT NOT NULL,
     max_rss INTEGER,
-    launched_to TEXT NOT NULL DEFAULT '{}'
+    launched_to TEXT NOT NULL DEFAULT '{}',
+    preemptions TEXT NOT NULL DEFAULT '[]'
 );
 -- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
 -- without reading every job the store ever held
@@ -67,13 +68,14 @@ CREATE TABLE IF NOT EXISTS users (
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
     " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s, max_rss, launched_to"
+    " migration_s, max_rss, launched_to, preemptions"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # what a store of an earlier version needs to be this one's (each step one transaction)
 _MIGRATIONS = {5: "ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'",
-               6: "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"}
+               6: "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)",
+               7: "ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"}
 _TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
 
 
@@ -174,7 +176,7 @@ class SqliteStore:
 
     def _write(self, job: Job) -> None:
         self._execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -195,6 +197,7 @@ class SqliteStore:
                 json.dumps(job.migration_s),
                 job.max_rss,
                 json.dumps(job.launched_to),
+                json.dumps([preemption.model_dump() for preemption in job.preemptions]),
             ),
         )
 
@@ -272,7 +275,7 @@ class SqliteStore:
 
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to) = row
+     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -293,4 +296,5 @@ def _job(row: tuple[Any, ...]) -> Job:
         migration_s=json.loads(migration_s),
         max_rss=max_rss,
         launched_to=json.loads(launched_to),
+        preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
     )

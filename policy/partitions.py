@@ -69,3 +69,12 @@ def same_tier_sharing(partitions: Iterable[tuple[str, int, frozenset[str]]]) -> 
                 found.append(Shared(other, name, tuple(sorted(common))))
         seen.append((name, tier, nodes))
     return found
+
+
+def preemption_order(lower_gangs: dict[str, list[int]]) -> list[str]:
+    """The nodes a higher-tier matrix sees, in the order its policy fills them (the lowest free columns
+    first): those where a job of its would preempt the fewest gangs of lower tiers, then the smallest
+    (fewest tasks), then by name. ``lower_gangs``: node -> the task counts of the lower-tier gangs running
+    there. So a higher-tier job preempts only where its own matrix has no room elsewhere in the row it
+    takes, and then the fewest and smallest gangs it can."""
+    return sorted(lower_gangs, key=lambda node: (len(lower_gangs[node]), sum(lower_gangs[node]), node))

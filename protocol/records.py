@@ -75,10 +75,13 @@ class JobState(StrEnum):
     NODE_FAIL = "node_fail"  # a node of the job was lost and the job was not requeued
     TIMEOUT = "timeout"  # it ran for its estimate (its time limit) and was killed
     OUT_OF_MEMORY = "out_of_memory"  # a task passed its memory limit: the job was ended (docs/memory.md)
+    # running, but preempted by a job of a higher tier: frozen whole, its memory kept (docs/policies.md);
+    # what the listings show, the master's own state of it being running
+    SUSPENDED = "suspended"
 
     @property
     def is_final(self) -> bool:
-        return self not in (JobState.PENDING, JobState.RUNNING)
+        return self not in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED)
 
 
 class MpiKind(StrEnum):
@@ -242,6 +245,14 @@ class TaskSample(NamedTuple):
     memory_peak: int = 0  # bytes: the most it held resident so far (Slurm's MaxRSS)
 
 
+class Preemption(WireModel):
+    """One time a job was preempted: by which job, from when until when (None: it still is)."""
+
+    by_job: int
+    start: float  # Unix time
+    end: float | None = None
+
+
 class JobInfo(WireModel):
     job_id: int
     spec: JobSpec
@@ -265,6 +276,7 @@ class JobInfo(WireModel):
     max_rss: int | None = None  # bytes: the largest peak resident memory of any of its tasks (Slurm's MaxRSS)
     # a pending array's waiting jobs shown as one (JobQuery.arrays): their indices, as ranges ("5-9999")
     array_pending: str | None = None
+    preemptions: list[Preemption] = []  # each suspension by a job of a higher tier, in order
 
 
 class NodeState(StrEnum):

@@ -236,11 +236,12 @@ def test_a_launch_lost_with_the_master_is_queued_again_not_failed(tmp_path, cloc
     assert lost_launch in {message.task.job_id for _, message in sent(restarted, LaunchTask)}
 
 
-def test_a_store_of_the_version_before_is_migrated_and_keeps_its_jobs(tmp_path):
+def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     path = tmp_path / "jobs.db"
     SqliteStore(path).close()
-    db = sqlite3.connect(path)  # made as version 6 made it: no index of the jobs by state
+    db = sqlite3.connect(path)  # made as version 6 made it: no index of the jobs by state, no preemptions
     db.execute("DROP INDEX jobs_by_state")
+    db.execute("ALTER TABLE jobs DROP COLUMN preemptions")
     db.execute("INSERT INTO jobs (job_id, spec, state, reason, submit_time, node_names, processors, requeues,"
                " barriers, cpu_ns, ran_s, migration_s) VALUES (1, '{}', 'completed', '', 0, '[]', '[]', 0, 0, 0, 0,"
                " '[]')")
@@ -250,8 +251,8 @@ def test_a_store_of_the_version_before_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (7,)
+    assert db.execute("PRAGMA user_version").fetchone() == (8,)
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
         ("jobs_by_state",)]
-    assert db.execute("SELECT job_id, state FROM jobs").fetchall() == [(1, "completed")]
+    assert db.execute("SELECT job_id, state, preemptions FROM jobs").fetchall() == [(1, "completed", "[]")]
     db.close()

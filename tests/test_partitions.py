@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
+from gangsched.deploy.local import task_processes
+from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import wait_until
+from tests.conftest import is_held, wait_until
 
 CONFIG = """\
 [master]
@@ -88,3 +90,65 @@ def test_a_master_given_a_file_that_does_not_validate_does_not_start(tmp_path):
     assert started.returncode == 1
     assert f"{path}:3: partitions[0].quantum_ms: Input should be greater than or equal to 10" in started.stderr
     assert not (tmp_path / "state").exists()
+
+
+PREEMPTING = """\
+[[nodes]]
+names = "node[1-2]"
+memory = "256M"
+
+[[partitions]]
+name = "batch"
+default = true
+preempt_mode = "suspend"
+
+[[partitions]]
+name = "debug"
+priority_tier = 2
+quantum_ms = 50
+"""
+
+
+def cpu_ns(cluster, job: int) -> int:
+    """The CPU time of a job's tasks: their cgroups' where each has one, else their processes'."""
+    total = 0
+    for process in task_processes(cluster.home, job):
+        group = cgroup_of(str(process.pid))
+        stat = group / "cpu.stat" if group is not None else None
+        if stat is not None and stat.exists() and "gangsched" in str(group):
+            total += int(stat.read_text().split()[1]) * 1000  # usage_usec
+        else:
+            times = process.cpu_times()
+            total += int((times.user + times.system) * 1e9)
+    return total
+
+
+@pytest.mark.live
+def test_a_debug_job_suspends_the_batch_gang_on_its_nodes_which_uses_no_cpu_and_resumes(start_cluster, tmp_path):
+    path = tmp_path / "gangsched.toml"
+    path.write_text(PREEMPTING)
+    cluster = start_cluster(config_file=path)
+    client = cluster.client
+    user = getpass.getuser()
+    batch = client.submit(JobSpec(name="spin", user=user, tasks=2, argv=["sh", "-c", "while :; do :; done"]))
+    wait_until(lambda: client.job(batch).state is JobState.RUNNING and cpu_ns(cluster, batch) > 0, 20,
+               "the batch gang to run")
+    debug = client.submit(JobSpec(name="quick", user=user, tasks=2, argv=["sleep", "3"], partition="debug"))
+    wait_until(lambda: client.job(batch).state is JobState.SUSPENDED, 20, "the batch gang to be suspended")
+    assert client.job(batch).reason == f"Preempted by job {debug}"
+    wait_until(lambda: all(is_held(process) for process in task_processes(cluster.home, batch)), 20,
+               "every task of the batch gang to be held")
+    frozen_at = cpu_ns(cluster, batch)
+    wait_until(lambda: client.job(debug).state is JobState.RUNNING, 20, "the debug job to run")
+    queue = gang(cluster, "queue", "-o", "jobid,st,nodelist").stdout.splitlines()
+    assert f"{batch} S  node1,node2 (Preempted by job {debug})".split() in [line.split() for line in queue]
+    wait_until(lambda: client.job(debug).state is JobState.COMPLETED, 30, "the debug job to end")
+    assert cpu_ns(cluster, batch) - frozen_at < 20_000_000  # what ran between the stop and the freeze at most
+    wait_until(lambda: client.job(batch).state is JobState.RUNNING and cpu_ns(cluster, batch) > frozen_at + 50_000_000,
+               20, "the batch gang to run again")
+    (preemption,) = client.job(batch).preemptions
+    assert preemption.by_job == debug and preemption.end is not None
+    history = gang(cluster, "history", "-o", "jobid,state,preempted", str(batch)).stdout.splitlines()
+    assert history[1].split()[:4] == [str(batch), "RUNNING", "1x", history[1].split()[3]]
+    assert history[1].split()[4:] == ["by", str(debug)]
+    client.cancel(batch, user)

@@ -34,9 +34,9 @@ class MasterCollector(Collector):
 
 
 def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
-    states = GaugeMetricFamily("gangsched_jobs", "Jobs pending and running", labels=["state"])
+    states = GaugeMetricFamily("gangsched_jobs", "Jobs pending, running and suspended", labels=["state"])
     active = [job for job in jobs if not job.state.is_final]
-    for state in (JobState.PENDING, JobState.RUNNING):
+    for state in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED):
         states.add_metric([state.value], sum(job.state is state for job in active))
     yield states
     reasons = GaugeMetricFamily("gangsched_queue_jobs", "Pending jobs by the reason they wait", labels=["reason"])
