@@ -42,13 +42,17 @@ def gang(cluster, *args: str) -> "subprocess.CompletedProcess[str]":
                           env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
 
 
+def configured(start_cluster, tmp_path, text: str):
+    """A local cluster started from the configuration file ``text``."""
+    path = tmp_path / "gangsched.toml"
+    path.write_text(text)
+    return start_cluster(config_file=path)
+
+
 @pytest.mark.live
 def test_each_partition_runs_its_jobs_on_its_nodes_at_its_quantum(start_cluster, tmp_path):
-    path = tmp_path / "gangsched.toml"
-    path.write_text(CONFIG)
-    cluster = start_cluster(config_file=path)
-    client = cluster.client
-    user = getpass.getuser()
+    cluster = configured(start_cluster, tmp_path, CONFIG)
+    client, user = cluster.client, getpass.getuser()
     batch = [client.submit(JobSpec(name="b", user=user, tasks=2, argv=["sleep", "30"])) for _ in range(2)]
     submitted = gang(cluster, "submit", "--json", "-p", "debug", "-n", "2", "--", "sleep", "30")
     assert submitted.returncode == 0, submitted.stderr
@@ -125,11 +129,8 @@ def cpu_ns(cluster, job: int) -> int:
 
 @pytest.mark.live
 def test_a_debug_job_suspends_the_batch_gang_on_its_nodes_which_uses_no_cpu_and_resumes(start_cluster, tmp_path):
-    path = tmp_path / "gangsched.toml"
-    path.write_text(PREEMPTING)
-    cluster = start_cluster(config_file=path)
-    client = cluster.client
-    user = getpass.getuser()
+    cluster = configured(start_cluster, tmp_path, PREEMPTING)
+    client, user = cluster.client, getpass.getuser()
     batch = client.submit(JobSpec(name="spin", user=user, tasks=2, argv=["sh", "-c", "while :; do :; done"]))
     wait_until(lambda: client.job(batch).state is JobState.RUNNING and cpu_ns(cluster, batch) > 0, 20,
                "the batch gang to run")
