@@ -73,6 +73,16 @@ def quota(client: MasterClient, user: str, node_seconds: str) -> None:
 
 @admin.command()
 @with_master
+def reconfigure(client: MasterClient) -> None:
+    """Have the master read its configuration file again, without losing or restarting a job."""
+    done = client.reconfigure()
+    click.echo(f"reconfigured from {done.config}: partitions {', '.join(done.partitions)}")
+    for change in done.changes or ["nothing changed"]:
+        click.echo(f"  {change}")
+
+
+@admin.command()
+@with_master
 def users(client: MasterClient) -> None:
     """List the users the master knows: priority, quota, use."""
     console.print(_users(client.users()))

@@ -28,7 +28,7 @@ def master(**given: Any) -> None:
     except ConfigError as error:
         raise click.ClickException(str(error)) from None
     setup_logging("master", settings.log_level, settings.log_file)
-    run_master(settings)
+    run_master(settings, {name: value for name, value in given.items() if value is not None and name != "config"})
 
 
 @click.command()

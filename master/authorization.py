@@ -25,6 +25,7 @@ from gangsched.protocol.messages import (
     PmixModexReply,
     PmixModexRequest,
     QuantumReport,
+    Reconfigure,
     SetUser,
     StatsQuery,
     Submit,
@@ -55,7 +56,7 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
     if isinstance(message, Cancel):
         return message.model_copy(update={"user": user})
-    if isinstance(message, SetUser):
+    if isinstance(message, (SetUser, Reconfigure)):
         return message.model_copy(update={"admin": user})
     return message
 

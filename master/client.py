@@ -20,6 +20,8 @@ from gangsched.protocol.messages import (
     Message,
     NodeList,
     NodeQuery,
+    Reconfigure,
+    Reconfigured,
     SetUser,
     StatsQuery,
     Submit,
@@ -109,6 +111,10 @@ class MasterClient(MasterConnection):
     def node_list(self) -> NodeList:
         """The nodes with all the master says of them, and its --mpi-default (``nodes`` reads only the nodes)."""
         return self.request(NodeQuery(), NodeList)
+
+    def reconfigure(self) -> Reconfigured:
+        """Have the master read its configuration file again (root only)."""
+        return self.request(Reconfigure(admin=self._user), Reconfigured)
 
     def matrix(self, partition: str | None = None) -> MatrixView:
         """A partition's matrix; None: the default partition's."""

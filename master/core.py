@@ -39,8 +39,10 @@ from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
 from gangsched.master.tiers import Tiers
+from gangsched.master.waiting import WaitKind
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
-from gangsched.protocol.messages import MasterStats, Message, SlotSwitch, SwitchStats
+from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.messages import ErrorReply, MasterStats, Message, Reconfigured, SlotSwitch, SwitchStats
 from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
@@ -126,6 +128,72 @@ class MasterCore:
         return next((matrix for matrix in ([named] if named else []) + list(self.matrices)
                      if all(matrix.partition.holds(node) for node in nodes)), None)
 
+    def reconfigure(self, admin: str, config: str, plan: list[tuple[Partition, MasterSettings]], now: Now,
+                    restart_needed: list[str]) -> Reconfigured | ErrorReply:
+        """The partitions of a configuration file read again (``plan``), applied whole without losing or
+        restarting a job, or refused with the reason and nothing changed. A partition whose definition and
+        settings stay keeps its matrix as it is; any other gets a new one, its running jobs adopted where
+        they run and its waiting jobs queued again in their order. ``restart_needed``: the master's own
+        settings the file changed, which take effect when it next starts."""
+        if admin != "root":
+            return ErrorReply(code=ErrorCode.PERMISSION_DENIED,
+                              reason=f"only root reconfigures the master, not {admin}")
+        refusal = self._reconfigure_refusal(plan)
+        if refusal is not None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{config}: {refusal}: nothing changed")
+        old = {matrix.name: matrix for matrix in self.matrices}
+        matrices, changes = [], []
+        for partition, settings in plan:
+            kept = old.get(partition.name)
+            if kept is not None and kept.partition == partition and kept.settings == settings:
+                matrices.append(kept)
+                continue
+            changes.append(f"partition {partition.name} {'changed' if kept else 'added'}")
+            matrices.append(self._matrix(partition, settings, now))
+        changes += [f"partition {name} removed" for name in old.keys() - {matrix.name for matrix in matrices}]
+        self.queues.keep([matrix.name for matrix in matrices])
+        self.matrices.replace(matrices)
+        self.tiers.reshape()
+        self.broadcast.columns.forget(set(old) - {matrix.name for matrix in matrices})
+        moved = [matrix for matrix in matrices if old.get(matrix.name) is not matrix]
+        self._move_jobs({matrix.name for matrix in moved}, now)
+        self.tiers.settle(now)
+        changes += [f"{name}: at the next start of the master" for name in restart_needed]
+        log.info("reconfigured from %s: %s", config, "; ".join(changes) or "nothing changed")
+        return Reconfigured(config=config, partitions=[matrix.name for matrix in matrices], changes=changes)
+
+    def _reconfigure_refusal(self, plan: list[tuple[Partition, MasterSettings]]) -> str | None:
+        """Why the partitions of ``plan`` cannot replace the running ones: a partition removed that still
+        has jobs, or a running job on nodes its partition would no longer hold."""
+        partitions = {partition.name: partition for partition, _ in plan}
+        for matrix in self.matrices:
+            if matrix.name not in partitions:
+                jobs = [job.job_id for job in self.table.jobs.values() if job.spec.partition == matrix.name]
+                if jobs:
+                    return f"partition {matrix.name} is removed but still has jobs {_ids(jobs)}"
+        for job in self.table.running():
+            partition = partitions[job.spec.partition or ""] if job.spec.partition in partitions else None
+            if partition is not None and not all(partition.holds(node) for node in job.node_names):
+                return f"job {job.job_id} runs on nodes partition {partition.name} would no longer hold"
+        return None
+
+    def _move_jobs(self, partitions: set[str], now: Now) -> None:
+        """The jobs of partitions with a new matrix go into it: the running ones adopted where they run
+        (a suspended one stays out until it resumes), the waiting ones queued again in their order."""
+        running, waiting = [], []
+        for job in self.table.jobs.values():
+            if job.spec.partition not in partitions or job.ending is not None:
+                continue
+            if job.state is JobState.RUNNING:
+                self.queues.of(job).running(job)  # it counts against its array's throttle
+                if job.job_id not in self.table.unadopted and not job.suspended:
+                    running.append(job)
+            elif job.wait is None or job.wait.kind is not WaitKind.START_POSTPONED:  # those wait for the store
+                waiting.append(job)
+        self.tiers.follow_nodes(self._nodes.up(), running, now)
+        for job in waiting:
+            self.endings.enqueue(job, now)
+
     def next_boundary(self) -> float:
         """When the next quantum boundary of any matrix is due (monotonic seconds)."""
         return self.matrices.next_boundary()
@@ -206,3 +274,8 @@ class MasterCore:
             cpu_s=cpu_ns / 1e9,
             resident_bytes=resident_bytes,
         )
+
+
+def _ids(jobs: list[int]) -> str:
+    shown = ",".join(map(str, jobs[:10]))
+    return shown if len(jobs) <= 10 else f"{shown} and {len(jobs) - 10} more"

@@ -49,12 +49,12 @@ from gangsched.master.authorization import (
     viewer_refusal,
 )
 from gangsched.master.clock import Now, read_clock
-from gangsched.master.config_file import ConfigError, partition_plan
+from gangsched.master.config_file import ConfigError, master_settings, partition_plan
 from gangsched.master.core import MasterCore
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.outgoing import Outgoing
 from gangsched.master.published import BoundEndpoints, publish
-from gangsched.master.settings import MasterSettings
+from gangsched.master.settings import PARTITION_SETTINGS, MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import StoreError
 from gangsched.master.viewer import WebServer, viewer_endpoint
@@ -74,6 +74,8 @@ from gangsched.protocol.messages import (
     PmixModexReply,
     PmixModexRequest,
     QuantumReport,
+    Reconfigure,
+    Reconfigured,
     SetUser,
     StatsQuery,
     Submit,
@@ -96,8 +98,10 @@ _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 class MasterDaemon:
-    def __init__(self, settings: MasterSettings) -> None:
+    def __init__(self, settings: MasterSettings, flags: dict[str, Any] | None = None) -> None:
+        """``flags``: the settings given on the command line, which a reconfiguration keeps over the file's."""
         self._settings = settings
+        self._flags = flags or {}
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
         self._context = zmq_context(priority if realtime else None)
@@ -154,6 +158,7 @@ class MasterDaemon:
             SwitchStatsQuery: lambda _, m, __: core.switch_stats(m.last, time.process_time_ns()),
             StatsQuery: lambda _, m, __: core.stats(time.process_time_ns(), _resident_bytes()),
             SetUser: lambda _, m, __: clients.set_user(m),
+            Reconfigure: lambda _, m, now: self._reconfigure(m, now),
             UserQuery: lambda _, m, __: clients.query_users(),
         }
         log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
@@ -222,6 +227,22 @@ class MasterDaemon:
         if self._authenticator is not None:
             self._authenticator.stop()
         self._context.term()
+
+    def _reconfigure(self, message: Reconfigure, now: Now) -> Reconfigured | ErrorReply:
+        """Read the configuration file again: one that does not validate is refused, and the running
+        configuration stays."""
+        path = self._settings.config
+        if path is None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="the master runs without a configuration file: "
+                              "start it with --config FILE")
+        try:
+            settings = master_settings({**self._flags, "config": path})
+            plan = partition_plan(settings)
+        except ConfigError as error:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{error}\nnothing changed")
+        later = [name for name in MasterSettings.model_fields if name not in PARTITION_SETTINGS
+                 and getattr(settings, name) != getattr(self._settings, name)]
+        return self._core.reconfigure(message.admin, str(path), plan, now, later)
 
     def _switch(self) -> None:
         self._core.tick(read_clock())
@@ -339,9 +360,10 @@ def _resident_bytes() -> int:
         return int(statm.read().split()[1]) * _PAGE_BYTES
 
 
-def run_master(settings: MasterSettings) -> None:
+def run_master(settings: MasterSettings, flags: dict[str, Any] | None = None) -> None:
+    """``flags``: the settings given on the command line (a reconfiguration keeps them over the file's)."""
     try:
-        daemon = MasterDaemon(settings)
+        daemon = MasterDaemon(settings, flags)
     except (StoreError, CurveError, UnsafeBind, ConfigError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None

@@ -47,6 +47,10 @@ class Matrix:
 
 class Matrices:
     def __init__(self, matrices: list[Matrix]) -> None:
+        self.replace(matrices)
+
+    def replace(self, matrices: list[Matrix]) -> None:
+        """The partitions of a configuration read again (``gang admin reconfigure``)."""
         self._matrices = matrices
         self._by_name = {matrix.name: matrix for matrix in matrices}
         marked = [matrix for matrix in matrices if matrix.partition.default]

@@ -29,12 +29,13 @@ class NodeColumns:
         self._matrices: dict[str, dict[str, list[list[int]]]] = {}  # partition -> node -> its column there
         self._epochs: dict[str, int] = {}  # each node's newest column
         self._sent_at: dict[str, int] = {}  # the quantum whose switch it was sent before
+        self._stale: set[str] = set()  # nodes whose column changed with the partitions (``forget``)
         self._epoch = 0
 
     def update(self, layouts: Mapping[str, tuple[Rows, Iterable[str]]], quantum: int) -> list[tuple[str, NodeColumn]]:
         """The columns new layouts (partition -> its matrix's rows and its nodes) changed, each under a new
         epoch: to send before ``quantum``'s switch."""
-        changed: set[str] = set()
+        changed, self._stale = self._stale, set()
         for matrix, (rows, nodes) in layouts.items():
             if rows is self._rows_seen.get(matrix):  # the scheduler makes a new list whenever it reads a layout
                 continue
@@ -56,6 +57,13 @@ class NodeColumns:
             self._epochs[name] = self._epoch
             self._sent_at[name] = quantum
         return [(name, self._column(name)) for name in sorted(changed)]
+
+    def forget(self, partitions: set[str]) -> None:
+        """Partitions a reconfiguration removed: the nodes that had a column of theirs get theirs anew with
+        the next update."""
+        for partition in partitions:
+            self._rows_seen.pop(partition, None)
+            self._stale.update(self._matrices.pop(partition, {}))
 
     def hello(self, name: str, quantum: int) -> NodeColumn:
         """The column of a node that (re)registers: it may hold none, or an old one."""

@@ -121,6 +121,10 @@ class Queues:
     def add(self, partition: str, queue: PendingQueue) -> None:
         self._queues[partition] = queue
 
+    def keep(self, partitions: list[str]) -> None:
+        """Only these partitions' queues, in this order, after a reconfiguration."""
+        self._queues = {name: self._queues[name] for name in partitions}
+
     def of(self, job: Job) -> PendingQueue:
         found = self._queues.get(job.spec.partition or "")
         return next(iter(self._queues.values())) if found is None else found

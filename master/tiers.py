@@ -45,6 +45,11 @@ class Tiers:
         self._nodes = nodes
         self._endings = endings
         self._store = store
+        self.reshape()
+
+    def reshape(self) -> None:
+        """The partitions changed (a reconfiguration): which share nodes between tiers, in which order."""
+        matrices = list(self._matrices)
         self._by_tier = sorted(matrices, key=lambda matrix: -matrix.partition.priority_tier)
         self.shared = any(_overlap(first, second) for first in matrices for second in matrices
                           if first.partition.priority_tier != second.partition.priority_tier)

@@ -194,6 +194,23 @@ class SetUser(WireModel):
     clear_quota: bool = False
 
 
+class Reconfigure(WireModel):
+    """The administrator (root) has the master read its configuration file again (``gang admin
+    reconfigure``, Slurm's ``scontrol reconfigure``)."""
+
+    type: Literal["reconfigure"] = "reconfigure"
+    admin: str
+
+
+class Reconfigured(WireModel):
+    """What a reconfiguration changed, in words, one line each; the partitions it left."""
+
+    type: Literal["reconfigured"] = "reconfigured"
+    config: str  # the file read
+    partitions: list[str]
+    changes: list[str]
+
+
 class UserQuery(WireModel):
     type: Literal["user_query"] = "user_query"
 

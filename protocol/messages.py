@@ -15,7 +15,7 @@ Three conversations share these models:
   to run; each node's ``NodeColumn`` of the matrix comes over its DEALER);
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
-  ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``UserQuery``, each
+  ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, each
   answered by its reply model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
@@ -38,6 +38,8 @@ from gangsched.protocol.client_messages import (
     MatrixView,
     NodeList,
     NodeQuery,
+    Reconfigure,
+    Reconfigured,
     SetUser,
     StatsQuery,
     Submit,
@@ -95,6 +97,8 @@ __all__ = [
     "PmixModexRequest",
     "QuantumAccount",
     "QuantumReport",
+    "Reconfigure",
+    "Reconfigured",
     "SetUser",
     "SlotSwitch",
     "StatsQuery",
@@ -138,6 +142,8 @@ Message = Annotated[
     | StatsQuery
     | MasterStats
     | SetUser
+    | Reconfigure
+    | Reconfigured
     | UserQuery
     | UserList
     | ErrorReply,

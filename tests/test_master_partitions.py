@@ -7,7 +7,16 @@ from pathlib import Path
 from gangsched.master.config_file import master_settings, partition_plan
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.errors import ErrorCode
-from gangsched.protocol.messages import ErrorReply, JobQuery, LaunchTask, MatrixQuery, NodeColumn, Submit
+from gangsched.protocol.messages import (
+    ErrorReply,
+    JobQuery,
+    KillTask,
+    LaunchTask,
+    MatrixQuery,
+    NodeColumn,
+    Reconfigured,
+    Submit,
+)
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import DrivenMaster, FakeClock, driven_master
 from tests.test_master_core import ENDPOINTS, hello, sent
@@ -131,3 +140,43 @@ def test_after_a_restart_a_job_of_a_partition_gone_goes_where_it_can_or_is_cance
         assert infos[job].reason == "no partition of the configuration holds its nodes (debug is gone)"
     assert infos[waiting].spec.partition == "batch" and infos[on_all].spec.partition == "batch"
     assert waiting in {message.task.job_id for _, message in sent(core, LaunchTask)}  # batch has room now
+
+
+def reconfigured(core: DrivenMaster, tmp_path: Path, text: str, admin: str = "root") -> Reconfigured | ErrorReply:
+    """The master reads its file again, now ``text``."""
+    path = tmp_path / "gangsched.toml"
+    path.write_text(text)
+    settings = master_settings({"config": path, "heartbeat_ms": 100, "state_dir": tmp_path})
+    return core.core.reconfigure(admin, str(path), partition_plan(settings), core.clock.read(), [])
+
+
+def test_a_reconfiguration_adds_and_changes_partitions_without_touching_a_job(tmp_path, clock):
+    core = make(tmp_path, clock)
+    batch, debug = submit(core), submit(core, "debug")
+    waiting = [submit(core, "debug") for _ in range(2)]  # MPL 2: one more runs, one waits
+    sent(core, LaunchTask)
+    core.tick()
+    more = CONFIG.replace("quantum_ms = 100", "quantum_ms = 50") + '\n[[partitions]]\nname = "gpu"\nnodes = "n5"\n'
+    done = reconfigured(core, tmp_path, more)
+    assert done.partitions == ["batch", "debug", "closed", "gpu"]
+    assert done.changes == ["partition debug changed", "partition gpu added"]
+    assert not sent(core, KillTask) and not sent(core, LaunchTask)  # nothing restarted
+    states = {info.job_id: info.state for info in core.clients.query_jobs(JobQuery()).jobs}
+    assert states[batch] is states[debug] is JobState.RUNNING and sorted(states[job] for job in waiting) == \
+        [JobState.PENDING, JobState.RUNNING]
+    view = core.clients.query_matrix(MatrixQuery(partition="debug"))
+    assert view.quantum_ms == 50 and sorted(job for row in view.rows for job in row if job) == \
+        sorted([debug, *(job for job in waiting if states[job] is JobState.RUNNING)] * 2)
+    assert core.tick().rows.keys() == {"batch", "debug", "closed", "gpu"}
+
+
+def test_a_reconfiguration_that_removes_a_partition_with_jobs_or_comes_from_a_user_changes_nothing(tmp_path, clock):
+    core = make(tmp_path, clock)
+    job = submit(core, "debug")
+    without = CONFIG.replace('name = "debug"\nnodes = "n[3-4]"\nquantum_ms = 100\nmax_time = "10:00"\n'
+                             'allow_users = ["alice"]\n', 'name = "spare"\nnodes = "n[3-4]"\n')
+    refused = reconfigured(core, tmp_path, without)
+    assert refused.reason.endswith(f"partition debug is removed but still has jobs {job}: nothing changed")
+    assert reconfigured(core, tmp_path, CONFIG, admin="alice").reason == "only root reconfigures the master, not alice"
+    assert [matrix.name for matrix in core.matrices] == ["batch", "debug", "closed"]
+    assert core.clients.query_jobs(JobQuery(job_ids=[job])).jobs[0].state is JobState.RUNNING

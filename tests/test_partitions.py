@@ -153,3 +153,28 @@ def test_a_debug_job_suspends_the_batch_gang_on_its_nodes_which_uses_no_cpu_and_
     assert history[1].split()[:4] == [str(batch), "RUNNING", "1x", history[1].split()[3]]
     assert history[1].split()[4:] == ["by", str(debug)]
     client.cancel(batch, user)
+
+
+@pytest.mark.live
+@pytest.mark.skipif(os.geteuid() != 0, reason="gang admin is root's")
+def test_gang_admin_reconfigure_applies_a_good_file_and_refuses_a_bad_one(start_cluster, tmp_path):
+    cluster = configured(start_cluster, tmp_path, CONFIG)
+    client, user = cluster.client, getpass.getuser()
+    running = client.submit(JobSpec(name="b", user=user, tasks=2, argv=["sleep", "30"]))
+    wait_until(lambda: client.job(running).state is JobState.RUNNING, 20, "the job to start")
+    path = tmp_path / "gangsched.toml"
+    path.write_text(CONFIG.replace("max_time = \"5:00\"", "max_time = \"5:00\"\nspeed = 3"))
+    refused = gang(cluster, "admin", "reconfigure")
+    assert refused.returncode == 1 and f"{path}:19: partitions[1].speed: no such key" in refused.stderr
+    assert "nothing changed" in refused.stderr
+    path.write_text(CONFIG.replace('quantum_ms = 50', 'quantum_ms = 80') +
+                    '\n[[partitions]]\nname = "urgent"\nnodes = "node[1-2]"\npriority_tier = 2\n')
+    done = gang(cluster, "admin", "reconfigure")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"reconfigured from {path}: partitions batch, debug, urgent",
+                                        "  partition debug changed", "  partition urgent added"]
+    assert [line.split()[0] for line in gang(cluster, "nodes", "-s").stdout.splitlines()[1:]] == \
+        ["batch*", "debug", "urgent"]
+    assert client.matrix("debug").quantum_ms == 80
+    assert client.job(running).state is JobState.RUNNING and client.job(running).requeues == 0
+    client.cancel(running, user)
