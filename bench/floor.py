@@ -198,7 +198,7 @@ def quantum_costs(quanta_ms: list[int], seconds: float, baseline_s: float, nodes
     for quantum_ms in quanta_ms:
         config = ClusterConfig(nodes=nodes, quantum_ms=quantum_ms)
         switches = max(10, int(seconds * 1000 / quantum_ms))
-        result = measure_switch(temporary_cluster(config), nodes, switches, quantum_ms, baseline_s)
+        result = measure_switch(temporary_cluster(config), nodes, switches, baseline_s)
         rows.append({"measure": "job CPU lost to scheduling", "n": nodes, "quantum_ms": quantum_ms,
                      "lost_pct": round(result.overhead_pct or 0.0, 2), "master_cpu_pct": round(result.cpu, 2),
                      "daemons_pct": round(result.daemons_pct or 0.0, 2),

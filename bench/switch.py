@@ -17,6 +17,7 @@ import time
 import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -35,6 +36,7 @@ SPIN = ["setpriv", "--pdeathsig", "KILL", "--", sys.executable, *SyntheticJob("s
 @dataclass(frozen=True)
 class SwitchResult:
     switches: int
+    partitions: int
     median_ms: float
     p99_ms: float
     cpu: float  # the master's CPU, % of one core
@@ -78,21 +80,28 @@ def unscheduled_cpu_rates(tasks: int, seconds: float) -> list[float]:
             process.wait()
 
 
-def measure_switch(cluster: AbstractContextManager[MasterClient], nodes: int, switches: int, quantum_ms: int,
+def measure_switch(cluster: AbstractContextManager[MasterClient], nodes: int, switches: int,
                    baseline_s: float) -> SwitchResult:
     """``run_switch`` on a fresh ``cluster``, its overhead against the tasks run unscheduled
     for ``baseline_s`` before the cluster starts and after it stops (the median of their segments)."""
     before = unscheduled_cpu_rates(2 * nodes, baseline_s)
     with cluster as client:
-        scheduled = run_switch(client, nodes, switches, quantum_ms)
+        scheduled = run_switch(client, switches)
     return scheduled.against(before + unscheduled_cpu_rates(2 * nodes, baseline_s))
 
 
-def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int) -> SwitchResult:
+def run_switch(client: MasterClient, switches: int) -> SwitchResult:
+    """Two rows of spinning gangs in each partition's matrix, as wide as its nodes up, for ``switches``
+    switches (a switch goes out at each boundary of any partition, so at least every shortest quantum)."""
     run = uuid.uuid4().hex
-    spec = job_spec(SyntheticJob("spin"), nodes).model_copy(update={"env": {_MARKER: run}})
-    with running(client, [spec, spec], warmup_s=3 * quantum_ms / 1000):
-        pids = _task_pids(f"{_MARKER}={run}".encode(), 2 * nodes)
+    listing = client.node_list()
+    up = {node.name for node in listing.nodes if node.state == "up"}
+    specs = [job_spec(SyntheticJob("spin"), len(up & set(partition.nodes))).model_copy(
+                 update={"env": {_MARKER: run}, "partition": partition.name})
+             for partition in listing.partitions for _ in range(2)]
+    quantum_ms = min(partition.quantum_ms for partition in listing.partitions)
+    with running(client, specs, warmup_s=3 * quantum_ms / 1000):
+        pids = _task_pids(f"{_MARKER}={run}".encode(), sum(spec.tasks for spec in specs))
         daemons = _daemons(set(pids))
         master_before = client.switch_stats(1)
         before, daemons_before, start = _cpu_s(pids), _cpu_s(daemons), time.monotonic()
@@ -104,6 +113,7 @@ def run_switch(client: MasterClient, nodes: int, switches: int, quantum_ms: int)
     cores = len(os.sched_getaffinity(0))
     return SwitchResult(
         switches=len(latencies),
+        partitions=len(listing.partitions),
         median_ms=statistics.median(latencies),
         p99_ms=percentile(latencies, 0.99),
         cpu=100 * (stats.master_cpu_ns - master_before.master_cpu_ns) / 1e9 / elapsed,
@@ -116,6 +126,19 @@ def _daemons(tasks: set[int]) -> list[int]:
     """A local cluster's daemon processes: this process's descendants (it started the cluster), the
     tasks left out; none for a docker cluster."""
     return [child.pid for child in psutil.Process().children(recursive=True) if child.pid not in tasks]
+
+
+def split_into_partitions(folder: Path, nodes: int, partitions: int, quantum_ms: int) -> Path:
+    """A configuration file in ``folder`` that splits the local cluster's ``nodes`` nodes into ``partitions``
+    partitions of one tier, each with a quantum of its own (``quantum_ms`` x 1, 1.25, 1.5, ...)."""
+    if nodes % partitions:
+        raise ValueError(f"{nodes} nodes do not split into {partitions} partitions of one size")
+    size = nodes // partitions
+    path = folder / "partitions.toml"
+    path.write_text(f'[[nodes]]\nnames = "node[1-{nodes}]"\n' + "".join(
+        f'\n[[partitions]]\nname = "p{index + 1}"\nnodes = "node[{index * size + 1}-{(index + 1) * size}]"\n'
+        f"quantum_ms = {quantum_ms * (4 + index) // 4}\n" for index in range(partitions)))
+    return path
 
 
 _MARKER = "GANG_BENCH_SWITCH_RUN"  # in the tasks' environment: this run's tasks among all processes

@@ -73,14 +73,30 @@ def mix(io_jobs: int, compute_jobs: int, seconds: float, warmup: float, compute_
 @click.option("--baseline-s", type=float, default=20.0, show_default=True,
               help="seconds the tasks run unscheduled, before and after, for the overhead (against the median "
                    "of its 5 s segments)")
+@click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
+              help="split the nodes into this many partitions of one tier, each with its own quantum (--quantum-ms "
+                   "x 1, 1.25, 1.5, ...), two rows of spinning gangs in each")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 @DOCKER
 @cluster_options
-def switch(switches: int, baseline_s: float, csv_path: Path | None, docker: bool, **shape: Any) -> None:
+def switch(switches: int, baseline_s: float, partitions: int, csv_path: Path | None, docker: bool,
+           **shape: Any) -> None:
     """Switch latency (master send -> last node applied), master CPU and overhead."""
-    config = cluster_config(**shape)
-    result = measure_switch(_cluster(config, docker), config.nodes, switches, config.quantum_ms, baseline_s)
-    table = Table(title=f"{result.switches} switches, {config.nodes} nodes, quantum {config.quantum_ms} ms")
+    import tempfile
+
+    from gangsched.bench.switch import split_into_partitions
+
+    with tempfile.TemporaryDirectory() as folder:
+        if partitions > 1:
+            try:
+                shape["config_file"] = split_into_partitions(Path(folder), shape["nodes"], partitions,
+                                                             shape["quantum_ms"] or 100)
+            except ValueError as error:
+                raise click.UsageError(str(error)) from None
+        config = cluster_config(**shape)
+        result = measure_switch(_cluster(config, docker), config.nodes, switches, baseline_s)
+    split = f"{partitions} partitions, " if partitions > 1 else ""
+    table = Table(title=f"{result.switches} switches, {config.nodes} nodes, {split}quantum {config.quantum_ms} ms")
     for column in ("median_ms", "p99_ms", "cpu", "overhead_pct", "daemons_pct"):
         table.add_column(column, justify="right")
     table.add_row(f"{result.median_ms:.3f}", f"{result.p99_ms:.3f}", f"{result.cpu:.2f}",

@@ -6,7 +6,7 @@ from gangsched.bench.switch import SwitchResult
 
 
 def scheduled(job_cpu_rate: float) -> SwitchResult:
-    return SwitchResult(switches=1000, median_ms=0.7, p99_ms=1.0, cpu=0.6, job_cpu_rate=job_cpu_rate)
+    return SwitchResult(switches=1000, partitions=1, median_ms=0.7, p99_ms=1.0, cpu=0.6, job_cpu_rate=job_cpu_rate)
 
 
 def test_the_overhead_is_the_share_of_the_unscheduled_rate_lost():

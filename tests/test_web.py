@@ -93,7 +93,8 @@ def test_the_metrics_pass_promtool(web_cluster, debian):
                  "gangsched_switch_latency_seconds_bucket", "gangsched_quanta_total",
                  "gangsched_master_resident_memory_bytes", "gangsched_node_utilization_ratio{node=\"node1\"}",
                  "gangsched_node_memory_bytes{node=\"node1\"}", "gangsched_node_memory_committed_bytes{node=\"node1\"}",
-                 "gangsched_job_max_rss_bytes{"):
+                 "gangsched_job_max_rss_bytes{", 'gangsched_partition_jobs{partition="batch",state="running"} 2.0',
+                 'gangsched_partition_nodes{partition="batch",state="up"} 2.0'):
         assert name in text
 
 

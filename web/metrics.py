@@ -65,6 +65,15 @@ def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
         if job.max_rss is not None:
             max_rss.add_metric(key, job.max_rss)
     yield from (measured, predicted, barriers, max_rss)
+    by_partition = GaugeMetricFamily("gangsched_partition_jobs", "Jobs pending, running and suspended, by partition",
+                                     labels=["partition", "state"])
+    counts: dict[tuple[str, str], int] = {}
+    for job in active:
+        key = (job.spec.partition or "", job.state.value)
+        counts[key] = counts.get(key, 0) + 1
+    for (partition, state), count in sorted(counts.items()):
+        by_partition.add_metric([partition, state], count)
+    yield by_partition
 
 
 def _reason(job: JobInfo) -> str:
@@ -98,6 +107,15 @@ def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:
         memory.add_metric([node.name], node.memory)
         committed.add_metric([node.name], node.memory_committed)
     yield from (utilization, memory, committed)
+    partitions = GaugeMetricFamily("gangsched_partition_nodes", "Nodes of each partition, by state",
+                                   labels=["partition", "state"])
+    counts: dict[tuple[str, str], int] = {}
+    for node in nodes:
+        for partition in node.partitions:
+            counts[(partition, node.state.value)] = counts.get((partition, node.state.value), 0) + 1
+    for (partition, state), count in sorted(counts.items()):
+        partitions.add_metric([partition, state], count)
+    yield partitions
 
 
 def _master(stats: MasterStats) -> Iterator[Metric]:
