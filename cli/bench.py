@@ -12,7 +12,7 @@ from rich.table import Table
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.bench_mpi import alone, startup
-from gangsched.cli.bench_output import console, print_rows, write_rows_csv
+from gangsched.cli.bench_output import console, print_figures, print_rows, write_rows_csv
 from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
@@ -323,6 +323,21 @@ def _counts(text: str) -> list[int]:
     if any(count < 1 for count in counts):
         raise click.BadParameter(f"{text!r}: every count must be at least 1")
     return counts
+
+
+@bench.command()
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="each run's figures here")
+def preempt(runs: int, csv_path: Path | None) -> None:
+    """A debug job preempting a spinning batch gang on a fresh cluster: how soon each acts, and the
+    gang's CPU while suspended."""
+    from gangsched.bench.preempt import BATCH_QUANTUM_MS, DEBUG_QUANTUM_MS, measure_preempt, summary
+
+    results = measure_preempt(runs)
+    print_figures(f"{runs} preemptions: debug quantum {DEBUG_QUANTUM_MS} ms, batch quantum {BATCH_QUANTUM_MS} ms",
+                  {name: round(value, 1) for name, value in summary(results).items()}, None)
+    if csv_path:
+        write_rows_csv(csv_path, [asdict(result) for result in results])
 
 
 @bench.command("cli")

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from gangsched.bench.preempt import measure_preempt
 from gangsched.deploy.local import task_processes
 from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.records import JobSpec, JobState
@@ -178,3 +179,11 @@ def test_gang_admin_reconfigure_applies_a_good_file_and_refuses_a_bad_one(start_
     assert client.matrix("debug").quantum_ms == 80
     assert client.job(running).state is JobState.RUNNING and client.job(running).requeues == 0
     client.cancel(running, user)
+
+
+@pytest.mark.live
+def test_gang_bench_preempt_times_a_preemption_from_the_tasks_themselves():
+    (run,) = measure_preempt(1)
+    # no figure of time is asserted (a busy host stretches them): that each was read, and held means held
+    assert run.debug_runs_s > 0 and run.batch_held_s > 0 and run.batch_resumes_s > 0
+    assert run.held_cpu_ms < 20

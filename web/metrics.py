@@ -67,12 +67,12 @@ def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
     yield from (measured, predicted, barriers, max_rss)
     by_partition = GaugeMetricFamily("gangsched_partition_jobs", "Jobs pending, running and suspended, by partition",
                                      labels=["partition", "state"])
-    counts: dict[tuple[str, str], int] = {}
+    jobs_by: dict[tuple[str, str], int] = {}
     for job in active:
-        key = (job.spec.partition or "", job.state.value)
-        counts[key] = counts.get(key, 0) + 1
-    for (partition, state), count in sorted(counts.items()):
-        by_partition.add_metric([partition, state], count)
+        where = (job.spec.partition or "", job.state.value)
+        jobs_by[where] = jobs_by.get(where, 0) + 1
+    for (partition, state_name), count in sorted(jobs_by.items()):
+        by_partition.add_metric([partition, state_name], count)
     yield by_partition
 
 
