@@ -11,7 +11,7 @@ import pytest
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import ended, task_output, task_processes, wait_until
+from tests.conftest import ended, is_held, task_output, task_processes, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 
@@ -143,3 +143,23 @@ def test_local_coordination_runs_every_placed_task_at_once(start_cluster):
     wait_until(lambda: sum(len(task_processes(cluster.home, job)) for job in jobs) == 4, 10, "four tasks")
     for _ in range(20):  # over two quanta: never stopped, the nodes' kernels share the CPUs
         assert all(p.status() != "stopped" for job in jobs for p in task_processes(cluster.home, job))
+
+
+def test_an_mpi_job_suspended_mid_run_by_a_higher_tier_gives_the_same_result(start_cluster, allreduce, tmp_path):
+    path = tmp_path / "gangsched.toml"
+    path.write_text('[[nodes]]\nnames = "node[1-2]"\n[[partitions]]\nname = "batch"\npreempt_mode = "suspend"\n'
+                    '[[partitions]]\nname = "debug"\npriority_tier = 2\n')
+    cluster = start_cluster(config_file=path)
+    client = cluster.client
+    job = client.submit(mpi_job([str(allreduce), "--iterations", "3000", "--grain-ms", "1"], 2))
+    wait_until(lambda: client.job(job).barriers > 100, 60, "the MPI job to pass its first barriers")
+    debug = client.submit(JobSpec(name="quick", user=getpass.getuser(), tasks=2, argv=["sleep", "2"],
+                                  partition="debug"))
+    wait_until(lambda: client.job(job).state is JobState.SUSPENDED, 20, "the MPI job to be suspended")
+    wait_until(lambda: all(is_held(process) for process in task_processes(cluster.home, job)), 20,
+               "every rank to be held")
+    assert ended(cluster, debug, 30).state is JobState.COMPLETED
+    info = ended(cluster, job, 120)
+    assert info.state is JobState.COMPLETED, info.reason
+    assert f"result={3000 * 3}" in task_output(cluster, job, "node1", 0)
+    assert [p.by_job for p in info.preemptions] == [debug] and info.preemptions[0].end is not None
