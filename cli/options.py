@@ -73,7 +73,8 @@ def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      "container gets that limit [the host's, less --node-memory-reserve, shared evenly]"),
         click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
                      default=None, help="the cluster's configuration file (docs/configuration.md), which the "
-                     "master reads; the nodes it lists are the cluster's, instead of --nodes"),
+                     "master reads; the nodes it lists are the cluster's, instead of --nodes (a container each, "
+                     "named as the file names them, with --docker)"),
     ]
     for name, daemon, _, field in settable():
         default = LOCAL_DEFAULTS.get(name, field.get_default(call_default_factory=True))
@@ -144,8 +145,10 @@ def _file_doc() -> str:
         "## The configuration file\n\n"
         "One TOML file holds the cluster's configuration, for an administrator to keep under version\n"
         "control: `gang master --config FILE` reads it (without `--config`, `/etc/gangsched/gangsched.toml`\n"
-        "where it exists; `GANG_MASTER_CONFIG` names it too), `gang cluster up --config FILE` starts the\n"
-        "local cluster from it (the nodes it lists, else `--nodes` of them named `node1`, `node2`, ...), and\n"
+        "where it exists; `GANG_MASTER_CONFIG` names it too), `gang cluster up [--docker] --config FILE`\n"
+        "starts the local or the compose cluster from it (the nodes it lists, each with what it declares, else\n"
+        "`--nodes` of them named `node1`, `node2`, ...; a compose cluster gets a container of that name for\n"
+        "each, and the file in the master's), and\n"
         "`gang admin config check FILE` validates it without starting anything: every problem, one line\n"
         "each, with the file, the line and the key (`FILE:LINE: partitions[1].quantum_ms: ...`), exit status\n"
         "1. A master given a file that does not validate does not start.\n\n"

@@ -28,6 +28,8 @@ from gangsched.noded.cgroups import cgroup2_mount
 from gangsched.noded.memory import host_memory
 from gangsched.protocol.sizes import format_size
 
+IN_CONTAINER_CONFIG = "/etc/gangsched/gangsched.toml"  # where the master's container sees the configuration file
+
 PROJECT = "gangsched"
 CFS_PERIOD_US = 10_000
 # containers share the host's few cores: a node's report waits 1 ms, so that the others switch first
@@ -71,16 +73,18 @@ class DockerCluster:
         return DockerState(raw["master"], raw["project_dir"], ClusterConfig(**raw["config"]))
 
     def up(self, config: ClusterConfig, timeout_s: float = 60.0) -> DockerState:
-        if config.config_file is not None:
-            raise ClusterError("the docker cluster does not start from a configuration file yet: its nodes are "
-                               "named by their containers; give its settings as flags")
         folder = project_dir()
         build_image(folder, log=lambda line: None)  # cached: seconds when nothing changed
         state = DockerState(f"tcp://127.0.0.1:{self.port}", str(folder), config)
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         keygen(self.keys, [getpass.getuser()])
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
-        self.compose("up", "-d", "--scale", f"node={config.nodes}")
+        if config.config_file is not None:
+            self._write_configured(config, folder)
+        else:
+            self._configured.unlink(missing_ok=True)
+        self.compose("up", "-d", "master", "ioserver")  # before the nodes, which find the master by its name
+        self.compose("up", "-d", "--scale", f"node={0 if config.config_file else config.nodes}")
         self._wait_for_nodes(state, timeout_s)
         return state
 
@@ -109,9 +113,11 @@ class DockerCluster:
         state = self.state()
         if state is None:
             return False
-        self.compose("stop", "-t", "10", "node")
+        services = ["node", *self._node_services()]
+        self.compose("stop", "-t", "10", *services)
         self.compose("down", "-v", "-t", "10")
         self._state_file.unlink(missing_ok=True)
+        self._configured.unlink(missing_ok=True)
         _remove_empty_groups(self.node_cgroup_folder())
         return True
 
@@ -136,7 +142,10 @@ class DockerCluster:
         if compose is None:
             raise ClusterError("docker-compose is not installed: apt-get install -y docker-compose")
         self._write_settings(config)
-        result = subprocess.run([compose, "-p", self.project, "-f", str(folder / "docker-compose.yml"), *arguments],
+        files = ["-f", str(folder / "docker-compose.yml")]
+        if self._configured.exists():
+            files += ["-f", str(self._configured)]
+        result = subprocess.run([compose, "-p", self.project, *files, *arguments],
                                 capture_output=True, text=True, env={**os.environ, **self._variables(config)})
         if result.returncode != 0:
             raise ClusterError(f"docker-compose {arguments[0]} failed: {result.stderr.strip()[-1500:]}")
@@ -182,6 +191,37 @@ class DockerCluster:
         folder = self.home / "no-cgroups"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    @property
+    def _configured(self) -> Path:
+        """The compose file a cluster started from a configuration file adds: a service for each of its
+        nodes, named as the file (or the local cluster) names them, and the file in the master's container."""
+        return self._settings_dir / "configured.json"  # JSON is YAML: compose reads it
+
+    def _write_configured(self, config: ClusterConfig, folder: Path) -> None:
+        assert config.config_file is not None
+        memory_of_host = host_memory()
+        services: dict[str, object] = {"master": {
+            "volumes": [f"{config.config_file}:{IN_CONTAINER_CONFIG}:ro"],
+            "environment": {"GANG_MASTER_CONFIG": IN_CONTAINER_CONFIG},
+        }}
+        for node in config.planned_nodes(memory_of_host):
+            limit = f"{(node.memory + config.node_memory_reserve) >> 20}m"
+            services[node.name] = {
+                "extends": {"file": str(folder / "docker-compose.yml"), "service": "node"},
+                "hostname": node.name,
+                "mem_limit": limit, "memswap_limit": limit,
+                "environment": {"GANG_NODE_NAME": node.name, "GANG_NODE_PROCESSORS": str(node.processors),
+                                "GANG_NODE_MEMORY": format_size(node.memory)},
+            }
+        self._settings_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._configured.write_text(json.dumps({"version": "2.4", "services": services}, indent=1))
+
+    def _node_services(self) -> list[str]:
+        if not self._configured.exists():
+            return []
+        services = json.loads(self._configured.read_text())["services"]
+        return [name for name in services if name != "master"]
 
     @property
     def _settings_dir(self) -> Path:

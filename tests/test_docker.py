@@ -258,3 +258,33 @@ def test_a_small_flood_on_node_containers_is_counted_to_its_last_job_written(com
     run = flood(compose.client, compose.cluster.master_store(), 20, 2, None, ["/bin/true"], floor_s=None)
     assert run.samples[-1]["completed"] == 20 and run.samples[-1]["pending"] == 0
     assert run.switch_flood_p50_ms > 0
+
+
+def test_a_compose_cluster_starts_from_a_configuration_file_and_preempts(tmp_path):
+    """Node containers named as the file names them, each with what it declares; two partitions of two tiers."""
+    home = Path(tempfile.mkdtemp(prefix="gang-d-"))
+    cluster = DockerCluster(home, port=7170, project="gangsched-test")
+    path = tmp_path / "gangsched.toml"
+    path.write_text('[master]\nquantum_ms = 200\n[[nodes]]\nnames = "n[1-2]"\nprocessors = 2\nmemory = "512M"\n'
+                    '[[partitions]]\nname = "batch"\npreempt_mode = "suspend"\n'
+                    '[[partitions]]\nname = "debug"\nnodes = "n1"\npriority_tier = 2\nquantum_ms = 100\n')
+    try:
+        state = cluster.up(ClusterConfig.from_file(path, heartbeat_ms=int(HEARTBEAT_S * 1000), http_bind=""))
+        with MasterClient(state.master, keys=cluster.keys) as client:
+            nodes = {node.name: node for node in client.nodes()}
+            assert sorted(nodes) == ["n1", "n2"] and {node.processors for node in nodes.values()} == {2}
+            assert {node.memory for node in nodes.values()} == {512 << 20}  # the debug job fits beside the batch
+            user = getpass.getuser()
+            batch = client.submit(JobSpec(name="spin", user=user, tasks=4, argv=["sh", "-c", "while :; do :; done"]))
+            wait_until(lambda: client.job(batch).state is JobState.RUNNING, 30, "the batch gang to run")
+            debug = client.submit(JobSpec(name="quick", user=user, tasks=2, argv=["sleep", "2"], partition="debug"))
+            wait_until(lambda: client.job(batch).state is JobState.SUSPENDED, 30, "the batch gang to be suspended")
+            assert client.job(debug).node_names == ["n1", "n1"]
+            wait_until(lambda: client.jobs([debug], include_finished=True)[0].state is JobState.COMPLETED, 30,
+                       "the debug job to end")
+            wait_until(lambda: client.job(batch).state is JobState.RUNNING, 30, "the batch gang to resume")
+            client.cancel(batch, user)
+    finally:
+        cluster.down()
+        shutil.rmtree(home, ignore_errors=True)
+        assert not docker("ps", "-aq", "--filter", "label=com.docker.compose.project=gangsched-test").strip()

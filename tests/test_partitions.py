@@ -43,11 +43,11 @@ def gang(cluster, *args: str) -> "subprocess.CompletedProcess[str]":
                           env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
 
 
-def configured(start_cluster, tmp_path, text: str):
-    """A local cluster started from the configuration file ``text``."""
+def configured(start_cluster, tmp_path, text: str, **shape: str):
+    """A local cluster started from the configuration file ``text`` (and ``shape``'s settings)."""
     path = tmp_path / "gangsched.toml"
     path.write_text(text)
-    return start_cluster(config_file=path)
+    return start_cluster(config_file=path, **shape)
 
 
 @pytest.mark.live
@@ -129,8 +129,10 @@ def cpu_ns(cluster, job: int) -> int:
 
 
 @pytest.mark.live
-def test_a_debug_job_suspends_the_batch_gang_on_its_nodes_which_uses_no_cpu_and_resumes(start_cluster, tmp_path):
-    cluster = configured(start_cluster, tmp_path, PREEMPTING)
+@pytest.mark.parametrize("containment", ["cgroup", "process-tree"])
+def test_a_debug_job_suspends_the_batch_gang_on_its_nodes_which_uses_no_cpu_and_resumes(start_cluster, tmp_path,
+                                                                                       containment):
+    cluster = configured(start_cluster, tmp_path, PREEMPTING, node_containment=containment)
     client, user = cluster.client, getpass.getuser()
     batch = client.submit(JobSpec(name="spin", user=user, tasks=2, argv=["sh", "-c", "while :; do :; done"]))
     wait_until(lambda: client.job(batch).state is JobState.RUNNING and cpu_ns(cluster, batch) > 0, 20,
