@@ -33,13 +33,13 @@ from gangsched.master.node_events import NodeEndpoints, NodeEvents
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import PendingQueue, Queues
 from gangsched.master.rotation import SlotRotation
-from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
 from gangsched.master.tiers import Tiers
 from gangsched.master.waiting import WaitKind
+from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, MasterStats, Message, Reconfigured, SlotSwitch, SwitchStats

@@ -2,7 +2,7 @@
 migrations it orders, the jobs past their time limit, and why each waiting job waits.
 
 The decisions are the batch policy's, the same code the simulator runs
-(master/scheduling.py puts it in node names): at each scheduling event it says
+(policy/live_scheduler.py puts it in node names): at each scheduling event it says
 which jobs start and which migrate. This part, with the queue it drives
 (master/pending.py) and the rotation of its rows (master/rotation.py), is what
 one Ousterhout matrix needs.
@@ -18,11 +18,11 @@ from gangsched.master.migrations import Migrations
 from gangsched.master.pending import PendingQueue
 from gangsched.master.placement import describe_shape, where
 from gangsched.master.rotation import SlotRotation
-from gangsched.master.scheduling import Processor
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import CannotStart, Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.master.waiting import Wait, WaitKind
+from gangsched.policy.live_scheduler import Processor
 from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")

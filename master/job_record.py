@@ -3,8 +3,8 @@
 from collections import deque
 from dataclasses import dataclass, field
 
-from gangsched.master.scheduling import Processor
 from gangsched.master.waiting import Wait
+from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import PmiFence
 from gangsched.protocol.records import JobInfo, JobSpec, JobState, Preemption

@@ -10,9 +10,9 @@ from gangsched.master.accounts import Account
 from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
 from gangsched.master.placement import memory_request
-from gangsched.master.scheduling import PolicyJob
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore
+from gangsched.policy.live_scheduler import PolicyJob
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.records import JobState
 

@@ -12,8 +12,8 @@ from gangsched.master.clock import Now
 from gangsched.master.job_record import Job, Migration
 from gangsched.master.pending import Queues
 from gangsched.master.placement import processors_of, where
-from gangsched.master.scheduling import Processor
 from gangsched.master.stats import MIGRATION_BOUNDS_S, Timings
+from gangsched.policy.live_scheduler import Processor
 from gangsched.protocol.messages import CheckpointTask, Message
 
 log = logging.getLogger("gangsched.master")

@@ -12,7 +12,7 @@ and it is sent again. So no column is a delta, and none stays lost.
 
 from collections.abc import Iterable, Mapping
 
-from gangsched.master.scheduling import Processor
+from gangsched.policy.live_scheduler import Processor
 from gangsched.protocol.messages import NodeColumn
 
 # the report of the switch a column was sent before may still show the one before it: the

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gangsched.master.scheduling import NodeShape
+from gangsched.policy.live_scheduler import NodeShape
 from gangsched.protocol.messages import NodeHello
 from gangsched.protocol.records import MpiKind, NodeInfo, NodeState, PeerEndpoint
 

@@ -16,8 +16,8 @@ from gangsched.master.clock import Now
 from gangsched.master.dependencies import dependencies, named
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
-from gangsched.master.scheduling import LiveScheduler
 from gangsched.master.waiting import Wait, WaitKind
+from gangsched.policy.live_scheduler import LiveScheduler
 
 
 class PendingQueue:

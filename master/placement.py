@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gangsched.master.job_record import Job
-from gangsched.master.scheduling import Processor
+from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.memory import MemoryRequest
 from gangsched.protocol import task_environment
 from gangsched.protocol.messages import LaunchTask

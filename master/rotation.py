@@ -7,8 +7,8 @@ any of them names the rows every matrix runs then (master/broadcast.py).
 
 from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
-from gangsched.master.scheduling import LiveScheduler, Processor
 from gangsched.master.settings import MasterSettings
+from gangsched.policy.live_scheduler import LiveScheduler, Processor
 from gangsched.policy.quantum import PlanInput, Selection, planner
 from gangsched.protocol.messages import MatrixView
 

@@ -18,10 +18,10 @@ from gangsched.master.job_table import JobTable
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import Queues
 from gangsched.master.placement import Rendezvous, launches
-from gangsched.master.scheduling import Processor
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.waiting import Wait, WaitKind
+from gangsched.policy.live_scheduler import Processor
 from gangsched.protocol.messages import LaunchTask, Message
 from gangsched.protocol.records import JobState
 

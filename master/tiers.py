@@ -1,21 +1,15 @@
 """Which nodes each partition's matrix sees, and preemption between partitions of different priority
-tiers over the same nodes (docs/policies.md, "Preemption").
+tiers over the same nodes (docs/policies.md, "Preemption"), carried out for the master.
 
-A node runs the jobs of one tier at a time: the highest whose jobs run on it.
-A lower tier's matrix does not see a node where a job of a higher tier runs,
-and the lower-tier gangs with a task there give way whole, as their
-partition's ``preempt_mode`` says: suspended (out of their matrix's rotation,
-so their nodes freeze them as any descheduled gang; their memory kept;
-resumed, adopted back into their matrix, once no higher-tier job runs on any
-of their nodes), requeued or cancelled. A higher tier's matrix sees the nodes
-of lower tiers as free, but for those where a gang that may not be preempted
-(``off``) runs, with the memory the suspended gangs keep there taken off, and
-in the order ``preemption_order`` gives: its policy fills the lowest free
-columns first, so a job preempts only where its own matrix has no room, and
-then the fewest and smallest gangs. The matrices settle highest tier first,
-each seeing what the ones above placed, until nothing changes. Where no nodes
-are shared between tiers, a matrix sees its partition's nodes up, and nothing
-here costs more than that.
+The rules are policy/tiers.py's, shared with the simulator: a gang on a node
+where a higher tier runs gives way whole, as its partition's ``preempt_mode``
+says: suspended (out of its matrix's rotation, so its nodes freeze it as any
+descheduled gang; its memory kept; resumed, adopted back into its matrix,
+once no higher-tier job runs on any of its nodes), requeued or cancelled; and
+a matrix sees the nodes, memory and order ``seen_nodes`` gives. The matrices
+settle highest tier first, each seeing what the ones above placed, until
+nothing changes. Where no nodes are shared between tiers, a matrix sees its
+partition's nodes up, and nothing here costs more than that.
 """
 
 import logging
@@ -27,9 +21,10 @@ from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import committed_memory, processors_of
-from gangsched.master.scheduling import NodeShape
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.policy.partitions import PreemptMode, preemption_order
+from gangsched.policy.live_scheduler import NodeShape
+from gangsched.policy.partitions import PreemptMode
+from gangsched.policy.tiers import Gang, giving_way, on_nodes, seen_nodes
 from gangsched.protocol.records import JobState, Preemption
 
 log = logging.getLogger("gangsched.master")
@@ -77,14 +72,19 @@ class Tiers:
         """Preempt and resume as the jobs running now say; rebuild each matrix whose view changed. Whether
         anything changed."""
         placed = self._placed() if self.shared else {}
-        resumed = self._give_way(placed, now) if self.shared else []
+        resumed = self._give_way(list(placed.values()), now) if self.shared else []
         changed = bool(resumed)
+        gangs = on_nodes([gang for gang, _ in placed.values()])
         table = self._table
         for matrix in self._matrices:
-            view = self._view(matrix, up, placed)
+            holds = matrix.partition.holds
+            mine = {name: shape for name, shape in up.items() if holds(name)}
+            view = seen_nodes(matrix.partition.priority_tier, mine, gangs) if self.shared else mine
             # a gang restored suspended stays out of its matrix until it resumes
             back = [job for job in [*adopted, *resumed] if job.spec.partition == matrix.name and not job.suspended]
-            matrix.rotation.foreign = self._foreign(matrix, placed)
+            matrix.rotation.foreign = {node for node, there in gangs.items()
+                                       if any(placed[gang.job_id][1].spec.partition != matrix.name
+                                              and not gang.suspended for gang in there)}
             scheduler = matrix.queue.scheduler
             if list(view.items()) == list(scheduler.node_shapes().items()) and not back:
                 continue
@@ -95,45 +95,26 @@ class Tiers:
             changed = True
         return changed
 
-    def _placed(self) -> dict[str, list[Job]]:
-        """Per node, the jobs with a task there that hold it: running (suspended or not), not ending."""
-        found: dict[str, list[Job]] = {}
+    def _placed(self) -> dict[int, tuple[Gang, Job]]:
+        """The jobs that hold their nodes, running (suspended or not) and not ending, as gangs."""
+        found = {}
         for job in self._table.running():
             if job.ending is None:
-                for node in dict.fromkeys(job.node_names):
-                    found.setdefault(node, []).append(job)
+                partition = self._matrices.of(job).partition
+                found[job.job_id] = (Gang(job.job_id, partition.priority_tier, partition.preempt_mode, job.suspended,
+                                          committed_memory([job]), len(job.node_names)), job)
         return found
 
-    def _foreign(self, matrix: Matrix, placed: dict[str, list[Job]]) -> set[str]:
-        """The nodes where gangs of other tiers run now: a job of ``matrix`` placed there starts with the
-        switch that stops them, not at once."""
-        name = matrix.name
-        return {node for node, jobs in placed.items()
-                if any(job.spec.partition != name and not job.suspended for job in jobs)}
-
-    def _tier(self, job: Job) -> int:
-        return self._matrices.of(job).partition.priority_tier
-
-    def _give_way(self, placed: dict[str, list[Job]], now: Now) -> list[Job]:
+    def _give_way(self, placed: list[tuple[Gang, Job]], now: Now) -> list[Job]:
         """Gangs on a node where a job of a higher tier runs give way; suspended gangs none of whose nodes
         has one any more are resumed (returned, for their matrix to adopt)."""
-        top: dict[str, tuple[int, int]] = {}  # node -> the highest tier running there, and its lowest job id
-        for node, jobs in placed.items():
-            for job in jobs:
-                if not job.suspended:
-                    top[node] = max(top.get(node, (-1, 0)), (self._tier(job), -job.job_id))
-        resumed = []
-        for job in self._table.running():
-            if job.ending is not None:
-                continue
-            tier = self._tier(job)
-            above = [top[node] for node in set(job.node_names) if node in top and top[node][0] > tier]
-            if above and not job.suspended:
-                self._preempt(job, -max(above)[1], now)
-            elif not above and job.suspended:
-                self._resume(job, now)
-                resumed.append(job)
-        return resumed
+        decided = giving_way([gang for gang, _ in placed])
+        jobs = {job.job_id: job for _, job in placed}
+        for job_id, by in decided.preempted.items():
+            self._preempt(jobs[job_id], by, now)
+        for job_id in decided.resumed:
+            self._resume(jobs[job_id], now)
+        return [jobs[job_id] for job_id in decided.resumed]
 
     def _preempt(self, job: Job, by: int, now: Now) -> None:
         matrix = self._matrices.of(job)
@@ -162,30 +143,6 @@ class Tiers:
             self._store.save(job)
         except StoreWriteError as error:
             log.error("the job store cannot write job %d's preemption (%s)", job.job_id, error)
-
-    def _view(self, matrix: Matrix, up: dict[str, NodeShape], placed: dict[str, list[Job]]) -> dict[str, NodeShape]:
-        """The nodes ``matrix`` sees, with the memory its jobs may commit there, in the order its policy
-        is to fill them."""
-        holds = matrix.partition.holds
-        mine = {name: shape for name, shape in up.items() if holds(name)}
-        if not self.shared:
-            return mine
-        tier = matrix.partition.priority_tier
-        lower_gangs: dict[str, list[int]] = {}
-        view: dict[str, NodeShape] = {}
-        for name, shape in mine.items():
-            jobs = placed.get(name, [])
-            if any(self._tier(job) > tier and not job.suspended for job in jobs):
-                continue  # a higher tier runs here
-            lower = [job for job in jobs if self._tier(job) < tier]
-            if any(self._matrices.of(job).partition.preempt_mode is PreemptMode.OFF and not job.suspended
-                   for job in lower):
-                continue  # a gang that may not be preempted runs here
-            kept = committed_memory([job for job in lower
-                                     if self._matrices.of(job).partition.preempt_mode is PreemptMode.SUSPEND])
-            view[name] = NodeShape(shape.processors, max(0, shape.memory - kept.get(name, 0)))
-            lower_gangs[name] = [len(job.node_names) for job in lower if not job.suspended]
-        return {name: view[name] for name in preemption_order(lower_gangs)}
 
 
 def _overlap(first: Matrix, second: Matrix) -> bool:

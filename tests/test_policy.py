@@ -1,12 +1,12 @@
-"""The batch policies in node names, as the live master runs them (master/scheduling.py)."""
+"""The batch policies in node names, as the live master runs them (policy/live_scheduler.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gangsched.master.scheduling import LiveScheduler, NodeShape, PolicyJob, Processor
 from gangsched.policy.catalog import Choice
 from gangsched.policy.columns import lowest_columns
+from gangsched.policy.live_scheduler import LiveScheduler, NodeShape, PolicyJob, Processor
 from gangsched.policy.quantum import round_robin
 
 NODES = ["n1", "n2", "n3", "n4"]

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from gangsched.master.config_file import master_settings, partition_plan
 from gangsched.master.sqlite_store import SqliteStore
+from gangsched.policy.live_scheduler import NodeShape
+from gangsched.policy.partitions import PreemptMode, preemption_order
+from gangsched.policy.tiers import Gang, GivingWay, giving_way, on_nodes, seen_nodes
 from gangsched.protocol.messages import (
     Heartbeat,
     JobQuery,
@@ -195,3 +198,22 @@ def test_a_restart_in_the_middle_of_a_preemption_keeps_the_gang_suspended_until_
     assert info(core, wide).state is JobState.SUSPENDED and info(core, debug).state is JobState.RUNNING
     end(core, debug)
     assert info(core, wide).state is JobState.RUNNING
+
+
+def gang(job_id: int, tier: int, nodes: dict[str, int], mode: str = "suspend", suspended: bool = False) -> Gang:
+    return Gang(job_id, tier, PreemptMode(mode), suspended, nodes, tasks=len(nodes))
+
+
+def test_the_rules_the_master_and_the_simulator_share():
+    low, other, high = gang(1, 1, {"a": 100, "b": 100}), gang(2, 1, {"c": 50}), gang(3, 2, {"b": 10})
+    assert giving_way([low, other, high]) == GivingWay(preempted={1: 3})  # a gang gives way whole
+    resting = gang(1, 1, {"a": 100, "b": 100}, suspended=True)
+    assert giving_way([resting, other]) == GivingWay(resumed=[1])
+    assert giving_way([resting, other, high]) == GivingWay()  # still displaced: stays suspended
+    nodes = {name: NodeShape(1, 1000) for name in ("a", "b", "c", "d")}
+    placed = on_nodes([low, other, gang(4, 1, {"d": 0}, mode="off")])
+    seen = seen_nodes(2, nodes, placed)
+    assert list(seen) == ["c", "a", "b"]  # d's gang may not be preempted; c's the smallest to preempt
+    assert seen["a"] == NodeShape(1, 900) and seen["c"] == NodeShape(1, 950)  # what suspended gangs would keep
+    assert list(seen_nodes(1, nodes, on_nodes([high]))) == ["a", "c", "d"]  # a lower tier does not see b
+    assert preemption_order({"x": [4], "y": [], "z": [1, 1], "w": [2]}) == ["y", "w", "x", "z"]

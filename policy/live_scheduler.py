@@ -1,9 +1,10 @@
-"""The batch policy on the live cluster: the simulator's policy code, in node names.
+"""A batch policy in node names: the simulator's policy code as the master runs it over the nodes
+up (and as the simulator runs it over each partition's nodes).
 
 A policy sees processors 0..N-1; here the columns are the processors of the
 nodes up, node by node in the order given (by name: node1's processors, then
 node2's, ...; where partitions of different tiers share nodes, those a job
-would preempt least first: master/tiers.py),
+would preempt least first: policy/tiers.py),
 and the policy's topology says which columns share a node. A job's rank r
 runs on its r-th column, so ranks on one node are consecutive (block
 distribution). When the set of nodes up changes, the policy is rebuilt for the new
