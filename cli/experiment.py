@@ -1,6 +1,6 @@
 """`gang experiment ID --out DIR`: rerun one of the papers' experiments (docs/experiments.md).
 
-L1-L6 run on fresh local clusters; S1-S7 in the simulator, in worker processes.
+L1-L6 run on fresh local clusters; S1-S8 in the simulator, in worker processes.
 """
 
 from pathlib import Path
@@ -30,7 +30,7 @@ EXPERIMENTS = {**LIVE, **SIMULATED}
               help="L1-L5: measurement window of each run")
 @click.option("--jobs", type=click.IntRange(min=10), default=10_000, show_default=True,
               help="S1-S5, S7: jobs in the model workload")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="S1-S7: worker processes [the cores]")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="S1-S8: worker processes [the cores]")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="S3: model workloads to average each cell over [3]")
 @click.option("--workload", type=click.Choice(sorted(MODELS)), default="zhang2000", show_default=True,
@@ -42,7 +42,7 @@ EXPERIMENTS = {**LIVE, **SIMULATED}
               "its own (docs/mpi.md)")
 def experiment(name: str, out: Path, seconds: float, jobs: int, workers: int | None, seeds: int | None,
                workload: str, trace: Path, mpi_library: str) -> None:
-    """Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs local), S1-S7 simulated."""
+    """Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs local), S1-S8 simulated."""
     chosen = EXPERIMENTS[name.upper()]
     options = ExperimentOptions(seconds=seconds, jobs=jobs, workers=workers, trace=trace,
                                 seeds=seeds or chosen.seeds, workload=workload, mpi_library=mpi_library)

@@ -131,6 +131,10 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
               help="read the trace and average over the jobs as the pyss simulator does (docs/metrics.md)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
 @click.option("--swf-out", type=click.Path(path_type=Path), default=None, help="the schedule as SWF")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="the partitions, tiers and preemption of a configuration file (docs/configuration.md) instead of "
+                   "--policy: a job goes to the partition its SWF partition field numbers (1: the first), else the "
+                   "default; the machine is the file's nodes, or --procs nodes named node1, node2, ...")
 def run_command(
     trace: Path | None,
     model: str | None,
@@ -146,6 +150,7 @@ def run_command(
     as_pyss: bool,
     csv_path: Path | None,
     swf_out: Path | None,
+    config_file: Path | None,
     **given: Any,
 ) -> None:
     """Simulate one policy and print the metrics of docs/metrics.md."""
@@ -160,8 +165,13 @@ def run_command(
     # The jobs live as long as the process: the collector need not go through them again at each of
     # the simulation's full collections (a twentieth of a conservative run of the KTH log).
     gc.freeze()
-    with _progress(f"{choice.label()} on {size} procs", len(jobs)) as advance:
-        outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
+    if config_file is not None:
+        from gangsched.cli.sim_partitions import partitioned_run
+
+        outcome, scheduled = partitioned_run(config_file, records, jobs, size)
+    else:
+        with _progress(f"{choice.label()} on {size} procs", len(jobs)) as advance:
+            outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
     if as_pyss:  # the machine's utilization and loss of capacity stay those of the whole run
         summary = outcome.summary
         outcome = dataclasses.replace(outcome, summary=dataclasses.replace(

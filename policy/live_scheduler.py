@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.columns import Layout, column_list, mask_of
-from gangsched.policy.interface import LivePolicy
+from gangsched.policy.interface import Decision, Job, LivePolicy
 from gangsched.policy.memory import NO_MEMORY, MemoryBook, MemoryRequest
 from gangsched.policy.topology import Topology
 
@@ -63,11 +63,12 @@ class Changes:
     starts: dict[int, list[Processor]]  # job id -> its processors, rank r on the r-th
     moves: dict[int, list[Processor]]  # running job -> the processors it migrates to
     wake_at: float | None  # when the policy wants to decide again
+    decision: Decision  # the policy's own: the rates it changed and the work migrations cost (the simulator's)
 
 
 @dataclass
 class _Running:
-    job: PolicyJob
+    job: Job
     columns: int
     started: float
 
@@ -80,10 +81,10 @@ class LiveScheduler:
         self.columns: list[Processor] = []
         self.topology = Topology(())
         self.layout: Layout = []
-        self.rows: list[dict[Processor, int]] = []  # per row: processor -> the job whose task runs there
+        self._rows: list[dict[Processor, int]] | None = []  # ``rows``, once read for the layout
         self._policy: LivePolicy = self._build()
-        self._waiting: dict[int, PolicyJob] = {}  # submitted to the policy, in order
-        self._held: dict[int, PolicyJob] = {}  # wider than the nodes up
+        self._waiting: dict[int, Job] = {}  # submitted to the policy, in order
+        self._held: dict[int, Job] = {}  # wider than the nodes up
         self._running: dict[int, _Running] = {}
 
     @property
@@ -94,15 +95,19 @@ class LiveScheduler:
         running = self._running.get(job_id)
         return [] if running is None else self._names(running.columns)
 
+    def running_job(self, job_id: int) -> Job:
+        """A job the policy placed, as it was submitted."""
+        return self._running[job_id].job
+
     def nodes_of(self, job_id: int) -> set[str]:
         return {processor.node for processor in self.processors_of(job_id)}
 
-    def could_ever_fit(self, job: PolicyJob) -> bool:
+    def could_ever_fit(self, job: Job) -> bool:
         """Whether the nodes up hold ``job`` once they are empty (its memory too)."""
         every = (1 << self.topology.width) - 1
         return self.topology.fits(MemoryBook(self.topology).usable(job, every), job)
 
-    def memory_room(self) -> Callable[[PolicyJob], bool]:
+    def memory_room(self) -> Callable[[Job], bool]:
         """Whether a job's memory fits beside what the running jobs commit now, columns aside."""
         book = MemoryBook(self.topology)
         for running in self._running.values():
@@ -113,7 +118,7 @@ class LiveScheduler:
     def is_waiting(self, job_id: int) -> bool:
         return job_id in self._waiting or job_id in self._held
 
-    def submit(self, job: PolicyJob, now: float) -> None:
+    def submit(self, job: Job, now: float) -> None:
         if not self.could_ever_fit(job):
             self._held[job.job_id] = job
             return
@@ -137,7 +142,7 @@ class LiveScheduler:
         return job_id in self._held
 
     def rebuild(self, nodes: Mapping[str, NodeShape], now: float,
-                adopt: Iterable[tuple[PolicyJob, list[Processor], float]] = ()) -> None:
+                adopt: Iterable[tuple[Job, list[Processor], float]] = ()) -> None:
         """The nodes up (name -> processors and memory, in the order the policy is to fill them: it takes
         the lowest free columns first) changed: a new policy for them, with the jobs still running on them.
 
@@ -147,7 +152,12 @@ class LiveScheduler:
         names = list(nodes)
         columns = [Processor(name, index) for name in names for index in range(nodes[name].processors)]
         column = {processor: index for index, processor in enumerate(columns)}
-        known = [(each.job, self._names(each.columns), each.started) for each in self._running.values()]
+        # row by row, so that the jobs of a row, whose columns are apart, form one again: adopted in the
+        # order they started, a rebuild (which partitions of several tiers make at each preemption) could
+        # scatter them over more rows than the MPL
+        row_of = {job_id: index for index, row in enumerate(self.layout) for job_id in row}
+        known = [(each.job, self._names(each.columns), each.started)
+                 for each in sorted(self._running.values(), key=lambda each: row_of.get(each.job.job_id, 0))]
         running = {}
         for job, processors, started in [*known, *adopt]:
             if any(processor not in column for processor in processors):
@@ -178,7 +188,7 @@ class LiveScheduler:
                 elif running.columns != columns:
                     running.columns = columns
                     moves[job_id] = self._names(columns)
-        return Changes(starts, moves, decision.wake_at)
+        return Changes(starts, moves, decision.wake_at, decision)
 
     def regroup(self, predictions: Mapping[int, float], now: float) -> Layout:
         """Slot homogeneity, where the policy has rows to regroup."""
@@ -199,12 +209,18 @@ class LiveScheduler:
         return {name: NodeShape(mask.bit_count(), bytes_) for name, mask, bytes_
                 in zip(self.nodes, self.topology.node_columns, memory, strict=True)}
 
+    @property
+    def rows(self) -> list[dict[Processor, int]]:
+        """Per row, processor -> the job whose task runs there: a new list for each layout the policy makes
+        (the master's columns compare it by identity), made when first asked for (the simulator never does)."""
+        if self._rows is None:
+            self._rows = [{processor: job_id for job_id, columns in row.items() for processor in self._names(columns)}
+                          for row in self.layout]
+        return self._rows
+
     def _read_layout(self) -> None:
         self.layout = self._policy.layout()
-        self.rows = [
-            {processor: job_id for job_id, columns in row.items() for processor in self._names(columns)}
-            for row in self.layout
-        ]
+        self._rows = None
 
     def _names(self, columns: int) -> list[Processor]:
         return [self.columns[column] for column in column_list(columns)]

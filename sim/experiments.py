@@ -20,6 +20,7 @@ from gangsched.policy.catalog import Choice
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.baseline import FACTORS, FEW_FACTORS, NODES, baseline, run, write
 from gangsched.sim.memory_experiment import S7
+from gangsched.sim.partitions_experiment import S8
 from gangsched.sim.plots import AXES, Panel, save_panels
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table
 from gangsched.sim.sim_job import SimJob
@@ -353,4 +354,5 @@ SIMULATED = {
     "S6": Experiment("S6", "slack-based priority backfilling on KTH (Talby & Feitelson 1999, Tables 1-5)",
                      12 * (1 + len(S6_SLACK_FACTORS) + len(S6_HEURISTICS) - 1 + len(S6_GAPS) - 1), s6),
     "S7": S7,
+    "S8": S8,
 }
