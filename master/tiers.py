@@ -5,7 +5,8 @@ The rules are policy/tiers.py's, shared with the simulator: a gang on a node
 where a higher tier runs gives way whole, as its partition's ``preempt_mode``
 says: suspended (out of its matrix's rotation, so its nodes freeze it as any
 descheduled gang; its memory kept; resumed, adopted back into its matrix,
-once no higher-tier job runs on any of its nodes), requeued or cancelled; and
+once no higher-tier job runs on any of its nodes and the matrix has room for
+it), requeued or cancelled; and
 a matrix sees the nodes, memory and order ``seen_nodes`` gives. The matrices
 settle highest tier first, each seeing what the ones above placed, until
 nothing changes. Where no nodes are shared between tiers, a matrix sees its
@@ -112,9 +113,12 @@ class Tiers:
         jobs = {job.job_id: job for _, job in placed}
         for job_id, by in decided.preempted.items():
             self._preempt(jobs[job_id], by, now)
-        for job_id in decided.resumed:
-            self._resume(jobs[job_id], now)
-        return [jobs[job_id] for job_id in decided.resumed]
+        # once its matrix has room for it: rather than a row past the MPL (it used the gang's processors)
+        resumed = [jobs[job_id] for job_id in decided.resumed
+                   if self._matrices.of(jobs[job_id]).queue.scheduler.has_room(processors_of(jobs[job_id]))]
+        for job in resumed:
+            self._resume(job, now)
+        return resumed
 
     def _preempt(self, job: Job, by: int, now: Now) -> None:
         matrix = self._matrices.of(job)

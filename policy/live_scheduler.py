@@ -95,6 +95,21 @@ class LiveScheduler:
         running = self._running.get(job_id)
         return [] if running is None else self._names(running.columns)
 
+    def has_room(self, processors: list[Processor]) -> bool:
+        """Whether a gang on ``processors`` (a suspended one, to resume) would fit: a row holds them free, or
+        the policy has rows to spare below its MPL. A resumed gang waits for that, rather than open a row
+        past the MPL (its matrix used its processors while it was out)."""
+        index = {processor: column for column, processor in enumerate(self.columns)}
+        # processors it does not see now (their nodes come back with the gang) hold nothing of its
+        wanted = mask_of(index[processor] for processor in processors if processor in index)
+        for row in self.layout:
+            taken = 0
+            for columns in row.values():
+                taken |= columns
+            if not wanted & taken:
+                return True
+        return self._policy.time_sharing() is not None and len(self.layout) < self.choice.mpl
+
     def running_job(self, job_id: int) -> Job:
         """A job the policy placed, as it was submitted."""
         return self._running[job_id].job

@@ -67,8 +67,10 @@ def giving_way(gangs: list[Gang]) -> GivingWay:
 def seen_nodes(tier: int, nodes: Mapping[str, NodeShape], placed: Mapping[str, list[Gang]]) -> dict[str, NodeShape]:
     """The nodes a matrix of ``tier`` sees of its partition's ``nodes`` up, with the memory its jobs may
     commit there, in the order its policy is to fill them: none where a higher tier runs, or a lower
-    tier's gang that may not be preempted (``off``); the memory suspended gangs keep taken off; those
-    where a job of its would preempt the fewest and smallest gangs first (``preemption_order``)."""
+    tier's gang that may not be preempted (``off``); the memory that suspended gangs keep there, its
+    own among them (they are out of its policy while suspended), and that lower-tier gangs would keep
+    if suspended, taken off; those where a job of its would preempt the fewest and smallest gangs
+    first (``preemption_order``)."""
     lower_gangs: dict[str, list[int]] = {}
     seen: dict[str, NodeShape] = {}
     for name, shape in nodes.items():
@@ -78,7 +80,8 @@ def seen_nodes(tier: int, nodes: Mapping[str, NodeShape], placed: Mapping[str, l
         lower = [gang for gang in gangs if gang.tier < tier]
         if any(gang.mode is PreemptMode.OFF and not gang.suspended for gang in lower):
             continue
-        kept = sum(gang.memory[name] for gang in lower if gang.mode is PreemptMode.SUSPEND)
+        kept = sum(gang.memory[name] for gang in gangs
+                   if gang.suspended or (gang.tier < tier and gang.mode is PreemptMode.SUSPEND))
         seen[name] = NodeShape(shape.processors, max(0, shape.memory - kept))
         lower_gangs[name] = [gang.tasks for gang in lower if not gang.suspended]
     return {name: seen[name] for name in preemption_order(lower_gangs)}

@@ -5,7 +5,7 @@ preempt each other by the rules the master follows (policy/tiers.py). To the eve
 
 A job of a lower tier that gives way is suspended: out of its partition's
 policy, its rate 0, its work kept; it resumes, adopted back where it ran,
-once no higher-tier job runs on its nodes. The simulator models suspension
+once no higher-tier job runs on its nodes and its matrix has room for it. The simulator models suspension
 only: a partition whose gangs would be requeued or cancelled is refused.
 The machine's nodes have no memory limit, as the simulator's always have.
 """
@@ -112,18 +112,18 @@ class PartitionedPolicy:
             placed = self._placed[job_id]
             placed.suspended = True
             self._schedulers[placed.partition].finish(job_id, now)
-        for job_id in decided.resumed:
+        resumed = [job_id for job_id in decided.resumed  # once its matrix has room for it
+                   if self._schedulers[self._placed[job_id].partition].has_room(self._placed[job_id].processors)]
+        for job_id in resumed:
             self._placed[job_id].suspended = False
-        placed_on = on_nodes([Gang(gang.job_id, gang.tier, gang.mode, gang.job_id in decided.preempted or
-                                   (gang.suspended and gang.job_id not in decided.resumed), gang.memory, gang.tasks)
-                              for gang in gangs])
-        changed = bool(decided.preempted or decided.resumed)
+        placed_on = on_nodes([Gang(gang.job_id, gang.tier, gang.mode, self._placed[gang.job_id].suspended,
+                                   gang.memory, gang.tasks) for gang in gangs])
+        changed = bool(decided.preempted or resumed)
         for name, partition in self._partitions.items():
             mine = {node: NodeShape(processors, _UNLIMITED) for node, processors in self._nodes.items()
                     if partition.holds(node)}
             view = seen_nodes(partition.priority_tier, mine, placed_on)
-            back = [placed for job_id, placed in self._placed.items()
-                    if job_id in decided.resumed and placed.partition == name]
+            back = [placed for job_id, placed in self._placed.items() if job_id in resumed and placed.partition == name]
             scheduler = self._schedulers[name]
             if list(view.items()) == list(scheduler.node_shapes().items()) and not back:
                 continue

@@ -216,4 +216,6 @@ def test_the_rules_the_master_and_the_simulator_share():
     assert list(seen) == ["c", "a", "b"]  # d's gang may not be preempted; c's the smallest to preempt
     assert seen["a"] == NodeShape(1, 900) and seen["c"] == NodeShape(1, 950)  # what suspended gangs would keep
     assert list(seen_nodes(1, nodes, on_nodes([high]))) == ["a", "c", "d"]  # a lower tier does not see b
+    # a matrix's own suspended gang is out of its policy, but its memory is not out of its nodes
+    assert seen_nodes(1, nodes, on_nodes([resting, high]))["a"] == NodeShape(1, 900)
     assert preemption_order({"x": [4], "y": [], "z": [1, 1], "w": [2]}) == ["y", "w", "x", "z"]
