@@ -29,7 +29,7 @@ EXPERIMENTS = {**LIVE, **SIMULATED}
 @click.option("--seconds", type=float, default=30.0, show_default=True,
               help="L1-L5: measurement window of each run")
 @click.option("--jobs", type=click.IntRange(min=10), default=10_000, show_default=True,
-              help="S1-S5, S7: jobs in the model workload")
+              help="S1-S5, S7: jobs in the model workload; S8: the first jobs of the log")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="S1-S8: worker processes [the cores]")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="S3: model workloads to average each cell over [3]")

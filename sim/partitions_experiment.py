@@ -1,9 +1,12 @@
 """S8: a debug tier over part of the machine beside a gang-scheduled batch partition, from the KTH
 SP2 log, with and without preemption by suspension (docs/experiments.md, S8).
 
-The split, by what a user asks: a job of at most ``S8_DEBUG_WIDTH`` processors
-with an estimate of at most ``S8_DEBUG_LIMIT_S`` is a debug job (Slurm sites
-give their debug partitions such limits); every other job is a batch job.
+The log's first ``--jobs`` jobs (10,000 by default: the whole log's run with
+preemption takes over half an hour here, its batch matrix rebuilt at every
+start and end of a debug job on its nodes). The split, by what a user asks:
+a job of at most ``S8_DEBUG_WIDTH`` processors with an estimate of at most
+``S8_DEBUG_LIMIT_S`` is a debug job (Slurm sites give their debug partitions
+such limits); every other job is a batch job.
 The debug partition spans the first ``S8_DEBUG_NODES`` of the 100 nodes at
 tier 2 under EASY; the batch partition spans all 100 at tier 1 under BGS. With
 preemption, the batch partition's gangs are suspended where a debug job needs
@@ -54,9 +57,9 @@ def partitions(run: str) -> list[tuple[Partition, Choice]]:
             (Partition("debug", frozenset(list(NODES)[:S8_DEBUG_NODES]), priority_tier=2), S8_DEBUG)]
 
 
-def simulate_run(run: str, trace: Path) -> list[SimJob]:
-    """One run of S8 over the trace's jobs: the jobs, with their start and end."""
-    jobs = prepare(read_swf(trace).jobs, S8_PROCS).jobs
+def simulate_run(run: str, trace: Path, count: int) -> list[SimJob]:
+    """One run of S8 over the trace's first ``count`` jobs: the jobs, with their start and end."""
+    jobs = prepare(read_swf(trace).jobs[:count], S8_PROCS).jobs
     split: Callable[[Job], str] = (lambda job: "batch") if run == "one partition" else \
         (lambda job: "debug" if is_debug(job) else "batch")
     policy = PartitionedPolicy(partitions(run), NODES, max(job.estimate for job in jobs), split)
@@ -73,7 +76,7 @@ def _figures(jobs: list[SimJob], keep: Callable[[SimJob], bool]) -> tuple[int, f
 def s8(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     trace = options.trace or traces.KTH_SP2
     with ProcessPoolExecutor(max_workers=options.workers) as pool:
-        futures = {run: pool.submit(simulate_run, run, trace) for run in S8_RUNS}
+        futures = {run: pool.submit(simulate_run, run, trace, options.jobs) for run in S8_RUNS}
         results = {}
         for run, future in futures.items():
             results[run] = future.result()
@@ -95,7 +98,8 @@ def s8(out: Path, options: ExperimentOptions, advance: Advance) -> str:
     save_panels(out / "s8.png", panels)
     gain = slowdown_of[("no preemption", "debug")] / slowdown_of[("preemption", "debug")]
     return "\n\n".join([
-        f"KTH SP2 ({S8_PROCS} nodes). Debug jobs: at most {S8_DEBUG_WIDTH} processors and an estimate of at most "
+        f"The first {options.jobs:,} jobs of {trace.name} ({S8_PROCS} nodes). Debug jobs: at most "
+        f"{S8_DEBUG_WIDTH} processors and an estimate of at most "
         f"{S8_DEBUG_LIMIT_S / 60:g} minutes, on a tier-2 EASY partition over {S8_DEBUG_NODES} nodes; the rest on a "
         "tier-1 BGS partition (MPL 3) over all of them. Bounded slowdown with a 10 s bound.",
         markdown_table(["run", "jobs", "count", "mean wait (s)", "mean bounded slowdown"], table),

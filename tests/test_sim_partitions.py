@@ -9,6 +9,8 @@ from gangsched.policy.catalog import Choice
 from gangsched.policy.partitions import Partition, PreemptMode
 from gangsched.sim.engine import simulate
 from gangsched.sim.partitioned import PartitionedPolicy
+from gangsched.sim.partitions_experiment import S8
+from gangsched.sim.report import ExperimentOptions
 from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import modelled_job, write_swf
 
@@ -60,3 +62,10 @@ def test_gang_sim_run_takes_the_partitions_of_a_configuration_file(tmp_path):
     refused.write_text(config.read_text().replace('"suspend"', '"requeue"'))
     result = CliRunner().invoke(cli, ["sim", "run", str(trace), "--config", str(refused)])
     assert result.exit_code == 2 and "the simulator suspends preempted gangs" in result.output
+
+
+def test_experiment_s8_writes_its_table_csv_and_plot(tmp_path):
+    text = S8.run(tmp_path, ExperimentOptions(jobs=300, workers=1), lambda _: None)
+    assert "The first 300 jobs of KTH-SP2-1996-2.1-cln.swf.gz" in text and "| preemption | debug |" in text
+    assert (tmp_path / "s8.csv").read_text().startswith("run,jobs,count,mean_wait_s,mean_bounded_slowdown")
+    assert (tmp_path / "s8.png").stat().st_size > 0
