@@ -274,3 +274,26 @@ def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browse
         10, "each node's committed memory")
     screenshot = Path(tempfile.gettempdir()) / "gangsched-web-view.png"
     assert browser.save_screenshot(str(screenshot))
+
+
+def test_the_page_shows_each_partitions_matrix(start_cluster, tmp_path, browser):
+    config = tmp_path / "gangsched.toml"
+    config.write_text('[[nodes]]\nnames = "node[1-2]"\n[[partitions]]\nname = "batch"\nnodes = "node1"\n'
+                      '[[partitions]]\nname = "debug"\nnodes = "node2"\n')
+    cluster = start_cluster(config_file=config, http_bind="127.0.0.1:0")
+    base = f"http://{bound_address(cluster.home / 'master')}"
+    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
+    batch = cluster.client.submit(job_spec(FOREVER, 1))
+    debug = cluster.client.submit(job_spec(FOREVER, 1).model_copy(update={"partition": "debug"}))
+    browser.get(base + "/")
+
+    def shown() -> tuple[list[str], set[str]]:
+        return tuple(browser.execute_script(  # type: ignore[return-value]
+            "return [[...document.querySelectorAll('#partition option')].map((option) => option.textContent),"
+            " [...document.querySelectorAll('#matrix td.job')].map((cell) => cell.dataset.job)];"))
+
+    wait_until(lambda: shown()[0] == ["batch *", "debug"] and set(shown()[1]) == {str(batch)}, 30,
+               "the default partition's matrix, and both partitions to choose from")
+    browser.execute_script("const select = document.getElementById('partition'); select.value = 'debug';"
+                           " select.dispatchEvent(new Event('change'));")
+    wait_until(lambda: set(shown()[1]) == {str(debug)}, 30, "the debug partition's matrix")

@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
-from gangsched.protocol.messages import MatrixView
-from gangsched.protocol.records import JobInfo, JobState, NodeInfo
+from gangsched.protocol.messages import MatrixView, NodeList
+from gangsched.protocol.records import JobInfo, JobState
 
 log = logging.getLogger("gangsched.web")
 
@@ -52,14 +52,15 @@ class ClusterWatch:
         """Read the master every period; wake the page's streams when the quantum changed."""
         while True:
             try:
-                matrix, jobs, nodes = await self.ask(lambda c: (c.matrix(), c.jobs(), c.nodes()))
+                listing, jobs, matrices = await self.ask(_read)
             except (MasterUnreachable, RequestRefused) as error:
                 log.warning("%s", error)
             else:
-                if matrix.quantum != self._last_quantum:
-                    self._last_quantum = matrix.quantum
+                quanta = sum(matrix.quantum for matrix in matrices)  # any partition's matrix turned
+                if quanta != self._last_quantum:
+                    self._last_quantum = quanta
                     self._record(jobs)
-                    self.snapshot = self._view(matrix, jobs, nodes)
+                    self.snapshot = self._view(matrices, jobs, listing)
                     async with self._changed:
                         self.version += 1
                         self._changed.notify_all()
@@ -100,20 +101,31 @@ class ClusterWatch:
                        if job_id not in running and (not kept or kept[-1][0] < now - HISTORY_S)]:
             del self._history[job_id]
 
-    def _view(self, matrix: MatrixView, jobs: list[JobInfo], nodes: list[NodeInfo]) -> dict[str, Any]:
+    def _view(self, matrices: list[MatrixView], jobs: list[JobInfo], listing: NodeList) -> dict[str, Any]:
+        """The snapshot the page draws: every partition's matrix (the default partition's first)."""
         return {
             "time": time.time(),
-            "matrix": matrix.model_dump(mode="json"),
+            "matrix": matrices[0].model_dump(mode="json"),
+            "matrices": [matrix.model_dump(mode="json") for matrix in matrices],
             "jobs": [_job(job) for job in jobs],
-            "nodes": [node.model_dump(mode="json") for node in nodes],
+            "nodes": [node.model_dump(mode="json") for node in listing.nodes],
             "history": {str(job_id): list(kept) for job_id, kept in self._history.items()},
             "history_s": HISTORY_S,
         }
 
 
+def _read(client: MasterClient) -> tuple[NodeList, list[JobInfo], list[MatrixView]]:
+    """The nodes and partitions, the jobs, and each partition's matrix, the default partition's first."""
+    listing = client.node_list()
+    names = sorted((partition.name for partition in listing.partitions), key=lambda name: name != next(
+        (partition.name for partition in listing.partitions if partition.default), name))
+    return listing, client.jobs(), [client.matrix(name) for name in names] or [client.matrix()]
+
+
 def _job(job: JobInfo) -> dict[str, Any]:
     return {
         "job_id": job.job_id, "name": job.spec.name, "user": job.spec.user, "state": job.state.value,
+        "partition": job.spec.partition,
         "tasks": job.spec.tasks, "reason": job.reason, "util_pct": job.util_pct, "predicted_pct": job.predicted_pct,
         "barriers_per_s": job.barriers_per_s, "submit_time": job.submit_time, "start_time": job.start_time,
         "end_time": job.end_time, "nodes": sorted(set(job.node_names)),

@@ -66,17 +66,32 @@ function drawCharts(state) {
   }
 }
 
+let shown = null;  // the partition whose matrix the page shows; null: the default partition's
+
+function choosePartition(state) {
+  const select = document.getElementById("partition");
+  const names = (state.matrices || [state.matrix]).map((matrix) => matrix.partition);
+  if ([...select.options].map((option) => option.value).join() !== names.join()) {
+    select.replaceChildren(...names.map((name, index) => element("option", { value: name }, index ? name : `${name} *`)));
+    select.onchange = () => { shown = select.value; };
+  }
+  if (!names.includes(shown)) shown = names[0];
+  select.value = shown;
+  return (state.matrices || [state.matrix]).find((matrix) => matrix.partition === shown);
+}
+
 function draw(state) {
   if (!state.matrix) return;
-  const matrix = state.matrix;
+  const matrix = choosePartition(state);
   document.getElementById("policy").textContent = `policy ${matrix.policy}`;
   const quantum = document.getElementById("quantum");
   quantum.textContent = `quantum ${matrix.quantum} (${matrix.quantum_ms} ms)`;
   quantum.dataset.quantum = matrix.quantum;
   quantum.dataset.running = matrix.running.join(",");
   drawMatrix(matrix);
-  const active = state.jobs.filter((job) => job.state === "pending" || job.state === "running");
-  drawList("queue", [["job", (j) => j.job_id, true], ["name", (j) => j.name], ["user", (j) => j.user],
+  const active = state.jobs.filter((job) => ["pending", "running", "suspended"].includes(job.state));
+  drawList("queue", [["job", (j) => j.job_id, true], ["partition", (j) => j.partition], ["name", (j) => j.name],
+    ["user", (j) => j.user],
     ["state", (j) => j.state], ["tasks", (j) => j.tasks, true], ["util %", (j) => percent(j.util_pct), true],
     ["pred %", (j) => percent(j.predicted_pct), true], ["nodes (reason)", (j) => j.state === "pending" ? j.reason : j.nodes.join(",")]],
     active);
