@@ -31,6 +31,8 @@ class Broadcast:
         self._boundary_ns = 0  # when the boundary being decided began
         self._running: dict[str, tuple[list[int], list[int]]] = {}
         self._chosen: list[Selection] = []
+        self._nodes = 0  # up, to apply and report the switch
+        self._report_every = 1
 
     def boundary(self, now: Now) -> None:
         self._boundary_ns = now.monotonic_ns
@@ -41,19 +43,22 @@ class Broadcast:
         before the switch (``switch``) that names rows of those layouts."""
         self._outbox.extend(self.columns.update(layouts, self.quantum))
 
-    def runs(self, running: dict[str, tuple[list[int], list[int]]], chosen: list[Selection]) -> None:
+    def runs(self, running: dict[str, tuple[list[int], list[int]]], chosen: list[Selection], nodes: int,
+             quantum_ms: int) -> None:
         """What each matrix runs (its rows, its alternates) from this boundary; ``chosen``: the selections
-        the matrices whose boundary it is made."""
-        self._running, self._chosen = running, chosen
+        the matrices whose boundary it is made; ``nodes``: how many are up to apply the switch;
+        ``quantum_ms``: the shortest quantum of any matrix, about how often switches go out. Decided
+        here, at the tick, not between the switch's stamp and its send."""
+        self._running, self._chosen, self._nodes = running, chosen, nodes
+        self._report_every = self._reports_every(nodes, quantum_ms)
 
-    def switch(self, sent_ns: int, nodes: int, quantum_ms: int) -> SlotSwitch:
-        """The switch of this boundary, as it goes out at ``sent_ns`` (monotonic) to ``nodes`` nodes;
-        ``quantum_ms``: the shortest quantum of any matrix, about how often switches go out."""
+    def switch(self, sent_ns: int) -> SlotSwitch:
+        """The switch of this boundary, as it goes out at ``sent_ns`` (monotonic)."""
         switch = SlotSwitch(quantum=self.quantum, sent_ns=sent_ns,
                             rows={partition: rows for partition, (rows, _) in self._running.items()},
                             alternates=sorted({job for _, alternates in self._running.values() for job in alternates}),
-                            report_every=self._report_every(nodes, quantum_ms))
-        self.switch_log.sent(switch, self._chosen, nodes)
+                            report_every=self._report_every)
+        self.switch_log.sent(switch, self._chosen, self._nodes)
         self.tick_time.observe((sent_ns - self._boundary_ns) / 1e9)
         return switch
 
@@ -61,7 +66,7 @@ class Broadcast:
         """The column of a node that (re)registers: it may hold none, or an old one."""
         return self.columns.hello(node, self.quantum)
 
-    def _report_every(self, nodes: int, quantum_ms: int) -> int:
+    def _reports_every(self, nodes: int, quantum_ms: int) -> int:
         """How many switches' accounts a node sends in one report: those of ``report_interval_ms``, and on
         a large cluster enough that about ``reports_per_quantum`` reports arrive each quantum."""
         settings = self._settings

@@ -226,7 +226,8 @@ class MasterCore:
         self.broadcast.columns_of({matrix.name: (matrix.queue.scheduler.rows, matrix.queue.scheduler.nodes)
                                    for matrix in matrices})
         self.broadcast.runs({matrix.name: matrix.rotation.running(matrix in due) for matrix in matrices},
-                            [matrix.rotation.selection for matrix in due])
+                            [matrix.rotation.selection for matrix in due], self._nodes.count_up(),
+                            matrices.shortest_quantum_ms())
 
     def _retry_store(self, now: Now) -> None:
         """The store is due to be tried again: the closes that wait, and the starts it could not write
@@ -245,7 +246,7 @@ class MasterCore:
 
     def switch(self, sent_ns: int) -> SlotSwitch:
         """The switch of the boundary the last ``tick`` decided, as it goes out at ``sent_ns`` (monotonic)."""
-        return self.broadcast.switch(sent_ns, self._nodes.count_up(), self.matrices.shortest_quantum_ms())
+        return self.broadcast.switch(sent_ns)
 
     def switch_stats(self, last: int, cpu_ns: int) -> SwitchStats:
         """``cpu_ns``: the master process's CPU time, as the loop read it."""

@@ -10,6 +10,7 @@ only: a partition whose gangs would be requeued or cancelled is refused.
 The machine's nodes have no memory limit, as the simulator's always have.
 """
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -47,7 +48,8 @@ class PartitionedPolicy:
         self._partitions = {partition.name: partition for partition, _ in partitions}
         self._schedulers = {partition.name: LiveScheduler(choice, longest_estimate) for partition, choice in partitions}
         self._by_tier = sorted(self._partitions.values(), key=lambda partition: -partition.priority_tier)
-        self._nodes = nodes
+        self._shapes = {partition.name: {node: NodeShape(processors, _UNLIMITED) for node, processors in nodes.items()
+                                         if partition.holds(node)} for partition, _ in partitions}
         self._partition_of = partition_of
         self._placed: dict[int, _Placed] = {}
         self._rates: dict[int, float] = {}  # what the engine was last told of each running job
@@ -116,13 +118,12 @@ class PartitionedPolicy:
                    if self._schedulers[self._placed[job_id].partition].has_room(self._placed[job_id].processors)]
         for job_id in resumed:
             self._placed[job_id].suspended = False
-        placed_on = on_nodes([Gang(gang.job_id, gang.tier, gang.mode, self._placed[gang.job_id].suspended,
-                                   gang.memory, gang.tasks) for gang in gangs])
-        changed = bool(decided.preempted or resumed)
+        flipped = {*decided.preempted, *resumed}
+        placed_on = on_nodes([dataclasses.replace(gang, suspended=not gang.suspended) if gang.job_id in flipped
+                              else gang for gang in gangs])
+        changed = bool(flipped)
         for name, partition in self._partitions.items():
-            mine = {node: NodeShape(processors, _UNLIMITED) for node, processors in self._nodes.items()
-                    if partition.holds(node)}
-            view = seen_nodes(partition.priority_tier, mine, placed_on)
+            view = seen_nodes(partition.priority_tier, self._shapes[name], placed_on)
             back = [placed for job_id, placed in self._placed.items() if job_id in resumed and placed.partition == name]
             scheduler = self._schedulers[name]
             if list(view.items()) == list(scheduler.node_shapes().items()) and not back:

@@ -117,9 +117,8 @@ class ClusterWatch:
 def _read(client: MasterClient) -> tuple[NodeList, list[JobInfo], list[MatrixView]]:
     """The nodes and partitions, the jobs, and each partition's matrix, the default partition's first."""
     listing = client.node_list()
-    names = sorted((partition.name for partition in listing.partitions), key=lambda name: name != next(
-        (partition.name for partition in listing.partitions if partition.default), name))
-    return listing, client.jobs(), [client.matrix(name) for name in names] or [client.matrix()]
+    names = sorted(listing.partitions, key=lambda partition: not partition.default)  # stable: the rest in order
+    return listing, client.jobs(), [client.matrix(partition.name) for partition in names] or [client.matrix()]
 
 
 def _job(job: JobInfo) -> dict[str, Any]:
