@@ -1,5 +1,7 @@
-"""`gang admin`: the administrator's settings of users, like Slurm's sacctmgr (root only), and
-the check of a configuration file (anyone, without a master).
+"""`gang admin`: the administrator's commands (root only): nodes out of service and back, jobs
+suspended and resumed, the record of these commands (cli/admin_nodes.py, cli/job_control.py;
+docs/operations.md), the settings of users, like Slurm's sacctmgr, and the check of a configuration
+file (anyone, without a master).
 
 A user's political priority (0-1) and quota (node-seconds) feed slack-based
 backfilling: a user over quota gets PP = -1, so their new jobs have infinite
@@ -11,8 +13,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from gangsched.cli.admin_nodes import admin_log, node
 from gangsched.cli.connect import with_master
 from gangsched.cli.console import command_console
+from gangsched.cli.job_control import resume, suspend
 from gangsched.master.client import MasterClient
 from gangsched.protocol.records import UserInfo
 
@@ -21,7 +25,13 @@ console = command_console()
 
 @click.group()
 def admin() -> None:
-    """Users' priorities and quotas; configuration files."""
+    """Nodes, suspensions, users, configuration: root's commands."""
+
+
+admin.add_command(node)
+admin.add_command(admin_log)
+admin.add_command(suspend)
+admin.add_command(resume)
 
 
 @admin.group()

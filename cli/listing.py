@@ -137,6 +137,15 @@ def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_fi
 
 
 def _nodes(master: MasterConnection, options: argparse.Namespace) -> None:
+    if options.reasons:
+        nodes = [node for node in master.node_maps() if node.get("reason") is not None]
+        if options.as_json:
+            print(json.dumps(nodes, indent=1))
+            return
+        from gangsched.protocol.hostlists import collect_hostlist
+
+        print(table.reason_rows(nodes, collect_hostlist))
+        return
     if not options.partition_view:
         _print(master.node_maps(), options.shown, options.as_json)
         return
@@ -195,6 +204,9 @@ def _command(name: str) -> tuple[_Parser, Command]:
     parser.add_argument("-s", "--partitions", dest="partition_view", action="store_true",
                         help="the partition view, as sinfo's: a line for each partition and state of its nodes "
                              "(PARTITION AVAIL TIMELIMIT NODES STATE NODELIST; the default partition marked *)")
+    parser.add_argument("-R", "--list-reasons", dest="reasons", action="store_true",
+                        help="the nodes drained, draining or down by an administrator, as sinfo -R's: a line for "
+                             "each reason (REASON USER TIMESTAMP NODELIST)")
     parser.add_argument("--json", dest="as_json", action="store_true",
                         help="the nodes as JSON: a list of NodeInfo (docs/protocol.md); with -s, of PartitionInfo")
     return parser, _nodes

@@ -29,7 +29,7 @@ from gangsched.protocol.frames import pack
 _VALUED = {"-n": "tasks", "--ntasks": "tasks", "-J": "name", "--name": "name", "-t": "estimate",
            "--estimate": "estimate", "-a": "array", "--array": "array", "-o": "output", "--output": "output",
            "-D": "chdir", "--chdir": "chdir", "-p": "partition", "--partition": "partition", "--master": "master"}
-_FLAGS = {"--json": "as_json"}
+_FLAGS = {"--json": "as_json", "-H": "hold", "--hold": "hold"}
 
 
 def parse(arguments: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
@@ -78,7 +78,8 @@ def main(arguments: Sequence[str]) -> None:
                 "partition": options.get("partition"),
                 "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd()}
         # the token as uuid4().hex makes it, without uuid's import (a twentieth of this command's start)
-        request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit}
+        request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit,
+                   "hold": options.get("hold", False)}
         with MasterConnection(endpoint, keys=keys) as master:
             reply = _submit(master, request)
     except (NoMaster, MasterUnreachable, RequestRefused, CurveError, _Refused) as error:

@@ -81,6 +81,7 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
               help="timed: runnable ms per iteration")
 @click.option("-D", "--chdir", type=click.Path(file_okay=False), default=None,
               help="the tasks' working folder (on the nodes) [the current folder]")
+@click.option("-H", "--hold", is_flag=True, help="the jobs wait held until gang release (Slurm's -H)")
 @click.option("-W", "--wait", is_flag=True,
               help="wait for the job to end and exit with its exit code (1 if it ended without one), like sbatch's")
 @click.option("--follow", is_flag=True, help="wait, and print rank 0's output as it comes (it must be a file "
@@ -111,7 +112,7 @@ def submit(client: MasterClient, command: tuple[str, ...], **options: Any) -> No
         array, limit = parse_array(options["array"]) if options["array"] else (None, None)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="-a/--array") from None
-    job_ids = client.submit_jobs(spec, array, retry_s=SUBMIT_RETRY_S, array_limit=limit)
+    job_ids = client.submit_jobs(spec, array, retry_s=SUBMIT_RETRY_S, array_limit=limit, hold=options["hold"])
     waits = options["wait"] or options["follow"]
     if not waits:
         if options["as_json"]:

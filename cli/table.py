@@ -140,7 +140,7 @@ HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, an
 
 NODE_FIELDS: dict[str, Column[Fields]] = {
     "node": Column("NODELIST", 12, lambda node: node["name"]),
-    "state": Column("STATE", 5, lambda node: node["state"]),
+    "state": Column("STATE", 8, lambda node: node["state"]),
     "partition": Column("PARTITION", 9, lambda node: ",".join(node.get("partitions") or []) or "-"),
     "share": Column("SHARE", 5, lambda node: f"{node['cpu_share']:g}", right=True),
     "procs": Column("PROCS(U/T)", 10, lambda node: f"{node['processors_used']}/{node['processors']}", right=True),
@@ -151,6 +151,21 @@ NODE_FIELDS: dict[str, Column[Fields]] = {
     "via": Column("VIA", 12, lambda node: node["via"] or "-"),  # its relay (docs/architecture.md, 'Relays')
 }
 NODES_FORMAT = "node,state,share,procs,memory,allocmem,seen,jobs"
+
+
+def reason_rows(nodes: list[Fields], hostlist: Callable[[list[str]], str]) -> str:
+    """sinfo -R: a line for each reason an administrator gave (with who and since when), and its nodes."""
+    by_reason: dict[tuple[str, str, float], list[str]] = {}
+    for node in nodes:
+        reason = node.get("reason")
+        if reason is not None:
+            by_reason.setdefault((reason["text"], reason["user"], reason["time"]), []).append(node["name"])
+    rows = [{"reason": text, "user": user, "time": _clock(when), "nodelist": hostlist(names)}
+            for (text, user, when), names in sorted(by_reason.items(), key=lambda item: item[0][2])]
+    columns: list[Column[dict[str, str]]] = [
+        Column("REASON", 20, lambda row: row["reason"]), Column("USER", 9, lambda row: row["user"]),
+        Column("TIMESTAMP", 19, lambda row: row["time"]), Column("NODELIST", 8, lambda row: row["nodelist"])]
+    return render(columns, rows)
 
 
 def partition_rows(partitions: list[Fields], nodes: list[Fields], hostlist: Callable[[list[str]], str]) -> str:

@@ -13,14 +13,17 @@ from typing import TypeGuard
 from gangsched.daemon.curve import NODE_USER
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
+    AdminLogQuery,
     Cancel,
     ErrorReply,
     Heartbeat,
+    JobControl,
     JobQuery,
     MatrixQuery,
     Message,
     NodeHello,
     NodeQuery,
+    NodeUpdate,
     PmiFence,
     PmixModexReply,
     PmixModexRequest,
@@ -35,7 +38,7 @@ from gangsched.protocol.messages import (
 )
 
 # what the web view may ask: it shows, it never changes
-READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery)
+READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery)
 NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
 FROM_PROCESS_MANAGERS = (PmiFence, PmixModexRequest, PmixModexReply)  # what a node's MPI interfaces send
 
@@ -54,9 +57,9 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message
     if isinstance(message, Submit):
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
-    if isinstance(message, Cancel):
+    if isinstance(message, (Cancel, JobControl)):
         return message.model_copy(update={"user": user})
-    if isinstance(message, (SetUser, Reconfigure)):
+    if isinstance(message, (SetUser, Reconfigure, NodeUpdate)):
         return message.model_copy(update={"admin": user})
     return message
 

@@ -8,6 +8,17 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
+from gangsched.protocol.admin_messages import (
+    AdminAction,
+    AdminLog,
+    AdminLogQuery,
+    JobAction,
+    JobControl,
+    JobsControlled,
+    NodeAction,
+    NodesUpdated,
+    NodeUpdate,
+)
 from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.codec import encode, validated
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -51,11 +62,11 @@ class MasterClient(MasterConnection):
         return self.submit_jobs(spec, None, retry_s)[0]
 
     def submit_jobs(self, spec: JobSpec, array: list[IndexRange] | None, retry_s: float = 0.0,
-                    array_limit: int | None = None) -> list[int]:
+                    array_limit: int | None = None, hold: bool = False) -> list[int]:
         """Submit a job, or one per index of ``array`` (at most ``array_limit`` of them running at once);
         for ``retry_s`` seconds more, again while the master does not answer (a restart). Every try
         carries the same token, so the jobs are made once whichever reply was lost."""
-        message = Submit(spec=spec, token=uuid.uuid4().hex, array=array, array_limit=array_limit)
+        message = Submit(spec=spec, token=uuid.uuid4().hex, array=array, array_limit=array_limit, hold=hold)
         deadline = time.monotonic() + retry_s
         while True:
             try:
@@ -115,6 +126,23 @@ class MasterClient(MasterConnection):
     def reconfigure(self) -> Reconfigured:
         """Have the master read its configuration file again (root only)."""
         return self.request(Reconfigure(admin=self._user), Reconfigured)
+
+    def update_nodes(self, nodes: str, action: NodeAction, reason: str | None = None) -> NodesUpdated:
+        """Drain, resume or take down the nodes of a hostlist (root only)."""
+        return self.request(NodeUpdate(admin=self._user, nodes=nodes, action=action, reason=reason), NodesUpdated)
+
+    def control_jobs(self, action: JobAction, job_ids: list[int]) -> JobsControlled:
+        """Hold, release, suspend, resume or requeue jobs: all of them, or none."""
+        return self.request(JobControl(user=self._user, action=action, job_ids=job_ids), JobsControlled)
+
+    def admin_log(self) -> list[AdminAction]:
+        """Every administrative command the master recorded, oldest first."""
+        actions: list[AdminAction] = []
+        while True:
+            page = self.request(AdminLogQuery(after=actions[-1].number if actions else 0), AdminLog)
+            actions += page.actions
+            if not page.more:
+                return actions
 
     def matrix(self, partition: str | None = None) -> MatrixView:
         """A partition's matrix; None: the default partition's."""

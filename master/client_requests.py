@@ -39,7 +39,7 @@ from gangsched.protocol.messages import (
     Submitted,
     UserList,
 )
-from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind, PartitionInfo
+from gangsched.protocol.records import UNSERVED_HINTS, Hold, JobInfo, JobSpec, JobState, MpiKind, PartitionInfo
 from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
@@ -81,8 +81,9 @@ class ClientRequests:
             spec.model_copy(update={"array_job_id": first, "array_index": index, "array_limit": message.array_limit})
             for index in array_indices(message.array)
         ]
+        hold = Hold.USER if message.hold else None
         jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now.wall,
-                    predictor=self._table.predictor()) for offset, each in enumerate(specs)]
+                    predictor=self._table.predictor(), hold=hold) for offset, each in enumerate(specs)]
         try:
             self._store.submitted(jobs, message.token)
         except StoreWriteError as error:  # refused whole: nothing was kept, so nothing waits to be written

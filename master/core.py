@@ -11,7 +11,10 @@ the job table (``table``), starting (``starts``), migrating (``migrations``)
 and ending (``endings``) jobs, each partition's matrix (``matrices``: its
 queue of waiting jobs, its policy's decisions, the rows that run each of its
 quanta), what goes to every node at a boundary (``broadcast``), what node
-daemons say (``node_events``) and what clients ask (``client_requests``).
+daemons say (``node_events``), what clients ask (``client_requests``), and
+day-to-day operation: nodes drained, resumed or taken down (``node_service``),
+jobs held, released, suspended, resumed or requeued (``job_controls``), and
+the record of every such command (``command_record``).
 Here: restoring a store's jobs, the quantum boundaries, and the figures of the
 whole.
 """
@@ -23,13 +26,16 @@ from gangsched.master.broadcast import Broadcast
 from gangsched.master.client_requests import ClientRequests
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
+from gangsched.master.command_record import CommandRecord
 from gangsched.master.decisions import Decisions
 from gangsched.master.ending import Endings
+from gangsched.master.job_control import JobControls
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.migrations import Migrations
 from gangsched.master.node_events import NodeEndpoints, NodeEvents
+from gangsched.master.node_service import NodeService
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import PendingQueue, Queues
 from gangsched.master.rotation import SlotRotation
@@ -41,6 +47,7 @@ from gangsched.master.tiers import Tiers
 from gangsched.master.waiting import WaitKind
 from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
+from gangsched.protocol.admin_messages import JobControl, NodeUpdate
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, MasterStats, Message, Reconfigured, SlotSwitch, SwitchStats
 from gangsched.protocol.records import JobState
@@ -56,7 +63,7 @@ class MasterCore:
         self.settings = settings
         self.outbox: deque[tuple[str, Message]] = deque()  # (node, message) for the loop to send, in order
         self._store = store
-        self._nodes = NodeRegistry()
+        self._nodes = NodeRegistry(store.node_marks())
         self.store_retry = StoreRetry(settings.quantum_ms / 1000)
         self.table = JobTable(settings, store)
         self.queues = Queues()
@@ -72,6 +79,9 @@ class MasterCore:
                                       self.starts, self.migrations, self.endings, self.broadcast, self.outbox)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
                                               self.matrices, self.tiers, self.store_retry)
+        self.node_service = NodeService(self._nodes, self.matrices, self.node_events, self.tiers, store)
+        self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
+        self.command_record = CommandRecord(store)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = now.wall
         self._restore(now)
@@ -194,6 +204,12 @@ class MasterCore:
         for job in waiting:
             self.endings.enqueue(job, now)
 
+    def administer(self, message: NodeUpdate | JobControl, now: Now) -> Message:
+        """A command of day-to-day operation carried out, or refused, and recorded either way."""
+        if isinstance(message, NodeUpdate):
+            return self.command_record.recorded(message, self.node_service.update(message, now), now)
+        return self.command_record.recorded(message, self.job_controls.act(message, now), now)
+
     def next_boundary(self) -> float:
         """When the next quantum boundary of any matrix is due (monotonic seconds)."""
         return self.matrices.next_boundary()
@@ -210,6 +226,9 @@ class MasterCore:
         for name in not_back:
             self.node_events.lose_node(
                 name, f"node {name} did not come back within {settings.rejoin_s:g} s of a master restart", now)
+        if not settings.return_to_service:
+            for name in [*silent, *not_back]:
+                self.node_service.not_responding(name, now)
         matrices = self.matrices
         due = matrices.due(max(now.monotonic, matrices.next_boundary()))
         for matrix in due:

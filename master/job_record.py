@@ -7,7 +7,7 @@ from gangsched.master.waiting import Wait
 from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import PmiFence
-from gangsched.protocol.records import JobInfo, JobSpec, JobState, Preemption
+from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, Preemption
 
 _RATE_WINDOW_S = 10.0
 _READINGS_KEPT = 256
@@ -47,8 +47,9 @@ class Job:
     # node -> the incarnation of its daemon the job's tasks were sent to (stored with its start): after a
     # master restart, a daemon of that incarnation with no trace of the job never got its launch
     launched_to: dict[str, str] = field(default_factory=dict)
-    # each time a job of a higher tier suspended it (the last one open while it is suspended); stored
+    # each time a job of a higher tier or an administrator suspended it (the last one open while it is); stored
     preemptions: list[Preemption] = field(default_factory=list)
+    hold: Hold | None = None  # pending and held back from its queue (gang hold), by its owner or root; stored
     # What follows lives only while the master runs.
     wait: Wait | None = None  # why it waits, while pending
     live_ranks: set[int] = field(default_factory=set)
@@ -68,13 +69,20 @@ class Job:
 
     @property
     def suspended(self) -> bool:
-        """Preempted by a job of a higher tier now: frozen whole, out of its matrix's rotation."""
+        """Suspended now, by a job of a higher tier or an administrator: frozen whole, out of its matrix's
+        rotation."""
         return bool(self.preemptions) and self.preemptions[-1].end is None
+
+    @property
+    def suspended_by_admin(self) -> bool:
+        """Suspended by an administrator: only ``gang admin resume`` resumes it."""
+        return self.suspended and self.preemptions[-1].by_user is not None
 
     def shown_reason(self) -> str:
         """The reason users read: why it waits, while it does, else why it ended as it did."""
         if self.suspended:
-            return f"Preempted by job {self.preemptions[-1].by_job}"
+            last = self.preemptions[-1]
+            return f"Suspended by {last.by_user}" if last.by_user is not None else f"Preempted by job {last.by_job}"
         return self.wait.text() if self.wait is not None else self.reason
 
     def measured(self, cpu_ns: int, memory_peak: int) -> None:
@@ -140,4 +148,5 @@ class Job:
             migration_s=self.migration_s,
             max_rss=self.max_rss,
             preemptions=self.preemptions,
+            hold=self.hold,
         )

@@ -62,14 +62,17 @@ from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.messages import (
+    AdminLogQuery,
     Cancel,
     ErrorReply,
     Heartbeat,
+    JobControl,
     JobQuery,
     MatrixQuery,
     Message,
     NodeHello,
     NodeQuery,
+    NodeUpdate,
     PmiFence,
     PmixModexReply,
     PmixModexRequest,
@@ -139,7 +142,7 @@ class MasterDaemon:
         store = SqliteStore(settings.state_dir / "jobs.db")
         self._core = core = MasterCore(settings, endpoints, store, read_clock(), partition_plan(settings))
         self._outgoing = Outgoing(self._router, core, store, self._bad_frame)
-        nodes, clients = core.node_events, core.client_requests
+        nodes, clients, record = core.node_events, core.client_requests, core.command_record
         self._node_handlers: dict[type, Handler] = {
             QuantumReport: lambda _, m, now: nodes.report(m, now),
             Heartbeat: lambda _, m, now: nodes.heartbeat(m, now),
@@ -157,9 +160,12 @@ class MasterDaemon:
             MatrixQuery: lambda _, m, __: clients.query_matrix(m),
             SwitchStatsQuery: lambda _, m, __: core.switch_stats(m.last, time.process_time_ns()),
             StatsQuery: lambda _, m, __: core.stats(time.process_time_ns(), _resident_bytes()),
-            SetUser: lambda _, m, __: clients.set_user(m),
-            Reconfigure: lambda _, m, now: self._reconfigure(m, now),
+            SetUser: lambda _, m, now: record.recorded(m, clients.set_user(m), now),
+            Reconfigure: lambda _, m, now: record.recorded(m, self._reconfigure(m, now), now),
             UserQuery: lambda _, m, __: clients.query_users(),
+            NodeUpdate: lambda _, m, now: core.administer(m, now),
+            JobControl: lambda _, m, now: core.administer(m, now),
+            AdminLogQuery: lambda _, m, __: record.query(m),
         }
         log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
                  self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)

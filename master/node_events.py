@@ -85,7 +85,7 @@ class NodeEvents:
         for exit_ in hello.exits:
             self._outbox.append((hello.node, self.task_exit(exit_, now)))
         self._reconcile_tasks(hello, now)
-        self._follow_nodes(now)
+        self.follow_nodes(now)
         self._tiers.settle(now)
         self._outbox.append((hello.node, self._broadcast.hello_column(hello.node)))
         relay = home.endpoints
@@ -199,7 +199,7 @@ class NodeEvents:
         self.lose_node(name, f"node {name} became unreachable", now)
         self._tiers.settle(now)
 
-    def _follow_nodes(self, now: Now) -> None:
+    def follow_nodes(self, now: Now) -> None:
         """Rebuild the policy of each partition whose nodes up changed; adopt restored jobs whose nodes are
         all back."""
         up = self._nodes.up()
@@ -257,12 +257,25 @@ class NodeEvents:
             return
         self._relays.lost(name)
         log.warning("%s: marked down", reason)
+        self._end_jobs_on(name, reason, now)
+        self.follow_nodes(now)
+
+    def take_out(self, name: str, reason: str, now: Now) -> None:
+        """An administrator took a node out of service (its mark says so): its jobs end as on a lost node,
+        their tasks there killed (its daemon lives on, and stays registered)."""
+        for job in self._end_jobs_on(name, reason, now):
+            self._outbox.append((name, KillTask(job_id=job.job_id, reason=reason)))
+
+    def _end_jobs_on(self, name: str, reason: str, now: Now) -> list[Job]:
+        """The jobs with a task on node ``name`` (or moving there) lose those tasks, and end or are requeued."""
+        ended = []
         for job in list(self._table.jobs.values()):
             ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
             if ranks or name in self._matrices.of(job).queue.scheduler.nodes_of(job.job_id):  # on it, or moving there
                 ranks |= self._unseen.pop(job.job_id, set())  # restored: those found on nodes back are gone too
                 self._endings.ranks_gone(job, ranks, (_lost_state(job), reason), now)
-        self._follow_nodes(now)
+                ended.append(job)
+        return ended
 
 
 def _lost_state(job: Job) -> JobState:

@@ -1,11 +1,20 @@
-"""The nodes the master knows: who is up, how to reach them, when they were last heard."""
+"""The nodes the master knows: who is up, how to reach them, when they were last heard, and which an
+administrator took out of service (drained: no new job; down: none at all), which its matrices follow."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gangsched.policy.live_scheduler import NodeShape
 from gangsched.protocol.messages import NodeHello
-from gangsched.protocol.records import MpiKind, NodeInfo, NodeState, PeerEndpoint
+from gangsched.protocol.records import MpiKind, NodeInfo, NodeReason, NodeState, PeerEndpoint
+
+
+class NodeMark(NamedTuple):
+    """A node an administrator took out of service: draining (``NodeState.DRAINING``) or down."""
+
+    state: NodeState
+    reason: NodeReason
 
 
 @dataclass
@@ -30,8 +39,9 @@ class Node:
 
 
 class NodeRegistry:
-    def __init__(self) -> None:
+    def __init__(self, marks: dict[str, NodeMark] | None = None) -> None:
         self._nodes: dict[str, Node] = {}
+        self.marks: dict[str, NodeMark] = marks or {}  # by node name, known to the master or not
 
     def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
         node = Node(hello.node, identity, hello.cpu_share, hello.processors, hello.peer, NodeState.UP, now,
@@ -84,12 +94,19 @@ class NodeRegistry:
         return True
 
     def up(self) -> dict[str, NodeShape]:
-        """Nodes that said hello and are alive, the ones that may take tasks, with their processors and memory."""
+        """Nodes that said hello and are alive, in service (drained ones too: their jobs run on), with their
+        processors and memory."""
+        marks = self.marks
         return {
             name: NodeShape(node.processors, node.memory)
             for name, node in sorted(self._nodes.items())
             if node.state is NodeState.UP and not node.expected_back
+            and (name not in marks or marks[name].state is not NodeState.DOWN)
         }
+
+    def closed(self) -> frozenset[str]:
+        """The nodes drained: no new job goes there."""
+        return frozenset(name for name, mark in self.marks.items() if mark.state is NodeState.DRAINING)
 
     def count_up(self) -> int:
         """How many nodes are up and said hello: those that apply the switches and report them."""
@@ -118,7 +135,8 @@ class NodeRegistry:
         return [
             NodeInfo(
                 name=node.name,
-                state=node.state,
+                state=self._shown_state(node, bool(jobs_by_node.get(node.name))),
+                reason=self.marks[node.name].reason if node.name in self.marks else None,
                 partitions=partitions(node.name),
                 cpu_share=node.cpu_share,
                 processors=node.processors,
@@ -133,3 +151,11 @@ class NodeRegistry:
             )
             for node in sorted(self._nodes.values(), key=lambda node: node.name)
         ]
+
+    def _shown_state(self, node: Node, has_jobs: bool) -> NodeState:
+        mark = self.marks.get(node.name)
+        if node.state is NodeState.DOWN or mark is None:
+            return node.state
+        if mark.state is NodeState.DRAINING and not has_jobs:
+            return NodeState.DRAINED
+        return mark.state

@@ -1,8 +1,8 @@
 """The jobs that wait: those their dependencies still hold back, and the policy's queue; and
 whether the policy must decide again.
 
-A pending job goes to the policy once the jobs it depends on allow
-(master/dependencies.py), and, in an array with a throttle (Slurm's
+A pending job goes to the policy once it is not held (``gang hold``) and the
+jobs it depends on allow (master/dependencies.py), and, in an array with a throttle (Slurm's
 ``--array=0-99%4``), once fewer than that many of its array are in the policy
 or running: the others wait, JobArrayTaskLimit, and go in index order as
 those leave. Every scheduling event (an arrival, a departure, a
@@ -18,12 +18,14 @@ from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import LiveScheduler
+from gangsched.protocol.records import Hold
 
 
 class PendingQueue:
     def __init__(self, table: JobTable, scheduler: LiveScheduler) -> None:
         self._table = table
         self.scheduler = scheduler
+        self.held: dict[int, Job] = {}  # pending, held back by their owner or root (gang hold)
         self.dependent: dict[int, Job] = {}  # pending, held back from the policy by the jobs they depend on
         self.throttled: dict[int, dict[int, Job]] = {}  # array job id -> its jobs its throttle holds back
         self._admitted: dict[int, set[int]] = {}  # array job id -> those of a throttled array in the policy or running
@@ -35,8 +37,13 @@ class PendingQueue:
         self.decide_again = True
 
     def enqueue(self, job: Job, now: Now) -> str | None:
-        """The job goes to the policy once its dependencies allow; why they never will, if so (the
-        caller cancels it)."""
+        """The job goes to the policy once it is released and its dependencies allow; why they never will,
+        if so (the caller cancels it)."""
+        if job.hold is not None:
+            self.held[job.job_id] = job
+            job.wait = Wait(WaitKind.HELD_USER if job.hold is Hold.USER else WaitKind.HELD_ADMIN)
+            return None
+        self.held.pop(job.job_id, None)
         waiting, never, _ = dependencies(job.spec, self._table.state_of)
         self.dependent.pop(job.job_id, None)
         if never is not None:
@@ -54,8 +61,9 @@ class PendingQueue:
         return None
 
     def holds_back(self, job: Job) -> bool:
-        """Whether the job waits out of the policy: for its dependencies, or its array's throttle."""
-        return job.job_id in self.dependent or job.job_id in self.throttled.get(job.spec.array_job_id or 0, ())
+        """Whether the job waits out of the policy: held, for its dependencies, or its array's throttle."""
+        job_id, throttled = job.job_id, self.throttled.get(job.spec.array_job_id or 0, ())
+        return job_id in self.held or job_id in self.dependent or job_id in throttled
 
     def running(self, job: Job) -> None:
         """A job restored running after a restart counts against its array's throttle."""
@@ -102,6 +110,7 @@ class PendingQueue:
     def withdraw(self, job: Job, now: Now) -> None:
         """A pending job leaves the queue for good."""
         self.scheduler.withdraw(job.job_id, now.monotonic)
+        self.held.pop(job.job_id, None)
         self.dependent.pop(job.job_id, None)
         self.throttled.get(job.spec.array_job_id or 0, {}).pop(job.job_id, None)
         self.decide_again = True

@@ -21,9 +21,11 @@ from typing import Any
 
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
+from gangsched.master.nodes import NodeMark
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.master.store import StoreError, StoreWriteError
-from gangsched.protocol.records import JobSpec, JobState, Preemption
+from gangsched.protocol.admin_messages import AdminAction
+from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -46,7 +48,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     migration_s TEXT NOT NULL,
     max_rss INTEGER,
     launched_to TEXT NOT NULL DEFAULT '{}',
-    preemptions TEXT NOT NULL DEFAULT '[]'
+    preemptions TEXT NOT NULL DEFAULT '[]',
+    hold TEXT
 );
 -- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
 -- without reading every job the store ever held
@@ -64,18 +67,38 @@ CREATE TABLE IF NOT EXISTS users (
     quota_node_s REAL,
     used_node_s REAL NOT NULL
 );
+""" + """
+-- nodes an administrator drained or took down, with why, who and since when
+CREATE TABLE IF NOT EXISTS node_marks (
+    node TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    user TEXT NOT NULL,
+    time REAL NOT NULL
+);
+-- every administrative command, done or refused (gang admin log)
+CREATE TABLE IF NOT EXISTS admin_log (
+    number INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    user TEXT NOT NULL,
+    command TEXT NOT NULL,
+    result TEXT NOT NULL
+);
 """
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
     " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s, max_rss, launched_to, preemptions"
+    " migration_s, max_rss, launched_to, preemptions, hold"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 8
-# what a store of an earlier version needs to be this one's (each step one transaction)
-_MIGRATIONS = {5: "ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'",
-               6: "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)",
-               7: "ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"}
+SCHEMA_VERSION = 9
+# what a store of an earlier version needs to be this one's (all its steps one transaction)
+_MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"],
+               6: ["CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"],
+               7: ["ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"],
+               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT",
+                   *[statement.strip() for statement in _SCHEMA.split(";") if "node_marks (" in statement
+                     or "admin_log (" in statement]]}
 _TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
 
 
@@ -98,7 +121,8 @@ class SqliteStore:
             with self._db:
                 self._db.execute("BEGIN")
                 for step in range(version, SCHEMA_VERSION):
-                    self._db.execute(_MIGRATIONS[step])
+                    for statement in _MIGRATIONS[step]:
+                        self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         elif version != SCHEMA_VERSION:
             self._db.close()
@@ -108,6 +132,8 @@ class SqliteStore:
             )
         (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
         self._next_job_id = int(highest) + 1  # held here: a submission not yet committed has its numbers
+        (last,) = self._db.execute("SELECT COALESCE(MAX(number), 0) FROM admin_log").fetchone()
+        self._next_action = int(last) + 1
 
     def next_job_id(self) -> int:
         return self._next_job_id
@@ -170,13 +196,14 @@ class SqliteStore:
         row = self._db.execute("SELECT job_id FROM submissions WHERE user = ? AND token = ?", (user, token)).fetchone()
         return None if row is None else int(row[0])
 
-    def save(self, job: Job) -> None:
+    def save(self, *jobs: Job) -> None:
         with self._transaction():
-            self._write(job)
+            for job in jobs:
+                self._write(job)
 
     def _write(self, job: Job) -> None:
         self._execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 job.job_id,
                 job.spec.model_dump_json(),
@@ -198,6 +225,7 @@ class SqliteStore:
                 job.max_rss,
                 json.dumps(job.launched_to),
                 json.dumps([preemption.model_dump() for preemption in job.preemptions]),
+                None if job.hold is None else job.hold.value,
             ),
         )
 
@@ -269,13 +297,41 @@ class SqliteStore:
         rows = self._db.execute("SELECT user, political_priority, quota_node_s, used_node_s FROM users ORDER BY user")
         return [Account(*row) for row in rows]
 
+    def save_node_marks(self, marks: dict[str, NodeMark | None]) -> None:
+        with self._transaction():
+            for node, mark in marks.items():
+                if mark is None:
+                    self._execute("DELETE FROM node_marks WHERE node = ?", (node,))
+                    continue
+                self._execute("INSERT OR REPLACE INTO node_marks (node, state, reason, user, time) VALUES (?,?,?,?,?)",
+                              (node, mark.state.value, mark.reason.text, mark.reason.user, mark.reason.time))
+
+    def node_marks(self) -> dict[str, NodeMark]:
+        rows = self._db.execute("SELECT node, state, reason, user, time FROM node_marks ORDER BY node")
+        return {node: NodeMark(NodeState(state), NodeReason(text=text, user=user, time=time))
+                for node, state, text, user, time in rows}
+
+    def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
+        action = AdminAction(number=self._next_action, time=time, user=user, command=command, result=result)
+        with self._transaction():
+            self._execute("INSERT INTO admin_log (number, time, user, command, result) VALUES (?,?,?,?,?)",
+                          (action.number, time, user, command, result))
+        self._next_action += 1
+        return action
+
+    def admin_log(self, after: int, limit: int) -> list[AdminAction]:
+        rows = self._db.execute("SELECT number, time, user, command, result FROM admin_log WHERE number > ?"
+                                " ORDER BY number LIMIT ?", (after, limit))
+        return [AdminAction(number=number, time=time, user=user, command=command, result=result)
+                for number, time, user, command, result in rows]
+
     def close(self) -> None:
         self._db.close()
 
 
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions) = row
+     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions, hold) = row
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -297,4 +353,5 @@ def _job(row: tuple[Any, ...]) -> Job:
         max_rss=max_rss,
         launched_to=json.loads(launched_to),
         preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
+        hold=None if hold is None else Hold(hold),
     )

@@ -1,6 +1,7 @@
 """The master's store, as the rest of the master sees it: one interface, whatever engine holds it.
 
-Jobs and users persist here so that a master restart loses nothing. Only the
+Jobs, users, the nodes an administrator took out of service and the record of
+every administrative command persist here so that a master restart loses nothing. Only the
 changes of a job's life are written (submit, start, end, requeue) and the
 administrator's settings of users, never what is measured each quantum, so
 the store stays off the switch path. Each write is whole or not at all: one
@@ -17,7 +18,9 @@ from typing import Protocol
 
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
+from gangsched.master.nodes import NodeMark
 from gangsched.master.stats import Timings
+from gangsched.protocol.admin_messages import AdminAction
 
 
 class StoreError(Exception):
@@ -46,8 +49,8 @@ class JobStore(Protocol):
     def closed(self, job: Job, account: Account | None) -> None:
         """A job's end (or its requeue) and its user's use: both or neither."""
 
-    def save(self, job: Job) -> None:
-        """A job's new state (its start)."""
+    def save(self, *jobs: Job) -> None:
+        """Jobs' new states (a start, a hold): all or none."""
 
     def save_account(self, account: Account) -> None: ...
 
@@ -65,5 +68,16 @@ class JobStore(Protocol):
     def get(self, job_id: int) -> Job | None: ...
 
     def accounts(self) -> list[Account]: ...
+
+    def save_node_marks(self, marks: dict[str, NodeMark | None]) -> None:
+        """Nodes drained or taken down (their mark), or back in service (None): all or none."""
+
+    def node_marks(self) -> dict[str, NodeMark]: ...
+
+    def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
+        """One administrative command and its result (done, or the refusal), numbered in order."""
+
+    def admin_log(self, after: int, limit: int) -> list[AdminAction]:
+        """The first ``limit`` recorded commands numbered above ``after``."""
 
     def close(self) -> None: ...

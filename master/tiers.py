@@ -77,21 +77,23 @@ class Tiers:
         changed = bool(resumed)
         gangs = on_nodes([gang for gang, _ in placed.values()])
         table = self._table
+        drained = self._nodes.closed()
         for matrix in self._matrices:
             holds = matrix.partition.holds
             mine = {name: shape for name, shape in up.items() if holds(name)}
             view = seen_nodes(matrix.partition.priority_tier, mine, gangs) if self.shared else mine
+            closed = frozenset(name for name in view if name in drained)
             # a gang restored suspended stays out of its matrix until it resumes
             back = [job for job in [*adopted, *resumed] if job.spec.partition == matrix.name and not job.suspended]
             matrix.rotation.foreign = {node for node, there in gangs.items()
                                        if any(placed[gang.job_id][1].spec.partition != matrix.name
                                               and not gang.suspended for gang in there)}
             scheduler = matrix.queue.scheduler
-            if list(view.items()) == list(scheduler.node_shapes().items()) and not back:
+            if list(view.items()) == list(scheduler.node_shapes().items()) and not back and closed == scheduler.closed:
                 continue
             scheduler.rebuild(view, now.monotonic, [
                 (table.policy_job(job, now), processors_of(job), now.monotonic_of(job.start_time or job.submit_time))
-                for job in back])
+                for job in back], closed)
             matrix.queue.event()
             changed = True
         return changed
@@ -103,7 +105,7 @@ class Tiers:
             if job.ending is None:
                 partition = self._matrices.of(job).partition
                 found[job.job_id] = (Gang(job.job_id, partition.priority_tier, partition.preempt_mode, job.suspended,
-                                          committed_memory([job]), len(job.node_names)), job)
+                                          committed_memory([job]), len(job.node_names), job.suspended_by_admin), job)
         return found
 
     def _give_way(self, placed: list[tuple[Gang, Job]], now: Now) -> list[Job]:
@@ -125,19 +127,28 @@ class Tiers:
         mode = matrix.partition.preempt_mode
         log.info("job %d is preempted by job %d of a higher tier: %s", job.job_id, by, mode)
         if mode is PreemptMode.SUSPEND:
-            job.preemptions = [*job.preemptions, Preemption(by_job=by, start=now.wall)]
-            matrix.queue.left_the_policy(job, now)
-            self._save(job)
+            self.suspend(job, Preemption(by_job=by, start=now.wall), now)
             return
         # requeued or cancelled (off never comes here: a higher tier does not see its nodes)
         reason = f"Preempted by job {by}"
         self._endings.decide_end(job, JobState.PENDING if mode is PreemptMode.REQUEUE else JobState.CANCELLED,
                                  reason, now)
 
+    def suspend(self, job: Job, record: Preemption, now: Now) -> None:
+        """A running gang leaves its matrix, its tasks frozen where they are as any descheduled gang's, its
+        memory kept; ``record`` says by what."""
+        job.preemptions = [*job.preemptions, record]
+        self._matrices.of(job).queue.left_the_policy(job, now)
+        self._save(job)
+
     def _resume(self, job: Job, now: Now) -> None:
+        log.info("job %d resumes: no job of a higher tier runs on its nodes", job.job_id)
+        self.end_suspension(job, now)
+
+    def end_suspension(self, job: Job, now: Now) -> None:
+        """A suspended job's record closed: the caller puts it back into its matrix (or requeues it)."""
         last = job.preemptions[-1]
         job.preemptions = [*job.preemptions[:-1], last.model_copy(update={"end": now.wall})]
-        log.info("job %d resumes: no job of a higher tier runs on its nodes", job.job_id)
         self._save(job)
 
     def _save(self, job: Job) -> None:

@@ -18,6 +18,8 @@ class WaitKind(Enum):
     REQUEUED = "Requeued"  # back in the queue after a lost node (the detail: why)
     START_POSTPONED = "StartPostponed"  # placed, but the store could not write its start
     ARRAY_LIMIT = "JobArrayTaskLimit"  # its array runs as many at once as its throttle (%N) allows
+    HELD_USER = "JobHeldUser"  # held by its owner (gang hold, gang submit --hold)
+    HELD_ADMIN = "JobHeldAdmin"  # held by root: only root releases it
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ in their order, so reservations and slack are planned anew (a node joining or
 leaving is rare). A job withdrawn while it waits leaves the policy's queue
 and gives up what it held there (``withdraw``); the running jobs stay where
 they are. A waiting job wider than the nodes up is held back from the policy
-until enough nodes are up.
+until enough nodes are up. Nodes may be closed (drained): the policy keeps
+their running jobs and places nothing new there (policy/topology.py).
 """
 
 import dataclasses
@@ -78,6 +79,7 @@ class LiveScheduler:
         self.choice = choice
         self._longest_estimate = longest_estimate
         self.nodes: list[str] = []
+        self.closed: frozenset[str] = frozenset()  # nodes up that take no new job
         self.columns: list[Processor] = []
         self.topology = Topology(())
         self.layout: Layout = []
@@ -118,7 +120,7 @@ class LiveScheduler:
         return {processor.node for processor in self.processors_of(job_id)}
 
     def could_ever_fit(self, job: Job) -> bool:
-        """Whether the nodes up hold ``job`` once they are empty (its memory too)."""
+        """Whether the nodes up hold ``job`` once they are empty (its memory too), closed ones aside."""
         every = (1 << self.topology.width) - 1
         return self.topology.fits(MemoryBook(self.topology).usable(job, every), job)
 
@@ -157,9 +159,10 @@ class LiveScheduler:
         return job_id in self._held
 
     def rebuild(self, nodes: Mapping[str, NodeShape], now: float,
-                adopt: Iterable[tuple[Job, list[Processor], float]] = ()) -> None:
+                adopt: Iterable[tuple[Job, list[Processor], float]] = (), closed: frozenset[str] = frozenset()) -> None:
         """The nodes up (name -> processors and memory, in the order the policy is to fill them: it takes
-        the lowest free columns first) changed: a new policy for them, with the jobs still running on them.
+        the lowest free columns first), or those of them ``closed`` to new jobs, changed: a new policy for
+        them, with the jobs still running on them.
 
         ``adopt`` adds running jobs the policy never placed (their job, processors and start),
         as after a master restart, or a suspended job resumed.
@@ -179,8 +182,10 @@ class LiveScheduler:
                 raise ValueError(f"job {job.job_id} runs on a processor that is not up: end it before the rebuild")
             running[job.job_id] = _Running(job, mask_of(column[processor] for processor in processors), started)
         waiting = sorted([*self._waiting.values(), *self._held.values()], key=lambda job: job.job_id)
-        self.nodes, self.columns = names, columns
-        self.topology = Topology.of([nodes[name].processors for name in names], [nodes[name].memory for name in names])
+        self.nodes, self.columns, self.closed = names, columns, closed
+        topology = Topology.of([nodes[name].processors for name in names], [nodes[name].memory for name in names])
+        self.topology = dataclasses.replace(topology, closed=mask_of(column[processor] for processor in columns
+                                                                      if processor.node in closed))
         self._policy, self._running = self._build(), running
         self._waiting, self._held = {}, {}
         for each in running.values():

@@ -25,6 +25,7 @@ class Gang:
     suspended: bool
     memory: Mapping[str, int]  # node -> the bytes it commits there: its nodes
     tasks: int
+    held: bool = False  # suspended by an administrator: these rules never resume it
 
     @property
     def nodes(self) -> list[str]:
@@ -59,7 +60,7 @@ def giving_way(gangs: list[Gang]) -> GivingWay:
         above = [top[node] for node in gang.nodes if node in top and top[node][0] > gang.tier]
         if above and not gang.suspended:
             result.preempted[gang.job_id] = -max(above)[1]
-        elif not above and gang.suspended:
+        elif not above and gang.suspended and not gang.held:
             result.resumed.append(gang.job_id)
     return result
 

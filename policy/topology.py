@@ -6,8 +6,10 @@ nodes as possible, and ranks in column order are consecutive on each node:
 Slurm's block distribution. A job may also ask for its tasks on exactly
 ``nodes`` nodes and at most ``tasks_per_node`` on each (Slurm's ``-N`` and
 ``--ntasks-per-node``); then only a choice of whole nodes with enough free
-processors fits. The simulator's machines have one processor per node, where
-every shape is just a count. A topology may also declare each node's memory
+processors fits. Columns may be closed to new placements (a drained node's:
+its running jobs keep theirs, no job is placed or moved there). The
+simulator's machines have one processor per node, where every shape is just
+a count. A topology may also declare each node's memory
 (bytes), which policy/memory.py counts; without it memory is not counted.
 """
 
@@ -40,6 +42,7 @@ def per_node_counts(tasks: int, nodes: int | None, tasks_per_node: int | None) -
 class Topology:
     node_columns: tuple[int, ...]  # per node, the mask of its processors' columns
     node_memory: tuple[int, ...] | None = None  # per node, its memory in bytes; None: not counted
+    closed: int = 0  # the columns no job may be placed on or moved to (drained nodes')
 
     @classmethod
     def uniform(cls, nodes: int, processors: int = 1, memory: int | None = None) -> "Topology":
@@ -60,6 +63,7 @@ class Topology:
 
     def choose(self, free: int, job: Shaped) -> int | None:
         """The columns ``job`` takes out of ``free``, or None if it does not fit there."""
+        free &= ~self.closed
         if free.bit_count() < job.procs:
             return None
         counts = per_node_counts(job.procs, job.nodes, job.tasks_per_node)
@@ -79,5 +83,5 @@ class Topology:
 
     def fits(self, free: int, job: Shaped) -> bool:
         if job.nodes is None and job.tasks_per_node is None:  # a count: the simulator's every job
-            return free.bit_count() >= job.procs
+            return (free & ~self.closed).bit_count() >= job.procs
         return self.choose(free, job) is not None

@@ -35,6 +35,7 @@ class Submit(WireModel):
     # set (Slurm's --array); at most ``array_limit`` of them run at once (its %N)
     array: list[IndexRange] | None = None
     array_limit: int | None = Field(None, ge=1)
+    hold: bool = False  # the jobs wait held by their owner until released (Slurm's -H)
 
     @model_validator(mode="after")
     def _an_array(self) -> "Submit":

@@ -15,8 +15,9 @@ Three conversations share these models:
   to run; each node's ``NodeColumn`` of the matrix comes over its DEALER);
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
-  ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, each
-  answered by its reply model or by ``ErrorReply``.
+  ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, and those of
+  day-to-day operation (protocol/admin_messages.py): ``NodeUpdate``, ``JobControl``,
+  ``AdminLogQuery``; each answered by its reply model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -26,6 +27,14 @@ from typing import Annotated
 
 from pydantic import Field
 
+from gangsched.protocol.admin_messages import (
+    AdminLog,
+    AdminLogQuery,
+    JobControl,
+    JobsControlled,
+    NodesUpdated,
+    NodeUpdate,
+)
 from gangsched.protocol.client_messages import (
     Cancel,
     Cancelled,
@@ -72,6 +81,12 @@ from gangsched.protocol.node_messages import (
 __all__ = [
     "MAX_REPORT_QUANTA",
     "Message",
+    "AdminLog",
+    "AdminLogQuery",
+    "JobControl",
+    "JobsControlled",
+    "NodesUpdated",
+    "NodeUpdate",
     "Cancel",
     "Cancelled",
     "CheckpointTask",
@@ -146,6 +161,12 @@ Message = Annotated[
     | Reconfigured
     | UserQuery
     | UserList
+    | NodeUpdate
+    | NodesUpdated
+    | JobControl
+    | JobsControlled
+    | AdminLogQuery
+    | AdminLog
     | ErrorReply,
     Field(discriminator="type"),
 ]

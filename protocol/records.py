@@ -245,10 +245,19 @@ class TaskSample(NamedTuple):
     memory_peak: int = 0  # bytes: the most it held resident so far (Slurm's MaxRSS)
 
 
-class Preemption(WireModel):
-    """One time a job was preempted: by which job, from when until when (None: it still is)."""
+class Hold(StrEnum):
+    """Who holds a pending job back (Slurm's JobHeldUser and JobHeldAdmin): its owner releases only their own."""
 
-    by_job: int
+    USER = "user"
+    ADMIN = "admin"
+
+
+class Preemption(WireModel):
+    """One time a job was suspended: by a job of a higher tier (``by_job``) or by an administrator
+    (``by_user``, ``gang admin suspend``), from when until when (None: it still is)."""
+
+    by_job: int | None = None
+    by_user: str | None = None
     start: float  # Unix time
     end: float | None = None
 
@@ -276,12 +285,23 @@ class JobInfo(WireModel):
     max_rss: int | None = None  # bytes: the largest peak resident memory of any of its tasks (Slurm's MaxRSS)
     # a pending array's waiting jobs shown as one (JobQuery.arrays): their indices, as ranges ("5-9999")
     array_pending: str | None = None
-    preemptions: list[Preemption] = []  # each suspension by a job of a higher tier, in order
+    preemptions: list[Preemption] = []  # each suspension (by a job of a higher tier, or an administrator), in order
+    hold: Hold | None = None  # a pending job held (gang hold, gang submit --hold): by whom
+
+
+class NodeReason(WireModel):
+    """Why an administrator took a node out of service (Slurm's sinfo -R): the words, who, since when."""
+
+    text: str
+    user: str
+    time: float  # Unix time
 
 
 class NodeState(StrEnum):
     UP = "up"
-    DOWN = "down"
+    DRAINING = "draining"  # takes no new job; runs those it has
+    DRAINED = "drained"  # draining, and no job left on it
+    DOWN = "down"  # lost, or taken out by an administrator
 
 
 class NodeInfo(WireModel):
@@ -298,6 +318,7 @@ class NodeInfo(WireModel):
     mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
     memory: int = 0  # bytes its jobs may commit
     memory_committed: int = 0  # bytes the jobs placed on it commit, in all its rows (stopped jobs stay resident)
+    reason: NodeReason | None = None  # why it is draining, drained or down, where an administrator said
 
 
 class PartitionInfo(WireModel):

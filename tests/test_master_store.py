@@ -239,9 +239,12 @@ def test_a_launch_lost_with_the_master_is_queued_again_not_failed(tmp_path, cloc
 def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     path = tmp_path / "jobs.db"
     SqliteStore(path).close()
-    db = sqlite3.connect(path)  # made as version 6 made it: no index of the jobs by state, no preemptions
+    db = sqlite3.connect(path)  # made as version 6 made it: no index of the jobs by state, no preemptions, no holds
     db.execute("DROP INDEX jobs_by_state")
     db.execute("ALTER TABLE jobs DROP COLUMN preemptions")
+    db.execute("ALTER TABLE jobs DROP COLUMN hold")
+    db.execute("DROP TABLE node_marks")
+    db.execute("DROP TABLE admin_log")
     db.execute("INSERT INTO jobs (job_id, spec, state, reason, submit_time, node_names, processors, requeues,"
                " barriers, cpu_ns, ran_s, migration_s) VALUES (1, '{}', 'completed', '', 0, '[]', '[]', 0, 0, 0, 0,"
                " '[]')")
@@ -251,8 +254,9 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (8,)
+    assert db.execute("PRAGMA user_version").fetchone() == (9,)
+    assert {"node_marks", "admin_log"} <= {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
         ("jobs_by_state",)]
-    assert db.execute("SELECT job_id, state, preemptions FROM jobs").fetchall() == [(1, "completed", "[]")]
+    assert db.execute("SELECT job_id, state, preemptions, hold FROM jobs").fetchall() == [(1, "completed", "[]", None)]
     db.close()

@@ -1,6 +1,7 @@
 """Real MPI programs (MPICH's C library and mpi4py) as gang jobs on the local cluster, through PMI-1."""
 
 import getpass
+import os
 import re
 import subprocess
 import sys
@@ -10,8 +11,10 @@ import pytest
 
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.noded.process_managers.shared_memory import SHM
+from gangsched.protocol.admin_messages import JobAction
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
 from tests.conftest import ended, is_held, task_output, task_processes, wait_until
+from tests.test_partitions import cpu_ns
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 
@@ -163,3 +166,22 @@ def test_an_mpi_job_suspended_mid_run_by_a_higher_tier_gives_the_same_result(sta
     assert info.state is JobState.COMPLETED, info.reason
     assert f"result={3000 * 3}" in task_output(cluster, job, "node1", 0)
     assert [p.by_job for p in info.preemptions] == [debug] and info.preemptions[0].end is not None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gang admin suspend is root's")
+def test_an_mpi_job_suspended_mid_run_by_an_administrator_gives_the_same_result(start_cluster, allreduce):
+    cluster = start_cluster(nodes=2)
+    client = cluster.client
+    job = client.submit(mpi_job([str(allreduce), "--iterations", "3000", "--grain-ms", "1"], 2))
+    wait_until(lambda: client.job(job).barriers > 100, 60, "the MPI job to pass its first barriers")
+    client.control_jobs(JobAction.SUSPEND, [job])
+    wait_until(lambda: all(is_held(process) for process in task_processes(cluster.home, job)), 20,
+               "every rank to be held")
+    frozen_at, ran_s, quantum = cpu_ns(cluster, job), client.job(job).ran_s, client.matrix().quantum
+    wait_until(lambda: client.matrix().quantum >= quantum + 10, 20, "ten quanta")
+    assert cpu_ns(cluster, job) - frozen_at < 20_000_000 and client.job(job).ran_s == ran_s  # frozen, limit stopped
+    client.control_jobs(JobAction.RESUME, [job])
+    info = ended(cluster, job, 120)
+    assert info.state is JobState.COMPLETED, info.reason
+    assert f"result={3000 * 3}" in task_output(cluster, job, "node1", 0)
+    assert [p.by_user for p in info.preemptions] == ["root"] and info.preemptions[0].end is not None

@@ -6,6 +6,17 @@ import msgpack
 import pytest
 from pydantic import ValidationError
 
+from gangsched.protocol.admin_messages import (
+    AdminAction,
+    AdminLog,
+    AdminLogQuery,
+    JobAction,
+    JobControl,
+    JobsControlled,
+    NodeAction,
+    NodesUpdated,
+    NodeUpdate,
+)
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import JOBS_PER_REPLY, MAX_MESSAGE_BYTES, PROTOCOL_VERSION
@@ -51,6 +62,7 @@ from gangsched.protocol.messages import (
 )
 from gangsched.protocol.records import (
     MAX_COMMAND_BYTES,
+    Hold,
     JobInfo,
     JobSpec,
     JobState,
@@ -184,6 +196,13 @@ MESSAGES = [
                  changes=["partition debug added"]),
     UserQuery(),
     UserList(users=[UserInfo(user="u", political_priority=0.5, quota_node_s=None, used_node_s=2.0, over_quota=False)]),
+    NodeUpdate(admin="root", nodes="n[1-4]", action=NodeAction.DRAIN, reason="fan"),
+    NodesUpdated(nodes=["n1", "n2", "n3", "n4"], action=NodeAction.DRAIN),
+    JobControl(user="alice", action=JobAction.HOLD, job_ids=[7, 8]),
+    JobsControlled(action=JobAction.HOLD, jobs=[JobInfo(job_id=7, spec=SPEC, state=JobState.PENDING,
+                                                         submit_time=1.0, hold=Hold.USER, reason="JobHeldUser")]),
+    AdminLogQuery(after=3),
+    AdminLog(actions=[AdminAction(number=4, time=2.0, user="root", command="admin suspend 7", result="done")]),
     ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7"),
 ]
 

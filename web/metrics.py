@@ -11,12 +11,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from gangsched.protocol.messages import Histogram, MasterStats, MatrixView
-from gangsched.protocol.records import JobInfo, JobState, NodeInfo
+from gangsched.protocol.records import JobInfo, JobState, NodeInfo, NodeState
 
 PENDING_REASONS = (
     "Resources",
     "Resources: memory",
     "Priority",
+    "JobHeldUser",
+    "JobHeldAdmin",
 )  # any other reason (waiting for nodes, a dependency): "Other"
 
 
@@ -82,10 +84,10 @@ def _reason(job: JobInfo) -> str:
 
 def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:
     states = GaugeMetricFamily("gangsched_nodes", "Nodes by state", labels=["state"])
-    for state in ("up", "down"):
-        states.add_metric([state], sum(node.state.value == state for node in nodes))
+    for state in NodeState:
+        states.add_metric([state.value], sum(node.state is state for node in nodes))
     yield states
-    up = [node for node in nodes if node.state.value == "up"]
+    up = [node for node in nodes if node.state in (NodeState.UP, NodeState.DRAINING, NodeState.DRAINED)]
     processors = GaugeMetricFamily("gangsched_processors",
                                    "Processors of the nodes up: all, and used by the slot whose turn it is",
                                    labels=["state"])
@@ -113,8 +115,8 @@ def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:
     for node in nodes:
         for partition in node.partitions:
             counts[(partition, node.state.value)] = counts.get((partition, node.state.value), 0) + 1
-    for (partition, state), count in sorted(counts.items()):
-        partitions.add_metric([partition, state], count)
+    for (partition, shown), count in sorted(counts.items()):
+        partitions.add_metric([partition, shown], count)
     yield partitions
 
 

@@ -1,0 +1,54 @@
+"""The record of every administrative command, done or refused: who asked what, when, and what came of
+it (``gang admin log``; docs/operations.md). Slurm keeps such a trail only in its daemons' logs; here
+it is in the store, written in the same commit as what the command changed."""
+
+import logging
+from typing import TypeVar
+
+from gangsched.master.clock import Now
+from gangsched.master.store import JobStore, StoreWriteError
+from gangsched.protocol.admin_messages import AdminLog, AdminLogQuery, JobAction, JobControl, NodeUpdate
+from gangsched.protocol.messages import ErrorReply, Message, Reconfigure, SetUser
+
+log = logging.getLogger("gangsched.master")
+
+Reply = TypeVar("Reply", bound=Message)
+Recorded = NodeUpdate | JobControl | SetUser | Reconfigure
+_ADMIN_ACTIONS = (JobAction.SUSPEND, JobAction.RESUME)  # gang admin suspend|resume; the others are gang's own
+
+
+class CommandRecord:
+    def __init__(self, store: JobStore) -> None:
+        self._store = store
+
+    def recorded(self, command: Recorded, reply: Reply, now: Now) -> Reply:
+        """``command`` answered by ``reply``, recorded; the reply as it goes back."""
+        result = f"refused: {reply.reason}" if isinstance(reply, ErrorReply) else "done"
+        user = command.user if isinstance(command, JobControl) else command.admin
+        try:
+            self._store.record_action(now.wall, user, words(command), result)
+        except StoreWriteError as error:
+            log.error("the job store cannot record %s's command %r (%s)", user, words(command), error)
+        return reply
+
+    def query(self, message: AdminLogQuery) -> AdminLog:
+        actions = self._store.admin_log(message.after, message.limit + 1)
+        return AdminLog(actions=actions[:message.limit], more=len(actions) > message.limit)
+
+
+def words(command: Recorded) -> str:
+    """The command as ``gang`` is asked for it."""
+    match command:
+        case NodeUpdate():
+            reason = "" if command.reason is None else f" --reason {command.reason!r}"
+            return f"admin node {command.action} {command.nodes}{reason}"
+        case JobControl():
+            jobs = " ".join(map(str, command.job_ids))
+            return f"{'admin ' if command.action in _ADMIN_ACTIONS else ''}{command.action} {jobs}"
+        case SetUser():
+            if command.political_priority is not None:
+                return f"admin priority {command.user} {command.political_priority:g}"
+            quota = "none" if command.clear_quota or command.quota_node_s is None else f"{command.quota_node_s:g}"
+            return f"admin quota {command.user} {quota}"
+        case Reconfigure():
+            return "admin reconfigure"

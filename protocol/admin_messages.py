@@ -1,0 +1,94 @@
+"""The messages of day-to-day operation (docs/operations.md): an administrator drains, resumes or
+takes down nodes; a user or an administrator holds, releases, suspends, resumes or requeues jobs; the
+record of every such command. Each is answered by its reply model or ``ErrorReply``; every request
+here, done or refused, is recorded by the master (``AdminLogQuery`` reads the record).
+"""
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from gangsched.protocol.records import JobInfo, WireModel
+
+_REASON_CHARACTERS = 200
+_JOBS_PER_ACTION = 1000
+
+
+class NodeAction(StrEnum):
+    """Slurm's ``scontrol update nodename=... state=drain|resume|down``."""
+
+    DRAIN = "drain"  # no new job; those there run to their end
+    RESUME = "resume"  # back in service
+    DOWN = "down"  # out of service now: its jobs end (NODE_FAIL) or are requeued, as on a lost node
+
+
+class NodeUpdate(WireModel):
+    """Root changes the state of the nodes of a hostlist (``gang admin node``)."""
+
+    type: Literal["node_update"] = "node_update"
+    admin: str
+    nodes: str = Field(min_length=1, max_length=4096)  # Slurm's hostlist: node[01-64],big1
+    action: NodeAction
+    reason: str | None = Field(None, min_length=1, max_length=_REASON_CHARACTERS)
+
+
+class NodesUpdated(WireModel):
+    type: Literal["nodes_updated"] = "nodes_updated"
+    nodes: list[str]
+    action: NodeAction
+
+
+class JobAction(StrEnum):
+    HOLD = "hold"  # a pending job stays out of its queue (Slurm's scontrol hold)
+    RELEASE = "release"  # ... and goes back to it
+    SUSPEND = "suspend"  # a running gang is frozen whole, out of its matrix's rotation, its memory kept (root)
+    RESUME = "resume"  # ... and goes back into a row of its matrix (root)
+    REQUEUE = "requeue"  # a running job is killed and queued again, its output appended to
+
+
+class JobControl(WireModel):
+    """``user`` acts on jobs (``gang hold``, ``gang release``, ``gang requeue``, ``gang admin suspend``,
+    ``gang admin resume``): on all of them, or, if any may not be, on none."""
+
+    type: Literal["job_control"] = "job_control"
+    user: str
+    action: JobAction
+    job_ids: list[int] = Field(min_length=1, max_length=_JOBS_PER_ACTION)
+
+    @field_validator("job_ids")
+    @classmethod
+    def _once_each(cls, job_ids: list[int]) -> list[int]:
+        return list(dict.fromkeys(job_ids))
+
+
+class JobsControlled(WireModel):
+    """The jobs acted on, as they are now."""
+
+    type: Literal["jobs_controlled"] = "jobs_controlled"
+    action: JobAction
+    jobs: list[JobInfo]
+
+
+class AdminAction(WireModel):
+    """One recorded command: who, what, when, and what came of it."""
+
+    number: int  # in the order the master took them
+    time: float  # Unix time
+    user: str
+    command: str  # as gang would be asked for it: "admin node drain n[1-2] --reason fan"
+    result: str  # "done", or "refused: " and why
+
+
+class AdminLogQuery(WireModel):
+    """The recorded commands numbered above ``after``, oldest first."""
+
+    type: Literal["admin_log_query"] = "admin_log_query"
+    after: int = Field(0, ge=0)
+    limit: int = Field(1000, ge=1, le=10_000)
+
+
+class AdminLog(WireModel):
+    type: Literal["admin_log"] = "admin_log"
+    actions: list[AdminAction]
+    more: bool = False  # actions after the last one here: ask again with its number as ``after``

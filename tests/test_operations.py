@@ -1,0 +1,254 @@
+"""Day-to-day operation in the master's core on a fake clock: nodes drained, resumed and taken down;
+jobs held, released, suspended, resumed and requeued; every command recorded, done or refused; and
+all of it kept across a master restart (docs/operations.md)."""
+
+from pathlib import Path
+
+import pytest
+
+from gangsched.master.sqlite_store import SqliteStore
+from gangsched.protocol.admin_messages import (
+    JobAction,
+    JobControl,
+    JobsControlled,
+    NodeAction,
+    NodesUpdated,
+    NodeUpdate,
+)
+from gangsched.protocol.messages import ErrorReply, Heartbeat, JobQuery, KillTask, LaunchTask, Submit, TaskExit
+from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, NodeState, TaskRef
+from tests.conftest import DrivenMaster, FakeClock, OnClock, driven_master
+from tests.test_master_core import ENDPOINTS, SETTINGS, hello, sent
+
+NODES = ("n1", "n2", "n3", "n4")
+GANGS = SETTINGS.model_copy(update={"mpl": 4})
+
+
+def make(tmp_path: Path, clock: FakeClock, settings=GANGS, nodes=NODES) -> DrivenMaster:
+    core = driven_master(settings, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    for node in nodes:
+        hello(core, node)
+    return core
+
+
+def restart(core: DrivenMaster, tmp_path: Path, clock: FakeClock, settings=GANGS) -> DrivenMaster:
+    core.store.close()
+    return driven_master(settings, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+
+
+def administer(core: DrivenMaster, message: NodeUpdate | JobControl):
+    return OnClock(core.core, core.clock, core.store).administer(message)
+
+
+def nodes(core: DrivenMaster, names: str, action: NodeAction, reason: str | None = "fan", admin: str = "root"):
+    return administer(core, NodeUpdate(admin=admin, nodes=names, action=action, reason=reason))
+
+
+def jobs(core: DrivenMaster, action: JobAction, *job_ids: int, user: str = "root"):
+    return administer(core, JobControl(user=user, action=action, job_ids=list(job_ids)))
+
+
+def submit(core: DrivenMaster, tasks: int, user: str = "alice", hold: bool = False, requeue: bool = False) -> int:
+    spec = JobSpec(name="j", user=user, tasks=tasks, argv=["true"], requeue=requeue)
+    return core.clients.submit(Submit(spec=spec, hold=hold)).job_id
+
+
+def info(core: DrivenMaster, job: int) -> JobInfo:
+    (found,) = core.clients.query_jobs(JobQuery(job_ids=[job])).jobs
+    return found
+
+
+def state_of(core: DrivenMaster, node: str) -> NodeState:
+    return {each.name: each.state for each in core.clients.query_nodes().nodes}[node]
+
+
+def end(core: DrivenMaster, job: int) -> None:
+    for rank, node in enumerate(info(core, job).node_names):
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+
+
+def quantum(core: DrivenMaster) -> None:
+    core.clock.now += 0.1
+    for node in NODES:
+        core.node_events.heartbeat(Heartbeat(node=node))
+    core.tick()
+
+
+def test_a_drained_node_takes_no_new_job_runs_its_gangs_out_and_takes_jobs_again_once_resumed(tmp_path, clock):
+    core = make(tmp_path, clock)
+    gangs = [submit(core, 4) for _ in range(3)]  # three rows, each over every node
+    assert all(info(core, job).state is JobState.RUNNING for job in gangs)
+    assert isinstance(nodes(core, "n1", NodeAction.DRAIN, "fan"), NodesUpdated)
+    sent(core, LaunchTask)
+    assert state_of(core, "n1") is NodeState.DRAINING
+    placed_later = []
+    for index in range(120):  # a stream of small jobs and whole-machine jobs over 120 quanta
+        placed_later.append(submit(core, 1 + index % 3))
+        if index % 10 == 0:
+            placed_later.append(submit(core, 4))  # wants n1 too: it waits
+        quantum(core)
+        assert not [message for node, message in sent(core, LaunchTask) if node == "n1"]
+        finished = [job for job in placed_later if info(core, job).state is JobState.RUNNING]
+        for job in finished:
+            assert "n1" not in info(core, job).node_names
+            end(core, job)
+    assert all(info(core, job).state is JobState.RUNNING for job in gangs)  # they ran on in their rows
+    wide = [job for job in placed_later if info(core, job).spec.tasks == 4]
+    assert {info(core, job).state for job in wide} == {JobState.PENDING}
+    for job in gangs:
+        end(core, job)
+    assert state_of(core, "n1") is NodeState.DRAINED
+    assert isinstance(nodes(core, "n1", NodeAction.RESUME, None), NodesUpdated)
+    assert state_of(core, "n1") is NodeState.UP
+    assert info(core, wide[0]).state is JobState.RUNNING and "n1" in info(core, wide[0]).node_names
+
+
+def test_a_node_taken_down_ends_its_jobs_as_a_lost_node_does_and_kills_their_tasks_there(tmp_path, clock):
+    core = make(tmp_path, clock)
+    failing, requeued, elsewhere = submit(core, 2), submit(core, 2, requeue=True), submit(core, 1)
+    assert info(core, elsewhere).node_names == ["n1"]
+    on_n1 = [job for job in (failing, requeued, elsewhere) if "n1" in info(core, job).node_names]
+    sent(core, LaunchTask)
+    nodes(core, "n1", NodeAction.DOWN, "power supply")
+    killed = {message.job_id for node, message in sent(core, KillTask) if node == "n1"}
+    assert killed == set(on_n1)
+    assert state_of(core, "n1") is NodeState.DOWN
+    listed = {each.name: each for each in core.clients.query_nodes().nodes}
+    assert listed["n1"].reason.text == "power supply" and listed["n1"].reason.user == "root"
+    for job in on_n1:
+        assert info(core, job).state in (JobState.NODE_FAIL, JobState.RUNNING, JobState.PENDING)
+    hello(core, "n1")  # its daemon registering again does not put it back in service
+    assert state_of(core, "n1") is NodeState.DOWN
+    again = submit(core, 4)
+    assert info(core, again).state is JobState.PENDING
+
+
+def test_node_marks_and_holds_survive_a_master_restart(tmp_path, clock):
+    core = make(tmp_path, clock)
+    nodes(core, "n[1-2]", NodeAction.DRAIN, "cables")
+    nodes(core, "n3", NodeAction.DOWN, "fan")
+    held = submit(core, 1, hold=True)
+    assert info(core, held).hold is Hold.USER and info(core, held).reason == "JobHeldUser"
+    core = restart(core, tmp_path, clock)
+    for node in NODES:
+        hello(core, node)
+    states = {each.name: each.state for each in core.clients.query_nodes().nodes}
+    assert states == {"n1": NodeState.DRAINED, "n2": NodeState.DRAINED, "n3": NodeState.DOWN, "n4": NodeState.UP}
+    assert info(core, held).state is JobState.PENDING and info(core, held).hold is Hold.USER
+    assert isinstance(jobs(core, JobAction.RELEASE, held, user="alice"), JobsControlled)
+    assert info(core, held).node_names == ["n4"]  # the only node in service
+
+
+def test_a_node_lost_without_word_returns_to_service_unless_the_setting_says_otherwise(tmp_path, clock):
+    for return_to_service, back in ((1, NodeState.UP), (0, NodeState.DOWN)):
+        folder = tmp_path / str(return_to_service)
+        folder.mkdir()
+        core = make(folder, clock, GANGS.model_copy(update={"return_to_service": return_to_service}))
+        for _ in range(5):  # n4 says nothing for five quanta
+            clock.now += 0.1
+            for node in NODES[:3]:
+                core.node_events.heartbeat(Heartbeat(node=node))
+            core.tick()
+        assert state_of(core, "n4") is NodeState.DOWN
+        hello(core, "n4")
+        assert state_of(core, "n4") is back
+        if back is NodeState.DOWN:
+            (n4,) = [each for each in core.clients.query_nodes().nodes if each.name == "n4"]
+            assert (n4.reason.text, n4.reason.user) == ("Not responding", "gangsched")
+            nodes(core, "n4", NodeAction.RESUME, None)
+            assert state_of(core, "n4") is NodeState.UP
+
+
+@pytest.mark.parametrize("update, refusal", [
+    (NodeUpdate(admin="alice", nodes="n1", action=NodeAction.DRAIN, reason="x"), "only root"),
+    (NodeUpdate(admin="root", nodes="n9", action=NodeAction.DRAIN, reason="x"), "no node n9"),
+    (NodeUpdate(admin="root", nodes="n[1-", action=NodeAction.DRAIN, reason="x"), "is not a hostlist"),
+    (NodeUpdate(admin="root", nodes="n1", action=NodeAction.DRAIN), "needs a reason"),
+    (NodeUpdate(admin="root", nodes="n[1-2]", action=NodeAction.RESUME), "n1 is not drained or down"),
+])
+def test_a_bad_node_command_is_refused_with_one_line_changes_nothing_and_is_recorded(tmp_path, clock, update,
+                                                                                      refusal):
+    core = make(tmp_path, clock)
+    reply = administer(core, update)
+    assert isinstance(reply, ErrorReply) and refusal in reply.reason and "\n" not in reply.reason
+    assert {each.state for each in core.clients.query_nodes().nodes} == {NodeState.UP}
+    (record,) = core.store.admin_log(0, 10)
+    assert record.user == update.admin and record.result.startswith("refused: ") and refusal in record.result
+
+
+def test_a_users_hold_and_roots_hold(tmp_path, clock):
+    core = make(tmp_path, clock, GANGS.model_copy(update={"mpl": 1}), nodes=("n1",))
+    running = submit(core, 1)
+    mine, theirs = submit(core, 1), submit(core, 1, user="bob")
+    assert "only they and root" in jobs(core, JobAction.HOLD, theirs, user="alice").reason
+    assert "is running" in jobs(core, JobAction.HOLD, running, user="alice").reason
+    jobs(core, JobAction.HOLD, mine, user="alice")
+    jobs(core, JobAction.HOLD, theirs, user="root")
+    assert (info(core, mine).reason, info(core, theirs).reason) == ("JobHeldUser", "JobHeldAdmin")
+    end(core, running)
+    assert {info(core, job).state for job in (mine, theirs)} == {JobState.PENDING}  # held: nothing starts
+    assert "only root releases it" in jobs(core, JobAction.RELEASE, theirs, user="bob").reason
+    refused = jobs(core, JobAction.RELEASE, mine, theirs, user="alice")  # one may not be: none is
+    assert isinstance(refused, ErrorReply) and info(core, mine).hold is Hold.USER
+    jobs(core, JobAction.RELEASE, mine, user="alice")
+    assert info(core, mine).state is JobState.RUNNING
+    assert "is not held" in jobs(core, JobAction.RELEASE, mine, user="alice").reason
+
+
+def test_an_administrators_suspension_freezes_the_gang_until_root_resumes_it(tmp_path, clock):
+    core = make(tmp_path, clock)
+    gang = submit(core, 4)
+    quantum(core)
+    assert "only root" in jobs(core, JobAction.SUSPEND, gang, user="alice").reason
+    done = jobs(core, JobAction.SUSPEND, gang)
+    assert isinstance(done, JobsControlled) and done.jobs[0].state is JobState.SUSPENDED
+    assert info(core, gang).reason == "Suspended by root"
+    quantum(core)
+    ran = info(core, gang).ran_s
+    other = submit(core, 4)  # its processors are free in the matrix meanwhile
+    scheduler = core.matrices.default.queue.scheduler
+    for _ in range(5):
+        quantum(core)
+        assert gang not in {job for row in scheduler.layout for job in row}  # out of every row
+    assert info(core, gang).ran_s == ran and info(core, other).state is JobState.RUNNING
+    assert isinstance(jobs(core, JobAction.RESUME, gang), JobsControlled)
+    assert gang in {job for row in scheduler.layout for job in row}
+    resumed = info(core, gang)
+    assert resumed.state is JobState.RUNNING and resumed.preemptions[-1].end is not None
+    assert resumed.preemptions[-1].by_user == "root"
+    assert "is not suspended" in jobs(core, JobAction.RESUME, gang).reason
+    for _ in range(3):
+        quantum(core)
+    assert info(core, gang).ran_s > ran
+
+
+def test_a_requeued_job_is_killed_and_waits_again(tmp_path, clock):
+    core = make(tmp_path, clock)
+    job = submit(core, 2)
+    sent(core, LaunchTask)
+    jobs(core, JobAction.REQUEUE, job, user="alice")
+    for rank, node in enumerate(info(core, job).node_names):
+        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+    again = info(core, job)
+    assert again.requeues == 1 and again.state is JobState.RUNNING  # queued again, and started again
+    assert "is not running" in jobs(core, JobAction.REQUEUE, submit(core, 4, hold=True), user="alice").reason
+
+
+def test_every_command_is_recorded_once_and_the_record_survives_a_restart(tmp_path, clock):
+    core = make(tmp_path, clock)
+    job = submit(core, 1)
+    nodes(core, "n2", NodeAction.DRAIN, "disk")
+    jobs(core, JobAction.SUSPEND, job, user="alice")
+    jobs(core, JobAction.SUSPEND, job)
+    core = restart(core, tmp_path, clock)
+    records = core.store.admin_log(0, 10)
+    assert [(each.number, each.user, each.command, each.result.split(":")[0]) for each in records] == [
+        (1, "root", "admin node drain n2 --reason 'disk'", "done"),
+        (2, "alice", f"admin suspend {job}", "refused"),
+        (3, "root", f"admin suspend {job}", "done"),
+    ]
+    for node in NODES:
+        hello(core, node, tasks=[TaskRef(job_id=job, rank=0)] if node == "n1" else [])
+    assert info(core, job).state is JobState.SUSPENDED
+    jobs(core, JobAction.RESUME, job)
+    assert info(core, job).state is JobState.RUNNING

@@ -1,0 +1,75 @@
+"""Day-to-day operation live, as an administrator types it: a node drained, a job held and released,
+a running gang suspended and resumed (its tasks frozen, its CPU time still), `gang nodes -R`,
+`gang show` and `gang admin log` (docs/operations.md)."""
+
+import getpass
+import json
+import os
+
+import pytest
+
+from gangsched.deploy.local import task_processes
+from gangsched.protocol.records import JobSpec, JobState
+from tests.conftest import is_held, wait_until
+from tests.test_partitions import cpu_ns, gang
+
+pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="gang admin is root's")]
+
+
+def test_a_drain_a_hold_and_a_suspension_as_an_administrator_types_them(start_cluster):
+    cluster = start_cluster(nodes=4)
+    client, user = cluster.client, getpass.getuser()
+    spinning = client.submit(JobSpec(name="spin", user=user, tasks=2, argv=["sh", "-c", "while :; do :; done"]))
+    wait_until(lambda: client.job(spinning).state is JobState.RUNNING and cpu_ns(cluster, spinning) > 0, 20,
+               "the gang to run")
+    on = client.job(spinning).node_names
+    drained = gang(cluster, "admin", "node", "drain", on[0], "--reason", "fan noise")
+    assert drained.returncode == 0 and drained.stdout == f"{on[0]}: draining\n", drained.stderr
+    reasons = gang(cluster, "nodes", "-R").stdout.splitlines()
+    assert reasons[0].split() == ["REASON", "USER", "TIMESTAMP", "NODELIST"]
+    assert reasons[1].startswith("fan noise") and reasons[1].split()[-3] == "root" and reasons[1].endswith(on[0])
+    states = dict(line.split()[:2] for line in gang(cluster, "nodes", "-o", "node,state").stdout.splitlines()[1:])
+    assert states[on[0]] == "draining"  # its gang runs on
+
+    wide = json.loads(gang(cluster, "submit", "--json", "-n", "4", "--", "sleep", "30").stdout)["job_id"]
+    held = json.loads(gang(cluster, "submit", "--json", "-H", "-n", "1", "--", "sleep", "30").stdout)["job_id"]
+    queue = {line.split()[0]: line for line in gang(cluster, "queue", "-o", "jobid,st,nodelist").stdout.splitlines()}
+    assert queue[str(held)].split()[1] == "PD" and "(JobHeldUser)" in queue[str(held)]
+    assert client.job(wide).state is JobState.PENDING  # it needs the drained node
+    released = gang(cluster, "release", str(held))
+    assert released.returncode == 0, released.stderr
+    wait_until(lambda: client.job(held).state is JobState.RUNNING, 20, "the released job to start")
+    assert on[0] not in client.job(held).node_names
+
+    suspended = gang(cluster, "admin", "suspend", "--json", str(spinning))
+    assert suspended.returncode == 0 and json.loads(suspended.stdout)[0]["state"] == "suspended", suspended.stderr
+    wait_until(lambda: all(is_held(process) for process in task_processes(cluster.home, spinning)), 20,
+               "every task of the gang to be held")
+    frozen_at, ran_s, quantum = cpu_ns(cluster, spinning), client.job(spinning).ran_s, client.matrix().quantum
+    wait_until(lambda: client.matrix().quantum >= quantum + 10, 20, "ten quanta")
+    assert cpu_ns(cluster, spinning) - frozen_at < 20_000_000 and client.job(spinning).ran_s == ran_s
+    shown = gang(cluster, "show", "job", str(spinning)).stdout.splitlines()
+    assert "state=suspended" in shown and "reason=Suspended by root" in shown and "preemptions[0].by_user=root" in shown
+    assert gang(cluster, "admin", "resume", str(spinning)).returncode == 0
+    wait_until(lambda: cpu_ns(cluster, spinning) > frozen_at + 50_000_000, 20, "the gang to run again")
+
+    client.cancel(spinning, user)
+    wait_until(lambda: "state=drained" in gang(cluster, "show", "node", on[0]).stdout.splitlines(), 20,
+               "the node to be drained once its gang ended")
+    assert "reason.text=fan noise" in gang(cluster, "show", "node", on[0]).stdout.splitlines()
+    assert gang(cluster, "admin", "node", "resume", on[0]).returncode == 0
+    wait_until(lambda: client.job(wide).state is JobState.RUNNING, 20, "the wide job to start once it is resumed")
+    refused = gang(cluster, "release", str(held))
+    assert refused.returncode == 1 and f"job {held} is not held: nothing changed" in refused.stderr
+
+    log = json.loads(gang(cluster, "admin", "log", "--json").stdout)
+    assert [(each["command"], each["result"].split(":")[0]) for each in log] == [
+        (f"admin node drain {on[0]} --reason 'fan noise'", "done"),
+        (f"release {held}", "done"),
+        (f"admin suspend {spinning}", "done"),
+        (f"admin resume {spinning}", "done"),
+        (f"admin node resume {on[0]}", "done"),
+        (f"release {held}", "refused"),
+    ]
+    for job in (held, wide):
+        client.cancel(job, user)
