@@ -35,6 +35,7 @@ class LazyGroup(click.Group):
         "admin": ("gangsched.cli.admin:admin", "Nodes, suspensions, users, configuration: root's commands."),
         "hold": ("gangsched.cli.job_control:hold", "Hold pending jobs: they wait until released (root's hold:..."),
         "release": ("gangsched.cli.job_control:release", "Release held jobs: back in their partition's queue."),
+        "update": ("gangsched.cli.job_control:update", "Change a job: TimeLimit=, Name=, Dependency=, Partition=,..."),
         "show": ("gangsched.cli.show:show", "Every field of a job or a node, like scontrol show."),
         "requeue": ("gangsched.cli.job_control:requeue", "Requeue running jobs: killed and queued again, their..."),
         "bench": ("gangsched.cli.bench:bench", "Benchmarks on a fresh local cluster; each prints its..."),

@@ -19,6 +19,7 @@ from gangsched.protocol.messages import (
     Heartbeat,
     JobControl,
     JobQuery,
+    JobUpdate,
     MatrixQuery,
     Message,
     NodeHello,
@@ -57,7 +58,7 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message
     if isinstance(message, Submit):
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
-    if isinstance(message, (Cancel, JobControl)):
+    if isinstance(message, (Cancel, JobControl, JobUpdate)):
         return message.model_copy(update={"user": user})
     if isinstance(message, (SetUser, Reconfigure, NodeUpdate)):
         return message.model_copy(update={"admin": user})

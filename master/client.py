@@ -15,6 +15,8 @@ from gangsched.protocol.admin_messages import (
     JobAction,
     JobControl,
     JobsControlled,
+    JobUpdate,
+    JobUpdated,
     NodeAction,
     NodesUpdated,
     NodeUpdate,
@@ -134,6 +136,11 @@ class MasterClient(MasterConnection):
     def control_jobs(self, action: JobAction, job_ids: list[int]) -> JobsControlled:
         """Hold, release, suspend, resume or requeue jobs: all of them, or none."""
         return self.request(JobControl(user=self._user, action=action, job_ids=job_ids), JobsControlled)
+
+    def update_job(self, job_id: int, **fields: object) -> JobUpdated:
+        """Change what a job asked for (``JobUpdate``'s fields: name, time_limit_s, dependency, partition,
+        priority)."""
+        return self.request(JobUpdate.model_validate({"user": self._user, "job_id": job_id, **fields}), JobUpdated)
 
     def admin_log(self) -> list[AdminAction]:
         """Every administrative command the master recorded, oldest first."""

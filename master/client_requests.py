@@ -72,7 +72,7 @@ class ClientRequests:
         refusal = self._limit_refusal(message, count)
         if refusal is not None:
             return refusal
-        chosen = self._partition_for(spec, now)
+        chosen = self.partition_for(spec, now)
         if isinstance(chosen, ErrorReply):
             return chosen
         matrix, spec = chosen
@@ -99,7 +99,7 @@ class ClientRequests:
         self._tiers.settle(now)
         return Submitted(job_id=first, count=count)
 
-    def _partition_for(self, spec: JobSpec, now: Now) -> tuple[Matrix, JobSpec] | ErrorReply:
+    def partition_for(self, spec: JobSpec, now: Now) -> tuple[Matrix, JobSpec] | ErrorReply:
         """The partition the job goes to: the one it names, or of those it names the first that takes it
         (Slurm's -p a,b; chosen here, at submission), else the default, and the job as it names its values
         there from now on (``_with_defaults``); or why none takes it."""
@@ -172,7 +172,7 @@ class ClientRequests:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="a job's array fields are the master's to set")
         # while the nodes of a restarted master come back, a job waits for them instead
         if now.monotonic < self._table.rejoin_until:
-            return self._dependency_refusal(spec)
+            return self.dependency_refusal(spec)
         within = matrix.partition.holds
         processors, memory = self._nodes.processors(within), self._nodes.memories(within)
         cluster = Topology.of(processors, memory)
@@ -189,9 +189,9 @@ class ClientRequests:
         if spec.mpi not in (None, MpiKind.NONE) and not self._nodes.serving(spec.mpi):
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no node serves --mpi {spec.mpi}: "
                               f"{UNSERVED_HINTS.get(spec.mpi, 'see gang submit --mpi list')}")
-        return self._dependency_refusal(spec)
+        return self.dependency_refusal(spec)
 
-    def _dependency_refusal(self, spec: JobSpec) -> ErrorReply | None:
+    def dependency_refusal(self, spec: JobSpec) -> ErrorReply | None:
         found = dependencies(spec, self._table.state_of)
         if found.unknown is not None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no job {found.unknown} to depend on")

@@ -7,13 +7,14 @@ from typing import TypeVar
 
 from gangsched.master.clock import Now
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.protocol.admin_messages import AdminLog, AdminLogQuery, JobAction, JobControl, NodeUpdate
+from gangsched.protocol.admin_messages import AdminLog, AdminLogQuery, JobAction, JobControl, JobUpdate, NodeUpdate
+from gangsched.protocol.durations import format_duration
 from gangsched.protocol.messages import ErrorReply, Message, Reconfigure, SetUser
 
 log = logging.getLogger("gangsched.master")
 
 Reply = TypeVar("Reply", bound=Message)
-Recorded = NodeUpdate | JobControl | SetUser | Reconfigure
+Recorded = NodeUpdate | JobControl | JobUpdate | SetUser | Reconfigure
 _ADMIN_ACTIONS = (JobAction.SUSPEND, JobAction.RESUME)  # gang admin suspend|resume; the others are gang's own
 
 
@@ -24,7 +25,7 @@ class CommandRecord:
     def recorded(self, command: Recorded, reply: Reply, now: Now) -> Reply:
         """``command`` answered by ``reply``, recorded; the reply as it goes back."""
         result = f"refused: {reply.reason}" if isinstance(reply, ErrorReply) else "done"
-        user = command.user if isinstance(command, JobControl) else command.admin
+        user = command.user if isinstance(command, (JobControl, JobUpdate)) else command.admin
         try:
             self._store.record_action(now.wall, user, words(command), result)
         except StoreWriteError as error:
@@ -45,6 +46,8 @@ def words(command: Recorded) -> str:
         case JobControl():
             jobs = " ".join(map(str, command.job_ids))
             return f"{'admin ' if command.action in _ADMIN_ACTIONS else ''}{command.action} {jobs}"
+        case JobUpdate():
+            return f"update {command.job_id} {' '.join(_update_words(command))}"
         case SetUser():
             if command.political_priority is not None:
                 return f"admin priority {command.user} {command.political_priority:g}"
@@ -52,3 +55,21 @@ def words(command: Recorded) -> str:
             return f"admin quota {command.user} {quota}"
         case Reconfigure():
             return "admin reconfigure"
+
+
+def _update_words(command: JobUpdate) -> list[str]:
+    """The KEY=VALUE pairs of an update, as Slurm's scontrol names them."""
+    words = []
+    if command.time_limit_s is not None:
+        words.append(f"TimeLimit={format_duration(command.time_limit_s)}")
+    if command.name is not None:
+        words.append(f"Name={command.name}")
+    if command.dependency is not None:
+        parts = [f"{kind}:{':'.join(map(str, ids))}" for kind, ids in zip(("afterok", "afterany"), command.dependency,
+                                                                          strict=True) if ids]
+        words.append("Dependency=" + (",".join(parts) or "none"))
+    if command.partition is not None:
+        words.append(f"Partition={command.partition}")
+    if command.priority is not None:
+        words.append(f"Priority={command.priority:g}")
+    return words

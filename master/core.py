@@ -13,7 +13,8 @@ queue of waiting jobs, its policy's decisions, the rows that run each of its
 quanta), what goes to every node at a boundary (``broadcast``), what node
 daemons say (``node_events``), what clients ask (``client_requests``), and
 day-to-day operation: nodes drained, resumed or taken down (``node_service``),
-jobs held, released, suspended, resumed or requeued (``job_controls``), and
+jobs held, released, suspended, resumed or requeued (``job_controls``) or
+updated (``job_updates``), and
 the record of every such command (``command_record``).
 Here: restoring a store's jobs, the quantum boundaries, and the figures of the
 whole.
@@ -32,6 +33,7 @@ from gangsched.master.ending import Endings
 from gangsched.master.job_control import JobControls
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
+from gangsched.master.job_update import JobUpdates
 from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.migrations import Migrations
 from gangsched.master.node_events import NodeEndpoints, NodeEvents
@@ -47,7 +49,7 @@ from gangsched.master.tiers import Tiers
 from gangsched.master.waiting import WaitKind
 from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
-from gangsched.protocol.admin_messages import JobControl, NodeUpdate
+from gangsched.protocol.admin_messages import JobControl, JobUpdate, NodeUpdate
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, MasterStats, Message, Reconfigured, SlotSwitch, SwitchStats
 from gangsched.protocol.records import JobState
@@ -81,6 +83,7 @@ class MasterCore:
                                               self.matrices, self.tiers, self.store_retry)
         self.node_service = NodeService(self._nodes, self.matrices, self.node_events, self.tiers, store)
         self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
+        self.job_updates = JobUpdates(self.table, self.queues, self.endings, self.tiers, self.client_requests, store)
         self.command_record = CommandRecord(store)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = now.wall
@@ -150,7 +153,7 @@ class MasterCore:
                               reason=f"only root reconfigures the master, not {admin}")
         refusal = self._reconfigure_refusal(plan)
         if refusal is not None:
-            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{config}: {refusal}: nothing changed")
+            return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"{config}: {refusal}")
         old = {matrix.name: matrix for matrix in self.matrices}
         matrices, changes = [], []
         for partition, settings in plan:
@@ -204,11 +207,17 @@ class MasterCore:
         for job in waiting:
             self.endings.enqueue(job, now)
 
-    def administer(self, message: NodeUpdate | JobControl, now: Now) -> Message:
+    def administer(self, message: NodeUpdate | JobControl | JobUpdate, now: Now) -> Message:
         """A command of day-to-day operation carried out, or refused, and recorded either way."""
-        if isinstance(message, NodeUpdate):
-            return self.command_record.recorded(message, self.node_service.update(message, now), now)
-        return self.command_record.recorded(message, self.job_controls.act(message, now), now)
+        reply: Message
+        match message:
+            case NodeUpdate():
+                reply = self.node_service.update(message, now)
+            case JobControl():
+                reply = self.job_controls.act(message, now)
+            case JobUpdate():
+                reply = self.job_updates.update(message, now)
+        return self.command_record.recorded(message, reply, now)
 
     def next_boundary(self) -> float:
         """When the next quantum boundary of any matrix is due (monotonic seconds)."""

@@ -49,22 +49,22 @@ class JobControls:
     def act(self, message: JobControl, now: Now) -> JobsControlled | ErrorReply:
         user, action = message.user, message.action
         if action in _ROOT_ONLY and user != "root":
-            return _refused(ErrorCode.PERMISSION_DENIED, f"only root may {action} jobs, not {user}")
+            return ErrorReply.nothing_changed(ErrorCode.PERMISSION_DENIED, f"only root may {action} jobs, not {user}")
         jobs = []
         for job_id in message.job_ids:
             job = self._table.get(job_id)
             if job is None:
-                return _refused(ErrorCode.UNKNOWN_JOB, f"no pending or running job {job_id}")
+                return ErrorReply.nothing_changed(ErrorCode.UNKNOWN_JOB, f"no pending or running job {job_id}")
             refusal = _refusal(job, user, action, job_id in self._table.unadopted)
             if refusal is not None:
-                return _refused(ErrorCode.INVALID_SPEC, f"job {job_id} {refusal}")
+                return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"job {job_id} {refusal}")
             jobs.append(job)
         if action in (JobAction.HOLD, JobAction.RELEASE):  # written whole before anything changes
             hold = None if action is JobAction.RELEASE else Hold.ADMIN if user == "root" else Hold.USER
             try:
                 self._store.save(*[_with_hold(job, hold) for job in jobs])
             except StoreWriteError as error:
-                return _refused(ErrorCode.INTERNAL, f"the job store cannot write ({error})")
+                return ErrorReply.nothing_changed(ErrorCode.INTERNAL, f"the job store cannot write ({error})")
         for job in jobs:
             self._apply(job, user, action, now)
         self._tiers.settle(now)
@@ -132,7 +132,3 @@ def _with_hold(job: Job, hold: Hold | None) -> Job:
     """The job as it is written with its new hold (its reason too), before the master's memory follows."""
     held = None if hold is None else Wait(WaitKind.HELD_USER if hold is Hold.USER else WaitKind.HELD_ADMIN)
     return dataclasses.replace(job, hold=hold, wait=held)
-
-
-def _refused(code: ErrorCode, reason: str) -> ErrorReply:
-    return ErrorReply(code=code, reason=f"{reason}: nothing changed")

@@ -68,6 +68,7 @@ from gangsched.protocol.messages import (
     Heartbeat,
     JobControl,
     JobQuery,
+    JobUpdate,
     MatrixQuery,
     Message,
     NodeHello,
@@ -165,6 +166,7 @@ class MasterDaemon:
             UserQuery: lambda _, m, __: clients.query_users(),
             NodeUpdate: lambda _, m, now: core.administer(m, now),
             JobControl: lambda _, m, now: core.administer(m, now),
+            JobUpdate: lambda _, m, now: core.administer(m, now),
             AdminLogQuery: lambda _, m, __: record.query(m),
         }
         log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",

@@ -60,7 +60,7 @@ class NodeService:
         try:
             self._store.save_node_marks(marks)
         except StoreWriteError as error:
-            return ErrorReply(code=ErrorCode.INTERNAL, reason=f"the job store cannot write ({error}): nothing changed")
+            return ErrorReply.nothing_changed(ErrorCode.INTERNAL, f"the job store cannot write ({error})")
         self._apply(marks, now)
         log.info("nodes %s: %s by %s%s", ",".join(names), action, message.admin,
                  f" ({message.reason})" if message.reason else "")
@@ -69,24 +69,26 @@ class NodeService:
     def _refusal(self, message: NodeUpdate) -> list[str] | ErrorReply:
         """The nodes named, or why the update is refused."""
         if message.admin != "root":
-            return _refused(ErrorCode.PERMISSION_DENIED, f"only root changes the state of nodes, not {message.admin}")
+            return ErrorReply.nothing_changed(ErrorCode.PERMISSION_DENIED,
+                                              f"only root changes the state of nodes, not {message.admin}")
         try:
             names = expand_hostlist(message.nodes)
         except ValueError as error:
-            return _refused(ErrorCode.INVALID_SPEC, str(error))
+            return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, str(error))
         known = set(self._nodes.names()) | set(self._nodes.marks)
         known |= {node for matrix in self._matrices for node in matrix.partition.nodes or ()}
         unknown = [name for name in names if name not in known]
         if unknown:
-            return _refused(ErrorCode.INVALID_SPEC, f"no node {unknown[0]}: the master knows "
-                            f"{len(known)} nodes (gang nodes lists them)")
+            return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"no node {unknown[0]}: the master knows "
+                                              f"{len(known)} nodes (gang nodes lists them)")
         if message.action is NodeAction.RESUME:
             in_service = [name for name in names if name not in self._nodes.marks]
             if in_service:
-                return _refused(ErrorCode.INVALID_SPEC, f"node {in_service[0]} is not drained or down: "
-                                "nothing to resume")
+                return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"node {in_service[0]} is not drained or "
+                                                  "down: nothing to resume")
         elif not message.reason:
-            return _refused(ErrorCode.INVALID_SPEC, f"{message.action} needs a reason (--reason TEXT)")
+            return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC,
+                                              f"{message.action} needs a reason (--reason TEXT)")
         return names
 
     def _apply(self, marks: dict[str, NodeMark | None], now: Now) -> None:
@@ -112,7 +114,3 @@ class NodeService:
             log.error("the job store cannot write node %s's mark (%s): it returns to service when back", name, error)
             return
         self._nodes.marks[name] = mark
-
-
-def _refused(code: ErrorCode, reason: str) -> ErrorReply:
-    return ErrorReply(code=code, reason=f"{reason}: nothing changed")

@@ -1,6 +1,6 @@
 """The messages of day-to-day operation (docs/operations.md): an administrator drains, resumes or
-takes down nodes; a user or an administrator holds, releases, suspends, resumes or requeues jobs; the
-record of every such command. Each is answered by its reply model or ``ErrorReply``; every request
+takes down nodes; a user or an administrator holds, releases, suspends, resumes, requeues or updates
+jobs; the record of every such command. Each is answered by its reply model or ``ErrorReply``; every request
 here, done or refused, is recorded by the master (``AdminLogQuery`` reads the record).
 """
 
@@ -68,6 +68,36 @@ class JobsControlled(WireModel):
     type: Literal["jobs_controlled"] = "jobs_controlled"
     action: JobAction
     jobs: list[JobInfo]
+
+
+class JobUpdate(WireModel):
+    """``user`` changes what a job asked for (``gang update``); a field left None stays as it is."""
+
+    type: Literal["job_update"] = "job_update"
+    user: str
+    job_id: int
+    name: str | None = Field(None, min_length=1, max_length=128)
+    time_limit_s: float | None = Field(None, gt=0)
+    dependency: tuple[list[int], list[int]] | None = None  # after_ok, after_any: the whole dependency anew
+    partition: str | None = Field(None, min_length=1, max_length=64)
+    priority: float | None = Field(None, ge=0, le=1)
+
+    def changes(self) -> dict[str, object]:
+        """The job spec's fields this update sets."""
+        found: dict[str, object] = {}
+        for field, key in (("name", "name"), ("time_limit_s", "estimate_s"), ("partition", "partition"),
+                           ("priority", "priority")):
+            if getattr(self, field) is not None:
+                found[key] = getattr(self, field)
+        if self.dependency is not None:
+            found["after_ok"], found["after_any"] = self.dependency
+        return found
+
+
+class JobUpdated(WireModel):
+    type: Literal["job_updated"] = "job_updated"
+    job: JobInfo
+    changes: list[str]  # what changed, in words: "estimate_s 1:00:00 -> 30:00"
 
 
 class AdminAction(WireModel):

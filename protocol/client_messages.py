@@ -225,3 +225,8 @@ class ErrorReply(WireModel):
     type: Literal["error"] = "error"
     code: ErrorCode
     reason: str
+
+    @classmethod
+    def nothing_changed(cls, code: ErrorCode, reason: str) -> "ErrorReply":
+        """A command refused whole: its reason, and that nothing of it was done."""
+        return cls(code=code, reason=f"{reason}: nothing changed")

@@ -17,7 +17,7 @@ Three conversations share these models:
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
   ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, and those of
   day-to-day operation (protocol/admin_messages.py): ``NodeUpdate``, ``JobControl``,
-  ``AdminLogQuery``; each answered by its reply model or by ``ErrorReply``.
+  ``JobUpdate``, ``AdminLogQuery``; each answered by its reply model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -32,6 +32,8 @@ from gangsched.protocol.admin_messages import (
     AdminLogQuery,
     JobControl,
     JobsControlled,
+    JobUpdate,
+    JobUpdated,
     NodesUpdated,
     NodeUpdate,
 )
@@ -85,6 +87,8 @@ __all__ = [
     "AdminLogQuery",
     "JobControl",
     "JobsControlled",
+    "JobUpdate",
+    "JobUpdated",
     "NodesUpdated",
     "NodeUpdate",
     "Cancel",
@@ -165,6 +169,8 @@ Message = Annotated[
     | NodesUpdated
     | JobControl
     | JobsControlled
+    | JobUpdate
+    | JobUpdated
     | AdminLogQuery
     | AdminLog
     | ErrorReply,

@@ -11,6 +11,8 @@ from gangsched.protocol.admin_messages import (
     JobAction,
     JobControl,
     JobsControlled,
+    JobUpdate,
+    JobUpdated,
     NodeAction,
     NodesUpdated,
     NodeUpdate,
@@ -252,3 +254,33 @@ def test_every_command_is_recorded_once_and_the_record_survives_a_restart(tmp_pa
     assert info(core, job).state is JobState.SUSPENDED
     jobs(core, JobAction.RESUME, job)
     assert info(core, job).state is JobState.RUNNING
+
+
+def update(core: DrivenMaster, job: int, user: str = "alice", **fields):
+    return administer(core, JobUpdate.model_validate({"user": user, "job_id": job, **fields}))
+
+
+def test_a_pending_job_is_updated_by_its_owner_within_their_rights_and_by_root_beyond(tmp_path, clock):
+    core = make(tmp_path, clock, GANGS.model_copy(update={"mpl": 1}), nodes=("n1",))
+    running = submit(core, 1)
+    pending = submit(core, 1)
+    assert info(core, pending).spec.estimate_s == 86_400
+    done = update(core, pending, time_limit_s=600.0, name="shorter")
+    assert isinstance(done, JobUpdated) and done.changes == ["TimeLimit 1-00:00:00 -> 10:00", "Name j -> shorter"]
+    assert (info(core, pending).spec.estimate_s, info(core, pending).spec.name) == (600, "shorter")
+    assert "only root raises a time limit" in update(core, pending, time_limit_s=700.0).reason
+    assert "only root sets a job's priority" in update(core, pending, priority=0.5).reason
+    assert isinstance(update(core, pending, user="root", time_limit_s=7200.0, priority=0.5), JobUpdated)
+    assert "only they and root" in update(core, pending, user="bob", name="mine").reason
+    assert "no partition 'nope'" in update(core, pending, partition="nope").reason
+    assert "no job 999 to depend on" in update(core, pending, dependency=([999], [])).reason
+    assert isinstance(update(core, pending, dependency=([running], [])), JobUpdated)
+    assert info(core, pending).reason == f"Dependency: waits for {running}"
+    assert "running: only its name and time limit change, not partition" in update(core, running,
+                                                                                   partition="batch").reason
+    assert isinstance(update(core, running, time_limit_s=60.0), JobUpdated)
+    end(core, running)
+    assert info(core, pending).state is JobState.RUNNING  # its dependency done
+    assert "an ended job does not change" in update(core, running, name="late").reason
+    refused = [each for each in core.store.admin_log(0, 100) if each.result.startswith("refused")]
+    assert len(refused) == 7 and refused[0].command == f"update {pending} TimeLimit=11:40"

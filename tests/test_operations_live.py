@@ -1,5 +1,5 @@
 """Day-to-day operation live, as an administrator types it: a node drained, a job held and released,
-a running gang suspended and resumed (its tasks frozen, its CPU time still), `gang nodes -R`,
+a job updated, a running gang suspended and resumed (its tasks frozen, its CPU time still), `gang nodes -R`,
 `gang show` and `gang admin log` (docs/operations.md)."""
 
 import getpass
@@ -36,6 +36,9 @@ def test_a_drain_a_hold_and_a_suspension_as_an_administrator_types_them(start_cl
     queue = {line.split()[0]: line for line in gang(cluster, "queue", "-o", "jobid,st,nodelist").stdout.splitlines()}
     assert queue[str(held)].split()[1] == "PD" and "(JobHeldUser)" in queue[str(held)]
     assert client.job(wide).state is JobState.PENDING  # it needs the drained node
+    updated = gang(cluster, "update", str(held), "TimeLimit=10:00", "Name=short")
+    assert updated.stdout.splitlines() == [f"job {held}: TimeLimit 1-00:00:00 -> 10:00",
+                                         f"job {held}: Name sleep -> short"]
     released = gang(cluster, "release", str(held))
     assert released.returncode == 0, released.stderr
     wait_until(lambda: client.job(held).state is JobState.RUNNING, 20, "the released job to start")
@@ -65,6 +68,7 @@ def test_a_drain_a_hold_and_a_suspension_as_an_administrator_types_them(start_cl
     log = json.loads(gang(cluster, "admin", "log", "--json").stdout)
     assert [(each["command"], each["result"].split(":")[0]) for each in log] == [
         (f"admin node drain {on[0]} --reason 'fan noise'", "done"),
+        (f"update {held} TimeLimit=10:00 Name=short", "done"),
         (f"release {held}", "done"),
         (f"admin suspend {spinning}", "done"),
         (f"admin resume {spinning}", "done"),
