@@ -8,6 +8,7 @@ backfilling: a user over quota gets PP = -1, so their new jobs have infinite
 slack and yield to everyone else's.
 """
 
+import json
 from pathlib import Path
 
 import click
@@ -17,8 +18,10 @@ from gangsched.cli.admin_nodes import admin_log, node
 from gangsched.cli.connect import with_master
 from gangsched.cli.console import command_console
 from gangsched.cli.job_control import resume, suspend
+from gangsched.cli.sizes import SIZE
 from gangsched.master.client import MasterClient
-from gangsched.protocol.records import UserInfo
+from gangsched.protocol.records import UserInfo, UserLimits
+from gangsched.protocol.sizes import readable
 
 console = command_console()
 
@@ -92,18 +95,58 @@ def reconfigure(client: MasterClient) -> None:
 
 
 @admin.command()
+@click.argument("user")
+@click.option("-p", "--partition", default=None, help="in this partition only [every partition]")
+@click.option("--max-submit-jobs", type=click.IntRange(min=-1), default=None,
+              help="most jobs pending and running; a submission past it is refused (Slurm's MaxSubmitJobs)")
+@click.option("--max-jobs", type=click.IntRange(min=-1), default=None,
+              help="most jobs running; the rest wait (Slurm's MaxJobs)")
+@click.option("--max-cpus", type=click.IntRange(min=-1), default=None, help="most processors in use (MaxTRES cpu)")
+@click.option("--max-memory", default=None, metavar="SIZE", help="most memory in use, e.g. 4G (MaxTRES mem)")
+@click.option("--json", "as_json", is_flag=True, help="print the users as JSON: a list of UserInfo")
 @with_master
-def users(client: MasterClient) -> None:
-    """List the users the master knows: priority, quota, use."""
-    console.print(_users(client.users()))
+def limit(client: MasterClient, user: str, partition: str | None, max_submit_jobs: int | None,
+          max_jobs: int | None, max_cpus: int | None, max_memory: str | None, as_json: bool) -> None:
+    """Set what USER may have at once (-1 lifts a limit), like Slurm's QOS limits."""
+    memory = None if max_memory is None else -1 if max_memory == "-1" else SIZE.convert(max_memory, None, None)
+    users = client.set_limits(user, partition, max_submit_jobs=max_submit_jobs, max_jobs=max_jobs,
+                              max_cpus=max_cpus, max_memory=memory)
+    _print_users(users, as_json)
+
+
+@admin.command()
+@click.option("--json", "as_json", is_flag=True, help="print the users as JSON: a list of UserInfo")
+@with_master
+def users(client: MasterClient, as_json: bool) -> None:
+    """List the users the master knows: priority, quota, use, limits."""
+    _print_users(client.users(), as_json)
+
+
+def _print_users(users: list[UserInfo], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([user.model_dump(mode="json") for user in users]))
+        return
+    console.print(_users(users))
 
 
 def _users(users: list[UserInfo]) -> Table:
     table = Table(box=None, header_style="bold")
-    for column in ("USER", "PP", "QUOTA(node-s)", "USED(node-s)", "STATE"):
+    for column in ("USER", "PARTITION", "PP", "QUOTA(node-s)", "USED(node-s)", "STATE", "MAXSUBMIT", "MAXJOBS",
+                   "MAXCPUS", "MAXMEM"):
         table.add_column(column)
     for user in users:
         quota = "-" if user.quota_node_s is None else f"{user.quota_node_s:g}"
-        table.add_row(user.user, f"{user.political_priority:g}", quota, f"{user.used_node_s:.0f}",
-                      "OVER QUOTA" if user.over_quota else "ok")
+        first = [user.user, "*", f"{user.political_priority:g}", quota, f"{user.used_node_s:.0f}",
+                 "OVER QUOTA" if user.over_quota else "ok"]
+        everywhere = next((each for each in user.limits if each.partition is None), UserLimits())
+        table.add_row(*first, *_limit_cells(everywhere))
+        for each in user.limits:
+            if each.partition is not None:
+                table.add_row(user.user, each.partition, "", "", "", "", *_limit_cells(each))
     return table
+
+
+def _limit_cells(limits: UserLimits) -> list[str]:
+    memory = "-" if limits.max_memory is None else readable(limits.max_memory)
+    return [*("-" if value is None else str(value) for value in (limits.max_submit_jobs, limits.max_jobs,
+                                                                  limits.max_cpus)), memory]

@@ -30,6 +30,7 @@ from gangsched.protocol.messages import (
     PmixModexRequest,
     QuantumReport,
     Reconfigure,
+    SetLimits,
     SetUser,
     StatsQuery,
     Submit,
@@ -60,7 +61,7 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
     if isinstance(message, (Cancel, JobControl, JobUpdate)):
         return message.model_copy(update={"user": user})
-    if isinstance(message, (SetUser, Reconfigure, NodeUpdate)):
+    if isinstance(message, (SetUser, Reconfigure, NodeUpdate, SetLimits)):
         return message.model_copy(update={"admin": user})
     return message
 

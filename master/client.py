@@ -20,6 +20,7 @@ from gangsched.protocol.admin_messages import (
     NodeAction,
     NodesUpdated,
     NodeUpdate,
+    SetLimits,
 )
 from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.codec import encode, validated
@@ -141,6 +142,11 @@ class MasterClient(MasterConnection):
         """Change what a job asked for (``JobUpdate``'s fields: name, time_limit_s, dependency, partition,
         priority)."""
         return self.request(JobUpdate.model_validate({"user": self._user, "job_id": job_id, **fields}), JobUpdated)
+
+    def set_limits(self, user: str, partition: str | None = None, **limits: int | None) -> list[UserInfo]:
+        """Set a user's limits (``SetLimits``' fields; -1 lifts one), in every partition or one (root only)."""
+        message = SetLimits(admin=self._user, user=user, partition=partition, **limits)
+        return self.request(message, UserList).users
 
     def admin_log(self) -> list[AdminAction]:
         """Every administrative command the master recorded, oldest first."""

@@ -18,6 +18,7 @@ from gangsched.master.placement import Shape, committed_memory, describe_shape
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.tiers import Tiers
+from gangsched.master.user_limits import Admission
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.partitions import PartitionState
 from gangsched.policy.topology import Topology
@@ -34,10 +35,8 @@ from gangsched.protocol.messages import (
     MatrixQuery,
     MatrixView,
     NodeList,
-    SetUser,
     Submit,
     Submitted,
-    UserList,
 )
 from gangsched.protocol.records import UNSERVED_HINTS, Hold, JobInfo, JobSpec, JobState, MpiKind, PartitionInfo
 from gangsched.protocol.sizes import readable
@@ -48,10 +47,10 @@ _FINISHED_SHOWN = 200
 
 
 class ClientRequests:
-    """What clients ask: submit, cancel, the queue, the nodes, the matrix, users."""
+    """What clients ask: submit, cancel, the queue, the nodes, the matrix."""
 
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 endings: Endings, matrices: Matrices, tiers: Tiers, retry: StoreRetry) -> None:
+                 endings: Endings, matrices: Matrices, tiers: Tiers, admission: Admission, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
         self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
         self._store = store
@@ -60,6 +59,7 @@ class ClientRequests:
         self._endings = endings
         self._matrices = matrices
         self._tiers = tiers
+        self._admission = admission
         self._retry = retry
 
     def submit(self, message: Submit, now: Now) -> Submitted | ErrorReply:
@@ -76,6 +76,11 @@ class ClientRequests:
         if isinstance(chosen, ErrorReply):
             return chosen
         matrix, spec = chosen
+        if self._admission.limits:
+            held = [job for job in self._table.jobs.values() if job.spec.user == spec.user]
+            limited = self._admission.submit_refusal(spec, count, held)
+            if limited is not None:
+                return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{limited}: nothing submitted")
         first = self._store.next_job_id()
         specs = [spec] if message.array is None else [
             spec.model_copy(update={"array_job_id": first, "array_index": index, "array_limit": message.array_limit})
@@ -286,26 +291,6 @@ class ClientRequests:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"no partition {message.partition!r}: the "
                               f"partitions are {', '.join(each.name for each in self._matrices)}")
         return matrix.rotation.matrix_view()
-
-    def set_user(self, message: SetUser) -> UserList | ErrorReply:
-        """The administrator's word on a user: it counts for the jobs they submit from now on."""
-        if message.admin != "root":
-            return ErrorReply(code=ErrorCode.PERMISSION_DENIED,
-                              reason=f"only root sets users' priorities and quotas, not {message.admin}")
-        account = self._table.account(message.user)
-        if message.political_priority is not None:
-            account.political_priority = message.political_priority
-        if message.quota_node_s is not None or message.clear_quota:
-            account.quota_node_s = message.quota_node_s
-        self._store.save_account(account)
-        log.info("user %s: political priority %g, quota %s node-s", account.user, account.political_priority,
-                 account.quota_node_s)
-        return self.query_users()
-
-    def query_users(self) -> UserList:
-        accounts = self._table.accounts
-        return UserList(users=[accounts[user].info() for user in sorted(accounts)])
-
 
 def _wanted(job: Job, query: JobQuery) -> bool:
     return ((query.states is None or job.state in query.states) and (query.user is None or job.spec.user == query.user)

@@ -7,14 +7,23 @@ from typing import TypeVar
 
 from gangsched.master.clock import Now
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.protocol.admin_messages import AdminLog, AdminLogQuery, JobAction, JobControl, JobUpdate, NodeUpdate
+from gangsched.protocol.admin_messages import (
+    LIMIT_FIELDS,
+    AdminLog,
+    AdminLogQuery,
+    JobAction,
+    JobControl,
+    JobUpdate,
+    NodeUpdate,
+    SetLimits,
+)
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.messages import ErrorReply, Message, Reconfigure, SetUser
 
 log = logging.getLogger("gangsched.master")
 
 Reply = TypeVar("Reply", bound=Message)
-Recorded = NodeUpdate | JobControl | JobUpdate | SetUser | Reconfigure
+Recorded = NodeUpdate | JobControl | JobUpdate | SetLimits | SetUser | Reconfigure
 _ADMIN_ACTIONS = (JobAction.SUSPEND, JobAction.RESUME)  # gang admin suspend|resume; the others are gang's own
 
 
@@ -48,6 +57,11 @@ def words(command: Recorded) -> str:
             return f"{'admin ' if command.action in _ADMIN_ACTIONS else ''}{command.action} {jobs}"
         case JobUpdate():
             return f"update {command.job_id} {' '.join(_update_words(command))}"
+        case SetLimits():
+            partition = "" if command.partition is None else f" -p {command.partition}"
+            given = " ".join(f"--{name.replace('_', '-')} {getattr(command, name)}" for name in LIMIT_FIELDS
+                             if getattr(command, name) is not None)
+            return f"admin limit {command.user}{partition} {given}".rstrip()
         case SetUser():
             if command.political_priority is not None:
                 return f"admin priority {command.user} {command.political_priority:g}"

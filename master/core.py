@@ -14,7 +14,7 @@ quanta), what goes to every node at a boundary (``broadcast``), what node
 daemons say (``node_events``), what clients ask (``client_requests``), and
 day-to-day operation: nodes drained, resumed or taken down (``node_service``),
 jobs held, released, suspended, resumed or requeued (``job_controls``) or
-updated (``job_updates``), and
+updated (``job_updates``), users' settings and limits (``users``, ``admission``), and
 the record of every such command (``command_record``).
 Here: restoring a store's jobs, the quantum boundaries, and the figures of the
 whole.
@@ -46,10 +46,12 @@ from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.store import JobStore
 from gangsched.master.tiers import Tiers
+from gangsched.master.user_limits import Admission
+from gangsched.master.users import Users
 from gangsched.master.waiting import WaitKind
 from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
-from gangsched.protocol.admin_messages import JobControl, JobUpdate, NodeUpdate
+from gangsched.protocol.admin_messages import JobControl, JobUpdate, NodeUpdate, SetLimits
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, MasterStats, Message, Reconfigured, SlotSwitch, SwitchStats
 from gangsched.protocol.records import JobState
@@ -69,6 +71,7 @@ class MasterCore:
         self.store_retry = StoreRetry(settings.quantum_ms / 1000)
         self.table = JobTable(settings, store)
         self.queues = Queues()
+        self.admission = Admission(store.user_limits())
         self.starts = Starts(settings, store, self._nodes, self.table, self.queues, self.store_retry, self.outbox)
         self.migrations = Migrations(self.queues, self.outbox)
         self.endings = Endings(store, self.table, self.queues, self.starts, self.migrations, self.store_retry,
@@ -80,7 +83,8 @@ class MasterCore:
         self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.tiers,
                                       self.starts, self.migrations, self.endings, self.broadcast, self.outbox)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
-                                              self.matrices, self.tiers, self.store_retry)
+                                              self.matrices, self.tiers, self.admission, self.store_retry)
+        self.users = Users(store, self.table, self.admission, self.matrices, self.endings, self.tiers)
         self.node_service = NodeService(self._nodes, self.matrices, self.node_events, self.tiers, store)
         self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
         self.job_updates = JobUpdates(self.table, self.queues, self.endings, self.tiers, self.client_requests, store)
@@ -91,7 +95,7 @@ class MasterCore:
 
     def _matrix(self, partition: Partition, settings: MasterSettings, now: Now) -> Matrix:
         scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
-        queue = PendingQueue(self.table, scheduler)
+        queue = PendingQueue(self.table, scheduler, self.admission)
         self.queues.add(partition.name, queue)
         rotation = SlotRotation(settings, scheduler, partition.name)
         decisions = Decisions(settings, partition.name, self.table, queue, self.starts, self.migrations,
@@ -207,7 +211,7 @@ class MasterCore:
         for job in waiting:
             self.endings.enqueue(job, now)
 
-    def administer(self, message: NodeUpdate | JobControl | JobUpdate, now: Now) -> Message:
+    def administer(self, message: NodeUpdate | JobControl | JobUpdate | SetLimits, now: Now) -> Message:
         """A command of day-to-day operation carried out, or refused, and recorded either way."""
         reply: Message
         match message:
@@ -217,6 +221,8 @@ class MasterCore:
                 reply = self.job_controls.act(message, now)
             case JobUpdate():
                 reply = self.job_updates.update(message, now)
+            case SetLimits():
+                reply = self.users.set_limits(message, now)
         return self.command_record.recorded(message, reply, now)
 
     def next_boundary(self) -> float:

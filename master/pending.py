@@ -1,8 +1,9 @@
 """The jobs that wait: those their dependencies still hold back, and the policy's queue; and
 whether the policy must decide again.
 
-A pending job goes to the policy once it is not held (``gang hold``) and the
-jobs it depends on allow (master/dependencies.py), and, in an array with a throttle (Slurm's
+A pending job goes to the policy once it is not held (``gang hold``), the
+jobs it depends on allow (master/dependencies.py), its user's limits admit it
+(master/user_limits.py), and, in an array with a throttle (Slurm's
 ``--array=0-99%4``), once fewer than that many of its array are in the policy
 or running: the others wait, JobArrayTaskLimit, and go in index order as
 those leave. Every scheduling event (an arrival, a departure, a
@@ -16,14 +17,16 @@ from gangsched.master.clock import Now
 from gangsched.master.dependencies import dependencies, named
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
+from gangsched.master.user_limits import Admission
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.protocol.records import Hold
 
 
 class PendingQueue:
-    def __init__(self, table: JobTable, scheduler: LiveScheduler) -> None:
+    def __init__(self, table: JobTable, scheduler: LiveScheduler, admission: Admission) -> None:
         self._table = table
+        self._admission = admission  # every partition's, shared
         self.scheduler = scheduler
         self.held: dict[int, Job] = {}  # pending, held back by their owner or root (gang hold)
         self.dependent: dict[int, Job] = {}  # pending, held back from the policy by the jobs they depend on
@@ -51,6 +54,8 @@ class PendingQueue:
         if waiting:
             self.dependent[job.job_id] = job
             job.wait = Wait(WaitKind.DEPENDENCY, ",".join(map(str, waiting)))
+        elif not self._admission.admit(job):
+            pass  # it waits for its user's jobs to end, with the limit's reason
         elif not self._admit(job):
             self.throttled.setdefault(job.spec.array_job_id or 0, {})[job.job_id] = job
             job.wait = Wait(WaitKind.ARRAY_LIMIT)
@@ -63,15 +68,20 @@ class PendingQueue:
     def holds_back(self, job: Job) -> bool:
         """Whether the job waits out of the policy: held, for its dependencies, or its array's throttle."""
         job_id, throttled = job.job_id, self.throttled.get(job.spec.array_job_id or 0, ())
-        return job_id in self.held or job_id in self.dependent or job_id in throttled
+        return job_id in self.held or job_id in self.dependent or job_id in throttled \
+            or job_id in self._admission.waiting
 
     def running(self, job: Job) -> None:
-        """A job restored running after a restart counts against its array's throttle."""
+        """A job restored running after a restart counts against its array's throttle and its user's limits."""
         self._admit(job, always=True)
+        self._admission.count(job)
 
     def left(self, job: Job) -> list[Job]:
-        """``job`` left for good (ended, or cancelled while it waited): the jobs of its array its throttle
-        now lets go to the policy (for the caller to enqueue), in index order."""
+        """``job`` left for good (ended, cancelled or held while it waited): the jobs its user's limits and
+        its array's throttle now let go to the policy (for the caller to enqueue), in order."""
+        return [*self._admission.left(job), *self._throttle_left(job)]
+
+    def _throttle_left(self, job: Job) -> list[Job]:
         array = job.spec.array_job_id
         admitted = None if array is None else self._admitted.get(array)
         if array is None or admitted is None or job.job_id not in admitted:
@@ -111,6 +121,7 @@ class PendingQueue:
         """A pending job leaves the queue for good."""
         self.scheduler.withdraw(job.job_id, now.monotonic)
         self.held.pop(job.job_id, None)
+        self._admission.waiting.pop(job.job_id, None)
         self.dependent.pop(job.job_id, None)
         self.throttled.get(job.spec.array_job_id or 0, {}).pop(job.job_id, None)
         self.decide_again = True

@@ -25,7 +25,7 @@ from gangsched.master.nodes import NodeMark
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.master.store import StoreError, StoreWriteError
 from gangsched.protocol.admin_messages import AdminAction
-from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption
+from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, UserLimits
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -76,6 +76,13 @@ CREATE TABLE IF NOT EXISTS node_marks (
     user TEXT NOT NULL,
     time REAL NOT NULL
 );
+-- what each user may have at once, in every partition ('') or in one (gang admin limit)
+CREATE TABLE IF NOT EXISTS user_limits (
+    user TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    limits TEXT NOT NULL,
+    PRIMARY KEY (user, partition)
+);
 -- every administrative command, done or refused (gang admin log)
 CREATE TABLE IF NOT EXISTS admin_log (
     number INTEGER PRIMARY KEY,
@@ -91,14 +98,21 @@ _COLUMNS = (
     " migration_s, max_rss, launched_to, preemptions, hold"
 )
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-SCHEMA_VERSION = 9
+
+
+def _created(*tables: str) -> list[str]:
+    """The statements of ``_SCHEMA`` that make these tables."""
+    return [statement.strip() for statement in _SCHEMA.split(";")
+            if any(f"EXISTS {table} (" in statement for table in tables)]
+
+
+SCHEMA_VERSION = 10
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
 _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"],
                6: ["CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"],
                7: ["ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"],
-               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT",
-                   *[statement.strip() for statement in _SCHEMA.split(";") if "node_marks (" in statement
-                     or "admin_log (" in statement]]}
+               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT", *_created("node_marks", "admin_log")],
+               9: _created("user_limits")}
 _TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
 
 
@@ -310,6 +324,19 @@ class SqliteStore:
         rows = self._db.execute("SELECT node, state, reason, user, time FROM node_marks ORDER BY node")
         return {node: NodeMark(NodeState(state), NodeReason(text=text, user=user, time=time))
                 for node, state, text, user, time in rows}
+
+    def save_limits(self, user: str, limits: UserLimits) -> None:
+        with self._transaction():
+            partition = limits.partition or ""
+            if limits.model_dump(exclude={"partition"}, exclude_none=True):
+                self._execute("INSERT OR REPLACE INTO user_limits (user, partition, limits) VALUES (?,?,?)",
+                              (user, partition, limits.model_dump_json()))
+            else:
+                self._execute("DELETE FROM user_limits WHERE user = ? AND partition = ?", (user, partition))
+
+    def user_limits(self) -> list[tuple[str, UserLimits]]:
+        rows = self._db.execute("SELECT user, limits FROM user_limits ORDER BY user, partition")
+        return [(user, UserLimits.model_validate_json(limits)) for user, limits in rows]
 
     def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
         action = AdminAction(number=self._next_action, time=time, user=user, command=command, result=result)

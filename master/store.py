@@ -1,6 +1,6 @@
 """The master's store, as the rest of the master sees it: one interface, whatever engine holds it.
 
-Jobs, users, the nodes an administrator took out of service and the record of
+Jobs, users and their limits, the nodes an administrator took out of service and the record of
 every administrative command persist here so that a master restart loses nothing. Only the
 changes of a job's life are written (submit, start, end, requeue) and the
 administrator's settings of users, never what is measured each quantum, so
@@ -21,6 +21,7 @@ from gangsched.master.job_record import Job
 from gangsched.master.nodes import NodeMark
 from gangsched.master.stats import Timings
 from gangsched.protocol.admin_messages import AdminAction
+from gangsched.protocol.records import UserLimits
 
 
 class StoreError(Exception):
@@ -73,6 +74,11 @@ class JobStore(Protocol):
         """Nodes drained or taken down (their mark), or back in service (None): all or none."""
 
     def node_marks(self) -> dict[str, NodeMark]: ...
+
+    def save_limits(self, user: str, limits: UserLimits) -> None:
+        """A user's limits in every partition or one (none set: removed)."""
+
+    def user_limits(self) -> list[tuple[str, UserLimits]]: ...
 
     def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
         """One administrative command and its result (done, or the refusal), numbered in order."""

@@ -20,6 +20,9 @@ class WaitKind(Enum):
     ARRAY_LIMIT = "JobArrayTaskLimit"  # its array runs as many at once as its throttle (%N) allows
     HELD_USER = "JobHeldUser"  # held by its owner (gang hold, gang submit --hold)
     HELD_ADMIN = "JobHeldAdmin"  # held by root: only root releases it
+    USER_JOBS = "QOSMaxJobsPerUserLimit"  # its user runs as many jobs as their limit allows
+    USER_CPUS = "QOSMaxCpuPerUserLimit"  # ... as many processors
+    USER_MEMORY = "QOSMaxMemoryPerUser"  # ... as much memory
 
 
 @dataclass(frozen=True, slots=True)

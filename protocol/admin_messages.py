@@ -1,7 +1,8 @@
 """The messages of day-to-day operation (docs/operations.md): an administrator drains, resumes or
 takes down nodes; a user or an administrator holds, releases, suspends, resumes, requeues or updates
-jobs; the record of every such command. Each is answered by its reply model or ``ErrorReply``; every request
-here, done or refused, is recorded by the master (``AdminLogQuery`` reads the record).
+jobs; root sets users' limits; the record of every such command. Each is answered by its reply
+model or ``ErrorReply``; every request here, done or refused, is recorded by the master
+(``AdminLogQuery`` reads the record).
 """
 
 from enum import StrEnum
@@ -9,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gangsched.protocol.records import JobInfo, WireModel
+from gangsched.protocol.records import JobInfo, UserLimits, WireModel
 
 _REASON_CHARACTERS = 200
 _JOBS_PER_ACTION = 1000
@@ -98,6 +99,29 @@ class JobUpdated(WireModel):
     type: Literal["job_updated"] = "job_updated"
     job: JobInfo
     changes: list[str]  # what changed, in words: "estimate_s 1:00:00 -> 30:00"
+
+
+class SetLimits(WireModel):
+    """Root sets a user's limits, for every partition or one (``gang admin limit``): each given field set,
+    -1 lifting it; the others as they were."""
+
+    type: Literal["set_limits"] = "set_limits"
+    admin: str
+    user: str = Field(min_length=1, max_length=64)
+    partition: str | None = Field(None, min_length=1, max_length=64)
+    max_submit_jobs: int | None = Field(None, ge=-1)
+    max_jobs: int | None = Field(None, ge=-1)
+    max_cpus: int | None = Field(None, ge=-1)
+    max_memory: int | None = Field(None, ge=-1)
+
+    def applied_to(self, limits: UserLimits) -> UserLimits:
+        """``limits`` as this message leaves them."""
+        given = {name: None if value == -1 else value
+                 for name, value in self.model_dump(include=set(LIMIT_FIELDS)).items() if value is not None}
+        return limits.model_copy(update={"partition": self.partition, **given})
+
+
+LIMIT_FIELDS = ("max_submit_jobs", "max_jobs", "max_cpus", "max_memory")
 
 
 class AdminAction(WireModel):

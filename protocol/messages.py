@@ -17,7 +17,7 @@ Three conversations share these models:
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
   ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, and those of
   day-to-day operation (protocol/admin_messages.py): ``NodeUpdate``, ``JobControl``,
-  ``JobUpdate``, ``AdminLogQuery``; each answered by its reply model or by ``ErrorReply``.
+  ``JobUpdate``, ``SetLimits``, ``AdminLogQuery``; each answered by its reply model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -36,6 +36,7 @@ from gangsched.protocol.admin_messages import (
     JobUpdated,
     NodesUpdated,
     NodeUpdate,
+    SetLimits,
 )
 from gangsched.protocol.client_messages import (
     Cancel,
@@ -91,6 +92,7 @@ __all__ = [
     "JobUpdated",
     "NodesUpdated",
     "NodeUpdate",
+    "SetLimits",
     "Cancel",
     "Cancelled",
     "CheckpointTask",
@@ -171,6 +173,7 @@ Message = Annotated[
     | JobsControlled
     | JobUpdate
     | JobUpdated
+    | SetLimits
     | AdminLogQuery
     | AdminLog
     | ErrorReply,

@@ -337,6 +337,17 @@ class PartitionInfo(WireModel):
     allow_users: list[str] | None = None  # None: every user
 
 
+class UserLimits(WireModel):
+    """What a user may have at once, in every partition (``partition`` None) or in one (Slurm's QOS limits
+    per user: MaxSubmitJobs, MaxJobs, MaxTRESPerUser cpu and mem); None: no limit."""
+
+    partition: str | None = None
+    max_submit_jobs: int | None = Field(None, ge=1)  # pending and running; a submission past it is refused
+    max_jobs: int | None = Field(None, ge=1)  # running (and in the policy's queue): the rest wait
+    max_cpus: int | None = Field(None, ge=1)  # processors of those jobs
+    max_memory: int | None = Field(None, ge=1, le=LARGEST)  # bytes those jobs commit
+
+
 class UserInfo(WireModel):
     """A user as the administrator set them (Talby & Feitelson 1999's political priority) and what they used."""
 
@@ -345,3 +356,4 @@ class UserInfo(WireModel):
     quota_node_s: float | None  # node-seconds the user may use; None: no quota
     used_node_s: float  # nodes x time run, of the user's ended jobs
     over_quota: bool  # then the user's new jobs get PP = -1: infinite slack
+    limits: list[UserLimits] = []  # those of every partition first, then each partition's

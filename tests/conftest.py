@@ -77,6 +77,7 @@ class DrivenMaster:
         self.core, self.clock, self.store = core, clock, store
         self.node_events = OnClock(core.node_events, clock, store)
         self.clients = OnClock(core.client_requests, clock, store)
+        self.users = OnClock(core.users, clock, store)
 
     def tick(self) -> Any:
         """A quantum boundary and the switch it sends."""

@@ -309,21 +309,21 @@ def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tm
 
 def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
     core = make_core(tmp_path, clock)
-    refused = core.clients.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
+    refused = core.users.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
     assert isinstance(refused, ErrorReply) and refused.code is ErrorCode.PERMISSION_DENIED
-    core.clients.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_node_s=2.0))
+    core.users.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_node_s=2.0))
     job = submit(core, nodes=2)
     core.tick()
     clock.now += 0.25
     core.tick()  # job ran 0.25 s on 2 nodes: half a node-second
     for rank, node in enumerate(["n1", "n2"]):
         core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
-    (alice,) = core.clients.query_users().users
+    (alice,) = core.users.query_users().users
     assert alice.used_node_s == pytest.approx(0.5) and not alice.over_quota
     assert Account("alice", 0.5, 2.0, alice.used_node_s).priority_for_policy == 0.5
     assert Account("alice", 0.5, 2.0, 2.0).priority_for_policy == OVER_QUOTA
     restarted = make_core(tmp_path, clock, nodes=0)
-    assert restarted.clients.query_users().users == [alice]  # the store keeps it
+    assert restarted.users.query_users().users == [alice]  # the store keeps it
 
 
 def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependency_completes(tmp_path, clock):

@@ -99,7 +99,7 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
     assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
     assert SqliteStore(failing_store.path).get(job).state is JobState.COMPLETED
-    assert core.clients.query_users().users[0].used_node_s > 0
+    assert core.users.query_users().users[0].used_node_s > 0
 
 
 def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_it_can(failing_store, clock):
@@ -245,6 +245,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     db.execute("ALTER TABLE jobs DROP COLUMN hold")
     db.execute("DROP TABLE node_marks")
     db.execute("DROP TABLE admin_log")
+    db.execute("DROP TABLE user_limits")
     db.execute("INSERT INTO jobs (job_id, spec, state, reason, submit_time, node_names, processors, requeues,"
                " barriers, cpu_ns, ran_s, migration_s) VALUES (1, '{}', 'completed', '', 0, '[]', '[]', 0, 0, 0, 0,"
                " '[]')")
@@ -254,8 +255,9 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (9,)
-    assert {"node_marks", "admin_log"} <= {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    assert db.execute("PRAGMA user_version").fetchone() == (10,)
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    assert {"node_marks", "admin_log", "user_limits"} <= tables
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
         ("jobs_by_state",)]
     assert db.execute("SELECT job_id, state, preemptions, hold FROM jobs").fetchall() == [(1, "completed", "[]", None)]

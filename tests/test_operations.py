@@ -16,10 +16,20 @@ from gangsched.protocol.admin_messages import (
     NodeAction,
     NodesUpdated,
     NodeUpdate,
+    SetLimits,
 )
-from gangsched.protocol.messages import ErrorReply, Heartbeat, JobQuery, KillTask, LaunchTask, Submit, TaskExit
-from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, NodeState, TaskRef
-from tests.conftest import DrivenMaster, FakeClock, OnClock, driven_master
+from gangsched.protocol.messages import (
+    ErrorReply,
+    Heartbeat,
+    JobQuery,
+    KillTask,
+    LaunchTask,
+    Submit,
+    TaskExit,
+    UserList,
+)
+from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, NodeState, TaskRef, UserLimits
+from tests.conftest import DrivenMaster, FakeClock, OnClock, driven_master, unix_account
 from tests.test_master_core import ENDPOINTS, SETTINGS, hello, sent
 
 NODES = ("n1", "n2", "n3", "n4")
@@ -284,3 +294,60 @@ def test_a_pending_job_is_updated_by_its_owner_within_their_rights_and_by_root_b
     assert "an ended job does not change" in update(core, running, name="late").reason
     refused = [each for each in core.store.admin_log(0, 100) if each.result.startswith("refused")]
     assert len(refused) == 7 and refused[0].command == f"update {pending} TimeLimit=11:40"
+
+
+def limit(core: DrivenMaster, user: str = "alice", admin: str = "root", **limits):
+    return administer(core, SetLimits(admin=admin, user=user, **limits))
+
+
+@pytest.fixture
+def alice_and_bob():
+    """Two accounts the master's host knows (made where the tests run as root)."""
+    accounts = [unix_account(name) for name in ("alice", "bob")]
+    if None in accounts:
+        pytest.skip("the accounts alice and bob are made only where the tests run as root")
+
+
+def test_a_users_limits_refuse_submissions_past_them_and_hold_back_jobs_past_the_running_ones(
+        tmp_path, clock, alice_and_bob):
+    core = make(tmp_path, clock)
+    assert isinstance(limit(core, max_submit_jobs=4, max_jobs=2, max_cpus=3), UserList)
+    first, second, third = submit(core, 1), submit(core, 1), submit(core, 1)
+    assert [info(core, job).state for job in (first, second)] == [JobState.RUNNING] * 2
+    assert (info(core, third).state, info(core, third).reason) == (JobState.PENDING, "QOSMaxJobsPerUserLimit")
+    refused = core.clients.submit(Submit(spec=JobSpec(name="j", user="alice", tasks=1, argv=["true"]),
+                                         array=[(0, 1, 1)]))
+    assert "has 3 jobs pending or running: 2 more would pass MaxSubmitJobs 4: nothing submitted" in refused.reason
+    assert "needs 4 processors, user alice's MaxCPUs is 3" in core.clients.submit(
+        Submit(spec=JobSpec(name="j", user="alice", tasks=4, argv=["true"]))).reason
+    theirs = [submit(core, 1, user="bob") for _ in range(2)]  # another user's are not held back
+    assert {info(core, job).state for job in theirs} == {JobState.RUNNING}
+    end(core, first)
+    assert info(core, third).state is JobState.RUNNING  # it goes in as one ends
+    limit(core, max_jobs=3)
+    wide = submit(core, 2)  # 1 + 1 + 2 processors would pass MaxCPUs 3
+    assert info(core, wide).reason == "QOSMaxCpuPerUserLimit"
+    limit(core, max_cpus=-1, max_jobs=-1)
+    assert info(core, wide).state is JobState.RUNNING  # lifted: in at once
+    (alice,) = [user for user in core.users.query_users().users if user.user == "alice"]
+    assert alice.limits == [UserLimits(max_submit_jobs=4)]
+
+
+def test_a_limit_in_one_partition_and_the_refusals(tmp_path, clock, alice_and_bob):
+    core = make(tmp_path, clock)
+    limit(core, partition="batch", max_jobs=1)  # the implicit partition over every node
+    held_back = [submit(core, 1) for _ in range(2)]
+    assert info(core, held_back[1]).reason == "QOSMaxJobsPerUserLimit"
+    for refusal, message in (
+            ("only root sets users' limits", SetLimits(admin="alice", user="alice", max_jobs=3)),
+            ("no user nobody-here", SetLimits(admin="root", user="nobody-here", max_jobs=3)),
+            ("no partition 'debug'", SetLimits(admin="root", user="alice", partition="debug", max_jobs=3)),
+            ("no limit given", SetLimits(admin="root", user="alice"))):
+        reply = administer(core, message)
+        assert isinstance(reply, ErrorReply) and refusal in reply.reason and reply.reason.endswith("nothing changed")
+    core = restart(core, tmp_path, clock)
+    for node in NODES:
+        hello(core, node, tasks=[TaskRef(job_id=held_back[0], rank=0)] if node == "n1" else [])
+    assert info(core, held_back[1]).reason == "QOSMaxJobsPerUserLimit"  # the running one still counts
+    end(core, held_back[0])
+    assert info(core, held_back[1]).state is JobState.RUNNING

@@ -77,3 +77,25 @@ def test_a_drain_a_hold_and_a_suspension_as_an_administrator_types_them(start_cl
     ]
     for job in (held, wide):
         client.cancel(job, user)
+
+
+def test_a_users_limit_holds_back_their_jobs_past_it(start_cluster):
+    cluster = start_cluster(nodes=2)
+    client, user = cluster.client, getpass.getuser()
+    limited = gang(cluster, "admin", "limit", user, "--max-jobs", "1", "--max-submit-jobs", "3")
+    assert limited.returncode == 0, limited.stderr
+    users = json.loads(gang(cluster, "admin", "users", "--json").stdout)
+    assert [each["limits"] for each in users if each["user"] == user] == [[{
+        "partition": None, "max_submit_jobs": 3, "max_jobs": 1, "max_cpus": None, "max_memory": None}]]
+    jobs = [json.loads(gang(cluster, "submit", "--json", "--", "sleep", "30").stdout)["job_id"] for _ in range(3)]
+    refused = gang(cluster, "submit", "--", "sleep", "30")
+    assert refused.returncode == 1 and "MaxSubmitJobs 3: nothing submitted" in refused.stderr
+    wait_until(lambda: client.job(jobs[0]).state is JobState.RUNNING, 20, "the first job to start")
+    queue = {line.split()[0]: line for line in gang(cluster, "queue", "-o", "jobid,st,nodelist").stdout.splitlines()}
+    assert "(QOSMaxJobsPerUserLimit)" in queue[str(jobs[1])] and "(QOSMaxJobsPerUserLimit)" in queue[str(jobs[2])]
+    client.cancel(jobs[0], user)
+    wait_until(lambda: client.job(jobs[1]).state is JobState.RUNNING, 20, "the next one to start")
+    assert gang(cluster, "admin", "limit", user, "--max-jobs", "-1").returncode == 0
+    wait_until(lambda: client.job(jobs[2]).state is JobState.RUNNING, 20, "the last one to start once lifted")
+    for job in jobs[1:]:
+        client.cancel(job, user)

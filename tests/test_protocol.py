@@ -18,6 +18,7 @@ from gangsched.protocol.admin_messages import (
     NodeAction,
     NodesUpdated,
     NodeUpdate,
+    SetLimits,
 )
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -206,6 +207,7 @@ MESSAGES = [
     JobUpdate(user="alice", job_id=7, time_limit_s=600.0, dependency=([5], [])),
     JobUpdated(job=JobInfo(job_id=7, spec=SPEC, state=JobState.PENDING, submit_time=1.0),
                changes=["TimeLimit 1-00:00:00 -> 10:00"]),
+    SetLimits(admin="root", user="alice", partition="debug", max_jobs=4, max_memory=-1),
     AdminLogQuery(after=3),
     AdminLog(actions=[AdminAction(number=4, time=2.0, user="root", command="admin suspend 7", result="done")]),
     ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7"),
