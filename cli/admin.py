@@ -15,6 +15,7 @@ import click
 from rich.table import Table
 
 from gangsched.cli.admin_nodes import admin_log, node
+from gangsched.cli.admin_reservations import reservation
 from gangsched.cli.connect import with_master
 from gangsched.cli.console import command_console
 from gangsched.cli.job_control import resume, suspend
@@ -28,10 +29,11 @@ console = command_console()
 
 @click.group()
 def admin() -> None:
-    """Nodes, suspensions, users, configuration: root's commands."""
+    """Nodes, reservations, suspensions, users, configuration: root's."""
 
 
 admin.add_command(node)
+admin.add_command(reservation)
 admin.add_command(admin_log)
 admin.add_command(suspend)
 admin.add_command(resume)

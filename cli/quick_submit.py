@@ -28,7 +28,8 @@ from gangsched.protocol.frames import pack
 
 _VALUED = {"-n": "tasks", "--ntasks": "tasks", "-J": "name", "--name": "name", "-t": "estimate",
            "--estimate": "estimate", "-a": "array", "--array": "array", "-o": "output", "--output": "output",
-           "-D": "chdir", "--chdir": "chdir", "-p": "partition", "--partition": "partition", "--master": "master"}
+           "-D": "chdir", "--chdir": "chdir", "-p": "partition", "--partition": "partition", "--master": "master",
+           "--reservation": "reservation"}
 _FLAGS = {"--json": "as_json", "-H": "hold", "--hold": "hold"}
 
 
@@ -75,7 +76,7 @@ def main(arguments: Sequence[str]) -> None:
             raise _Refused(f"command not found: {command[0]}")
         spec = {"name": options.get("name") or os.path.basename(command[0]), "user": getpass.getuser(),
                 "tasks": tasks, "argv": command, "env": {}, "estimate_s": estimate, "output": options.get("output"),
-                "partition": options.get("partition"),
+                "partition": options.get("partition"), "reservation": options.get("reservation"),
                 "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd()}
         # the token as uuid4().hex makes it, without uuid's import (a twentieth of this command's start)
         request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit,

@@ -81,6 +81,8 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
               help="timed: runnable ms per iteration")
 @click.option("-D", "--chdir", type=click.Path(file_okay=False), default=None,
               help="the tasks' working folder (on the nodes) [the current folder]")
+@click.option("--reservation", default=None, metavar="NAME",
+              help="run only on the reservation's nodes, in its window (gang admin reservation list)")
 @click.option("-H", "--hold", is_flag=True, help="the jobs wait held until gang release (Slurm's -H)")
 @click.option("-W", "--wait", is_flag=True,
               help="wait for the job to end and exit with its exit code (1 if it ended without one), like sbatch's")
@@ -221,6 +223,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             after_ok=after_ok,
             after_any=after_any,
             partition=options["partition"],
+            reservation=options["reservation"],
         )
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None

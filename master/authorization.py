@@ -30,6 +30,10 @@ from gangsched.protocol.messages import (
     PmixModexRequest,
     QuantumReport,
     Reconfigure,
+    ReservationCreate,
+    ReservationDelete,
+    ReservationQuery,
+    ReservationUpdate,
     SetLimits,
     SetUser,
     StatsQuery,
@@ -40,7 +44,8 @@ from gangsched.protocol.messages import (
 )
 
 # what the web view may ask: it shows, it never changes
-READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery)
+READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery,
+             ReservationQuery)
 NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
 FROM_PROCESS_MANAGERS = (PmiFence, PmixModexRequest, PmixModexReply)  # what a node's MPI interfaces send
 
@@ -61,7 +66,8 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
     if isinstance(message, (Cancel, JobControl, JobUpdate)):
         return message.model_copy(update={"user": user})
-    if isinstance(message, (SetUser, Reconfigure, NodeUpdate, SetLimits)):
+    if isinstance(message, (SetUser, Reconfigure, NodeUpdate, SetLimits, ReservationCreate, ReservationUpdate,
+                            ReservationDelete)):
         return message.model_copy(update={"admin": user})
     return message
 

@@ -46,6 +46,15 @@ from gangsched.protocol.messages import (
     UserQuery,
 )
 from gangsched.protocol.records import JobInfo, JobSpec, JobState, NodeInfo, UserInfo
+from gangsched.protocol.reservation_messages import (
+    ReservationCreate,
+    ReservationDelete,
+    ReservationFlag,
+    ReservationInfo,
+    ReservationList,
+    ReservationQuery,
+    ReservationUpdate,
+)
 
 __all__ = ["MasterClient", "MasterUnreachable", "RequestRefused"]
 
@@ -147,6 +156,23 @@ class MasterClient(MasterConnection):
         """Set a user's limits (``SetLimits``' fields; -1 lifts one), in every partition or one (root only)."""
         message = SetLimits(admin=self._user, user=user, partition=partition, **limits)
         return self.request(message, UserList).users
+
+    def create_reservation(self, name: str, nodes: str, start: str, duration: str, users: list[str] | None,
+                           flags: list[ReservationFlag]) -> list[ReservationInfo]:
+        message = ReservationCreate(admin=self._user, name=name, nodes=nodes, start=start, duration=duration,
+                                    users=users, flags=flags)
+        return self.request(message, ReservationList).reservations
+
+    def update_reservation(self, name: str, **fields: object) -> list[ReservationInfo]:
+        """Change a reservation: ``ReservationUpdate``'s fields given (None: as it is)."""
+        message = ReservationUpdate.model_validate({"admin": self._user, "name": name, **fields})
+        return self.request(message, ReservationList).reservations
+
+    def delete_reservation(self, name: str) -> list[ReservationInfo]:
+        return self.request(ReservationDelete(admin=self._user, name=name), ReservationList).reservations
+
+    def reservations(self) -> list[ReservationInfo]:
+        return self.request(ReservationQuery(), ReservationList).reservations
 
     def admin_log(self) -> list[AdminAction]:
         """Every administrative command the master recorded, oldest first."""

@@ -15,6 +15,7 @@ from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.placement import Shape, committed_memory, describe_shape
+from gangsched.master.reservation_book import ReservationBook
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.tiers import Tiers
@@ -50,7 +51,8 @@ class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix."""
 
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 endings: Endings, matrices: Matrices, tiers: Tiers, admission: Admission, retry: StoreRetry) -> None:
+                 endings: Endings, matrices: Matrices, tiers: Tiers, admission: Admission,
+                 reservations: ReservationBook, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
         self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
         self._store = store
@@ -60,6 +62,7 @@ class ClientRequests:
         self._matrices = matrices
         self._tiers = tiers
         self._admission = admission
+        self._reservations = reservations
         self._retry = retry
 
     def submit(self, message: Submit, now: Now) -> Submitted | ErrorReply:
@@ -76,6 +79,9 @@ class ClientRequests:
         if isinstance(chosen, ErrorReply):
             return chosen
         matrix, spec = chosen
+        reserved = self._reservations.submit_refusal(spec)
+        if reserved is not None:
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{reserved}: nothing submitted")
         if self._admission.limits:
             held = [job for job in self._table.jobs.values() if job.spec.user == spec.user]
             limited = self._admission.submit_refusal(spec, count, held)

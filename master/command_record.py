@@ -19,11 +19,13 @@ from gangsched.protocol.admin_messages import (
 )
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.messages import ErrorReply, Message, Reconfigure, SetUser
+from gangsched.protocol.reservation_messages import ReservationCreate, ReservationDelete, ReservationUpdate
 
 log = logging.getLogger("gangsched.master")
 
 Reply = TypeVar("Reply", bound=Message)
-Recorded = NodeUpdate | JobControl | JobUpdate | SetLimits | SetUser | Reconfigure
+Recorded = (NodeUpdate | JobControl | JobUpdate | SetLimits | SetUser | Reconfigure | ReservationCreate
+            | ReservationUpdate | ReservationDelete)
 _ADMIN_ACTIONS = (JobAction.SUSPEND, JobAction.RESUME)  # gang admin suspend|resume; the others are gang's own
 
 
@@ -69,6 +71,14 @@ def words(command: Recorded) -> str:
             return f"admin quota {command.user} {quota}"
         case Reconfigure():
             return "admin reconfigure"
+        case ReservationCreate() | ReservationUpdate():
+            verb = "create" if isinstance(command, ReservationCreate) else "update"
+            fields = command.model_dump(include={"nodes", "start", "duration", "users", "flags"}, mode="json")
+            options = [f"--{name} {value if isinstance(value, str) else ','.join(value)}"
+                       for name, value in fields.items() if value is not None and value != []]
+            return " ".join([f"admin reservation {verb} {command.name}", *options])
+        case ReservationDelete():
+            return f"admin reservation delete {command.name}"
 
 
 def _update_words(command: JobUpdate) -> list[str]:

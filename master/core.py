@@ -14,7 +14,8 @@ quanta), what goes to every node at a boundary (``broadcast``), what node
 daemons say (``node_events``), what clients ask (``client_requests``), and
 day-to-day operation: nodes drained, resumed or taken down (``node_service``),
 jobs held, released, suspended, resumed or requeued (``job_controls``) or
-updated (``job_updates``), users' settings and limits (``users``, ``admission``), and
+updated (``job_updates``), users' settings and limits (``users``, ``admission``),
+reservations (``reservation_book``), and
 the record of every such command (``command_record``).
 Here: restoring a store's jobs, the quantum boundaries, and the figures of the
 whole.
@@ -40,6 +41,7 @@ from gangsched.master.node_events import NodeEndpoints, NodeEvents
 from gangsched.master.node_service import NodeService
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import PendingQueue, Queues
+from gangsched.master.reservation_book import ReservationBook
 from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
@@ -53,10 +55,24 @@ from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
 from gangsched.protocol.admin_messages import JobControl, JobUpdate, NodeUpdate, SetLimits
 from gangsched.protocol.errors import ErrorCode
-from gangsched.protocol.messages import ErrorReply, MasterStats, Message, Reconfigured, SlotSwitch, SwitchStats
+from gangsched.protocol.messages import (
+    ErrorReply,
+    MasterStats,
+    Message,
+    Reconfigured,
+    SetUser,
+    SlotSwitch,
+    SwitchStats,
+)
 from gangsched.protocol.records import JobState
+from gangsched.protocol.reservation_messages import ReservationCreate, ReservationDelete, ReservationUpdate
 
 log = logging.getLogger("gangsched.master")
+
+# the commands of day-to-day operation the core carries out and records (a reconfiguration, which reads
+# the configuration file, is the loop's: master/loop.py)
+Administered = (NodeUpdate | JobControl | JobUpdate | SetLimits | SetUser | ReservationCreate | ReservationUpdate
+                | ReservationDelete)
 
 
 class MasterCore:
@@ -82,8 +98,11 @@ class MasterCore:
         self.broadcast = Broadcast(settings, self.outbox)
         self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.tiers,
                                       self.starts, self.migrations, self.endings, self.broadcast, self.outbox)
+        self.reservation_book = ReservationBook(store, self._nodes, self.matrices, self.table, self.node_events,
+                                                self.tiers, self.endings, settings.over_time_s, now)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
-                                              self.matrices, self.tiers, self.admission, self.store_retry)
+                                              self.matrices, self.tiers, self.admission, self.reservation_book,
+                                              self.store_retry)
         self.users = Users(store, self.table, self.admission, self.matrices, self.endings, self.tiers)
         self.node_service = NodeService(self._nodes, self.matrices, self.node_events, self.tiers, store)
         self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
@@ -94,7 +113,7 @@ class MasterCore:
         self._restore(now)
 
     def _matrix(self, partition: Partition, settings: MasterSettings, now: Now) -> Matrix:
-        scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s)
+        scheduler = LiveScheduler(settings.choice(), settings.longest_estimate_s, settings.over_time_s)
         queue = PendingQueue(self.table, scheduler, self.admission)
         self.queues.add(partition.name, queue)
         rotation = SlotRotation(settings, scheduler, partition.name)
@@ -211,7 +230,7 @@ class MasterCore:
         for job in waiting:
             self.endings.enqueue(job, now)
 
-    def administer(self, message: NodeUpdate | JobControl | JobUpdate | SetLimits, now: Now) -> Message:
+    def administer(self, message: Administered, now: Now) -> Message:
         """A command of day-to-day operation carried out, or refused, and recorded either way."""
         reply: Message
         match message:
@@ -223,6 +242,14 @@ class MasterCore:
                 reply = self.job_updates.update(message, now)
             case SetLimits():
                 reply = self.users.set_limits(message, now)
+            case ReservationCreate():
+                reply = self.reservation_book.create(message, now)
+            case ReservationUpdate():
+                reply = self.reservation_book.update(message, now)
+            case ReservationDelete():
+                reply = self.reservation_book.delete(message, now)
+            case SetUser():
+                reply = self.users.set_user(message)
         return self.command_record.recorded(message, reply, now)
 
     def next_boundary(self) -> float:
@@ -251,6 +278,7 @@ class MasterCore:
             matrix.rotation.quantum_over()  # what starts now starts with the rows chosen below
         if self.store_retry.due(now.monotonic):
             self._retry_store(now)
+        self.reservation_book.tick(now)
         self.tiers.settle(now)
         running = self.table.running()
         for matrix in due:

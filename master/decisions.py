@@ -113,7 +113,11 @@ class Decisions:
                     detail += " (nodes rejoining after a master restart)"
                 job.wait = Wait(WaitKind.NODES, detail)
             elif job.wait is None or not job.wait.keeps_its_turn:
-                if memory is not None and not memory(self._table.policy_job(job, now)):
+                reserved = scheduler.window_in_the_way(job.job_id) if scheduler.reservations else None
+                if reserved is not None:
+                    job.wait = Wait(WaitKind.RESERVATION if reserved == job.spec.reservation else WaitKind.RESERVED,
+                                    reserved)
+                elif memory is not None and not memory(self._table.policy_job(job, now)):
                     job.wait = Wait(WaitKind.RESOURCES_MEMORY)
                 else:
                     job.wait = Wait(WaitKind.RESOURCES if first else WaitKind.PRIORITY)

@@ -61,7 +61,7 @@ class PendingQueue:
             job.wait = Wait(WaitKind.ARRAY_LIMIT)
         else:
             job.reason, job.wait = "", None
-            self.scheduler.submit(self._table.policy_job(job, now), now.monotonic)
+            self.scheduler.submit(self._table.policy_job(job, now), now.monotonic, job.spec.reservation)
             self.decide_again = True
         return None
 
@@ -114,7 +114,7 @@ class PendingQueue:
 
     def resubmit(self, job: Job, now: Now) -> None:
         """A job the policy had placed goes back to its queue as it is (requeued, or its start postponed)."""
-        self.scheduler.submit(self._table.policy_job(job, now), now.monotonic)
+        self.scheduler.submit(self._table.policy_job(job, now), now.monotonic, job.spec.reservation)
         self.decide_again = True
 
     def withdraw(self, job: Job, now: Now) -> None:

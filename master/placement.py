@@ -23,6 +23,7 @@ class Shape:
     nodes: int | None
     tasks_per_node: int | None
     memory: MemoryRequest
+    estimate: float = 0.0  # the topologies it is measured against hold no reservation
 
     @classmethod
     def of(cls, spec: JobSpec) -> "Shape":

@@ -26,6 +26,7 @@ from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.master.store import StoreError, StoreWriteError
 from gangsched.protocol.admin_messages import AdminAction
 from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, UserLimits
+from gangsched.protocol.reservation_messages import ReservationInfo
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -83,6 +84,11 @@ CREATE TABLE IF NOT EXISTS user_limits (
     limits TEXT NOT NULL,
     PRIMARY KEY (user, partition)
 );
+-- nodes booked for a window of time (gang admin reservation)
+CREATE TABLE IF NOT EXISTS reservations (
+    name TEXT PRIMARY KEY,
+    reservation TEXT NOT NULL
+);
 -- every administrative command, done or refused (gang admin log)
 CREATE TABLE IF NOT EXISTS admin_log (
     number INTEGER PRIMARY KEY,
@@ -106,13 +112,14 @@ def _created(*tables: str) -> list[str]:
             if any(f"EXISTS {table} (" in statement for table in tables)]
 
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
 _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"],
                6: ["CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"],
                7: ["ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"],
                8: ["ALTER TABLE jobs ADD COLUMN hold TEXT", *_created("node_marks", "admin_log")],
-               9: _created("user_limits")}
+               9: _created("user_limits"),
+               10: _created("reservations")}
 _TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
 
 
@@ -337,6 +344,18 @@ class SqliteStore:
     def user_limits(self) -> list[tuple[str, UserLimits]]:
         rows = self._db.execute("SELECT user, limits FROM user_limits ORDER BY user, partition")
         return [(user, UserLimits.model_validate_json(limits)) for user, limits in rows]
+
+    def save_reservation(self, name: str, reservation: ReservationInfo | None) -> None:
+        with self._transaction():
+            if reservation is None:
+                self._execute("DELETE FROM reservations WHERE name = ?", (name,))
+            else:
+                self._execute("INSERT OR REPLACE INTO reservations (name, reservation) VALUES (?,?)",
+                              (name, reservation.model_dump_json(exclude={"jobs"})))
+
+    def reservations(self) -> list[ReservationInfo]:
+        rows = self._db.execute("SELECT reservation FROM reservations ORDER BY name")
+        return [ReservationInfo.model_validate_json(reservation) for (reservation,) in rows]
 
     def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
         action = AdminAction(number=self._next_action, time=time, user=user, command=command, result=result)

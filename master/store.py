@@ -1,6 +1,6 @@
 """The master's store, as the rest of the master sees it: one interface, whatever engine holds it.
 
-Jobs, users and their limits, the nodes an administrator took out of service and the record of
+Jobs, users and their limits, reservations, the nodes an administrator took out of service and the record of
 every administrative command persist here so that a master restart loses nothing. Only the
 changes of a job's life are written (submit, start, end, requeue) and the
 administrator's settings of users, never what is measured each quantum, so
@@ -22,6 +22,7 @@ from gangsched.master.nodes import NodeMark
 from gangsched.master.stats import Timings
 from gangsched.protocol.admin_messages import AdminAction
 from gangsched.protocol.records import UserLimits
+from gangsched.protocol.reservation_messages import ReservationInfo
 
 
 class StoreError(Exception):
@@ -79,6 +80,11 @@ class JobStore(Protocol):
         """A user's limits in every partition or one (none set: removed)."""
 
     def user_limits(self) -> list[tuple[str, UserLimits]]: ...
+
+    def save_reservation(self, name: str, reservation: ReservationInfo | None) -> None:
+        """A reservation booked or changed, or (None) deleted."""
+
+    def reservations(self) -> list[ReservationInfo]: ...
 
     def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
         """One administrative command and its result (done, or the refusal), numbered in order."""

@@ -26,6 +26,7 @@ from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.policy.live_scheduler import NodeShape
 from gangsched.policy.partitions import PreemptMode
 from gangsched.policy.tiers import Gang, giving_way, on_nodes, seen_nodes
+from gangsched.policy.windows import Reservation
 from gangsched.protocol.records import JobState, Preemption
 
 log = logging.getLogger("gangsched.master")
@@ -41,6 +42,7 @@ class Tiers:
         self._nodes = nodes
         self._endings = endings
         self._store = store
+        self.reservations: tuple[Reservation, ...] = ()  # on the monotonic clock (master/reservation_book.py)
         self.reshape()
 
     def reshape(self) -> None:
@@ -83,17 +85,19 @@ class Tiers:
             mine = {name: shape for name, shape in up.items() if holds(name)}
             view = seen_nodes(matrix.partition.priority_tier, mine, gangs) if self.shared else mine
             closed = frozenset(name for name in view if name in drained)
+            booked = tuple(each for each in self.reservations if any(holds(node) for node in each.nodes))
             # a gang restored suspended stays out of its matrix until it resumes
             back = [job for job in [*adopted, *resumed] if job.spec.partition == matrix.name and not job.suspended]
             matrix.rotation.foreign = {node for node, there in gangs.items()
                                        if any(placed[gang.job_id][1].spec.partition != matrix.name
                                               and not gang.suspended for gang in there)}
             scheduler = matrix.queue.scheduler
-            if list(view.items()) == list(scheduler.node_shapes().items()) and not back and closed == scheduler.closed:
+            if list(view.items()) == list(scheduler.node_shapes().items()) and not back and closed == scheduler.closed \
+                    and booked == scheduler.reservations:
                 continue
             scheduler.rebuild(view, now.monotonic, [
                 (table.policy_job(job, now), processors_of(job), now.monotonic_of(job.start_time or job.submit_time))
-                for job in back], closed)
+                for job in back], closed, booked)
             matrix.queue.event()
             changed = True
         return changed

@@ -20,6 +20,8 @@ class WaitKind(Enum):
     ARRAY_LIMIT = "JobArrayTaskLimit"  # its array runs as many at once as its throttle (%N) allows
     HELD_USER = "JobHeldUser"  # held by its owner (gang hold, gang submit --hold)
     HELD_ADMIN = "JobHeldAdmin"  # held by root: only root releases it
+    RESERVATION = "Reservation"  # its reservation's window has not opened
+    RESERVED = "ReqNodeNotAvail"  # the nodes it could have are reserved (the detail: by which reservation)
     USER_JOBS = "QOSMaxJobsPerUserLimit"  # its user runs as many jobs as their limit allows
     USER_CPUS = "QOSMaxCpuPerUserLimit"  # ... as many processors
     USER_MEMORY = "QOSMaxMemoryPerUser"  # ... as much memory
@@ -38,6 +40,10 @@ class Wait:
                 return f"needs {self.detail}"
             case WaitKind.REQUEUED:
                 return f"requeued: {self.detail}"
+            case WaitKind.RESERVATION:
+                return f"Reservation: {self.detail} has not begun"
+            case WaitKind.RESERVED:
+                return f"ReqNodeNotAvail, Reserved for {self.detail}"
             case WaitKind.START_POSTPONED:
                 return "start postponed: the job store cannot write"
             case _:

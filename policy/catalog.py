@@ -37,8 +37,13 @@ class Choice:
     memory_per_node: int | None = None  # bytes; the simulator's machine, whose nodes have one processor each
     reservation_depth: int | None = RESERVATION_DEPTH  # bgs, mbgs: queued jobs with reservations; None: all
 
+    @property
+    def time_shares(self) -> bool:
+        """Whether its jobs share processors in rows of a matrix (at most ``mpl`` of them)."""
+        return self.policy not in SPACE_SHARING and self.policy != "slack"
+
     def label(self) -> str:
-        return self.policy if self.policy in SPACE_SHARING or self.policy == "slack" else f"{self.policy}-{self.mpl}"
+        return f"{self.policy}-{self.mpl}" if self.time_shares else self.policy
 
 
 def build_policy(choice: Choice, procs: int, longest_estimate: float, topology: Topology | None = None) -> LivePolicy:

@@ -14,10 +14,14 @@ leaving is rare). A job withdrawn while it waits leaves the policy's queue
 and gives up what it held there (``withdraw``); the running jobs stay where
 they are. A waiting job wider than the nodes up is held back from the policy
 until enough nodes are up. Nodes may be closed (drained): the policy keeps
-their running jobs and places nothing new there (policy/topology.py).
+their running jobs and places nothing new there (policy/topology.py); and
+reservations hold nodes for their jobs in windows of time
+(policy/windows.py), which a job submitted to one names.
 """
 
 import dataclasses
+import functools
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -27,6 +31,7 @@ from gangsched.policy.columns import Layout, column_list, mask_of
 from gangsched.policy.interface import Decision, Job, LivePolicy
 from gangsched.policy.memory import NO_MEMORY, MemoryBook, MemoryRequest
 from gangsched.policy.topology import Topology
+from gangsched.policy.windows import Reservation, Window, Windows
 
 
 class NodeShape(NamedTuple):
@@ -57,6 +62,7 @@ class PolicyJob:
     political_priority: float = 0.0
     migratable: bool = False
     memory: MemoryRequest = NO_MEMORY
+    reservation: str | None = None  # the reservation it was submitted to (Slurm's --reservation)
 
 
 @dataclass(frozen=True)
@@ -75,11 +81,16 @@ class _Running:
 
 
 class LiveScheduler:
-    def __init__(self, choice: Choice, longest_estimate: float) -> None:
+    def __init__(self, choice: Choice, longest_estimate: float, grace_s: float = 0.0) -> None:
+        """``grace_s``: how long past its time limit a job may run before it is killed."""
         self.choice = choice
         self._longest_estimate = longest_estimate
+        self._grace_s = grace_s
         self.nodes: list[str] = []
         self.closed: frozenset[str] = frozenset()  # nodes up that take no new job
+        self.reservations: tuple[Reservation, ...] = ()
+        self._members: dict[int, tuple[Job, str]] = {}  # waiting jobs of reservations, and which, in order
+        self._decided_at = 0.0  # when the policy last decided
         self.columns: list[Processor] = []
         self.topology = Topology(())
         self.layout: Layout = []
@@ -120,22 +131,49 @@ class LiveScheduler:
         return {processor.node for processor in self.processors_of(job_id)}
 
     def could_ever_fit(self, job: Job) -> bool:
-        """Whether the nodes up hold ``job`` once they are empty (its memory too), closed ones aside."""
+        """Whether the nodes up hold ``job`` once they are empty (its memory too), and open to it."""
         every = (1 << self.topology.width) - 1
-        return self.topology.fits(MemoryBook(self.topology).usable(job, every), job)
+        topology = self.topology.without_closures()
+        return topology.fits(MemoryBook(topology).usable(job, every), job)
+
+    def window_in_the_way(self, job_id: int) -> str | None:
+        """The reservation a waiting job waits for: its own, not open yet, or one holding the nodes it
+        could otherwise have; None if none does."""
+        windows = self.topology.windows
+        if job_id in self._members:
+            name = self._members[job_id][1]
+            return name if windows is None or windows.open_window(name, windows.now) is None else None
+        job = self._waiting.get(job_id)
+        if job is None or windows is None:
+            return None
+        every = (1 << self.topology.width) - 1
+        closed = windows.closed_to(job, every)
+        if not closed or self.topology.fits(every & ~self.topology.closed & ~closed, job):
+            return None
+        return next(window.name for window in windows.windows if window.columns & closed)
 
     def memory_room(self) -> Callable[[Job], bool]:
         """Whether a job's memory fits beside what the running jobs commit now, columns aside."""
-        book = MemoryBook(self.topology)
-        for running in self._running.values():
-            book.commit(running.job, running.columns)
+        book = self._committed()
         every = (1 << self.topology.width) - 1
         return lambda job: self.topology.fits(book.usable(job, every), job)
 
-    def is_waiting(self, job_id: int) -> bool:
-        return job_id in self._waiting or job_id in self._held
+    def _committed(self) -> MemoryBook:
+        """The memory the running jobs commit now."""
+        book = MemoryBook(self.topology)
+        for running in self._running.values():
+            book.commit(running.job, running.columns)
+        return book
 
-    def submit(self, job: Job, now: float) -> None:
+    def is_waiting(self, job_id: int) -> bool:
+        return job_id in self._waiting or job_id in self._held or job_id in self._members
+
+    def submit(self, job: Job, now: float, reservation: str | None = None) -> None:
+        """``reservation``: the one it was submitted to, whose nodes and window alone it may have: the
+        scheduler, not the policy, places it there (``_place_members``)."""
+        if reservation is not None:
+            self._members[job.job_id] = (job, reservation)
+            return
         if not self.could_ever_fit(job):
             self._held[job.job_id] = job
             return
@@ -150,6 +188,8 @@ class LiveScheduler:
 
     def withdraw(self, job_id: int, now: float) -> None:
         """A waiting job leaves the queue (cancelled, or held back for good)."""
+        if self._members.pop(job_id, None) is not None:
+            return
         if self._held.pop(job_id, None) is None:
             waiting = self._waiting.pop(job_id, None)
             if waiting is not None:
@@ -159,10 +199,11 @@ class LiveScheduler:
         return job_id in self._held
 
     def rebuild(self, nodes: Mapping[str, NodeShape], now: float,
-                adopt: Iterable[tuple[Job, list[Processor], float]] = (), closed: frozenset[str] = frozenset()) -> None:
+                adopt: Iterable[tuple[Job, list[Processor], float]] = (), closed: frozenset[str] = frozenset(),
+                reservations: tuple[Reservation, ...] = ()) -> None:
         """The nodes up (name -> processors and memory, in the order the policy is to fill them: it takes
-        the lowest free columns first), or those of them ``closed`` to new jobs, changed: a new policy for
-        them, with the jobs still running on them.
+        the lowest free columns first), those of them ``closed`` to new jobs, or the ``reservations`` that
+        hold some, changed: a new policy for them, with the jobs still running on them.
 
         ``adopt`` adds running jobs the policy never placed (their job, processors and start),
         as after a master restart, or a suspended job resumed.
@@ -182,10 +223,12 @@ class LiveScheduler:
                 raise ValueError(f"job {job.job_id} runs on a processor that is not up: end it before the rebuild")
             running[job.job_id] = _Running(job, mask_of(column[processor] for processor in processors), started)
         waiting = sorted([*self._waiting.values(), *self._held.values()], key=lambda job: job.job_id)
-        self.nodes, self.columns, self.closed = names, columns, closed
+        self.nodes, self.columns, self.closed, self.reservations = names, columns, closed, reservations
         topology = Topology.of([nodes[name].processors for name in names], [nodes[name].memory for name in names])
         self.topology = dataclasses.replace(topology, closed=mask_of(column[processor] for processor in columns
                                                                       if processor.node in closed))
+        if reservations:
+            self.topology = dataclasses.replace(self.topology, windows=self._windows(reservations, column))
         self._policy, self._running = self._build(), running
         self._waiting, self._held = {}, {}
         for each in running.values():
@@ -194,7 +237,26 @@ class LiveScheduler:
             self.submit(job, now)
         self._read_layout()
 
+    def _windows(self, reservations: tuple[Reservation, ...], column: dict[Processor, int]) -> Windows:
+        """The reservations over these columns; a job holds its processors for its limit times the MPL under
+        time sharing (a row's share of the time is at least one MPL-th)."""
+        stretch = float(self.choice.mpl) if self.choice.time_shares else 1.0
+        windows = tuple(Window(each.name, mask_of(index for processor, index in column.items()
+                                                  if processor.node in each.nodes), each.start, each.end)
+                        for each in reservations)
+        return Windows(windows, stretch, self._grace_s)
+
     def schedule(self, now: float) -> Changes:
+        windows = self.topology.windows
+        if windows is not None:
+            change = windows.next_change(self._decided_at)
+            if change is not None and change <= now:  # a window opened or closed: every waiting job tried anew
+                self.rebuild(self.node_shapes(), now, closed=self.closed, reservations=self.reservations)
+                windows = self.topology.windows
+                assert windows is not None
+            windows.now = now
+            self._place_members(windows, now)
+        self._decided_at = now
         decision = self._policy.schedule(now)
         self._read_layout()
         starts, moves = {}, {}
@@ -208,7 +270,43 @@ class LiveScheduler:
                 elif running.columns != columns:
                     running.columns = columns
                     moves[job_id] = self._names(columns)
-        return Changes(starts, moves, decision.wake_at, decision)
+        wake_at = decision.wake_at
+        change = None if windows is None else windows.next_change(now)
+        if change is not None:  # a window opens or closes: what may start changes
+            wake_at = change if wake_at is None else min(wake_at, change)
+        return Changes(starts, moves, wake_at, decision)
+
+    def _place_members(self, windows: Windows, now: float) -> None:
+        """The jobs of the reservations open now, in order, each on its window's columns where they are
+        free in a row (or in a new one, below the MPL), adopted by the policy as running there: a
+        reservation's nodes are its jobs' in its window, whatever the policy planned for the others."""
+        if not self._members:
+            return
+        book = self._committed()
+        plain = self.topology.without_closures()
+        for job_id, (job, name) in list(self._members.items()):
+            window = windows.open_window(name, now)
+            if window is None:
+                continue
+            taken = self._taken_by_row()
+            if self.choice.time_shares:  # a row of its own, none taken, while the MPL allows one more
+                rows = taken + ([0] if len(taken) < self.choice.mpl else [])
+            else:
+                rows = taken or [0]
+            columns = next((chosen for taken in rows
+                            if (chosen := plain.choose(book.usable(job, window.columns & ~taken), job)) is not None),
+                           None)
+            if columns is None:
+                continue
+            del self._members[job_id]
+            self._policy.adopt(job, columns, now, now)
+            self._waiting[job_id] = job  # the layout's new job: a start (``schedule``)
+            book.commit(job, columns)
+            self._read_layout()
+
+    def _taken_by_row(self) -> list[int]:
+        """Per row of the layout, the columns its jobs hold."""
+        return [functools.reduce(operator.or_, row.values(), 0) for row in self.layout]
 
     def regroup(self, predictions: Mapping[int, float], now: float) -> Layout:
         """Slot homogeneity, where the policy has rows to regroup."""

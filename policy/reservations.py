@@ -62,7 +62,8 @@ class Reservations:
             start = row.profile.earliest(job.procs, duration, after, limit)
             if start < limit:
                 best = Reservation(row, start, duration)
-        assert best is not None  # a job no wider than the machine fits once every row's jobs have ended
+        if best is None:  # no row yet, where a job kept off every column for now (a window not open) waits
+            return
         if held is not None and best is not held:
             self.roomier.add(held.row)
         best.row.profile.reserve(job.procs, best.start, best.end)

@@ -7,23 +7,27 @@ Slurm's block distribution. A job may also ask for its tasks on exactly
 ``nodes`` nodes and at most ``tasks_per_node`` on each (Slurm's ``-N`` and
 ``--ntasks-per-node``); then only a choice of whole nodes with enough free
 processors fits. Columns may be closed to new placements (a drained node's:
-its running jobs keep theirs, no job is placed or moved there). The
+its running jobs keep theirs, no job is placed or moved there), and closed
+to some jobs for some time (a reservation's: policy/windows.py). The
 simulator's machines have one processor per node, where every shape is just
 a count. A topology may also declare each node's memory
 (bytes), which policy/memory.py counts; without it memory is not counted.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.policy.columns import lowest_columns
+from gangsched.policy.windows import Windows
 
 
 class Shaped(Protocol):
+    job_id: int
     procs: int  # tasks
     nodes: int | None  # exactly this many nodes
     tasks_per_node: int | None  # at most this many tasks on each
+    estimate: float  # its time limit: what reservations judge it by (policy/windows.py)
 
 
 def per_node_counts(tasks: int, nodes: int | None, tasks_per_node: int | None) -> list[int] | None:
@@ -43,6 +47,7 @@ class Topology:
     node_columns: tuple[int, ...]  # per node, the mask of its processors' columns
     node_memory: tuple[int, ...] | None = None  # per node, its memory in bytes; None: not counted
     closed: int = 0  # the columns no job may be placed on or moved to (drained nodes')
+    windows: Windows | None = field(default=None, compare=False)  # reservations: columns closed to some jobs
 
     @classmethod
     def uniform(cls, nodes: int, processors: int = 1, memory: int | None = None) -> "Topology":
@@ -63,7 +68,7 @@ class Topology:
 
     def choose(self, free: int, job: Shaped) -> int | None:
         """The columns ``job`` takes out of ``free``, or None if it does not fit there."""
-        free &= ~self.closed
+        free = self.open_to(job, free)
         if free.bit_count() < job.procs:
             return None
         counts = per_node_counts(job.procs, job.nodes, job.tasks_per_node)
@@ -83,5 +88,14 @@ class Topology:
 
     def fits(self, free: int, job: Shaped) -> bool:
         if job.nodes is None and job.tasks_per_node is None:  # a count: the simulator's every job
-            return (free & ~self.closed).bit_count() >= job.procs
+            return self.open_to(job, free).bit_count() >= job.procs
         return self.choose(free, job) is not None
+
+    def open_to(self, job: Shaped, free: int) -> int:
+        """The columns of ``free`` that ``job`` may take: not closed, not held by a window against it."""
+        free &= ~self.closed
+        return free if self.windows is None else free & ~self.windows.closed_to(job, free)
+
+    def without_closures(self) -> "Topology":
+        """The same nodes with every column open: what a job could have once drains and reservations are over."""
+        return Topology(self.node_columns, self.node_memory)

@@ -17,7 +17,9 @@ Three conversations share these models:
   ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
   ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, and those of
   day-to-day operation (protocol/admin_messages.py): ``NodeUpdate``, ``JobControl``,
-  ``JobUpdate``, ``SetLimits``, ``AdminLogQuery``; each answered by its reply model or by ``ErrorReply``.
+  ``JobUpdate``, ``SetLimits``, ``AdminLogQuery``, and reservations
+  (protocol/reservation_messages.py): ``ReservationCreate``, ``ReservationUpdate``,
+  ``ReservationDelete``, ``ReservationQuery``; each answered by its reply model or by ``ErrorReply``.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -80,6 +82,13 @@ from gangsched.protocol.node_messages import (
     SlotSwitch,
     TaskExit,
 )
+from gangsched.protocol.reservation_messages import (
+    ReservationCreate,
+    ReservationDelete,
+    ReservationList,
+    ReservationQuery,
+    ReservationUpdate,
+)
 
 __all__ = [
     "MAX_REPORT_QUANTA",
@@ -93,6 +102,11 @@ __all__ = [
     "NodesUpdated",
     "NodeUpdate",
     "SetLimits",
+    "ReservationCreate",
+    "ReservationDelete",
+    "ReservationList",
+    "ReservationQuery",
+    "ReservationUpdate",
     "Cancel",
     "Cancelled",
     "CheckpointTask",
@@ -174,6 +188,11 @@ Message = Annotated[
     | JobUpdate
     | JobUpdated
     | SetLimits
+    | ReservationCreate
+    | ReservationUpdate
+    | ReservationDelete
+    | ReservationQuery
+    | ReservationList
     | AdminLogQuery
     | AdminLog
     | ErrorReply,

@@ -137,6 +137,8 @@ class JobSpec(WireModel):
     # Slurm's -p: a partition, or several by comma (the first that takes the job); None: the default. The
     # master names the one it chose from then on
     partition: PartitionNames | None = None
+    # Slurm's --reservation: it runs only on the reservation's nodes, in its window
+    reservation: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":

@@ -246,6 +246,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     db.execute("DROP TABLE node_marks")
     db.execute("DROP TABLE admin_log")
     db.execute("DROP TABLE user_limits")
+    db.execute("DROP TABLE reservations")
     db.execute("INSERT INTO jobs (job_id, spec, state, reason, submit_time, node_names, processors, requeues,"
                " barriers, cpu_ns, ran_s, migration_s) VALUES (1, '{}', 'completed', '', 0, '[]', '[]', 0, 0, 0, 0,"
                " '[]')")
@@ -255,9 +256,9 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (10,)
+    assert db.execute("PRAGMA user_version").fetchone() == (11,)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-    assert {"node_marks", "admin_log", "user_limits"} <= tables
+    assert {"node_marks", "admin_log", "user_limits", "reservations"} <= tables
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
         ("jobs_by_state",)]
     assert db.execute("SELECT job_id, state, preemptions, hold FROM jobs").fetchall() == [(1, "completed", "[]", None)]

@@ -99,3 +99,29 @@ def test_a_users_limit_holds_back_their_jobs_past_it(start_cluster):
     wait_until(lambda: client.job(jobs[2]).state is JobState.RUNNING, 20, "the last one to start once lifted")
     for job in jobs[1:]:
         client.cancel(job, user)
+
+
+def test_a_reservation_keeps_long_jobs_off_its_node_and_starts_its_job_in_its_window(start_cluster):
+    cluster = start_cluster(nodes=4)
+    client, user = cluster.client, getpass.getuser()
+    booked = gang(cluster, "admin", "reservation", "create", "maint", "--nodes", "node4", "--start", "now+3",
+                  "--duration", "1:00", "--users", user, "--flags", "maint", "--json")
+    assert booked.returncode == 0, booked.stderr
+    (reservation,) = json.loads(booked.stdout)
+    mine = json.loads(gang(cluster, "submit", "--json", "--reservation", "maint", "--", "sleep", "30").stdout)["job_id"]
+    wide = json.loads(gang(cluster, "submit", "--json", "-n", "4", "-t", "600", "--", "sleep", "30").stdout)["job_id"]
+    wait_until(lambda: client.job(wide).reason == "ReqNodeNotAvail, Reserved for maint", 10,
+               "the wide job to say it waits for the reservation")
+    assert client.job(mine).reason == "Reservation: maint has not begun"
+    started = wait_until(lambda: client.job(mine).start_time, 30, "the reservation's job to start")
+    assert started >= reservation["start"] and client.job(mine).node_names == ["node4"]
+    print(f"the reservation's job started {started - reservation['start']:.3f} s after the window opened")
+    listed = json.loads(gang(cluster, "admin", "reservation", "list", "--json").stdout)
+    assert [(each["name"], each["nodes"], each["jobs"]) for each in listed] == [("maint", ["node4"], [mine])]
+    refused = gang(cluster, "admin", "reservation", "delete", "maint")
+    assert refused.returncode == 1 and f"reservation maint has jobs {mine}: cancel them first" in refused.stderr
+    for job in (mine, wide):
+        client.cancel(job, user)
+    wait_until(lambda: gang(cluster, "admin", "reservation", "delete", "maint").returncode == 0, 20,
+               "the reservation to be deleted once its job ended")
+    assert json.loads(gang(cluster, "admin", "reservation", "list", "--json").stdout) == []

@@ -78,6 +78,15 @@ from gangsched.protocol.records import (
     TaskSpec,
     UserInfo,
 )
+from gangsched.protocol.reservation_messages import (
+    ReservationCreate,
+    ReservationDelete,
+    ReservationFlag,
+    ReservationInfo,
+    ReservationList,
+    ReservationQuery,
+    ReservationUpdate,
+)
 
 SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])
 
@@ -208,6 +217,13 @@ MESSAGES = [
     JobUpdated(job=JobInfo(job_id=7, spec=SPEC, state=JobState.PENDING, submit_time=1.0),
                changes=["TimeLimit 1-00:00:00 -> 10:00"]),
     SetLimits(admin="root", user="alice", partition="debug", max_jobs=4, max_memory=-1),
+    ReservationCreate(admin="root", name="maint", nodes="n[3-4]", start="now+60", duration="2:00:00",
+                      users=["alice"], flags=[ReservationFlag.MAINT]),
+    ReservationUpdate(admin="root", name="maint", duration="3:00:00"),
+    ReservationDelete(admin="root", name="maint"),
+    ReservationQuery(),
+    ReservationList(reservations=[ReservationInfo(name="maint", nodes=["n3", "n4"], start=60.0, end=7260.0,
+                                                  users=["alice"], flags=[ReservationFlag.MAINT], jobs=[7])]),
     AdminLogQuery(after=3),
     AdminLog(actions=[AdminAction(number=4, time=2.0, user="root", command="admin suspend 7", result="done")]),
     ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7"),
