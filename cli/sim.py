@@ -135,6 +135,10 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
               help="the partitions, tiers and preemption of a configuration file (docs/configuration.md) instead of "
                    "--policy: a job goes to the partition its SWF partition field numbers (1: the first), else the "
                    "default; the machine is the file's nodes, or --procs nodes named node1, node2, ...")
+@click.option("--reservation", "reservations", multiple=True, metavar="NAME=NODELIST@START+DURATION",
+              help="a maintenance window: no job runs on NODELIST from START (after the first submission) for "
+                   "DURATION, both as Slurm's times (1-00:00:00+4:00:00); with it, the machine's nodes are named "
+                   "node1, node2, ... or as --config names them")
 def run_command(
     trace: Path | None,
     model: str | None,
@@ -151,6 +155,7 @@ def run_command(
     csv_path: Path | None,
     swf_out: Path | None,
     config_file: Path | None,
+    reservations: tuple[str, ...],
     **given: Any,
 ) -> None:
     """Simulate one policy and print the metrics of docs/metrics.md."""
@@ -165,10 +170,10 @@ def run_command(
     # The jobs live as long as the process: the collector need not go through them again at each of
     # the simulation's full collections (a twentieth of a conservative run of the KTH log).
     gc.freeze()
-    if config_file is not None:
+    if config_file is not None or reservations:
         from gangsched.cli.sim_partitions import partitioned_run
 
-        outcome, scheduled = partitioned_run(config_file, records, jobs, size)
+        outcome, scheduled = partitioned_run(config_file, records, jobs, size, choice, reservations)
     else:
         with _progress(f"{choice.label()} on {size} procs", len(jobs)) as advance:
             outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)

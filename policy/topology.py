@@ -68,7 +68,8 @@ class Topology:
 
     def choose(self, free: int, job: Shaped) -> int | None:
         """The columns ``job`` takes out of ``free``, or None if it does not fit there."""
-        free = self.open_to(job, free)
+        if self.closed or self.windows is not None:
+            free = self.open_to(job, free)
         if free.bit_count() < job.procs:
             return None
         counts = per_node_counts(job.procs, job.nodes, job.tasks_per_node)
@@ -88,7 +89,9 @@ class Topology:
 
     def fits(self, free: int, job: Shaped) -> bool:
         if job.nodes is None and job.tasks_per_node is None:  # a count: the simulator's every job
-            return self.open_to(job, free).bit_count() >= job.procs
+            if self.closed or self.windows is not None:
+                free = self.open_to(job, free)
+            return free.bit_count() >= job.procs
         return self.choose(free, job) is not None
 
     def open_to(self, job: Shaped, free: int) -> int:

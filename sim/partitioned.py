@@ -8,6 +8,9 @@ policy, its rate 0, its work kept; it resumes, adopted back where it ran,
 once no higher-tier job runs on its nodes and its matrix has room for it. The simulator models suspension
 only: a partition whose gangs would be requeued or cancelled is refused.
 The machine's nodes have no memory limit, as the simulator's always have.
+Reservations hold nodes in windows of time as in the master (policy/windows.py):
+no job is placed where it would still run when a window opens; no job of a
+trace names one, so they are maintenance windows here.
 """
 
 import dataclasses
@@ -19,6 +22,7 @@ from gangsched.policy.interface import Decision, Job, TimeSharing
 from gangsched.policy.live_scheduler import LiveScheduler, NodeShape, Processor
 from gangsched.policy.partitions import Partition, PreemptMode
 from gangsched.policy.tiers import Gang, giving_way, on_nodes, seen_nodes
+from gangsched.policy.windows import Reservation
 
 _ROUNDS = 8
 _UNLIMITED = 1 << 62  # the simulated nodes' memory: never a limit
@@ -35,10 +39,10 @@ class _Placed:
 
 class PartitionedPolicy:
     """``partitions``: each with the choice of its policy; ``nodes``: the machine's nodes, in order, each with
-    its processors; ``partition_of``: a job's partition's name."""
+    its processors; ``partition_of``: a job's partition's name; ``reservations``: on the simulated clock."""
 
     def __init__(self, partitions: list[tuple[Partition, Choice]], nodes: Mapping[str, int], longest_estimate: float,
-                 partition_of: Callable[[Job], str]) -> None:
+                 partition_of: Callable[[Job], str], reservations: tuple[Reservation, ...] = ()) -> None:
         modes = {partition.name: partition.preempt_mode for partition, _ in partitions}
         refused = [name for name, mode in modes.items() if mode in (PreemptMode.REQUEUE, PreemptMode.CANCEL)]
         if refused:
@@ -51,6 +55,9 @@ class PartitionedPolicy:
         self._shapes = {partition.name: {node: NodeShape(processors, _UNLIMITED) for node, processors in nodes.items()
                                          if partition.holds(node)} for partition, _ in partitions}
         self._partition_of = partition_of
+        self._reservations = {name: tuple(each for each in reservations if any(partition.holds(node)
+                                                                               for node in each.nodes))
+                              for name, partition in self._partitions.items()}
         self._placed: dict[int, _Placed] = {}
         self._rates: dict[int, float] = {}  # what the engine was last told of each running job
         self._moved = True  # a job started, ended or moved since the tier rules were last applied
@@ -125,9 +132,11 @@ class PartitionedPolicy:
         for name, partition in self._partitions.items():
             view = seen_nodes(partition.priority_tier, self._shapes[name], placed_on)
             back = [placed for job_id, placed in self._placed.items() if job_id in resumed and placed.partition == name]
-            scheduler = self._schedulers[name]
-            if list(view.items()) == list(scheduler.node_shapes().items()) and not back:
+            scheduler, booked = self._schedulers[name], self._reservations[name]
+            if list(view.items()) == list(scheduler.node_shapes().items()) and not back \
+                    and booked == scheduler.reservations:
                 continue
-            scheduler.rebuild(view, now, [(placed.job, placed.processors, placed.started) for placed in back])
+            scheduler.rebuild(view, now, [(placed.job, placed.processors, placed.started) for placed in back],
+                              reservations=booked)
             changed = True
         return changed

@@ -1,12 +1,15 @@
 """Partitions in the simulator: the master's tier rules (policy/tiers.py) over the simulator's jobs,
 one policy per partition, suspension as a rate of 0 with the work kept."""
 
+import csv as csv_module
+
 import pytest
 from click.testing import CliRunner
 
 from gangsched.cli.group import cli
 from gangsched.policy.catalog import Choice
 from gangsched.policy.partitions import Partition, PreemptMode
+from gangsched.policy.windows import Reservation
 from gangsched.sim.engine import simulate
 from gangsched.sim.partitioned import PartitionedPolicy
 from gangsched.sim.partitions_experiment import S8
@@ -69,3 +72,35 @@ def test_experiment_s8_writes_its_table_csv_and_plot(tmp_path):
     assert "The first 300 jobs of KTH-SP2-1996-2.1-cln.swf.gz" in text and "| preemption | debug |" in text
     assert (tmp_path / "s8.csv").read_text().startswith("run,jobs,count,mean_wait_s,mean_bounded_slowdown")
     assert (tmp_path / "s8.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("policy", ["easy", "bgs", "gs"])
+def test_the_simulator_keeps_every_job_off_a_maintenance_window_with_the_masters_code(policy):
+    # every node reserved from 100 to 200: no job may run in it, and jobs that fit before it run before it
+    jobs = [SimJob(index, 5.0 * index, run, run * 1.5, procs)
+            for index, (run, procs) in enumerate([(30.0, 4), (200.0, 8), (10.0, 2), (60.0, 8), (20.0, 1),
+                                                  (5.0, 8), (300.0, 3), (15.0, 6)], start=1)]
+    window = Reservation("maint", frozenset(NODES), 100.0, 200.0)
+    policy_ = PartitionedPolicy([(Partition("batch", None, default=True), Choice(policy, mpl=2))], NODES, 450.0,
+                                lambda job: "batch", (window,))
+    simulate(jobs, policy_)
+    assert all(job.end is not None for job in jobs)
+    for job in jobs:
+        assert job.end <= 100.0 or job.start >= 200.0, (job.job_id, job.start, job.end)
+    assert any(job.end <= 100.0 for job in jobs) and any(job.start >= 200.0 for job in jobs)
+
+
+def test_gang_sim_run_takes_maintenance_windows(tmp_path):
+    jobs = [modelled_job(index, 10.0 * index, 60.0, 1 + index % 12) for index in range(1, 41)]
+    trace = tmp_path / "small.swf"
+    write_swf(trace, jobs, ["; MaxProcs: 16"])
+    csv = tmp_path / "jobs.csv"
+    result = CliRunner().invoke(cli, ["sim", "run", str(trace), "--policy", "easy", "--reservation",
+                                      "maint=node[1-16]@2:00+5:00", "--csv", str(csv)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = list(csv_module.DictReader(csv.open()))
+    first = min(float(row["submit"]) for row in rows)
+    for row in rows:
+        assert float(row["end"]) <= first + 120 or float(row["start"]) >= first + 420, row
+    refused = CliRunner().invoke(cli, ["sim", "run", str(trace), "--reservation", "maint=node99@2:00+5:00"])
+    assert refused.exit_code == 2 and "no node node99 in the simulated machine" in refused.output
