@@ -3,17 +3,15 @@
 (docs/operations.md)."""
 
 import json
-import time
 
 import click
-from rich.table import Table
 
 from gangsched.cli.connect import with_master
-from gangsched.cli.console import command_console
+from gangsched.cli.table import Column, render
 from gangsched.master.client import MasterClient
-from gangsched.protocol.admin_messages import NodeAction
+from gangsched.protocol.admin_messages import AdminAction, NodeAction
+from gangsched.protocol.times import format_time
 
-console = command_console()
 _DONE = {NodeAction.DRAIN: "draining", NodeAction.RESUME: "resumed", NodeAction.DOWN: "down"}
 
 
@@ -55,10 +53,11 @@ def admin_log(client: MasterClient, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([action.model_dump(mode="json") for action in actions]))
         return
-    table = Table(box=None, header_style="bold")
-    for column in ("NUMBER", "TIME", "USER", "COMMAND", "RESULT"):
-        table.add_column(column)
-    for action in actions:
-        table.add_row(str(action.number), time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(action.time)),
-                      action.user, action.command, action.result)
-    console.print(table)
+    columns: list[Column[AdminAction]] = [
+        Column("NUMBER", 6, lambda action: str(action.number), right=True, widens=True),
+        Column("TIME", 19, lambda action: format_time(action.time)),
+        Column("USER", 8, lambda action: action.user, widens=True),
+        Column("RESULT", 6, lambda action: action.result.split(":")[0], widens=True),
+        Column("COMMAND", 7, lambda action: action.command + (f" ({action.result.partition(': ')[2]})"
+                                                               if action.result.startswith("refused") else ""))]
+    click.echo(render(columns, actions))

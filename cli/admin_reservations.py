@@ -4,17 +4,15 @@ reservation`` (docs/operations.md, "Reservations")."""
 import json
 
 import click
-from rich.table import Table
 
 from gangsched.cli.connect import with_master
-from gangsched.cli.console import command_console
+from gangsched.cli.table import Column, render
 from gangsched.master.client import MasterClient
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.hostlists import collect_hostlist
 from gangsched.protocol.reservation_messages import ReservationFlag, ReservationInfo
 from gangsched.protocol.times import format_time
 
-console = command_console()
 _FLAGS = click.Choice([flag.value for flag in ReservationFlag])
 
 
@@ -87,11 +85,13 @@ def _print(reservations: list[ReservationInfo], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([each.model_dump(mode="json") for each in reservations]))
         return
-    table = Table(box=None, header_style="bold")
-    for column in ("RESV_NAME", "NODELIST", "START_TIME", "END_TIME", "DURATION", "USERS", "FLAGS", "JOBS"):
-        table.add_column(column)
-    for each in reservations:
-        table.add_row(each.name, collect_hostlist(each.nodes), format_time(each.start), format_time(each.end),
-                      format_duration(each.end - each.start), ",".join(each.users or ["root"]),
-                      ",".join(each.flags) or "-", ",".join(map(str, each.jobs)) or "-")
-    console.print(table)
+    columns: list[Column[ReservationInfo]] = [
+        Column("RESV_NAME", 9, lambda each: each.name, widens=True),
+        Column("NODELIST", 8, lambda each: collect_hostlist(each.nodes), widens=True),
+        Column("START_TIME", 19, lambda each: format_time(each.start)),
+        Column("END_TIME", 19, lambda each: format_time(each.end)),
+        Column("DURATION", 8, lambda each: format_duration(each.end - each.start), right=True),
+        Column("USERS", 5, lambda each: ",".join(each.users or ["root"]), widens=True),
+        Column("FLAGS", 5, lambda each: ",".join(each.flags) or "-", widens=True),
+        Column("JOBS", 4, lambda each: ",".join(map(str, each.jobs)) or "-")]
+    click.echo(render(columns, reservations))

@@ -9,6 +9,7 @@ import click
 from gangsched.cli.connect import with_master
 from gangsched.master.client import MasterClient, RequestRefused
 from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.times import format_time
 
 
 @click.group()
@@ -46,7 +47,8 @@ def _print(fields: dict[str, Any], as_json: bool) -> None:
 
 
 def _flat(fields: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    """Key=value pairs, nested models' keys joined by dots, lists by commas; none for empty values."""
+    """Key=value pairs, nested models' keys joined by dots, lists by commas, times as dates; none for empty
+    values."""
     pairs = []
     for key, value in fields.items():
         if isinstance(value, dict) and key != "env":
@@ -56,6 +58,7 @@ def _flat(fields: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
                 pairs += _flat(each, f"{prefix}{key}[{index}].")
         elif value not in (None, [], {}, ""):
             shown = ",".join(map(str, value)) if isinstance(value, list) else \
-                " ".join(f"{name}={each}" for name, each in value.items()) if isinstance(value, dict) else value
+                " ".join(f"{name}={each}" for name, each in value.items()) if isinstance(value, dict) else \
+                format_time(value) if key.endswith("time") or key in ("start", "end") else value
             pairs.append((f"{prefix}{key}", str(shown)))
     return pairs

@@ -26,6 +26,7 @@ from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.master.client import MasterClient, RequestRefused
 from gangsched.master.published import web_address
+from gangsched.protocol.admin_messages import NodeAction
 from gangsched.protocol.errors import ErrorCode
 from gangsched.web.watch import IDLE_PERIOD_S, ClusterWatch
 
@@ -297,3 +298,31 @@ def test_the_page_shows_each_partitions_matrix(start_cluster, tmp_path, browser)
     browser.execute_script("const select = document.getElementById('partition'); select.value = 'debug';"
                            " select.dispatchEvent(new Event('change'));")
     wait_until(lambda: set(shown()[1]) == {str(debug)}, 30, "the debug partition's matrix")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="draining and booking are root's")
+def test_the_page_shows_node_states_reasons_holds_and_reservations(start_cluster, browser):
+    cluster = start_cluster(nodes=2, http_bind="127.0.0.1:0")
+    base = f"http://{bound_address(cluster.home / 'master')}"
+    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
+    client = cluster.client
+    client.update_nodes("node2", NodeAction.DRAIN, "fan noise")
+    client.create_reservation("maint", "node1", "now+1hours", "1:00:00", None, [])
+    held = client.submit_jobs(job_spec(FOREVER, 1), None, hold=True)[0]
+    browser.get(base + "/")
+
+    def table(name: str) -> list[list[str]]:
+        return browser.execute_script(  # type: ignore[no-any-return]
+            f"return [...document.querySelectorAll('#{name} tr')].slice(1)"
+            ".map((row) => [...row.cells].map((cell) => cell.textContent));")
+
+    wait_until(lambda: ["node2", "drained", "fan noise (root)"] in [row[:3] for row in table("nodes")], 30,
+               "the drained node and its reason")
+    wait_until(lambda: [row[0] for row in table("reservations")] == ["maint"], 30, "the reservation")
+    wait_until(lambda: any(row[0] == str(held) and row[-1] == "(JobHeldUser)" for row in table("queue")), 30,
+               "the held job and its reason")
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    for name in ('gangsched_nodes{state="drained"} 1.0', 'gangsched_reservation_nodes{reservation="maint"} 1.0',
+                 'gangsched_queue_jobs{reason="JobHeldUser"} 1.0'):
+        assert name in text, name

@@ -37,7 +37,7 @@ def create_app(watch: ClusterWatch, token: str | None, parent: int | None = None
     registry.register(collector)
 
     async def metrics(_: Request) -> Response:
-        collector.reading = await watch.ask(lambda c: (c.stats(), c.matrix(), c.jobs(), c.nodes()))
+        collector.reading = await watch.ask(lambda c: (c.stats(), c.matrix(), c.jobs(), c.nodes(), c.reservations()))
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     async def state(_: Request) -> Response:

@@ -12,6 +12,7 @@ from prometheus_client.registry import Collector
 
 from gangsched.protocol.messages import Histogram, MasterStats, MatrixView
 from gangsched.protocol.records import JobInfo, JobState, NodeInfo, NodeState
+from gangsched.protocol.reservation_messages import ReservationInfo
 
 PENDING_REASONS = (
     "Resources",
@@ -24,14 +25,15 @@ PENDING_REASONS = (
 
 class MasterCollector(Collector):
     def __init__(self) -> None:
-        self.reading: tuple[MasterStats, MatrixView, list[JobInfo], list[NodeInfo]] | None = None
+        self.reading: tuple[MasterStats, MatrixView, list[JobInfo], list[NodeInfo], list[ReservationInfo]] | None = None
 
     def collect(self) -> Iterator[Metric]:
         if self.reading is None:
             return
-        stats, matrix, jobs, nodes = self.reading
+        stats, matrix, jobs, nodes, reservations = self.reading
         yield from _jobs(jobs)
         yield from _nodes(nodes, matrix)
+        yield from _reservations(reservations)
         yield from _master(stats)
 
 
@@ -118,6 +120,22 @@ def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:
     for (partition, shown), count in sorted(counts.items()):
         partitions.add_metric([partition, shown], count)
     yield partitions
+
+
+def _reservations(reservations: list[ReservationInfo]) -> Iterator[Metric]:
+    nodes = GaugeMetricFamily("gangsched_reservation_nodes", "Nodes each reservation holds", labels=["reservation"])
+    start = GaugeMetricFamily("gangsched_reservation_start_time_seconds", "When each reservation opens, Unix seconds",
+                              labels=["reservation"])
+    end = GaugeMetricFamily("gangsched_reservation_end_time_seconds", "When each reservation ends, Unix seconds",
+                            labels=["reservation"])
+    jobs = GaugeMetricFamily("gangsched_reservation_jobs", "Each reservation's jobs pending or running",
+                             labels=["reservation"])
+    for each in reservations:
+        nodes.add_metric([each.name], len(each.nodes))
+        start.add_metric([each.name], each.start)
+        end.add_metric([each.name], each.end)
+        jobs.add_metric([each.name], len(each.jobs))
+    yield from (nodes, start, end, jobs)
 
 
 def _master(stats: MasterStats) -> Iterator[Metric]:

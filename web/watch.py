@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.protocol.messages import MatrixView, NodeList
 from gangsched.protocol.records import JobInfo, JobState
+from gangsched.protocol.reservation_messages import ReservationInfo
 
 log = logging.getLogger("gangsched.web")
 
@@ -52,7 +53,7 @@ class ClusterWatch:
         """Read the master every period; wake the page's streams when the quantum changed."""
         while True:
             try:
-                listing, jobs, matrices = await self.ask(_read)
+                listing, jobs, matrices, reservations = await self.ask(_read)
             except (MasterUnreachable, RequestRefused) as error:
                 log.warning("%s", error)
             else:
@@ -60,7 +61,7 @@ class ClusterWatch:
                 if quanta != self._last_quantum:
                     self._last_quantum = quanta
                     self._record(jobs)
-                    self.snapshot = self._view(matrices, jobs, listing)
+                    self.snapshot = self._view(matrices, jobs, listing, reservations)
                     async with self._changed:
                         self.version += 1
                         self._changed.notify_all()
@@ -101,7 +102,8 @@ class ClusterWatch:
                        if job_id not in running and (not kept or kept[-1][0] < now - HISTORY_S)]:
             del self._history[job_id]
 
-    def _view(self, matrices: list[MatrixView], jobs: list[JobInfo], listing: NodeList) -> dict[str, Any]:
+    def _view(self, matrices: list[MatrixView], jobs: list[JobInfo], listing: NodeList,
+              reservations: list[ReservationInfo]) -> dict[str, Any]:
         """The snapshot the page draws: every partition's matrix (the default partition's first)."""
         return {
             "time": time.time(),
@@ -109,16 +111,19 @@ class ClusterWatch:
             "matrices": [matrix.model_dump(mode="json") for matrix in matrices],
             "jobs": [_job(job) for job in jobs],
             "nodes": [node.model_dump(mode="json") for node in listing.nodes],
+            "reservations": [reservation.model_dump(mode="json") for reservation in reservations],
             "history": {str(job_id): list(kept) for job_id, kept in self._history.items()},
             "history_s": HISTORY_S,
         }
 
 
-def _read(client: MasterClient) -> tuple[NodeList, list[JobInfo], list[MatrixView]]:
-    """The nodes and partitions, the jobs, and each partition's matrix, the default partition's first."""
+def _read(client: MasterClient) -> tuple[NodeList, list[JobInfo], list[MatrixView], list[ReservationInfo]]:
+    """The nodes and partitions, the jobs, each partition's matrix (the default partition's first), and the
+    reservations."""
     listing = client.node_list()
     names = sorted(listing.partitions, key=lambda partition: not partition.default)  # stable: the rest in order
-    return listing, client.jobs(), [client.matrix(partition.name) for partition in names] or [client.matrix()]
+    matrices = [client.matrix(partition.name) for partition in names] or [client.matrix()]
+    return listing, client.jobs(), matrices, client.reservations()
 
 
 def _job(job: JobInfo) -> dict[str, Any]:

@@ -93,13 +93,22 @@ function draw(state) {
   drawList("queue", [["job", (j) => j.job_id, true], ["partition", (j) => j.partition], ["name", (j) => j.name],
     ["user", (j) => j.user],
     ["state", (j) => j.state], ["tasks", (j) => j.tasks, true], ["util %", (j) => percent(j.util_pct), true],
-    ["pred %", (j) => percent(j.predicted_pct), true], ["nodes (reason)", (j) => j.state === "pending" ? j.reason : j.nodes.join(",")]],
+    ["pred %", (j) => percent(j.predicted_pct), true],
+    ["nodes (reason)", (j) => [j.nodes.join(","), j.reason && `(${j.reason})`].filter(Boolean).join(" ")]],
     active);
   drawList("nodes", [["node", (n) => n.name], ["state", (n) => n.state],
+    ["reason", (n) => n.reason ? `${n.reason.text} (${n.reason.user})` : ""],
     ["processors", (n) => `${n.processors_used}/${n.processors}`, true], ["util %", (n) => percent(n.util_pct), true],
     ["memory MiB (committed/total)", (n) => `${mebibytes(n.memory_committed)}/${mebibytes(n.memory)}`, true],
     ["jobs", (n) => n.jobs.join(",")]], state.nodes);
+  drawList("reservations", [["reservation", (r) => r.name], ["nodes", (r) => r.nodes.join(",")],
+    ["start", (r) => clock(r.start)], ["end", (r) => clock(r.end)], ["users", (r) => (r.users || ["root"]).join(",")],
+    ["flags", (r) => r.flags.join(",")], ["jobs", (r) => r.jobs.join(",")]], state.reservations || []);
   drawCharts(state);
+}
+
+function clock(unix) {
+  return new Date(unix * 1000).toLocaleString();
 }
 
 function mebibytes(bytes) {
