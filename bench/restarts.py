@@ -9,6 +9,7 @@ import getpass
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gangsched.deploy.local import LocalCluster
@@ -29,6 +30,25 @@ class RestartResult:
     duplicates: int  # jobs no submission got the id of
     seconds: float  # from the first submission until every job ended
     states: dict[str, int]
+
+
+def crash_halfway(cluster: LocalCluster, work: Callable[[int], None], clients: int, half: threading.Event) -> None:
+    """``clients`` threads do their ``work`` (given their index); once ``half`` is set, the master is killed
+    with SIGKILL and started again; then every thread is waited for."""
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(clients)]
+    for thread in threads:
+        thread.start()
+    half.wait(_WAIT_S)
+    cluster.restart("master", crash=True)
+    for thread in threads:
+        thread.join(_WAIT_S)
+
+
+def wait_for_ends(client: MasterClient, ids: list[int]) -> None:
+    """Until every one of these jobs ended (or the deadline passed)."""
+    deadline = time.monotonic() + _WAIT_S
+    while not all(job.state.is_final for job in client.jobs(ids)) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def run_restart(cluster: LocalCluster, submissions: int, clients: int) -> RestartResult:
@@ -52,18 +72,10 @@ def run_restart(cluster: LocalCluster, submissions: int, clients: int) -> Restar
                         half.set()
 
     start = time.monotonic()
-    threads = [threading.Thread(target=submit_share, args=(index,)) for index in range(clients)]
-    for thread in threads:
-        thread.start()
-    half.wait(_WAIT_S)
-    cluster.restart("master", crash=True)
-    for thread in threads:
-        thread.join(_WAIT_S)
+    crash_halfway(cluster, submit_share, clients, half)
     with MasterClient(state.master, timeout_s=10.0) as client:
-        deadline = time.monotonic() + _WAIT_S
         ids = sorted(accepted.values())
-        while not all(job.state.is_final for job in client.jobs(ids)) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for_ends(client, ids)
         seconds = time.monotonic() - start
         known = {job.job_id: job for job in client.jobs(ids)}
         # every id the store has, up to well past the last one given out: any other is a second job

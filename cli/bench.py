@@ -12,6 +12,7 @@ from rich.table import Table
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
 from gangsched.cli.bench_mpi import alone, startup
+from gangsched.cli.bench_operations import operations
 from gangsched.cli.bench_output import console, print_figures, print_rows, write_rows_csv
 from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
@@ -32,6 +33,7 @@ def bench() -> None:
 bench.add_command(alone)
 bench.add_command(startup)
 bench.add_command(throughput)
+bench.add_command(operations)
 
 
 @bench.command()

@@ -57,7 +57,7 @@ def update(client: MasterClient, job_id: int, settings: tuple[str, ...], as_json
             fields[field] = _value(field, value)
         except ValueError as error:
             raise click.BadParameter(f"{setting!r}: {error}", param_hint="KEY=VALUE") from None
-    done = client.update_job(job_id, **fields)
+    done = client.update_job(job_id, fields)
     if as_json:
         click.echo(json.dumps({"job": done.job.model_dump(mode="json"), "changes": done.changes}))
         return

@@ -59,6 +59,8 @@ from gangsched.protocol.reservation_messages import (
 __all__ = ["MasterClient", "MasterUnreachable", "RequestRefused"]
 
 Reply = TypeVar("Reply", bound=BaseModel)
+# the administrative commands, each with a token: one sent again is answered as the first was
+Command = NodeUpdate | JobControl | JobUpdate | SetLimits | ReservationCreate | ReservationUpdate | ReservationDelete
 
 
 class MasterClient(MasterConnection):
@@ -79,13 +81,23 @@ class MasterClient(MasterConnection):
         for ``retry_s`` seconds more, again while the master does not answer (a restart). Every try
         carries the same token, so the jobs are made once whichever reply was lost."""
         message = Submit(spec=spec, token=uuid.uuid4().hex, array=array, array_limit=array_limit, hold=hold)
+        return self._retried(message, Submitted, retry_s).job_ids
+
+    def _retried(self, message: Message, expect: type[Reply], retry_s: float) -> Reply:
+        """``message`` (with a token) asked, and for ``retry_s`` seconds more asked again while the master
+        does not answer (a restart): the token makes every try one request to the master."""
         deadline = time.monotonic() + retry_s
         while True:
             try:
-                return self.request(message, Submitted).job_ids
+                return self.request(message, expect)
             except MasterUnreachable:
                 if time.monotonic() >= deadline:
                     raise
+
+    def command(self, message: Command, expect: type[Reply], retry_s: float = 0.0) -> Reply:
+        """An administrative command, with a token of its own, asked as ``_retried`` asks."""
+        return self._retried(message.model_copy(update={"token": message.token or uuid.uuid4().hex}), expect,
+                             retry_s)
 
     def cancel(self, job_id: int, user: str) -> Cancelled:
         return self.request(Cancel(job_id=job_id, user=user), Cancelled)
@@ -141,35 +153,36 @@ class MasterClient(MasterConnection):
 
     def update_nodes(self, nodes: str, action: NodeAction, reason: str | None = None) -> NodesUpdated:
         """Drain, resume or take down the nodes of a hostlist (root only)."""
-        return self.request(NodeUpdate(admin=self._user, nodes=nodes, action=action, reason=reason), NodesUpdated)
+        return self.command(NodeUpdate(admin=self._user, nodes=nodes, action=action, reason=reason), NodesUpdated)
 
-    def control_jobs(self, action: JobAction, job_ids: list[int]) -> JobsControlled:
+    def control_jobs(self, action: JobAction, job_ids: list[int], retry_s: float = 0.0) -> JobsControlled:
         """Hold, release, suspend, resume or requeue jobs: all of them, or none."""
-        return self.request(JobControl(user=self._user, action=action, job_ids=job_ids), JobsControlled)
+        return self.command(JobControl(user=self._user, action=action, job_ids=job_ids), JobsControlled, retry_s)
 
-    def update_job(self, job_id: int, **fields: object) -> JobUpdated:
+    def update_job(self, job_id: int, fields: dict[str, object], retry_s: float = 0.0) -> JobUpdated:
         """Change what a job asked for (``JobUpdate``'s fields: name, time_limit_s, dependency, partition,
         priority)."""
-        return self.request(JobUpdate.model_validate({"user": self._user, "job_id": job_id, **fields}), JobUpdated)
+        return self.command(JobUpdate.model_validate({"user": self._user, "job_id": job_id, **fields}), JobUpdated,
+                            retry_s)
 
     def set_limits(self, user: str, partition: str | None = None, **limits: int | None) -> list[UserInfo]:
         """Set a user's limits (``SetLimits``' fields; -1 lifts one), in every partition or one (root only)."""
         message = SetLimits(admin=self._user, user=user, partition=partition, **limits)
-        return self.request(message, UserList).users
+        return self.command(message, UserList).users
 
     def create_reservation(self, name: str, nodes: str, start: str, duration: str, users: list[str] | None,
                            flags: list[ReservationFlag]) -> list[ReservationInfo]:
         message = ReservationCreate(admin=self._user, name=name, nodes=nodes, start=start, duration=duration,
                                     users=users, flags=flags)
-        return self.request(message, ReservationList).reservations
+        return self.command(message, ReservationList).reservations
 
     def update_reservation(self, name: str, **fields: object) -> list[ReservationInfo]:
         """Change a reservation: ``ReservationUpdate``'s fields given (None: as it is)."""
         message = ReservationUpdate.model_validate({"admin": self._user, "name": name, **fields})
-        return self.request(message, ReservationList).reservations
+        return self.command(message, ReservationList).reservations
 
     def delete_reservation(self, name: str) -> list[ReservationInfo]:
-        return self.request(ReservationDelete(admin=self._user, name=name), ReservationList).reservations
+        return self.command(ReservationDelete(admin=self._user, name=name), ReservationList).reservations
 
     def reservations(self) -> list[ReservationInfo]:
         return self.request(ReservationQuery(), ReservationList).reservations

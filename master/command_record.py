@@ -9,6 +9,7 @@ from gangsched.master.clock import Now
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.protocol.admin_messages import (
     LIMIT_FIELDS,
+    AdminAction,
     AdminLog,
     AdminLogQuery,
     JobAction,
@@ -16,6 +17,7 @@ from gangsched.protocol.admin_messages import (
     JobUpdate,
     NodeUpdate,
     SetLimits,
+    Tokened,
 )
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.messages import ErrorReply, Message, Reconfigure, SetUser
@@ -36,16 +38,27 @@ class CommandRecord:
     def recorded(self, command: Recorded, reply: Reply, now: Now) -> Reply:
         """``command`` answered by ``reply``, recorded; the reply as it goes back."""
         result = f"refused: {reply.reason}" if isinstance(reply, ErrorReply) else "done"
-        user = command.user if isinstance(command, (JobControl, JobUpdate)) else command.admin
+        user = _user(command)
+        token = command.token if isinstance(command, Tokened) else None
         try:
-            self._store.record_action(now.wall, user, words(command), result)
+            self._store.record_action(now.wall, user, words(command), result, token)
         except StoreWriteError as error:
             log.error("the job store cannot record %s's command %r (%s)", user, words(command), error)
         return reply
 
+    def earlier(self, command: Recorded) -> AdminAction | None:
+        """The record of this command, if the client sent it before with the same token (a retry)."""
+        if not isinstance(command, Tokened) or command.token is None:
+            return None
+        return self._store.action_of_token(_user(command), command.token)
+
     def query(self, message: AdminLogQuery) -> AdminLog:
         actions = self._store.admin_log(message.after, message.limit + 1)
         return AdminLog(actions=actions[:message.limit], more=len(actions) > message.limit)
+
+
+def _user(command: Recorded) -> str:
+    return command.user if isinstance(command, (JobControl, JobUpdate)) else command.admin
 
 
 def words(command: Recorded) -> str:

@@ -53,10 +53,21 @@ from gangsched.master.users import Users
 from gangsched.master.waiting import WaitKind
 from gangsched.policy.live_scheduler import LiveScheduler
 from gangsched.policy.partitions import IMPLICIT_PARTITION, Partition
-from gangsched.protocol.admin_messages import JobControl, JobUpdate, NodeUpdate, SetLimits
+from gangsched.protocol.admin_messages import (
+    AdminAction,
+    JobControl,
+    JobsControlled,
+    JobUpdate,
+    JobUpdated,
+    NodesUpdated,
+    NodeUpdate,
+    SetLimits,
+)
 from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.hostlists import expand_hostlist
 from gangsched.protocol.messages import (
     ErrorReply,
+    JobQuery,
     MasterStats,
     Message,
     Reconfigured,
@@ -231,7 +242,11 @@ class MasterCore:
             self.endings.enqueue(job, now)
 
     def administer(self, message: Administered, now: Now) -> Message:
-        """A command of day-to-day operation carried out, or refused, and recorded either way."""
+        """A command of day-to-day operation carried out, or refused, and recorded either way; one sent again
+        with the same token (a retry after a lost reply) is answered as it was, and not carried out again."""
+        earlier = self.command_record.earlier(message)
+        if earlier is not None:
+            return self._answered_before(message, earlier, now)
         reply: Message
         match message:
             case NodeUpdate():
@@ -251,6 +266,23 @@ class MasterCore:
             case SetUser():
                 reply = self.users.set_user(message)
         return self.command_record.recorded(message, reply, now)
+
+    def _answered_before(self, message: Administered, earlier: AdminAction, now: Now) -> Message:
+        """The answer to a command carried out (or refused) before, as things are now."""
+        if earlier.result != "done":
+            return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=earlier.result.removeprefix("refused: "))
+        match message:
+            case NodeUpdate():
+                return NodesUpdated(nodes=expand_hostlist(message.nodes), action=message.action)
+            case JobControl():
+                jobs = self.client_requests.query_jobs(JobQuery(job_ids=message.job_ids), now).jobs
+                return JobsControlled(action=message.action, jobs=jobs)
+            case JobUpdate():
+                (job,) = self.client_requests.query_jobs(JobQuery(job_ids=[message.job_id]), now).jobs
+                return JobUpdated(job=job, changes=[f"as asked before ({earlier.command})"])
+            case SetLimits() | SetUser():
+                return self.users.query_users()
+        return self.reservation_book.query()
 
     def next_boundary(self) -> float:
         """When the next quantum boundary of any matrix is due (monotonic seconds)."""

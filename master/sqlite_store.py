@@ -95,8 +95,11 @@ CREATE TABLE IF NOT EXISTS admin_log (
     time REAL NOT NULL,
     user TEXT NOT NULL,
     command TEXT NOT NULL,
-    result TEXT NOT NULL
+    result TEXT NOT NULL,
+    token TEXT
 );
+-- a client's token for each command: a retry after a lost reply finds the first one's record
+CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log (user, token);
 """
 _COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
@@ -112,15 +115,22 @@ def _created(*tables: str) -> list[str]:
             if any(f"EXISTS {table} (" in statement for table in tables)]
 
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
 _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"],
                6: ["CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"],
                7: ["ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"],
-               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT", *_created("node_marks", "admin_log")],
+               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT", *_created("node_marks"),
+                   # as version 9 made it: 12 added its tokens
+                   "CREATE TABLE admin_log (number INTEGER PRIMARY KEY, time REAL NOT NULL, user TEXT NOT NULL,"
+                   " command TEXT NOT NULL, result TEXT NOT NULL)"],
                9: _created("user_limits"),
-               10: _created("reservations")}
+               10: _created("reservations"),
+               11: ["ALTER TABLE admin_log ADD COLUMN token TEXT",
+                    "CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log (user, token)"]}
 _TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
+_ACTION_COLUMNS = "number, time, user, command, result, token"
+_ACTION_INSERT = f"INSERT INTO admin_log ({_ACTION_COLUMNS}) VALUES (?,?,?,?,?,?)"
 
 
 class SqliteStore:
@@ -357,19 +367,28 @@ class SqliteStore:
         rows = self._db.execute("SELECT reservation FROM reservations ORDER BY name")
         return [ReservationInfo.model_validate_json(reservation) for (reservation,) in rows]
 
-    def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
-        action = AdminAction(number=self._next_action, time=time, user=user, command=command, result=result)
+    def record_action(self, time: float, user: str, command: str, result: str,
+                      token: str | None = None) -> AdminAction:
+        action = AdminAction(number=self._next_action, time=time, user=user, command=command, result=result,
+                             token=token)
         with self._transaction():
-            self._execute("INSERT INTO admin_log (number, time, user, command, result) VALUES (?,?,?,?,?)",
-                          (action.number, time, user, command, result))
+            self._execute(_ACTION_INSERT, (action.number, time, user, command, result, token))
         self._next_action += 1
         return action
 
+    def action_of_token(self, user: str, token: str) -> AdminAction | None:
+        # a command not yet committed is found too: in the open transaction, or among the kept writes
+        for statement, parameters in reversed(self._unwritten) if self._replay else ():
+            if statement == _ACTION_INSERT and (parameters[2], parameters[5]) == (user, token):
+                return _action(parameters)
+        row = self._db.execute(f"SELECT {_ACTION_COLUMNS} FROM admin_log WHERE user = ? AND token = ?",
+                               (user, token)).fetchone()
+        return None if row is None else _action(row)
+
     def admin_log(self, after: int, limit: int) -> list[AdminAction]:
-        rows = self._db.execute("SELECT number, time, user, command, result FROM admin_log WHERE number > ?"
-                                " ORDER BY number LIMIT ?", (after, limit))
-        return [AdminAction(number=number, time=time, user=user, command=command, result=result)
-                for number, time, user, command, result in rows]
+        rows = self._db.execute(f"SELECT {_ACTION_COLUMNS} FROM admin_log WHERE number > ? ORDER BY number LIMIT ?",
+                                (after, limit))
+        return [_action(row) for row in rows]
 
     def close(self) -> None:
         self._db.close()
@@ -401,3 +420,8 @@ def _job(row: tuple[Any, ...]) -> Job:
         preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
         hold=None if hold is None else Hold(hold),
     )
+
+
+def _action(row: tuple[Any, ...]) -> AdminAction:
+    number, time, user, command, result, token = row
+    return AdminAction(number=number, time=time, user=user, command=command, result=result, token=token)

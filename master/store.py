@@ -86,8 +86,13 @@ class JobStore(Protocol):
 
     def reservations(self) -> list[ReservationInfo]: ...
 
-    def record_action(self, time: float, user: str, command: str, result: str) -> AdminAction:
-        """One administrative command and its result (done, or the refusal), numbered in order."""
+    def record_action(self, time: float, user: str, command: str, result: str,
+                      token: str | None = None) -> AdminAction:
+        """One administrative command and its result (done, or the refusal), numbered in order, with the
+        client's token for it."""
+
+    def action_of_token(self, user: str, token: str) -> AdminAction | None:
+        """The recorded command ``user`` sent with ``token``, if any (written or not yet committed)."""
 
     def admin_log(self, after: int, limit: int) -> list[AdminAction]:
         """The first ``limit`` recorded commands numbered above ``after``."""

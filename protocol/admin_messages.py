@@ -16,6 +16,13 @@ _REASON_CHARACTERS = 200
 _JOBS_PER_ACTION = 1000
 
 
+class Tokened(WireModel):
+    """A command with the client's name for it (``token``): sent again (a retry after a lost reply), it is
+    answered as the first was, not carried out or recorded twice."""
+
+    token: str | None = Field(None, min_length=1, max_length=64)
+
+
 class NodeAction(StrEnum):
     """Slurm's ``scontrol update nodename=... state=drain|resume|down``."""
 
@@ -24,7 +31,7 @@ class NodeAction(StrEnum):
     DOWN = "down"  # out of service now: its jobs end (NODE_FAIL) or are requeued, as on a lost node
 
 
-class NodeUpdate(WireModel):
+class NodeUpdate(Tokened):
     """Root changes the state of the nodes of a hostlist (``gang admin node``)."""
 
     type: Literal["node_update"] = "node_update"
@@ -48,7 +55,7 @@ class JobAction(StrEnum):
     REQUEUE = "requeue"  # a running job is killed and queued again, its output appended to
 
 
-class JobControl(WireModel):
+class JobControl(Tokened):
     """``user`` acts on jobs (``gang hold``, ``gang release``, ``gang requeue``, ``gang admin suspend``,
     ``gang admin resume``): on all of them, or, if any may not be, on none."""
 
@@ -71,7 +78,7 @@ class JobsControlled(WireModel):
     jobs: list[JobInfo]
 
 
-class JobUpdate(WireModel):
+class JobUpdate(Tokened):
     """``user`` changes what a job asked for (``gang update``); a field left None stays as it is."""
 
     type: Literal["job_update"] = "job_update"
@@ -101,7 +108,7 @@ class JobUpdated(WireModel):
     changes: list[str]  # what changed, in words: "estimate_s 1:00:00 -> 30:00"
 
 
-class SetLimits(WireModel):
+class SetLimits(Tokened):
     """Root sets a user's limits, for every partition or one (``gang admin limit``): each given field set,
     -1 lifting it; the others as they were."""
 
@@ -132,6 +139,7 @@ class AdminAction(WireModel):
     user: str
     command: str  # as gang would be asked for it: "admin node drain n[1-2] --reason fan"
     result: str  # "done", or "refused: " and why
+    token: str | None = None  # the client's, if it gave one
 
 
 class AdminLogQuery(WireModel):

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from gangsched.protocol.admin_messages import Tokened
 from gangsched.protocol.records import UserName, WireModel
 
 RESERVATION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -31,7 +32,7 @@ class ReservationInfo(WireModel):
     jobs: list[int] = []  # its jobs pending or running
 
 
-class ReservationCreate(WireModel):
+class ReservationCreate(Tokened):
     type: Literal["reservation_create"] = "reservation_create"
     admin: str
     name: str = Field(pattern=RESERVATION_NAME)
@@ -42,7 +43,7 @@ class ReservationCreate(WireModel):
     flags: list[ReservationFlag] = []
 
 
-class ReservationUpdate(WireModel):
+class ReservationUpdate(Tokened):
     """What is given changes; the rest stays."""
 
     type: Literal["reservation_update"] = "reservation_update"
@@ -55,7 +56,7 @@ class ReservationUpdate(WireModel):
     flags: list[ReservationFlag] | None = None
 
 
-class ReservationDelete(WireModel):
+class ReservationDelete(Tokened):
     type: Literal["reservation_delete"] = "reservation_delete"
     admin: str
     name: str = Field(pattern=RESERVATION_NAME)

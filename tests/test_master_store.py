@@ -244,6 +244,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     db.execute("ALTER TABLE jobs DROP COLUMN preemptions")
     db.execute("ALTER TABLE jobs DROP COLUMN hold")
     db.execute("DROP TABLE node_marks")
+    db.execute("DROP INDEX admin_log_by_token")
     db.execute("DROP TABLE admin_log")
     db.execute("DROP TABLE user_limits")
     db.execute("DROP TABLE reservations")
@@ -256,7 +257,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (11,)
+    assert db.execute("PRAGMA user_version").fetchone() == (12,)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert {"node_marks", "admin_log", "user_limits", "reservations"} <= tables
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [

@@ -351,3 +351,23 @@ def test_a_limit_in_one_partition_and_the_refusals(tmp_path, clock, alice_and_bo
     assert info(core, held_back[1]).reason == "QOSMaxJobsPerUserLimit"  # the running one still counts
     end(core, held_back[0])
     assert info(core, held_back[1]).state is JobState.RUNNING
+
+
+def test_a_command_sent_again_with_its_token_is_answered_as_before_and_done_and_recorded_once(tmp_path, clock):
+    core = make(tmp_path, clock, GANGS.model_copy(update={"mpl": 1}), nodes=("n1",))
+    submit(core, 1)
+    pending = submit(core, 1)
+    hold = JobControl(user="alice", action=JobAction.HOLD, job_ids=[pending], token="t-1")
+    first = administer(core, hold)
+    core = restart(core, tmp_path, clock, GANGS.model_copy(update={"mpl": 1}))  # its reply lost in the crash
+    again = administer(core, hold)
+    assert isinstance(first, JobsControlled) and isinstance(again, JobsControlled)
+    assert again.jobs[0].hold is Hold.USER and again.jobs[0].job_id == pending
+    refused = JobControl(user="alice", action=JobAction.RELEASE, job_ids=[999], token="t-2")
+    assert administer(core, refused).reason == administer(core, refused).reason
+    renamed = JobUpdate(user="alice", job_id=pending, name="again", token="t-3")
+    administer(core, renamed)
+    assert administer(core, renamed).changes == [f"as asked before (update {pending} Name=again)"]
+    records = core.store.admin_log(0, 100)
+    assert [(each.token, each.result.split(":")[0]) for each in records] == [
+        ("t-1", "done"), ("t-2", "refused"), ("t-3", "done")]

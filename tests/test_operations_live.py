@@ -125,3 +125,12 @@ def test_a_reservation_keeps_long_jobs_off_its_node_and_starts_its_job_in_its_wi
     wait_until(lambda: gang(cluster, "admin", "reservation", "delete", "maint").returncode == 0, 20,
                "the reservation to be deleted once its job ended")
     assert json.loads(gang(cluster, "admin", "reservation", "list", "--json").stdout) == []
+
+
+def test_commands_through_a_master_kill_are_each_recorded_once_and_leave_every_job_as_they_said(start_cluster):
+    from gangsched.bench.operations_restarts import run_operations_restart
+
+    cluster = start_cluster(nodes=2)
+    result = run_operations_restart(cluster.local, submissions=80, clients=4)
+    assert (result.accepted, result.commands, result.recorded, result.recorded_twice, result.wrong_state,
+            result.lost) == (80, 80, 80, 0, 0, 0), result
