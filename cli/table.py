@@ -111,6 +111,7 @@ def _where(job: Fields) -> str:
 JOB_FIELDS: dict[str, Column[Fields]] = {
     "jobid": Column("JOBID", 7, lambda job: _job_id(job), right=True, widens=True),
     "partition": Column("PARTITION", 9, lambda job: job["spec"].get("partition") or "-"),
+    "reservation": Column("RESERVATION", 11, lambda job: job["spec"].get("reservation") or "-"),
     "name": Column("NAME", 8, lambda job: job["spec"]["name"]),
     "user": Column("USER", 8, lambda job: job["spec"]["user"]),
     "st": Column("ST", 2, lambda job: STATE_CODES.get(job["state"], job["state"].upper())),
@@ -149,6 +150,7 @@ NODE_FIELDS: dict[str, Column[Fields]] = {
     "seen": Column("SEEN_S", 6, lambda node: f"{node['seen_ago_s']:.1f}", right=True),
     "jobs": Column("JOBS", 10, lambda node: ",".join(map(str, node["jobs"])) or "-"),
     "via": Column("VIA", 12, lambda node: node["via"] or "-"),  # its relay (docs/architecture.md, 'Relays')
+    "reservation": Column("RESERVATION", 11, lambda node: ",".join(node.get("reservations") or []) or "-"),
 }
 NODES_FORMAT = "node,state,share,procs,memory,allocmem,seen,jobs"
 

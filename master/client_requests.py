@@ -278,6 +278,12 @@ class ClientRequests:
                 in_turn[node] = in_turn.get(node, 0) + used
         nodes = self._nodes.info(jobs_by_node, in_turn, committed_memory(self._table.running()),
                                  lambda node: [matrix.name for matrix in self._matrices.holding(node)], now.monotonic)
+        booked: dict[str, list[str]] = {}
+        for name, reservation in sorted(self._reservations.booked.items()):
+            for node in reservation.nodes:
+                booked.setdefault(node, []).append(name)
+        if booked:
+            nodes = [node.model_copy(update={"reservations": booked.get(node.name, [])}) for node in nodes]
         return NodeList(nodes=nodes, mpi_default=self._mpi_default,
                         partitions=[self._partition_info(matrix, [node.name for node in nodes])
                                     for matrix in self._matrices])

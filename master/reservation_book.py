@@ -24,6 +24,7 @@ from gangsched.master.node_events import NodeEvents
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.tiers import Tiers
+from gangsched.master.users import known_user
 from gangsched.policy.windows import Reservation
 from gangsched.protocol.durations import format_duration, parse_duration
 from gangsched.protocol.errors import ErrorCode
@@ -158,6 +159,9 @@ class ReservationBook:
         unknown = [node for node in nodes if node not in known]
         if unknown:
             return _refused(f"no node {unknown[0]}")
+        strangers = [user for user in booked.users or [] if not known_user(user)]
+        if strangers:
+            return _refused(f"no user {strangers[0]} on the master's host")
         if new_start and booked.start < now.wall - _PAST_S:
             return _refused(f"its start {format_time(booked.start)} is in the past")
         booked = booked.model_copy(update={"nodes": nodes})

@@ -67,9 +67,7 @@ class Users:
     def _limits_refusal(self, message: SetLimits) -> str | None:
         if message.admin != "root":
             return f"only root sets users' limits, not {message.admin}"
-        try:
-            pwd.getpwnam(message.user)
-        except KeyError:
+        if not known_user(message.user):
             return f"no user {message.user} on the master's host"
         if message.partition is not None and self._matrices.named(message.partition) is None:
             return f"no partition {message.partition!r}"
@@ -82,3 +80,12 @@ class Users:
         names = sorted(set(accounts) | {user for user, _ in admission.limits})
         return UserList(users=[(accounts.get(user) or Account(user)).info().model_copy(
             update={"limits": admission.of(user)}) for user in names])
+
+
+def known_user(name: str) -> bool:
+    """Whether the master's host has an account ``name``."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True

@@ -131,9 +131,10 @@ class LiveScheduler:
         return {processor.node for processor in self.processors_of(job_id)}
 
     def could_ever_fit(self, job: Job) -> bool:
-        """Whether the nodes up hold ``job`` once they are empty (its memory too), and open to it."""
+        """Whether the nodes up and not drained hold ``job`` once they are empty (its memory too), whatever
+        windows of reservations hold them for a while."""
         every = (1 << self.topology.width) - 1
-        topology = self.topology.without_closures()
+        topology = self.topology.without_windows()
         return topology.fits(MemoryBook(topology).usable(job, every), job)
 
     def window_in_the_way(self, job_id: int) -> str | None:
@@ -283,7 +284,7 @@ class LiveScheduler:
         if not self._members:
             return
         book = self._committed()
-        plain = self.topology.without_closures()
+        plain = self.topology.without_windows()
         for job_id, (job, name) in list(self._members.items()):
             window = windows.open_window(name, now)
             if window is None:

@@ -99,6 +99,6 @@ class Topology:
         free &= ~self.closed
         return free if self.windows is None else free & ~self.windows.closed_to(job, free)
 
-    def without_closures(self) -> "Topology":
-        """The same nodes with every column open: what a job could have once drains and reservations are over."""
-        return Topology(self.node_columns, self.node_memory)
+    def without_windows(self) -> "Topology":
+        """The same nodes with no reservation's window: what a job could have once they are over."""
+        return Topology(self.node_columns, self.node_memory, self.closed)

@@ -321,6 +321,7 @@ class NodeInfo(WireModel):
     memory: int = 0  # bytes its jobs may commit
     memory_committed: int = 0  # bytes the jobs placed on it commit, in all its rows (stopped jobs stay resident)
     reason: NodeReason | None = None  # why it is draining, drained or down, where an administrator said
+    reservations: list[str] = []  # the reservations that hold it, now or later
 
 
 class PartitionInfo(WireModel):

@@ -95,6 +95,13 @@ def driven_master(settings: Any, endpoints: Any, store: Any, clock: FakeClock, p
     return DrivenMaster(MasterCore(settings, endpoints, store, clock.read(), partitions), clock, store)
 
 
+@pytest.fixture
+def alice_and_bob() -> None:
+    """Two accounts the master's host knows (made where the tests run as root)."""
+    if None in [unix_account(name) for name in ("alice", "bob")]:
+        pytest.skip("the accounts alice and bob are made only where the tests run as root")
+
+
 def unix_account(name: str) -> pwd.struct_passwd | None:
     """The account ``name``, made (no home, /bin/sh) where the tests run as root; None elsewhere.
 

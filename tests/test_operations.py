@@ -29,7 +29,7 @@ from gangsched.protocol.messages import (
     UserList,
 )
 from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, NodeState, TaskRef, UserLimits
-from tests.conftest import DrivenMaster, FakeClock, OnClock, driven_master, unix_account
+from tests.conftest import DrivenMaster, FakeClock, OnClock, driven_master
 from tests.test_master_core import ENDPOINTS, SETTINGS, hello, sent
 
 NODES = ("n1", "n2", "n3", "n4")
@@ -298,14 +298,6 @@ def test_a_pending_job_is_updated_by_its_owner_within_their_rights_and_by_root_b
 
 def limit(core: DrivenMaster, user: str = "alice", admin: str = "root", **limits):
     return administer(core, SetLimits(admin=admin, user=user, **limits))
-
-
-@pytest.fixture
-def alice_and_bob():
-    """Two accounts the master's host knows (made where the tests run as root)."""
-    accounts = [unix_account(name) for name in ("alice", "bob")]
-    if None in accounts:
-        pytest.skip("the accounts alice and bob are made only where the tests run as root")
 
 
 def test_a_users_limits_refuse_submissions_past_them_and_hold_back_jobs_past_the_running_ones(

@@ -116,6 +116,10 @@ def test_a_reservation_keeps_long_jobs_off_its_node_and_starts_its_job_in_its_wi
     started = wait_until(lambda: client.job(mine).start_time, 30, "the reservation's job to start")
     assert started >= reservation["start"] and client.job(mine).node_names == ["node4"]
     print(f"the reservation's job started {started - reservation['start']:.3f} s after the window opened")
+    nodes = gang(cluster, "nodes", "-o", "node,reservation").stdout.splitlines()
+    assert nodes[0].split() == ["NODELIST", "RESERVATION"] and nodes[4].split() == ["node4", "maint"]
+    queue = gang(cluster, "queue", "-o", "jobid,reservation").stdout.splitlines()
+    assert [str(mine), "maint"] in [line.split() for line in queue]
     listed = json.loads(gang(cluster, "admin", "reservation", "list", "--json").stdout)
     assert [(each["name"], each["nodes"], each["jobs"]) for each in listed] == [("maint", ["node4"], [mine])]
     refused = gang(cluster, "admin", "reservation", "delete", "maint")

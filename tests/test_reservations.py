@@ -21,6 +21,7 @@ from tests.test_master_core import hello
 from tests.test_operations import GANGS, NODES, administer, info, make, restart
 
 BGS = GANGS.model_copy(update={"policy": "bgs", "mpl": 2})
+pytestmark = pytest.mark.usefixtures("alice_and_bob")  # the reservations name them as their users
 
 
 class _Job:
@@ -107,6 +108,7 @@ def test_no_other_job_runs_on_a_reservations_nodes_in_its_window_and_its_job_sta
     ({"duration": "UNLIMITED"}, "a reservation ends"),
     ({"start": "now+90"}, "reservation maint holds n[3-4]"),
     ({"name": "maint"}, "a reservation maint exists"),
+    ({"users": ("nobody-here",)}, "no user nobody-here on the master's host"),
 ])
 def test_a_bad_reservation_is_refused_with_one_line_and_changes_nothing(tmp_path, clock, booking, refusal):
     clock.now = 1.8e9  # 2027: 2001 is past
