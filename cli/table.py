@@ -111,7 +111,6 @@ def _where(job: Fields) -> str:
 JOB_FIELDS: dict[str, Column[Fields]] = {
     "jobid": Column("JOBID", 7, lambda job: _job_id(job), right=True, widens=True),
     "partition": Column("PARTITION", 9, lambda job: job["spec"].get("partition") or "-"),
-    "reservation": Column("RESERVATION", 11, lambda job: job["spec"].get("reservation") or "-"),
     "name": Column("NAME", 8, lambda job: job["spec"]["name"]),
     "user": Column("USER", 8, lambda job: job["spec"]["user"]),
     "st": Column("ST", 2, lambda job: STATE_CODES.get(job["state"], job["state"].upper())),
@@ -135,6 +134,7 @@ JOB_FIELDS: dict[str, Column[Fields]] = {
     "start": Column("START", 19, lambda job: _clock(job["start_time"])),
     "end": Column("END", 19, lambda job: _clock(job["end_time"])),
     "nodelist": Column("NODELIST(REASON)", 16, _where),
+    "reservation": Column("RESERVATION", 11, lambda job: job["spec"].get("reservation") or "-"),
 }
 QUEUE_FORMAT = "jobid,partition,name,user,st,time,tasks,util,nodelist"  # 80 columns with a short node list
 HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, and the reason

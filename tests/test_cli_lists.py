@@ -37,7 +37,7 @@ def test_the_maps_the_list_commands_read_are_the_models():
     assert shown[:6] == ["8", "debug", "mapped", "alice", "F", "FAILED"] and "7_3" in shown and "(rank" in shown
     assert "128Mc" in shown and "50M" in shown  # MIN_MEMORY per task, MAXRSS
     assert table.render(list(table.NODE_FIELDS.values()), [node_map]).splitlines()[1].split() == \
-        ["n1", "up", "batch,deb", "1", "1/2", "512", "300", "0.2", "8", "r1"]
+        ["n1", "up", "batch,deb", "1", "1/2", "512", "300", "0.2", "8", "r1", "-"]
 
 
 @pytest.mark.live
