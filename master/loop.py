@@ -55,8 +55,8 @@ from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.outgoing import Outgoing
 from gangsched.master.published import BoundEndpoints, publish
 from gangsched.master.settings import PARTITION_SETTINGS, MasterSettings
-from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import StoreError
+from gangsched.master.store_engines import open_store
 from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
@@ -145,7 +145,7 @@ class MasterDaemon:
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
         endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
-        store = SqliteStore(settings.state_dir / "jobs.db")
+        store = open_store(settings)
         self._core = core = MasterCore(settings, endpoints, store, read_clock(), partition_plan(settings))
         self._outgoing = Outgoing(self._router, core, store, self._bad_frame)
         nodes, clients, record = core.node_events, core.client_requests, core.command_record

@@ -71,6 +71,11 @@ class MasterSettings(BaseSettings):
     rejoin_s: float = Field(
         10.0, gt=0, description="after a restart, how long the nodes of running jobs have to say hello again"
     )
+    store: str = Field(
+        "", pattern=r"^$|^postgres(ql)?://", description="where the jobs are kept: empty for SQLite in "
+        "STATE_DIR/jobs.db, or a PostgreSQL database, postgresql://USER@HOST/DATABASE (pip install "
+        "'gangsched[postgresql]')"
+    )
     return_to_service: int = Field(
         1, ge=0, le=1, description="1: a node lost without word is back in service when its daemon registers "
         "again; 0: it stays down (Not responding) until gang admin node resume (Slurm's ReturnToService)"

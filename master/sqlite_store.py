@@ -1,427 +1,70 @@
-"""The master's store in SQLite (WAL, synchronous FULL), the embedded engine for one host
-(master/store.py is the interface the master uses).
+"""The store in SQLite (WAL, synchronous FULL), the embedded engine for one host: a file in the
+master's state folder, each commit fsync'd (master/sql_store.py does the rest)."""
 
-Group commit: the writes of one turn of the master's loop go into one
-transaction, fsync'd once by ``commit``. Each write is a savepoint in it: one
-whose statements fail is rolled back alone and raises ``StoreWriteError``.
-The statements of every write since the last commit are kept until a commit
-takes them; a commit that fails rolls the transaction back whole and runs
-them all again, in order, in a new one, so what the master reads is still
-what it wrote, and the next ``commit`` tries again. Where even that fails, the
-writes are only kept until a commit can run them all. Nothing is ever half
-written.
-"""
-
-import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gangsched.master.accounts import Account
-from gangsched.master.job_record import Job
-from gangsched.master.nodes import NodeMark
-from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
-from gangsched.master.store import StoreError, StoreWriteError
-from gangsched.protocol.admin_messages import AdminAction
-from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, UserLimits
-from gangsched.protocol.reservation_messages import ReservationInfo
+from gangsched.master.sql_schema import SCHEMA_VERSION, statements
+from gangsched.master.sql_store import SqlStore
+from gangsched.master.store import StoreError
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_id INTEGER PRIMARY KEY,
-    spec TEXT NOT NULL,
-    state TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    submit_time REAL NOT NULL,
-    start_time REAL,
-    end_time REAL,
-    node_names TEXT NOT NULL,
-    processors TEXT NOT NULL,
-    exit_code INTEGER,
-    requeues INTEGER NOT NULL,
-    barrier_port INTEGER,
-    rendezvous_port INTEGER,
-    barriers INTEGER NOT NULL,
-    cpu_ns INTEGER NOT NULL,
-    ran_s REAL NOT NULL,
-    migration_s TEXT NOT NULL,
-    max_rss INTEGER,
-    launched_to TEXT NOT NULL DEFAULT '{}',
-    preemptions TEXT NOT NULL DEFAULT '[]',
-    hold TEXT
-);
--- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
--- without reading every job the store ever held
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
--- a client's token for each submission: a retry after a lost reply finds the job it made
-CREATE TABLE IF NOT EXISTS submissions (
-    user TEXT NOT NULL,
-    token TEXT NOT NULL,
-    job_id INTEGER NOT NULL,
-    PRIMARY KEY (user, token)
-);
-CREATE TABLE IF NOT EXISTS users (
-    user TEXT PRIMARY KEY,
-    political_priority REAL NOT NULL,
-    quota_node_s REAL,
-    used_node_s REAL NOT NULL
-);
-""" + """
--- nodes an administrator drained or took down, with why, who and since when
-CREATE TABLE IF NOT EXISTS node_marks (
-    node TEXT PRIMARY KEY,
-    state TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    user TEXT NOT NULL,
-    time REAL NOT NULL
-);
--- what each user may have at once, in every partition ('') or in one (gang admin limit)
-CREATE TABLE IF NOT EXISTS user_limits (
-    user TEXT NOT NULL,
-    partition TEXT NOT NULL,
-    limits TEXT NOT NULL,
-    PRIMARY KEY (user, partition)
-);
--- nodes booked for a window of time (gang admin reservation)
-CREATE TABLE IF NOT EXISTS reservations (
-    name TEXT PRIMARY KEY,
-    reservation TEXT NOT NULL
-);
--- every administrative command, done or refused (gang admin log)
-CREATE TABLE IF NOT EXISTS admin_log (
-    number INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    user TEXT NOT NULL,
-    command TEXT NOT NULL,
-    result TEXT NOT NULL,
-    token TEXT
-);
--- a client's token for each command: a retry after a lost reply finds the first one's record
-CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log (user, token);
-"""
-_COLUMNS = (
-    "job_id, spec, state, reason, submit_time, start_time, end_time,"
-    " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s, max_rss, launched_to, preemptions, hold"
-)
-_ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
-
-
-def _created(*tables: str) -> list[str]:
-    """The statements of ``_SCHEMA`` that make these tables."""
-    return [statement.strip() for statement in _SCHEMA.split(";")
-            if any(f"EXISTS {table} (" in statement for table in tables)]
-
-
-SCHEMA_VERSION = 12
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
 _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAULT '{}'"],
                6: ["CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state)"],
                7: ["ALTER TABLE jobs ADD COLUMN preemptions TEXT NOT NULL DEFAULT '[]'"],
-               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT", *_created("node_marks"),
+               8: ["ALTER TABLE jobs ADD COLUMN hold TEXT", *statements("node_marks"),
                    # as version 9 made it: 12 added its tokens
-                   "CREATE TABLE admin_log (number INTEGER PRIMARY KEY, time REAL NOT NULL, user TEXT NOT NULL,"
+                   'CREATE TABLE admin_log (number INTEGER PRIMARY KEY, time REAL NOT NULL, "user" TEXT NOT NULL,'
                    " command TEXT NOT NULL, result TEXT NOT NULL)"],
-               9: _created("user_limits"),
-               10: _created("reservations"),
+               9: statements("user_limits"),
+               10: statements("reservations"),
                11: ["ALTER TABLE admin_log ADD COLUMN token TEXT",
-                    "CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log (user, token)"]}
-_TOKEN_INSERT = "INSERT INTO submissions (user, token, job_id) VALUES (?, ?, ?)"
-_ACTION_COLUMNS = "number, time, user, command, result, token"
-_ACTION_INSERT = f"INSERT INTO admin_log ({_ACTION_COLUMNS}) VALUES (?,?,?,?,?,?)"
+                    'CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token)']}
 
 
-class SqliteStore:
+class _Sqlite:
+    def __init__(self, path: Path) -> None:
+        self.errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+        self._connection = sqlite3.connect(path, isolation_level=None)  # transactions by statements
+
+    def execute(self, statement: str, parameters: Iterable[Any] = ()) -> sqlite3.Cursor:
+        return self._connection.execute(statement, tuple(parameters))
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._connection.in_transaction
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+class SqliteStore(SqlStore):
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs name users, commands, paths
-        self._db = sqlite3.connect(path, isolation_level=None)
-        self.write_time = Timings(STEP_BOUNDS_S)
-        self._unwritten: list[tuple[str, tuple[Any, ...]]] = []  # statements since the last commit, in order
-        self._unit: list[tuple[str, tuple[Any, ...]]] = []  # those of the write under way
-        self._replay = False  # the writes since the last commit could not be run again: kept, not run
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        (version,) = self._db.execute("PRAGMA user_version").fetchone()
-        (tables,) = self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        db = _Sqlite(path)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        (tables,) = db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         if tables == 0:
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("BEGIN")
+            for statement in statements():
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("COMMIT")
         elif version in _MIGRATIONS:
-            with self._db:
-                self._db.execute("BEGIN")
-                for step in range(version, SCHEMA_VERSION):
-                    for statement in _MIGRATIONS[step]:
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("BEGIN")
+            for step in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[step]:
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("COMMIT")
         elif version != SCHEMA_VERSION:
-            self._db.close()
+            db.close()
             raise StoreError(
                 f"the job store {path} has schema version {version}, this gangsched reads "
                 f"{SCHEMA_VERSION}: move it away or give another --state-dir"
             )
-        (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
-        self._next_job_id = int(highest) + 1  # held here: a submission not yet committed has its numbers
-        (last,) = self._db.execute("SELECT COALESCE(MAX(number), 0) FROM admin_log").fetchone()
-        self._next_action = int(last) + 1
-
-    def next_job_id(self) -> int:
-        return self._next_job_id
-
-    @property
-    def pending(self) -> bool:
-        return bool(self._unwritten)
-
-    def commit(self) -> None:
-        """Make every write since the last commit durable, in one transaction; ``StoreWriteError`` (and all
-        of them kept for the next commit) if it cannot."""
-        if not self._unwritten:
-            return
-        try:
-            with Stopwatch(self.write_time):
-                if self._replay:
-                    self._run_again()
-                self._db.execute("COMMIT")
-        except sqlite3.Error as error:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            try:
-                self._run_again()  # uncommitted, as before the commit
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                self._replay = True
-            raise StoreWriteError(str(error)) from error
-        self._unwritten.clear()
-
-    def _run_again(self) -> None:
-        """Every write since the last commit, in a new transaction."""
-        self._db.execute("BEGIN")
-        for statement, parameters in self._unwritten:
-            self._db.execute(statement, parameters)
-        self._replay = False
-
-    def submitted(self, jobs: list[Job], token: str | None) -> None:
-        """New jobs (one, or an array's) and the client's token for the first: all or none."""
-        with self._transaction():
-            for job in jobs:
-                self._write(job)
-            if token is not None:
-                self._execute(_TOKEN_INSERT,
-                              (jobs[0].spec.user, token, jobs[0].job_id))
-        self._next_job_id = max(self._next_job_id, jobs[-1].job_id + 1)
-
-    def closed(self, job: Job, account: Account | None) -> None:
-        """A job's end (or its requeue) and its user's use: both or neither (master/closing.py)."""
-        with self._transaction():
-            self._write(job)
-            if account is not None:
-                self._write_account(account)
-
-    def job_of_token(self, user: str, token: str) -> int | None:
-        # a submission not yet committed is found too: in the open transaction, or among the kept writes
-        for statement, parameters in reversed(self._unwritten) if self._replay else ():
-            if statement == _TOKEN_INSERT and parameters[:2] == (user, token):
-                return int(parameters[2])
-        row = self._db.execute("SELECT job_id FROM submissions WHERE user = ? AND token = ?", (user, token)).fetchone()
-        return None if row is None else int(row[0])
-
-    def save(self, *jobs: Job) -> None:
-        with self._transaction():
-            for job in jobs:
-                self._write(job)
-
-    def _write(self, job: Job) -> None:
-        self._execute(
-            f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                job.job_id,
-                job.spec.model_dump_json(),
-                job.state.value,
-                job.shown_reason(),
-                job.submit_time,
-                job.start_time,
-                job.end_time,
-                json.dumps(job.node_names),
-                json.dumps(job.processors),
-                job.exit_code,
-                job.requeues,
-                job.barrier_port,
-                job.rendezvous_port,
-                job.barriers,
-                job.cpu_ns,
-                job.ran_s,
-                json.dumps(job.migration_s),
-                job.max_rss,
-                json.dumps(job.launched_to),
-                json.dumps([preemption.model_dump() for preemption in job.preemptions]),
-                None if job.hold is None else job.hold.value,
-            ),
-        )
-
-    def active(self) -> list[Job]:
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM jobs WHERE state IN (?, ?) ORDER BY job_id", _ACTIVE
-        )
-        return [_job(row) for row in rows]
-
-    def finished(self, limit: int) -> list[Job]:
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM jobs WHERE state NOT IN (?, ?) ORDER BY job_id DESC LIMIT ?",
-            (*_ACTIVE, limit),
-        )
-        return [_job(row) for row in reversed(list(rows))]
-
-    def ended_since(self, since: float, after_id: int, limit: int) -> list[Job]:
-        """The first ``limit`` finished jobs above ``after_id`` that ended at ``since`` or later."""
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM jobs WHERE state NOT IN (?, ?) AND end_time >= ? AND job_id > ?"
-            " ORDER BY job_id LIMIT ?",
-            (*_ACTIVE, since, after_id, limit),
-        )
-        return [_job(row) for row in rows]
-
-    def get(self, job_id: int) -> Job | None:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-        return _job(row) if row else None
-
-    def save_account(self, account: Account) -> None:
-        with self._transaction():
-            self._write_account(account)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """One write: a savepoint of the open transaction, kept whole or rolled back whole as
-        ``StoreWriteError``; only kept, for the next commit, where the writes could not be run again."""
-        self._unit = []
-        try:
-            if self._replay:
-                yield
-            else:
-                if not self._db.in_transaction:
-                    self._db.execute("BEGIN")
-                self._db.execute("SAVEPOINT write")
-                try:
-                    yield
-                except BaseException:
-                    self._db.execute("ROLLBACK TO write")
-                    raise
-                finally:
-                    self._db.execute("RELEASE write")
-        except sqlite3.Error as error:
-            raise StoreWriteError(str(error)) from error
-        self._unwritten += self._unit
-
-    def _execute(self, statement: str, parameters: tuple[Any, ...]) -> None:
-        self._unit.append((statement, parameters))
-        if not self._replay:
-            self._db.execute(statement, parameters)
-
-    def _write_account(self, account: Account) -> None:
-        self._execute(
-            "INSERT OR REPLACE INTO users (user, political_priority, quota_node_s, used_node_s) VALUES (?,?,?,?)",
-            (account.user, account.political_priority, account.quota_node_s, account.used_node_s),
-        )
-
-    def accounts(self) -> list[Account]:
-        rows = self._db.execute("SELECT user, political_priority, quota_node_s, used_node_s FROM users ORDER BY user")
-        return [Account(*row) for row in rows]
-
-    def save_node_marks(self, marks: dict[str, NodeMark | None]) -> None:
-        with self._transaction():
-            for node, mark in marks.items():
-                if mark is None:
-                    self._execute("DELETE FROM node_marks WHERE node = ?", (node,))
-                    continue
-                self._execute("INSERT OR REPLACE INTO node_marks (node, state, reason, user, time) VALUES (?,?,?,?,?)",
-                              (node, mark.state.value, mark.reason.text, mark.reason.user, mark.reason.time))
-
-    def node_marks(self) -> dict[str, NodeMark]:
-        rows = self._db.execute("SELECT node, state, reason, user, time FROM node_marks ORDER BY node")
-        return {node: NodeMark(NodeState(state), NodeReason(text=text, user=user, time=time))
-                for node, state, text, user, time in rows}
-
-    def save_limits(self, user: str, limits: UserLimits) -> None:
-        with self._transaction():
-            partition = limits.partition or ""
-            if limits.model_dump(exclude={"partition"}, exclude_none=True):
-                self._execute("INSERT OR REPLACE INTO user_limits (user, partition, limits) VALUES (?,?,?)",
-                              (user, partition, limits.model_dump_json()))
-            else:
-                self._execute("DELETE FROM user_limits WHERE user = ? AND partition = ?", (user, partition))
-
-    def user_limits(self) -> list[tuple[str, UserLimits]]:
-        rows = self._db.execute("SELECT user, limits FROM user_limits ORDER BY user, partition")
-        return [(user, UserLimits.model_validate_json(limits)) for user, limits in rows]
-
-    def save_reservation(self, name: str, reservation: ReservationInfo | None) -> None:
-        with self._transaction():
-            if reservation is None:
-                self._execute("DELETE FROM reservations WHERE name = ?", (name,))
-            else:
-                self._execute("INSERT OR REPLACE INTO reservations (name, reservation) VALUES (?,?)",
-                              (name, reservation.model_dump_json(exclude={"jobs"})))
-
-    def reservations(self) -> list[ReservationInfo]:
-        rows = self._db.execute("SELECT reservation FROM reservations ORDER BY name")
-        return [ReservationInfo.model_validate_json(reservation) for (reservation,) in rows]
-
-    def record_action(self, time: float, user: str, command: str, result: str,
-                      token: str | None = None) -> AdminAction:
-        action = AdminAction(number=self._next_action, time=time, user=user, command=command, result=result,
-                             token=token)
-        with self._transaction():
-            self._execute(_ACTION_INSERT, (action.number, time, user, command, result, token))
-        self._next_action += 1
-        return action
-
-    def action_of_token(self, user: str, token: str) -> AdminAction | None:
-        # a command not yet committed is found too: in the open transaction, or among the kept writes
-        for statement, parameters in reversed(self._unwritten) if self._replay else ():
-            if statement == _ACTION_INSERT and (parameters[2], parameters[5]) == (user, token):
-                return _action(parameters)
-        row = self._db.execute(f"SELECT {_ACTION_COLUMNS} FROM admin_log WHERE user = ? AND token = ?",
-                               (user, token)).fetchone()
-        return None if row is None else _action(row)
-
-    def admin_log(self, after: int, limit: int) -> list[AdminAction]:
-        rows = self._db.execute(f"SELECT {_ACTION_COLUMNS} FROM admin_log WHERE number > ? ORDER BY number LIMIT ?",
-                                (after, limit))
-        return [_action(row) for row in rows]
-
-    def close(self) -> None:
-        self._db.close()
-
-
-def _job(row: tuple[Any, ...]) -> Job:
-    (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions, hold) = row
-    return Job(
-        job_id=job_id,
-        spec=JobSpec.model_validate_json(spec),
-        state=JobState(state),
-        reason=reason,
-        submit_time=submit,
-        start_time=start,
-        end_time=end,
-        node_names=json.loads(nodes),
-        processors=json.loads(processors),
-        exit_code=exit_code,
-        requeues=requeues,
-        barrier_port=port,
-        rendezvous_port=rendezvous_port,
-        barriers=barriers,
-        cpu_ns=cpu_ns,
-        ran_s=ran_s,
-        migration_s=json.loads(migration_s),
-        max_rss=max_rss,
-        launched_to=json.loads(launched_to),
-        preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
-        hold=None if hold is None else Hold(hold),
-    )
-
-
-def _action(row: tuple[Any, ...]) -> AdminAction:
-    number, time, user, command, result, token = row
-    return AdminAction(number=number, time=time, user=user, command=command, result=result, token=token)
+        super().__init__(db)

@@ -115,7 +115,7 @@ BENCHMARKS_TESTED = {
     "test_scale": ("scale",), "test_epoll_poller": ("epoll_poller",), "test_floor": ("floor",),
     "test_live": ("restarts",), "test_live_policies": ("migration",), "test_docker": ("migration", "throughput"),
     "test_memory_policies": ("event",), "test_throughput": ("throughput",), "test_partitions": ("preempt",),
-    "test_operations_live": ("operations_restarts",),
+    "test_operations_live": ("operations_restarts",), "test_postgres_store": ("restarts",),
 }
 
 

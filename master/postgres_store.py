@@ -1,0 +1,71 @@
+"""The store in PostgreSQL (psycopg 3), for masters on several hosts that share it: the same tables,
+transactions and group commit as SQLite's (master/sql_store.py), its schema version in a table of
+its own. ``--store postgresql://USER@HOST/DATABASE`` chooses it."""
+
+from collections.abc import Iterable
+from typing import Any
+
+from gangsched.master.sql_schema import SCHEMA_VERSION, statements
+from gangsched.master.sql_store import Rows, SqlStore
+from gangsched.master.store import StoreError
+
+_VERSION_TABLE = "CREATE TABLE gangsched_schema (version INTEGER NOT NULL)"
+# what a store of an earlier version needs to be this one's (all its steps one transaction): none yet
+_MIGRATIONS: dict[int, list[str]] = {}
+
+
+class _Postgres:
+    def __init__(self, url: str) -> None:
+        import psycopg  # only where PostgreSQL is chosen: SQLite's masters never load it
+
+        self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
+        self._idle = psycopg.pq.TransactionStatus.IDLE
+        try:
+            # transactions by statements, as SQLite's: BEGIN, SAVEPOINT, COMMIT
+            self._connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as error:
+            raise StoreError(f"the job store {_without_password(url)} cannot be reached: "
+                             f"{str(error).strip().splitlines()[0]}") from None
+
+    def execute(self, statement: str, parameters: Iterable[Any] = ()) -> Rows:
+        given = tuple(parameters)
+        return self._connection.execute(statement.replace("?", "%s"), given or None)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._connection.info.transaction_status != self._idle
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+class PostgresStore(SqlStore):
+    def __init__(self, url: str) -> None:
+        db = _Postgres(url)
+        (jobs,) = db.execute("SELECT to_regclass('jobs') IS NOT NULL").fetchone()
+        if not jobs:
+            db.execute("BEGIN")
+            for statement in [*statements(), _VERSION_TABLE]:
+                db.execute(statement)
+            db.execute("INSERT INTO gangsched_schema (version) VALUES (?)", (SCHEMA_VERSION,))
+            db.execute("COMMIT")
+        (version,) = db.execute("SELECT version FROM gangsched_schema").fetchone()
+        if version in _MIGRATIONS:
+            db.execute("BEGIN")
+            for step in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[step]:
+                    db.execute(statement)
+            db.execute("UPDATE gangsched_schema SET version = ?", (SCHEMA_VERSION,))
+            db.execute("COMMIT")
+        elif version != SCHEMA_VERSION:
+            db.close()
+            raise StoreError(f"the job store {_without_password(url)} has schema version {version}, this gangsched "
+                             f"reads {SCHEMA_VERSION}: give another --store")
+        super().__init__(db)
+
+
+def _without_password(url: str) -> str:
+    """The URL as it may be printed."""
+    scheme, _, rest = url.partition("://")
+    credentials, at, place = rest.rpartition("@")
+    return url if not at else f"{scheme}://{credentials.split(':')[0]}@{place}"

@@ -1,0 +1,109 @@
+"""The store's tables, as both engines read them (master/sql_store.py): SQL that SQLite and PostgreSQL
+take alike. ``"user"`` is quoted (PostgreSQL reserves the word); the types are PostgreSQL's, which
+SQLite reads by their affinity (``BIGINT`` an integer, ``DOUBLE PRECISION`` a real)."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id INTEGER PRIMARY KEY,
+    spec TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    submit_time DOUBLE PRECISION NOT NULL,
+    start_time DOUBLE PRECISION,
+    end_time DOUBLE PRECISION,
+    node_names TEXT NOT NULL,
+    processors TEXT NOT NULL,
+    exit_code INTEGER,
+    requeues INTEGER NOT NULL,
+    barrier_port INTEGER,
+    rendezvous_port INTEGER,
+    barriers BIGINT NOT NULL,
+    cpu_ns BIGINT NOT NULL,
+    ran_s DOUBLE PRECISION NOT NULL,
+    migration_s TEXT NOT NULL,
+    max_rss BIGINT,
+    launched_to TEXT NOT NULL DEFAULT '{}',
+    preemptions TEXT NOT NULL DEFAULT '[]',
+    hold TEXT
+);
+-- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
+-- without reading every job the store ever held
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
+-- a client's token for each submission: a retry after a lost reply finds the job it made
+CREATE TABLE IF NOT EXISTS submissions (
+    "user" TEXT NOT NULL,
+    token TEXT NOT NULL,
+    job_id INTEGER NOT NULL,
+    PRIMARY KEY ("user", token)
+);
+CREATE TABLE IF NOT EXISTS users (
+    "user" TEXT PRIMARY KEY,
+    political_priority DOUBLE PRECISION NOT NULL,
+    quota_node_s DOUBLE PRECISION,
+    used_node_s DOUBLE PRECISION NOT NULL
+);
+-- nodes an administrator drained or took down, with why, who and since when
+CREATE TABLE IF NOT EXISTS node_marks (
+    node TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    "user" TEXT NOT NULL,
+    time DOUBLE PRECISION NOT NULL
+);
+-- what each user may have at once, in every partition ('') or in one (gang admin limit)
+CREATE TABLE IF NOT EXISTS user_limits (
+    "user" TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    limits TEXT NOT NULL,
+    PRIMARY KEY ("user", partition)
+);
+-- nodes booked for a window of time (gang admin reservation)
+CREATE TABLE IF NOT EXISTS reservations (
+    name TEXT PRIMARY KEY,
+    reservation TEXT NOT NULL
+);
+-- every administrative command, done or refused (gang admin log)
+CREATE TABLE IF NOT EXISTS admin_log (
+    number INTEGER PRIMARY KEY,
+    time DOUBLE PRECISION NOT NULL,
+    "user" TEXT NOT NULL,
+    command TEXT NOT NULL,
+    result TEXT NOT NULL,
+    token TEXT
+);
+-- a client's token for each command: a retry after a lost reply finds the first one's record
+CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token);
+"""
+
+SCHEMA_VERSION = 12
+
+
+def statements(*tables: str) -> list[str]:
+    """The statements of ``SCHEMA`` that make these tables (all of them, given none)."""
+    every = [statement.strip() for statement in SCHEMA.split(";") if statement.strip()]
+    return every if not tables else [statement for statement in every
+                                     if any(f"EXISTS {table} (" in statement for table in tables)]
+
+
+def upsert(table: str, columns: str, key: str) -> str:
+    """A row written whole, over the one with the same ``key`` if there is one."""
+    names = [name.strip() for name in columns.split(",")]
+    keys = {name.strip() for name in key.split(",")}
+    updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in keys)
+    return f"INSERT INTO {table} ({columns}) VALUES ({','.join('?' * len(names))}) ON CONFLICT ({key}) DO UPDATE SET " \
+        f"{updates}"
+
+
+JOB_COLUMNS = (
+    "job_id, spec, state, reason, submit_time, start_time, end_time,"
+    " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
+    " migration_s, max_rss, launched_to, preemptions, hold"
+)
+ACTION_COLUMNS = 'number, time, "user", command, result, token'
+JOB_UPSERT = upsert("jobs", JOB_COLUMNS, "job_id")
+ACCOUNT_UPSERT = upsert("users", '"user", political_priority, quota_node_s, used_node_s', '"user"')
+MARK_UPSERT = upsert("node_marks", 'node, state, reason, "user", time', "node")
+LIMITS_UPSERT = upsert("user_limits", '"user", partition, limits', '"user", partition')
+RESERVATION_UPSERT = upsert("reservations", "name, reservation", "name")
+TOKEN_INSERT = 'INSERT INTO submissions ("user", token, job_id) VALUES (?, ?, ?)'
+ACTION_INSERT = f"INSERT INTO admin_log ({ACTION_COLUMNS}) VALUES (?,?,?,?,?,?)"
