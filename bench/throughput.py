@@ -99,17 +99,18 @@ def _round(rate: float | None) -> float | None:
 
 def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, clients: int | None,
                        command: list[str], floor_s: float = 3.0, emulated_nodes: int | None = None,
-                       docker: bool = False) -> ThroughputRun:
+                       docker: bool = False, store_url: str = "") -> ThroughputRun:
     """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each, on a fresh
-    cluster: the local one of ``config``, its compose cluster (``docker``), or ``emulated_nodes``."""
+    cluster: the local one of ``config``, its compose cluster (``docker``), or ``emulated_nodes``;
+    ``store_url``: the PostgreSQL database its master keeps its jobs in (the config's), else its file."""
     with _flooded_cluster(config, emulated_nodes, docker) as (client, store):
-        return flood(client, store, jobs, arrays, clients, command, None if emulated_nodes else floor_s)
+        return flood(client, store, jobs, arrays, clients, command, None if emulated_nodes else floor_s, store_url)
 
 
 def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clients: int | None,
-          command: list[str], floor_s: float | None) -> ThroughputRun:
-    """The flood on the cluster of ``client``, whose master's store is the file ``store``; the floor beside
-    it unless ``floor_s`` is None."""
+          command: list[str], floor_s: float | None, store_url: str = "") -> ThroughputRun:
+    """The flood on the cluster of ``client``, whose master's store is the file ``store`` (or the database
+    ``store_url``); the floor beside it unless ``floor_s`` is None."""
     spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={})
     floor: tuple[float | None, float | None, float | None] = (None, None, None)
     if floor_s is not None:
@@ -121,7 +122,7 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
     idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
     before = client.stats()
     started = time.monotonic()
-    watcher = _StoreWatch(store, jobs, started)
+    watcher = _StoreWatch(store_url or store, jobs, started)
     watcher.start()  # samples the queue while the jobs are submitted, too
     _submit(client, spec, jobs, arrays, clients)
     submit_s = time.monotonic() - started
@@ -188,9 +189,10 @@ def _submit_singles(cluster: MasterClient, spec: JobSpec, count: int) -> None:
 class _StoreWatch(threading.Thread):
     """The master's store as the jobs drain: how many are written COMPLETED, how many wait."""
 
-    def __init__(self, path: Path, jobs: int, started: float, timeout_s: float = 3600.0) -> None:
+    def __init__(self, where: Path | str, jobs: int, started: float, timeout_s: float = 3600.0) -> None:
+        """``where``: the store's SQLite file, or its PostgreSQL database's URL."""
         super().__init__(daemon=True)
-        self._path, self._jobs, self._began, self._timeout_s = path, jobs, started, timeout_s
+        self._where, self._jobs, self._began, self._timeout_s = where, jobs, started, timeout_s
         self._written_at = 0.0  # Unix time the last job was seen written
         self._done_at: float | None = None  # monotonic
         self._error = ""
@@ -232,18 +234,31 @@ class _StoreWatch(threading.Thread):
         return queued, running, written
 
     def _counts(self) -> tuple[int, int, int]:
+        passing: tuple[type[Exception], ...] = (sqlite3.OperationalError, *_postgres_errors(self._where))
         try:
             with contextlib.closing(self._connect()) as db:
                 states = dict(db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
-        except sqlite3.OperationalError:  # not made yet, or locked a moment
+        except passing:  # not made yet, or locked a moment
             return 0, 0, self._jobs
         done = states.pop("completed", 0)
         pending = states.pop("pending", 0)
         states.pop("running", None)
         return done, sum(states.values()), pending
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(f"file:{self._path}?mode=ro", uri=True, timeout=5.0)
+    def _connect(self) -> Any:
+        if isinstance(self._where, str):
+            import psycopg
+
+            return psycopg.connect(self._where, autocommit=True)
+        return sqlite3.connect(f"file:{self._where}?mode=ro", uri=True, timeout=5.0)
+
+
+def _postgres_errors(where: Path | str) -> tuple[type[Exception], ...]:
+    if not isinstance(where, str):
+        return ()
+    import psycopg
+
+    return (psycopg.OperationalError,)
 
 
 def _ms(latencies_ns: list[int], fraction: float) -> float:

@@ -23,10 +23,12 @@ from gangsched.deploy.config import ClusterConfig
               help="a real master and this many emulated node daemons of one processor each, whose tasks end "
               "as soon as they run (no process started, no floor), instead of the local cluster")
 @click.option("--docker", is_flag=True, help="on a fresh compose cluster (containers as nodes) instead")
+@click.option("--store", default="", metavar="URL",
+              help="the master keeps its jobs in this PostgreSQL database (postgresql://...) [SQLite in its folder]")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="the figures here, the queue's drain beside it (-drain.csv) and its plot (.png)")
 def throughput(jobs: int, arrays: int | None, clients: int | None, command: str, nodes: int, processors: int,
-               quantum_ms: int, emulated_nodes: int | None, docker: bool, csv_path: Path | None) -> None:
+               quantum_ms: int, emulated_nodes: int | None, docker: bool, store: str, csv_path: Path | None) -> None:
     """N one-task jobs on a fresh local cluster, from the first submission until the last COMPLETED is
     written: jobs/s, the time of each phase, the master's CPU and memory, the switch during the flood
     against idle, and the rate against this machine's floor measured in the same run."""
@@ -36,12 +38,15 @@ def throughput(jobs: int, arrays: int | None, clients: int | None, command: str,
         raise click.UsageError("--arrays or --clients, not both")
     if docker and emulated_nodes:
         raise click.UsageError("--docker or --emulated-nodes, not both")
-    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=quantum_ms, http_bind="")
+    if store and (docker or emulated_nodes):
+        raise click.UsageError("--store is for the local cluster")
+    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=quantum_ms, http_bind="",
+                           store=store)
     where = f"{emulated_nodes} emulated nodes x 1 processor" if emulated_nodes else \
         f"{nodes} {'node containers' if docker else 'nodes'} x {processors} processors"
     console.print(f"{jobs:,} jobs of {command!r} on {where}, {quantum_ms} ms quanta")
     run = measure_throughput(config, jobs, None if clients else arrays or 10, clients, shlex.split(command),
-                             emulated_nodes=emulated_nodes, docker=docker)
+                             emulated_nodes=emulated_nodes, docker=docker, store_url=store)
     print_figures("throughput, end to end", run.row(), csv_path)
     if csv_path:
         write_rows_csv(csv_path.with_name(f"{csv_path.stem}-drain.csv"), run.samples)

@@ -2,7 +2,9 @@
 transactions and group commit as SQLite's (master/sql_store.py), its schema version in a table of
 its own. ``--store postgresql://USER@HOST/DATABASE`` chooses it."""
 
+import functools
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from gangsched.master.sql_schema import SCHEMA_VERSION, statements
@@ -29,7 +31,10 @@ class _Postgres:
 
     def execute(self, statement: str, parameters: Iterable[Any] = ()) -> Rows:
         given = tuple(parameters)
-        return self._connection.execute(statement.replace("?", "%s"), given or None)
+        return self._connection.execute(_in_psycopg_terms(statement), given or None)
+
+    def batch(self) -> AbstractContextManager[object]:
+        return self._connection.pipeline()  # one round trip to the server for a write, not one a statement
 
     @property
     def in_transaction(self) -> bool:
@@ -62,6 +67,12 @@ class PostgresStore(SqlStore):
             raise StoreError(f"the job store {_without_password(url)} has schema version {version}, this gangsched "
                              f"reads {SCHEMA_VERSION}: give another --store")
         super().__init__(db)
+
+
+@functools.cache
+def _in_psycopg_terms(statement: str) -> str:
+    """The store's statements name their parameters ``?``; psycopg's ``%s`` (the store's are a few dozen)."""
+    return statement.replace("?", "%s")
 
 
 def _without_password(url: str) -> str:

@@ -14,7 +14,7 @@ written.
 
 import json
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 from gangsched.master.accounts import Account
@@ -53,6 +53,9 @@ class Engine(Protocol):
     errors: tuple[type[Exception], ...]  # what its failures raise
 
     def execute(self, statement: str, parameters: Iterable[Any] = ()) -> Rows: ...
+
+    def batch(self) -> AbstractContextManager[object]:
+        """Statements sent together, their failure raised at the end (or at once, where each is sent alone)."""
 
     @property
     def in_transaction(self) -> bool: ...
@@ -209,14 +212,15 @@ class SqlStore:
             else:
                 if not self._db.in_transaction:
                     self._db.execute("BEGIN")
-                self._db.execute("SAVEPOINT write")
                 try:
-                    yield
+                    with self._db.batch():  # the savepoint, the write's statements and the release sent at once
+                        self._db.execute("SAVEPOINT write")
+                        yield
+                        self._db.execute("RELEASE write")
                 except BaseException:
                     self._db.execute("ROLLBACK TO write")
-                    raise
-                finally:
                     self._db.execute("RELEASE write")
+                    raise
         except self._db.errors as error:
             raise StoreWriteError(str(error)) from error
         self._unwritten += self._unit

@@ -1,6 +1,7 @@
 """The store in SQLite (WAL, synchronous FULL), the embedded engine for one host: a file in the
 master's state folder, each commit fsync'd (master/sql_store.py does the rest)."""
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,6 +32,9 @@ class _Sqlite:
 
     def execute(self, statement: str, parameters: Iterable[Any] = ()) -> sqlite3.Cursor:
         return self._connection.execute(statement, tuple(parameters))
+
+    def batch(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()  # in the process: nothing to gain by sending statements together
 
     @property
     def in_transaction(self) -> bool:
