@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from gangsched.protocol.durations import format_duration
+from gangsched.protocol.times import format_time
 
 Row = TypeVar("Row")
 Fields = dict[str, Any]
@@ -64,7 +65,7 @@ def _elapsed(job: Fields) -> str:
 
 
 def _clock(unix_time: float | None) -> str:
-    return "-" if unix_time is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(unix_time))
+    return "-" if unix_time is None else format_time(unix_time)
 
 
 def number(value: float | None, digits: int = 0) -> str:

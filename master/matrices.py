@@ -68,6 +68,10 @@ class Matrices:
     def holding(self, node: str) -> list[Matrix]:
         return [matrix for matrix in self._matrices if matrix.partition.holds(node)]
 
+    def named_nodes(self) -> set[str]:
+        """The nodes the partitions name (a partition over every node names none)."""
+        return {node for matrix in self._matrices for node in matrix.partition.nodes or ()}
+
     def settle(self, now: Now) -> None:
         """After the events of one message or one tick: each matrix's policy decides if one asks for it; that
         of a partition down or inactive starts nothing (Slurm's partition states)."""

@@ -75,8 +75,7 @@ class NodeService:
             names = expand_hostlist(message.nodes)
         except ValueError as error:
             return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, str(error))
-        known = set(self._nodes.names()) | set(self._nodes.marks)
-        known |= {node for matrix in self._matrices for node in matrix.partition.nodes or ()}
+        known = set(self._nodes.names()) | set(self._nodes.marks) | self._matrices.named_nodes()
         unknown = [name for name in names if name not in known]
         if unknown:
             return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"no node {unknown[0]}: the master knows "

@@ -155,7 +155,7 @@ class ReservationBook:
             nodes = expand_hostlist(hostlist)
         except ValueError as error:
             return _refused(str(error))
-        known = set(self._nodes.names()) | {node for matrix in self._matrices for node in matrix.partition.nodes or ()}
+        known = set(self._nodes.names()) | self._matrices.named_nodes()
         unknown = [node for node in nodes if node not in known]
         if unknown:
             return _refused(f"no node {unknown[0]}")

@@ -62,7 +62,6 @@ class PolicyJob:
     political_priority: float = 0.0
     migratable: bool = False
     memory: MemoryRequest = NO_MEMORY
-    reservation: str | None = None  # the reservation it was submitted to (Slurm's --reservation)
 
 
 @dataclass(frozen=True)
@@ -115,12 +114,8 @@ class LiveScheduler:
         index = {processor: column for column, processor in enumerate(self.columns)}
         # processors it does not see now (their nodes come back with the gang) hold nothing of its
         wanted = mask_of(index[processor] for processor in processors if processor in index)
-        for row in self.layout:
-            taken = 0
-            for columns in row.values():
-                taken |= columns
-            if not wanted & taken:
-                return True
+        if any(not wanted & taken for taken in self._taken_by_row()):
+            return True
         return self._policy.time_sharing() is not None and len(self.layout) < self.choice.mpl
 
     def running_job(self, job_id: int) -> Job:
@@ -289,12 +284,12 @@ class LiveScheduler:
             window = windows.open_window(name, now)
             if window is None:
                 continue
-            taken = self._taken_by_row()
+            occupied = self._taken_by_row()
             if self.choice.time_shares:  # a row of its own, none taken, while the MPL allows one more
-                rows = taken + ([0] if len(taken) < self.choice.mpl else [])
-            else:
-                rows = taken or [0]
-            columns = next((chosen for taken in rows
+                occupied += [0] if len(occupied) < self.choice.mpl else []
+            elif not occupied:
+                occupied = [0]
+            columns = next((chosen for taken in occupied
                             if (chosen := plain.choose(book.usable(job, window.columns & ~taken), job)) is not None),
                            None)
             if columns is None:
