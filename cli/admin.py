@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from gangsched.cli.admin_masters import masters, takeover
 from gangsched.cli.admin_nodes import admin_log, node
 from gangsched.cli.admin_reservations import reservation
 from gangsched.cli.connect import with_master
@@ -29,7 +30,7 @@ console = command_console()
 
 @click.group()
 def admin() -> None:
-    """Nodes, reservations, suspensions, users, configuration: root's."""
+    """Nodes, reservations, suspensions, users, masters, configuration: root's."""
 
 
 admin.add_command(node)
@@ -37,6 +38,8 @@ admin.add_command(reservation)
 admin.add_command(admin_log)
 admin.add_command(suspend)
 admin.add_command(resume)
+admin.add_command(masters)
+admin.add_command(takeover)
 
 
 @admin.group()

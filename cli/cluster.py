@@ -26,10 +26,12 @@ def cluster() -> None:
 @click.option("--keys", is_flag=True,
               help="local: CURVE keys (made in GANG_HOME/keys) on loopback TCP, so other accounts submit with "
               "keys of theirs and, started as root, run as themselves; the docker cluster always has keys")
+@click.option("--masters", type=click.IntRange(1, 9), default=1, show_default=True,
+              help="local: masters sharing the --store postgresql://... one leading, the others standing by")
 @cluster_options
-def cluster_up(docker: bool, keys: bool, **shape: Any) -> None:
+def cluster_up(docker: bool, keys: bool, masters: int, **shape: Any) -> None:
     """Start a cluster and wait until every node has registered."""
-    config = cluster_config(**shape, keys=keys)
+    config = cluster_config(**shape, keys=keys, masters=masters)
     try:
         if docker:
             from gangsched.deploy.compose import DockerCluster

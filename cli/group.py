@@ -32,7 +32,7 @@ class LazyGroup(click.Group):
         "nodes": (LISTING, "List nodes, like sinfo: state, CPU share, jobs, last..."),
         "cancel": ("gangsched.cli.cancel:cancel", "Cancel jobs, like scancel: their tasks get SIGTERM, then..."),
         "matrix": ("gangsched.cli.matrix:matrix", "Show the Ousterhout matrix: slots by nodes, the running..."),
-        "admin": ("gangsched.cli.admin:admin", "Nodes, reservations, suspensions, users, configuration:..."),
+        "admin": ("gangsched.cli.admin:admin", "Nodes, reservations, suspensions, users, masters,..."),
         "hold": ("gangsched.cli.job_control:hold", "Hold pending jobs: they wait until released (root's hold:..."),
         "release": ("gangsched.cli.job_control:release", "Release held jobs: back in their partition's queue."),
         "update": ("gangsched.cli.job_control:update", "Change a job: TimeLimit=, Name=, Dependency=, Partition=,..."),

@@ -84,10 +84,12 @@ class ClusterConfig:
     settings: dict[str, dict[str, Any]]  # role -> the daemon's settings given
     config_file: str | None  # the configuration file the master reads (docs/configuration.md)
     node_list: list[list[Any]] | None  # the file's nodes: [name, processors, memory or None]; None: node1..nodeN
+    masters: int  # masters sharing the store (a PostgreSQL one if more than one), one leading
 
     def __init__(self, nodes: int = 4, processors_per_node: int = 1, keys: bool = False,
                  memory_per_node: int | None = None, settings: dict[str, dict[str, Any]] | None = None,
-                 config_file: str | None = None, node_list: list[list[Any]] | None = None, **named: Any) -> None:
+                 config_file: str | None = None, node_list: list[list[Any]] | None = None, masters: int = 1,
+                 **named: Any) -> None:
         """``named``: daemon settings by their names here (``quantum_ms=100, node_kill_grace_s=1``);
         ``settings``: the same by role, as the cluster's state file holds them; ``config_file``: the
         master's configuration file, whose nodes (``node_list``), if it lists any, are the cluster's."""
@@ -109,6 +111,7 @@ class ClusterConfig:
         object.__setattr__(self, "node_list", node_list)
         object.__setattr__(self, "processors_per_node", processors_per_node)
         object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "masters", masters)
         object.__setattr__(self, "memory_per_node", memory_per_node)
         object.__setattr__(self, "settings", given)
 
@@ -148,10 +151,11 @@ class ClusterConfig:
 
     def replace(self, **named: Any) -> "ClusterConfig":
         own = {name: named.pop(name) for name in ("nodes", "processors_per_node", "keys", "memory_per_node",
-                                                  "config_file", "node_list") if name in named}
+                                                  "config_file", "node_list", "masters") if name in named}
         return ClusterConfig(**{"nodes": self.nodes, "processors_per_node": self.processors_per_node,
                                 "keys": self.keys, "memory_per_node": self.memory_per_node,
-                                "config_file": self.config_file, "node_list": self.node_list, **own},
+                                "config_file": self.config_file, "node_list": self.node_list,
+                                "masters": self.masters, **own},
                              settings=self.settings, **named)
 
     def arguments(self, role: str) -> list[str]:

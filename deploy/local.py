@@ -89,18 +89,33 @@ class LocalCluster:
         else:
             bind, switch, report = self._ipc("master.sock"), self._ipc("switch.sock"), self._ipc("report.sock")
             with_keys = []
+        if config.masters > 1 and not config.store.startswith("postgres"):
+            raise ClusterError(f"{config.masters} masters share a store in PostgreSQL: give --store postgresql://...")
         commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
-        commands["master"] = [
-            "master", "--bind", bind, "--switch-bind", switch, "--report-bind", report, *with_keys,
-            "--state-dir", str(self.home / "master"), "--io-addr", io_addr,
-            "--checkpoint-dir", str(self.home / "checkpoints"), *config.arguments("master"),
-            *(["--config", config.config_file] if config.config_file else []),
-        ]
-        (self.home / "master" / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
-        pids = {name: self._spawn(name, arguments) for name, arguments in commands.items()}
-        started = {name: psutil.Process(pid).create_time() for name, pid in pids.items()}
-        master = self._bound_client_endpoint(pids, started, timeout_s)
-        commands["master"][commands["master"].index("--bind") + 1] = master
+        masters = [_master_name(number) for number in range(1, config.masters + 1)]
+        for name in masters:
+            arguments = config.arguments("master")
+            http = arguments.index("--http-bind") + 1 if "--http-bind" in arguments else 0
+            if name != "master" and http and arguments[http]:  # the first's port is taken: any free one
+                arguments[http] = arguments[http].rpartition(":")[0] + ":0"
+            if not config.keys:
+                bind, switch, report = (self._ipc(f"{name}{kind}.sock") for kind in ("", "-switch", "-report")) \
+                    if name != "master" else (bind, switch, report)
+            commands[name] = [
+                "master", "--bind", bind, "--switch-bind", switch, "--report-bind", report, *with_keys,
+                "--state-dir", str(self.home / name), "--io-addr", io_addr,
+                "--checkpoint-dir", str(self.home / "checkpoints"), *arguments,
+                *(["--config", config.config_file] if config.config_file else []),
+            ]
+            (self.home / name / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
+        pids, started = {}, {}
+        for name in commands:  # the first master leads: the others start once it has bound its sockets
+            pids[name] = self._spawn(name, commands[name])
+            started[name] = psutil.Process(pids[name]).create_time()
+            if name in masters:
+                bound = self._bound_client_endpoint(name, pids, started, timeout_s)
+                commands[name][commands[name].index("--bind") + 1] = bound
+        master = ",".join(commands[name][commands[name].index("--bind") + 1] for name in masters)
         cores = os.cpu_count() or 1
         share = cores / config.nodes  # the CPU utilization is measured against
         for index, node in enumerate(config.planned_nodes(host_memory()), start=1):
@@ -127,7 +142,7 @@ class LocalCluster:
         state = self.state()
         if state is None:
             return []
-        order = sorted(state.pids, key=lambda name: name in ("master", "ioserver"))
+        order = sorted(state.pids, key=lambda name: name.startswith("master") or name == "ioserver")
         stopped = [name for name in order if _stop(state.pids[name], state.started[name])]
         self._state_file.unlink(missing_ok=True)
         return stopped
@@ -177,15 +192,16 @@ class LocalCluster:
             )
         return process.pid
 
-    def _bound_client_endpoint(self, pids: dict[str, int], started: dict[str, float], timeout_s: float) -> str:
+    def _bound_client_endpoint(self, master: str, pids: dict[str, int], started: dict[str, float],
+                               timeout_s: float) -> str:
         """The endpoint the master bound for clients and nodes, once it says (master/published.py); the
         daemons started so far are stopped if it never does."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            bound = bound_endpoints(self.home / "master")
+            bound = bound_endpoints(self.home / master)
             if bound is not None:
                 return bound.client
-            if not _is_ours(pids["master"], started["master"]):
+            if not _is_ours(pids[master], started[master]):
                 break
             time.sleep(0.02)
         for name, pid in pids.items():
@@ -208,6 +224,11 @@ class LocalCluster:
                 time.sleep(0.1)
         self.down()
         raise ClusterError(f"the nodes did not register within {timeout_s:g} s: see {self.home}/logs/")
+
+
+def _master_name(number: int) -> str:
+    """The daemon name of the cluster's ``number``th master: master, master2, ..."""
+    return "master" if number == 1 else f"master{number}"
 
 
 @contextmanager

@@ -11,7 +11,8 @@ for itself; the web view only reads.
 from typing import TypeGuard
 
 from gangsched.daemon.curve import NODE_USER
-from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.codec import decode
+from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.messages import (
     AdminLogQuery,
     Cancel,
@@ -20,6 +21,7 @@ from gangsched.protocol.messages import (
     JobControl,
     JobQuery,
     JobUpdate,
+    MastersQuery,
     MatrixQuery,
     Message,
     NodeHello,
@@ -39,15 +41,35 @@ from gangsched.protocol.messages import (
     StatsQuery,
     Submit,
     SwitchStatsQuery,
+    Takeover,
     TaskExit,
     UserQuery,
 )
 
 # what the web view may ask: it shows, it never changes
 READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery,
-             ReservationQuery)
+             ReservationQuery, MastersQuery)
 NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
 FROM_PROCESS_MANAGERS = (PmiFence, PmixModexRequest, PmixModexReply)  # what a node's MPI interfaces send
+
+
+def request(frames: list[bytes], user: str | None) -> tuple[list[bytes], Message | None, ErrorReply | None]:
+    """A message on the ROUTER: its envelope ([sender] from a DEALER, [sender, b""] from a REQ), and either
+    the message as its key's ``user`` sent it or the error reply it gets (malformed, or not the sender's)."""
+    envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
+    try:
+        message = one_message(frames[len(envelope):])
+    except ProtocolError as error:
+        return envelope, None, ErrorReply(code=error.code, reason=error.reason)
+    refusal = sender_refusal(message, user)
+    return envelope, None if refusal else as_sender(message, user), refusal
+
+
+def one_message(body: list[bytes]) -> Message:
+    """The message a body of frames carries: exactly one frame, decoded; ProtocolError if not."""
+    if len(body) != 1:
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(body)}")
+    return decode(body[0])
 
 
 def sender_refusal(message: Message, user: str | None) -> ErrorReply | None:
@@ -67,7 +89,7 @@ def as_sender(message: Message, user: str | None) -> Message:
     if isinstance(message, (Cancel, JobControl, JobUpdate)):
         return message.model_copy(update={"user": user})
     if isinstance(message, (SetUser, Reconfigure, NodeUpdate, SetLimits, ReservationCreate, ReservationUpdate,
-                            ReservationDelete)):
+                            ReservationDelete, Takeover)):
         return message.model_copy(update={"admin": user})
     return message
 

@@ -25,9 +25,12 @@ from gangsched.protocol.admin_messages import (
 from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.codec import encode, validated
 from gangsched.protocol.errors import ErrorCode, ProtocolError
+from gangsched.protocol.leadership_messages import MasterInfo
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
+    MastersList,
+    MastersQuery,
     MasterStats,
     MatrixQuery,
     MatrixView,
@@ -42,6 +45,8 @@ from gangsched.protocol.messages import (
     Submitted,
     SwitchStats,
     SwitchStatsQuery,
+    Takeover,
+    TakeoverRequested,
     UserList,
     UserQuery,
 )
@@ -154,6 +159,14 @@ class MasterClient(MasterConnection):
     def update_nodes(self, nodes: str, action: NodeAction, reason: str | None = None) -> NodesUpdated:
         """Drain, resume or take down the nodes of a hostlist (root only)."""
         return self.command(NodeUpdate(admin=self._user, nodes=nodes, action=action, reason=reason), NodesUpdated)
+
+    def masters(self) -> list[MasterInfo]:
+        """The masters that share the store, each with its role (any master answers)."""
+        return self.request(MastersQuery(), MastersList).masters
+
+    def takeover(self, to: str | None = None) -> TakeoverRequested:
+        """Move the lead to ``to`` (None: to the standby asked, or the freshest standby); root only."""
+        return self.request(Takeover(admin=self._user, to=to), TakeoverRequested)
 
     def control_jobs(self, action: JobAction, job_ids: list[int], retry_s: float = 0.0) -> JobsControlled:
         """Hold, release, suspend, resume or requeue jobs: all of them, or none."""

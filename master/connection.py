@@ -1,5 +1,10 @@
 """A client's connection to a master: one request, one reply, as plain maps, a clear error otherwise.
 
+Where several masters share a store, ``endpoint`` lists them by commas (``tcp://m1:7070,tcp://m2:7070``):
+a request goes to the one that answered last; a standby's ``not_leader`` answer sends it to the leader
+it names (if listed) or the next, and a master that does not answer passes it to the next, until every
+one was tried (docs/architecture.md, "Leadership").
+
 No pydantic here: the list commands (`gang queue`, `gang history`, `gang nodes`), which
 people run in loops, read their replies as maps. ``MasterClient`` builds on this with
 the protocol's models; tests/test_cli_lists.py checks that the maps are the models'.
@@ -36,6 +41,8 @@ class MasterConnection:
                  user: str | None = None) -> None:
         """``keys``: a CURVE key folder; the client presents ``user``'s key (default: the login name)."""
         self.endpoint = endpoint
+        self._masters = endpoint.split(",")
+        self._at = 0  # the master asked
         self._timeout_ms = int(timeout_s * 1000)
         self._keys = keys
         self._user = user or getpass.getuser()
@@ -56,11 +63,36 @@ class MasterConnection:
             from gangsched.daemon.curve import KeyFolder  # zmq.auth: only with keys
 
             KeyFolder(self._keys).connect_as(socket, self._user)
-        socket.connect(self.endpoint)
+        socket.connect(self._masters[self._at])
         return socket
 
     def exchange(self, frame: bytes) -> dict[str, Any]:
-        """The fields of the master's reply to ``frame``; RequestRefused if it is an error reply."""
+        """The fields of the leading master's reply to ``frame``; RequestRefused if it is an error reply."""
+        unanswered: list[str] = []
+        # a leader and a standby each asked at most twice: one may take the lead meanwhile
+        for _ in range(2 * len(self._masters)):
+            try:
+                reply = self._exchange_once(frame)
+            except MasterUnreachable as error:
+                if len(self._masters) == 1:
+                    raise
+                unanswered.append(str(error))
+                if len(unanswered) == len(self._masters):
+                    raise MasterUnreachable("no master answers: " + "; ".join(unanswered)) from None
+                self._move((self._at + 1) % len(self._masters))
+                continue
+            if reply.get("type") != "not_leader":
+                return reply
+            leader = reply.get("leader")
+            self._move(self._masters.index(leader) if leader in self._masters and leader != self._masters[self._at]
+                       else (self._at + 1) % len(self._masters))
+        raise MasterUnreachable(f"no master of {self.endpoint} leads now (a takeover under way?): try again")
+
+    def _move(self, at: int) -> None:
+        self._at = at
+        self._reconnect()
+
+    def _exchange_once(self, frame: bytes) -> dict[str, Any]:
         try:
             self._socket.send(frame)
             answered = self._socket.poll(self._timeout_ms, zmq.POLLIN)
@@ -73,7 +105,7 @@ class MasterConnection:
         if received is None:
             self._reconnect()
             raise MasterUnreachable(
-                f"no answer from the master at {self.endpoint} within {self._timeout_ms / 1000:g} s"
+                f"no answer from the master at {self._masters[self._at]} within {self._timeout_ms / 1000:g} s"
             )
         try:
             reply = unpack(received)

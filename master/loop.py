@@ -42,23 +42,25 @@ from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, z
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.master.authorization import (
-    as_sender,
     is_node_report,
     node_refusal,
-    sender_refusal,
+    one_message,
+    request,
     viewer_refusal,
 )
 from gangsched.master.clock import Now, read_clock
 from gangsched.master.config_file import ConfigError, master_settings, partition_plan
 from gangsched.master.core import MasterCore
+from gangsched.master.leadership import Kept
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.outgoing import Outgoing
 from gangsched.master.published import BoundEndpoints, publish
 from gangsched.master.settings import PARTITION_SETTINGS, MasterSettings
+from gangsched.master.standby import Standby, leadership_answer
 from gangsched.master.store import StoreError
-from gangsched.master.store_engines import open_store
+from gangsched.master.store_engines import open_lead, open_store
 from gangsched.master.viewer import WebServer, viewer_endpoint
-from gangsched.protocol.codec import decode, encode
+from gangsched.protocol.codec import encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.messages import (
@@ -69,6 +71,7 @@ from gangsched.protocol.messages import (
     JobControl,
     JobQuery,
     JobUpdate,
+    MastersQuery,
     MatrixQuery,
     Message,
     NodeHello,
@@ -89,6 +92,7 @@ from gangsched.protocol.messages import (
     StatsQuery,
     Submit,
     SwitchStatsQuery,
+    Takeover,
     TaskExit,
     UserQuery,
 )
@@ -143,11 +147,29 @@ class MasterDaemon:
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.switch_endpoint = self._pub.getsockopt_string(zmq.LAST_ENDPOINT)
         self.report_endpoint = self._pull.getsockopt_string(zmq.LAST_ENDPOINT)
-        endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
+        self._endpoints = NodeEndpoints(self.switch_endpoint, self.report_endpoint)
         publish(settings.state_dir, BoundEndpoints(self.endpoint, self.switch_endpoint, self.report_endpoint))
-        store = open_store(settings)
-        self._core = core = MasterCore(settings, endpoints, store, read_clock(), partition_plan(settings))
-        self._outgoing = Outgoing(self._router, core, store, self._bad_frame)
+        self._lead = open_lead(settings, self.endpoint)
+        log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
+                 self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)
+        self._viewer: zmq.Socket[bytes] | None = None
+        self._web: WebServer | None = None
+        if settings.http_bind:
+            self._viewer = self._context.socket(zmq.ROUTER)
+            self._viewer.setsockopt(zmq.LINGER, 0)
+            self._viewer.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+            endpoint = viewer_endpoint(settings.state_dir)
+            self._viewer.bind(endpoint)
+            if settings.web_child:
+                self._web = WebServer(settings.http_bind, endpoint, settings.state_dir, settings.quantum_ms,
+                                      settings.log_level)
+
+    def _take_office(self) -> None:
+        """This master leads: its state read from the store, as after a restart."""
+        settings = self._settings
+        self._store = store = open_store(settings)
+        self._core = core = MasterCore(settings, self._endpoints, store, read_clock(), partition_plan(settings))
+        self._outgoing = Outgoing(self._router, core, store, self._bad_frame, self._lead)
         nodes, clients, record = core.node_events, core.client_requests, core.command_record
         self._node_handlers: dict[type, Handler] = {
             QuantumReport: lambda _, m, now: nodes.report(m, now),
@@ -178,63 +200,85 @@ class MasterDaemon:
             ReservationDelete: lambda _, m, now: core.administer(m, now),
             ReservationQuery: lambda _, m, __: core.reservation_book.query(),
             AdminLogQuery: lambda _, m, __: record.query(m),
+            MastersQuery: lambda _, m, __: leadership_answer(self._lead, m),
+            Takeover: lambda _, m, __: leadership_answer(self._lead, m),
         }
-        log.info("listening on %s, switches on %s, reports on %s, quantum %d ms",
-                 self.endpoint, self.switch_endpoint, self.report_endpoint, settings.quantum_ms)
-        self._viewer: zmq.Socket[bytes] | None = None
-        self._web: WebServer | None = None
-        if settings.http_bind:
-            self._viewer = self._context.socket(zmq.ROUTER)
-            self._viewer.setsockopt(zmq.LINGER, 0)
-            self._viewer.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-            endpoint = viewer_endpoint(settings.state_dir)
-            self._viewer.bind(endpoint)
-            self._web = WebServer(settings.http_bind, endpoint, settings.state_dir, settings.quantum_ms,
-                                  settings.log_level)
 
     def run(self) -> None:
+        """Stand by until this master leads (at once with SQLite), lead until the lead is lost or handed
+        over, stand by again; until SIGTERM or SIGINT."""
+        with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
+            standby = Standby(self._lead, self.endpoint, self._router, self._pull, self._viewer, self._receive,
+                              poll_s=self._settings.lease_s / 10)
+            while standby.wait_for_lead(signals):
+                self._take_office()
+                ended = self._lead_until_lost(signals)
+                self._leave_office()
+                if ended is None:
+                    break
+                if ended is Kept.HANDS_OVER:  # once its last writes are in: the next leader reads them
+                    self._lead.hand_over()
+        self.close()
+
+    def _lead_until_lost(self, signals: SignalEvents) -> Kept | None:
+        """The leader's loop, until the lead is lost or to be handed over (None: a signal ended it)."""
         quantum = self._core.matrices.shortest_quantum_ms() / 1000
         # The nodes' reports are read when they arrive, but not twice within a twentieth of a quantum:
         # an exit is acted on at once (its slot is used again in the same quantum: docs/limits.md,
         # "Throughput"), while the reports that follow each switch are read in a few drains, not one
         # wake-up each.
         drain_gap = quantum / 20
-        with SignalEvents([signal.SIGTERM, signal.SIGINT]) as signals:
-            poller = zmq.Poller()
-            poller.register(self._router, zmq.POLLIN)
-            poller.register(signals.fileno(), zmq.POLLIN)
-            if self._viewer is not None:
-                poller.register(self._viewer, zmq.POLLIN)
-            with_reports = zmq.Poller()
-            for socket, _ in poller.sockets:
-                with_reports.register(socket, zmq.POLLIN)
-            with_reports.register(self._pull, zmq.POLLIN)
-            next_switch = self._core.next_boundary()
-            next_read = time.monotonic()
-            freeze_start_up_objects()
-            while True:
-                now = time.monotonic()
-                listening = with_reports if now >= next_read else poller
-                wait_s = (next_switch if listening is with_reports else min(next_switch, next_read)) - now
-                ready = dict(listening.poll(math.ceil(max(0.0, wait_s) * 1000)))
-                if signals.fileno() in ready and signals.drain():
-                    log.info("shutting down")
-                    break
-                if self._router in ready:
-                    self._receive_some(until=next_switch)
-                if self._viewer is not None and self._viewer in ready:
-                    survive(log, "answering the web view", self._answer_viewer)
-                now = time.monotonic()
-                if self._pull in ready or now >= next_switch:
-                    survive(log, "reading the nodes' reports", self._read_nodes)
-                    next_read = now + drain_gap
-                if now >= next_switch:
-                    survive(log, "the switch", self._switch)
-                    next_switch = self._core.next_boundary()
-        self.close()
+        poller = zmq.Poller()
+        poller.register(self._router, zmq.POLLIN)
+        poller.register(signals.fileno(), zmq.POLLIN)
+        if self._viewer is not None:
+            poller.register(self._viewer, zmq.POLLIN)
+        with_reports = zmq.Poller()
+        for socket, _ in poller.sockets:
+            with_reports.register(socket, zmq.POLLIN)
+        with_reports.register(self._pull, zmq.POLLIN)
+        next_switch = self._core.next_boundary()
+        next_read = time.monotonic()
+        handing_over = False  # root asked for a takeover: the lead goes after the next switch
+        freeze_start_up_objects()
+        while True:
+            now = time.monotonic()
+            listening = with_reports if now >= next_read else poller
+            woken_by = next_switch if listening is with_reports else min(next_switch, next_read)
+            wait_s = min(woken_by, self._lead.due) - now
+            ready = dict(listening.poll(math.ceil(max(0.0, wait_s) * 1000)))
+            if signals.fileno() in ready and signals.drain():
+                log.info("shutting down")
+                return None
+            if self._router in ready:
+                self._receive_some(until=next_switch)
+            if self._viewer is not None and self._viewer in ready:
+                survive(log, "answering the web view", self._answer_viewer)
+            now = time.monotonic()
+            # renewed when due, and looked at before every switch: nothing goes out on a lease this master
+            # no longer holds by its own clock (it was stopped, or could not renew it)
+            if now >= self._lead.due or now >= next_switch:
+                kept = self._lead.keep(now)
+                if kept is Kept.LOST:
+                    return Kept.LOST
+                handing_over |= kept is Kept.HANDS_OVER
+            if self._pull in ready or now >= next_switch:
+                survive(log, "reading the nodes' reports", self._read_nodes)
+                next_read = now + drain_gap
+            if now >= next_switch:
+                survive(log, "the switch", self._switch)
+                next_switch = self._core.next_boundary()
+                if handing_over:  # after its switch: the next leader's first switch ends this quantum
+                    return Kept.HANDS_OVER
+
+    def _leave_office(self) -> None:
+        """The lead ends (lost, handed over, or the daemon stops): what the store has not committed is
+        lost with it, and the next leader reads the store as it is."""
+        survive(log, "the last commit", functools.partial(self._outgoing.end_turn, boundary=True))
+        survive(log, "closing the store", self._store.close)
 
     def close(self) -> None:
-        survive(log, "the last commit", functools.partial(self._outgoing.end_turn, boundary=True))
+        self._lead.close()
         if self._web is not None:
             self._web.stop()
         if self._viewer is not None:
@@ -266,7 +310,7 @@ class MasterDaemon:
         self._core.tick(read_clock())
         switch = self._core.switch(time.monotonic_ns())
         self._outgoing.send_to_nodes(only_columns=True)  # the columns of a new layout before the switch naming it
-        self._pub.send(encode(switch))
+        self._pub.send(encode(switch, self._lead.epoch))
         self._outgoing.end_turn(boundary=True)
 
     def _receive_some(self, until: float) -> None:
@@ -286,7 +330,7 @@ class MasterDaemon:
                 return
             sender, *body = self._viewer.recv_multipart()
             try:
-                message = _one_message(body)
+                message = one_message(body)
             except ProtocolError as error:
                 reply: Message | None = ErrorReply(code=error.code, reason=error.reason)
             else:
@@ -328,7 +372,7 @@ class MasterDaemon:
             except zmq.Again:
                 break
             try:
-                message = _one_message(frames)
+                message = one_message(frames)
             except ProtocolError as error:
                 self._bad_frame("bad message on the report socket: %s", error)
                 continue
@@ -342,19 +386,13 @@ class MasterDaemon:
         self._outgoing.end_turn()
 
     def _handle(self, frames: list[bytes], user: str | None = None) -> None:
-        # [sender, body] from a DEALER, [sender, b"", body] from a REQ
-        envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
-        try:
-            message = _one_message(frames[len(envelope):])
-        except ProtocolError as error:
-            self._bad_frame("bad message from %r: %s", envelope[0], error)
-            self._outgoing.reply(envelope, ErrorReply(code=error.code, reason=error.reason))
-            return
-        refusal = sender_refusal(message, user)
-        if refusal is not None:
+        envelope, message, refusal = request(frames, user)
+        if message is None:
+            assert refusal is not None
+            if refusal.code is not ErrorCode.PERMISSION_DENIED:  # a bad frame, not a refused sender
+                self._bad_frame("bad message from %r: %s", envelope[0], refusal.reason)
             self._outgoing.reply(envelope, refusal)
             return
-        message = as_sender(message, user)
         handler = self._handlers.get(type(message))
         if handler is None:
             reason = f"the master does not take {message.type!r} messages"
@@ -363,13 +401,6 @@ class MasterDaemon:
         reply = self._answer(handler, envelope[0], message)
         if reply is not None:
             self._outgoing.reply(envelope, reply)
-
-
-def _one_message(body: list[bytes]) -> Message:
-    """The message a body of frames carries: exactly one frame, decoded; ProtocolError if not."""
-    if len(body) != 1:
-        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is one frame, got {len(body)}")
-    return decode(body[0])
 
 
 def _resident_bytes() -> int:
@@ -385,4 +416,8 @@ def run_master(settings: MasterSettings, flags: dict[str, Any] | None = None) ->
     except (StoreError, CurveError, UnsafeBind, ConfigError) as error:
         log.error("%s", error)
         raise SystemExit(2) from None
-    daemon.run()
+    try:
+        daemon.run()
+    except StoreError as error:  # the store cannot be read as this master takes the lead
+        log.error("%s", error)
+        raise SystemExit(2) from None

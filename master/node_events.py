@@ -101,6 +101,9 @@ class NodeEvents:
 
     def heartbeat(self, message: Heartbeat, now: Now) -> ErrorReply | None:
         if self._nodes.seen(message.node, now.monotonic):
+            node = self._nodes.get(message.node)
+            if node is not None:
+                node.stale_refused = message.stale_refused
             return None
         return _say_hello(message.node)
 

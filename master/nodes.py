@@ -31,6 +31,7 @@ class Node:
     via: str | None = None  # the relay its messages come through; None: straight to the master
     mpi: tuple[MpiKind, ...] = ()  # the process-manager interfaces it serves
     memory: int = 0  # bytes its jobs may commit
+    stale_refused: int = 0  # messages of an older leader's epoch it refused, as its last heartbeat said
 
     @property
     def expected_back(self) -> bool:
@@ -148,6 +149,7 @@ class NodeRegistry:
                 mpi=list(node.mpi),
                 memory=node.memory,
                 memory_committed=committed.get(node.name, 0),
+                stale_refused=node.stale_refused,
             )
             for node in sorted(self._nodes.values(), key=lambda node: node.name)
         ]

@@ -11,6 +11,7 @@ that names their rows must find them there), so the nodes keep time-sharing.
 """
 
 import logging
+import time
 from collections import deque
 
 import zmq
@@ -18,6 +19,7 @@ import zmq
 from gangsched.daemon.logs import ThrottledWarning
 from gangsched.master.clock import read_clock
 from gangsched.master.core import MasterCore
+from gangsched.master.leadership import Lead
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.protocol.codec import encode
 from gangsched.protocol.messages import Message, NodeColumn
@@ -27,8 +29,9 @@ log = logging.getLogger("gangsched.master")
 
 class Outgoing:
     def __init__(self, router: zmq.Socket[bytes], core: MasterCore, store: JobStore,
-                 bad_frame: ThrottledWarning) -> None:
-        self._router, self._core, self._store, self._bad_frame = router, core, store, bad_frame
+                 bad_frame: ThrottledWarning, lead: Lead) -> None:
+        """``lead``: its epoch is stamped on every message to the nodes, and none goes out while it is not held."""
+        self._router, self._core, self._store, self._bad_frame, self._lead = router, core, store, bad_frame, lead
         self._failing = False  # the last commit failed: what depends on the writes is held
         self._replies: deque[tuple[list[bytes], Message]] = deque()  # to clients and nodes, after the commit
 
@@ -63,6 +66,8 @@ class Outgoing:
         """The core's orders to nodes, in order; ``only_columns``: only the node columns, which tell no
         change a crash could undo (the rest keep their order)."""
         outbox = self._core.outbox
+        if not self._lead.holds(time.monotonic()):
+            return  # held: this master is about to find it no longer leads
         held: deque[tuple[str, Message]] = deque()
         while outbox:
             name, message = outbox.popleft()
@@ -73,7 +78,7 @@ class Outgoing:
             try:
                 if node is None:
                     raise zmq.ZMQError(zmq.EHOSTUNREACH)
-                self._router.send_multipart([node.identity, encode(message)], zmq.NOBLOCK)
+                self._router.send_multipart([node.identity, encode(message, self._lead.epoch)], zmq.NOBLOCK)
             except zmq.ZMQError as error:
                 log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
                 self._core.node_events.node_unreachable(name, read_clock())
@@ -81,6 +86,6 @@ class Outgoing:
 
     def _send_reply(self, envelope: list[bytes], reply: Message) -> None:
         try:
-            self._router.send_multipart([*envelope, encode(reply)], zmq.NOBLOCK)
+            self._router.send_multipart([*envelope, encode(reply, self._lead.epoch)], zmq.NOBLOCK)
         except zmq.ZMQError as error:  # the client left, or its queue is full
             self._bad_frame("could not answer %r: %s", envelope[0], error.strerror)

@@ -11,6 +11,8 @@ from gangsched.master.sql_schema import SCHEMA_VERSION, statements
 from gangsched.master.sql_store import Rows, SqlStore
 from gangsched.master.store import StoreError
 
+# the store's sessions go by this name: a new leader ends those of the leader before (master/leadership.py)
+APPLICATION_NAME = "gangsched store"
 _VERSION_TABLE = "CREATE TABLE gangsched_schema (version INTEGER NOT NULL)"
 # what a store of an earlier version needs to be this one's (all its steps one transaction): none yet
 _MIGRATIONS: dict[int, list[str]] = {}
@@ -24,7 +26,11 @@ class _Postgres:
         self._idle = psycopg.pq.TransactionStatus.IDLE
         try:
             # transactions by statements, as SQLite's: BEGIN, SAVEPOINT, COMMIT
-            self._connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            self._connection = psycopg.connect(url, autocommit=True, connect_timeout=10,
+                                               application_name=APPLICATION_NAME,
+                                               # a link cut mid-write fails it in seconds, not TCP's minutes
+                                               tcp_user_timeout=5000, keepalives_idle=2, keepalives_interval=1,
+                                               keepalives_count=3)
         except psycopg.Error as error:
             raise StoreError(f"the job store {_without_password(url)} cannot be reached: "
                              f"{str(error).strip().splitlines()[0]}") from None

@@ -76,6 +76,10 @@ class MasterSettings(BaseSettings):
         "STATE_DIR/jobs.db, or a PostgreSQL database, postgresql://USER@HOST/DATABASE (pip install "
         "'gangsched[postgresql]')"
     )
+    lease_s: float = Field(
+        1.5, ge=0.2, le=600, description="with a PostgreSQL store, how long the lead lasts unrenewed: a standby "
+        "takes over this long after the leader was last heard from (docs/architecture.md, 'Leadership')"
+    )
     return_to_service: int = Field(
         1, ge=0, le=1, description="1: a node lost without word is back in service when its daemon registers "
         "again; 0: it stays down (Not responding) until gang admin node resume (Slurm's ReturnToService)"
@@ -129,6 +133,11 @@ class MasterSettings(BaseSettings):
         "", description="HOST:PORT where a child process serves the metrics (/metrics) and the web view; "
         "off when empty; port 0 takes any free port, written to STATE_DIR/web-address. Off loopback, it asks "
         "for the token in STATE_DIR/web-token"
+    )
+    web_child: bool = Field(
+        True, description="with --http-bind, serve the web view from a child process; false: only bind its "
+        "socket, STATE_DIR/viewer/viewer.sock, for a web view run as a service of its own "
+        "(deploy/systemd/gangsched-web.service)"
     )
     realtime_priority: int = Field(
         # above the node daemons' 30: where they share cores, the switch must reach every node

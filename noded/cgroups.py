@@ -5,7 +5,11 @@ Shared by the node's containment, the docker deploy (which folder of the host's
 hierarchy to give node containers), the chaos run's watch and the tests.
 """
 
+import os
 from pathlib import Path
+
+# the controllers a delegated group enables for its children, where its parent gave it them
+_DELEGATED_CONTROLLERS = ("cpu", "memory", "pids")
 
 
 def cgroup2_mount() -> Path | None:
@@ -23,6 +27,20 @@ def cgroup_of(pid: str) -> Path | None:
     if mount is None or own is None:
         return None
     return mount / own.lstrip("/")
+
+
+def into_leaf(group: Path) -> Path:
+    """This process moved into ``group``/daemon, a leaf of the group delegated to it (systemd's
+    ``Delegate=yes``), and the controllers ``group`` has enabled for its children: cgroup v2 lets a group
+    with processes give its children none. ``group``, where the tasks' groups go; OSError if it cannot."""
+    leaf = group / "daemon"
+    leaf.mkdir(exist_ok=True)
+    (leaf / "cgroup.procs").write_text(str(os.getpid()))  # the whole process, every thread
+    available = read_kernel_file(str(group / "cgroup.controllers")).split()
+    wanted = [controller for controller in _DELEGATED_CONTROLLERS if controller in available]
+    if wanted:
+        (group / "cgroup.subtree_control").write_text(" ".join(f"+{controller}" for controller in wanted))
+    return group
 
 
 def node_root(node_id: str, parent: Path | None) -> Path | None:

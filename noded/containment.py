@@ -34,7 +34,7 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from gangsched.noded.cgroups import cgroup_of, node_root, read_kernel_file
+from gangsched.noded.cgroups import cgroup_of, into_leaf, node_root, read_kernel_file
 from gangsched.noded.holding import supports_freezing
 from gangsched.noded.memory import MemoryControl
 from gangsched.noded.task_groups import FrozenCgroupGroup, ProcessTreeGroup, TaskGroup, WatchedCgroupGroup
@@ -180,9 +180,18 @@ class ProcessTreeContainment(Containment):
 
 
 def choose_containment(node: str, spool: Path, wanted: str = "auto", freeze: bool = True,
-                       parent: Path | None = None) -> Containment:
+                       parent: Path | None = None, delegated: bool = False) -> Containment:
     """``wanted``: auto, cgroup or process-tree; ``parent``: the cgroup v2 folder to make the node's groups
-    below (None: the daemon's own group)."""
+    below (None: the daemon's own group); ``delegated``: the daemon's own group is its to manage (it
+    moves itself into a leaf of it first: noded/cgroups.py)."""
+    if delegated and parent is None:
+        own = cgroup_of("self")
+        try:
+            if own is None:
+                raise OSError("no cgroup v2 hierarchy is mounted")
+            parent = into_leaf(own)
+        except OSError as error:
+            raise ContainmentError(f"the cgroup delegated to this daemon cannot be used: {error}") from None
     node_id = f"{node}-{hashlib.sha256(str(spool.resolve()).encode()).hexdigest()[:8]}"
     # a folder of this daemon's own: the watchdog of one killed just before sweeps only its predecessor's
     instance = f"{node_id}-{secrets.token_hex(4)}"

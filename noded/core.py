@@ -27,6 +27,7 @@ from typing import Any
 from gangsched.noded import orders, task_events
 from gangsched.noded.deadlines import Deadlines
 from gangsched.noded.enforcement import DeschedulingWatch
+from gangsched.noded.masters import Masters
 from gangsched.noded.memory_watch import passed_limit
 from gangsched.noded.switching import ColumnSwitcher, SwitchPlan, samples
 from gangsched.noded.task_record import MemoryReading, TaskKey, TaskRecord
@@ -44,6 +45,7 @@ from gangsched.protocol.messages import (
     NodeColumn,
     NodeHello,
     NodeWelcome,
+    NotLeader,
     PmiFence,
     PmiFenceDone,
     PmixModexReply,
@@ -79,11 +81,12 @@ class Timer(StrEnum):  # a str's hash, not Enum's in Python: the switch path set
 
 class NodeCore:
     def __init__(self, hello: NodeHello, kill_grace_s: float, report_delay_ms: int, forks: bool,
-                 watch_interval_s: float | None = None) -> None:
+                 watch_interval_s: float | None = None, masters: tuple[str, ...] = ()) -> None:
         """``hello``: what this node says of itself (its tasks, exits and left relay are filled in at
         each hello); ``forks``: its tasks are processes that can start others, which a switch's
         signals must reach; ``watch_interval_s``: how often to look for descheduled tasks that run
-        anyway, where they are not frozen (None: they are)."""
+        anyway, where they are not frozen (None: they are); ``masters``: the masters' endpoints, where
+        several share a store (noded/masters.py)."""
         self.name = hello.node
         self._hello = hello
         self._kill_grace_s = kill_grace_s
@@ -93,7 +96,8 @@ class NodeCore:
         self.registered = False
         self._refused = ""  # why the master refused this node's hello, as last said
         self._heartbeat_s = _HELLO_HEARTBEAT_MS / 1000
-        self._upstream = Upstream()
+        self.masters = Masters(masters)
+        self._upstream = Upstream(watch_master=self.masters.several)
         self._switcher = ColumnSwitcher()
         self._watch = DeschedulingWatch(watch_interval_s)
         self._accounts: list[QuantumAccount] = []  # measured at each switch, sent once report_every are held
@@ -117,6 +121,7 @@ class NodeCore:
             PmixModexRequest: lambda message, _: self.orders.append(orders.ToProcessManager(message)),
             PmixModexReply: lambda message, _: self.orders.append(orders.ToProcessManager(message)),
             ErrorReply: self._error,
+            NotLeader: self._not_leader,
         }
 
     # ------------------------------------------------------------ events
@@ -127,7 +132,9 @@ class NodeCore:
         if handler is None:
             log.warning("ignored a %s message: not for a node", message.type)
             return
-        handler(message, now)
+        epoch = getattr(message, "leader_epoch", None)
+        if epoch is None or self.masters.obeys(epoch, message.type):
+            handler(message, now)
 
     def switch(self, switch: SlotSwitch, now: float) -> SwitchPlan:
         """A switch came: what to stop and continue (the loop stops first), and which tasks ran."""
@@ -297,6 +304,7 @@ class NodeCore:
                 deadlines.set(Timer.RELAY, lost_at)
             elif lost_at is not None and self.registered:
                 self._upstream.leave(now)
+                self.masters.lost()
                 self.registered = False
                 deadlines.set(Timer.HEARTBEAT, now)  # a hello at once
         # taken as due, or made due by a relay lost just above; not one a report just pushed on
@@ -305,14 +313,15 @@ class NodeCore:
             deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
             self.orders.append(orders.ReapStrays(frozenset(self.tasks)))
             if self.registered:
-                self.outbox.append((Route.REPORTS, Heartbeat(node=self.name)))
+                self.outbox.append((Route.REPORTS, Heartbeat(node=self.name, stale_refused=self.masters.stale_refused)))
             else:
-                self.outbox.append((Route.MASTER, self._hello_now()))
+                self._say_hello(now)
 
     # ------------------------------------------------------------ the master's messages
 
     def _welcome(self, welcome: NodeWelcome, now: float) -> None:
         self.registered = True
+        self.masters.answered()
         self._heartbeat_s = welcome.heartbeat_ms / 1000
         self._upstream.welcomed(welcome, now)
         lost_at = self._upstream.lost_at()
@@ -362,6 +371,7 @@ class NodeCore:
         self.orders.append(orders.ToProcessManager(message))
 
     def _error(self, error: ErrorReply, now: float) -> None:
+        self.masters.answered()
         if error.code is ErrorCode.UNKNOWN_NODE:
             if self.registered:
                 log.warning("the master does not know this node (restarted?): registering again")
@@ -374,7 +384,22 @@ class NodeCore:
         else:
             log.warning("the master refused a message: %s: %s", error.code, error.reason)
 
+    def _not_leader(self, answer: NotLeader, now: float) -> None:
+        if self.registered:
+            log.warning("%s stands by: looking for the leader", answer.master)
+        self.registered = False
+        moved = self.masters.not_leader(answer.leader)
+        if moved is not None:
+            self.orders.append(orders.UseMaster(moved))
+            self.deadlines.set(Timer.HEARTBEAT, now)  # a hello to the leader at once
+
     # ------------------------------------------------------------ what goes to the master
+
+    def _say_hello(self, now: float) -> None:
+        moved = self.masters.hello_to(now)
+        if moved is not None:
+            self.orders.append(orders.UseMaster(moved))
+        self.outbox.append((Route.MASTER, self._hello_now()))
 
     def _report_exit(self, exit_: TaskExit, now: float) -> None:
         self._unacknowledged[TaskKey(exit_.job_id, exit_.rank)] = exit_

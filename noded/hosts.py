@@ -68,10 +68,10 @@ class ProcessHost:
     runs_mpi = True
 
     def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
-                 cgroup_parent: Path | None = None) -> None:
+                 cgroup_parent: Path | None = None, cgroup_delegated: bool = False) -> None:
         setpriv()  # found now, so that a node without it says so as it starts, not at each task
         close_inherited_on_exec()
-        self._containment = choose_containment(node, spool, wanted, freeze, cgroup_parent)
+        self._containment = choose_containment(node, spool, wanted, freeze, cgroup_parent, cgroup_delegated)
         # where descheduled tasks are not frozen, the node looks for those that run anyway
         self.watches_descheduled = not self._containment.freezes
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying

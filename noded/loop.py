@@ -37,7 +37,7 @@ from gangsched.noded.holding import WATCH_INTERVAL_S
 from gangsched.noded.hosts import ProcessHost, TaskHost
 from gangsched.noded.master_link import MasterLink
 from gangsched.noded.memory import host_memory
-from gangsched.noded.orders import Connect
+from gangsched.noded.orders import Connect, UseMaster
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_start import MissingTool
 from gangsched.protocol.messages import Message, NodeColumn, NodeHello, SlotSwitch
@@ -55,7 +55,8 @@ class NodeDaemon:
         self.name = settings.name
         settings.spool().mkdir(parents=True, exist_ok=True)
         self._host = host or ProcessHost(self.name, settings.spool(), settings.containment,
-                                         settings.freeze_descheduled, settings.cgroup_parent)
+                                         settings.freeze_descheduled, settings.cgroup_parent,
+                                         settings.cgroup_delegated)
         log.info("tasks are held by %s", self._host.description)
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)
@@ -66,7 +67,7 @@ class NodeDaemon:
         # the executor first: the hello names the process-manager interfaces it serves
         self._executor = TaskExecutor(settings, self._host, self._poller)
         self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks,
-                              WATCH_INTERVAL_S if self._host.watches_descheduled else None)
+                              WATCH_INTERVAL_S if self._host.watches_descheduled else None, settings.masters())
 
     @property
     def sockets(self) -> tuple[zmq.Socket[bytes], ...]:
@@ -126,7 +127,7 @@ class NodeDaemon:
 
     def _switch(self) -> None:
         switch = self._link.switch()
-        if switch is not None:
+        if switch is not None and self._core.masters.obeys(switch.leader_epoch, switch.type):
             self._apply(switch)
 
     def _apply(self, switch: SlotSwitch) -> None:
@@ -172,6 +173,8 @@ class NodeDaemon:
                 order = orders.popleft()
                 if isinstance(order, Connect):
                     self._link.connect(order.welcome)
+                elif isinstance(order, UseMaster):
+                    self._link.use_master(order.endpoint)
                 else:
                     try:  # each alone, as survive() does, without a closure for each on the switch path
                         executor.carry_out(order)

@@ -34,12 +34,12 @@ _LAST_EXITS_LINGER_MS = 1000
 class MasterLink:
     def __init__(self, settings: NodeSettings, context: zmq.Context[zmq.Socket[bytes]],
                  poller: zmq.Poller) -> None:
-        self._master = settings.master
+        self._master = settings.masters()[0]  # the one it talks to: noded/masters.py picks another
         self._context = context
         self._keys = KeyFolder(settings.keys) if settings.keys is not None else None
         self.dealer = self._socket(zmq.DEALER)
         self.dealer.setsockopt(zmq.ROUTING_ID, settings.name.encode())  # the master's name for it
-        self.dealer.connect(settings.master)
+        self.dealer.connect(self._master)
         # the master's welcome says where to connect these two
         self.sub = self._socket(zmq.SUB)
         self.sub.setsockopt(zmq.CONFLATE, 1)  # a late node jumps to the newest decision
@@ -107,6 +107,13 @@ class MasterLink:
         if self._unreachable:
             log.info("master reachable again")
             self._unreachable = False
+
+    def use_master(self, endpoint: str) -> None:
+        """Talk to the master at ``endpoint`` from now on: what the last one might still send is not heard."""
+        self.dealer.disconnect(self._master)
+        self._master = endpoint
+        self.dealer.connect(endpoint)
+        log.info("saying hello to %s", endpoint)
 
     def connect(self, welcome: NodeWelcome) -> None:
         """Follow the endpoints the master's welcome names (its own or a relay's)."""

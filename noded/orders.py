@@ -71,6 +71,13 @@ class Connect:
     welcome: NodeWelcome
 
 
+@dataclass(frozen=True, slots=True)
+class UseMaster:
+    """Send to this master from now on (another of the masters the node was given)."""
+
+    endpoint: str
+
+
 ProcessManagerMessage = PmiFenceDone | PmixModexRequest | PmixModexReply
 
 
@@ -83,4 +90,4 @@ class ToProcessManager:
 
 
 Order = (Launch | Terminate | Kill | Checkpoint | CatchNewProcesses | ReapStrays | ReadMemory | CheckDescheduled
-         | Connect | ToProcessManager)
+         | Connect | UseMaster | ToProcessManager)

@@ -17,7 +17,9 @@ class NodeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GANG_NODE_")
 
     master: str = Field(
-        default_endpoint(MASTER_SOCKET), description="the master's ROUTER endpoint (a master's default: its ipc socket)"
+        default_endpoint(MASTER_SOCKET), pattern=r"^[^,\s]+(,[^,\s]+)*$",
+        description="the master's ROUTER endpoint (a master's default: its ipc socket), or the masters' that share "
+        "a store, by commas: tcp://m1:7070,tcp://m2:7070 (Slurm's SlurmctldHost list)"
     )
     keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
     # what a host has: found where the daemon starts
@@ -70,6 +72,11 @@ class NodeSettings(BaseSettings):
         "read only (a container's: gang cluster up --docker mounts one of the host's); default: below the "
         "daemon's own group"
     )
+    cgroup_delegated: bool = Field(
+        False, description="the daemon's own cgroup (v2) is its to manage, as systemd's Delegate=yes makes it: "
+        "it moves itself into a leaf, daemon/, enables the cpu, memory and pids controllers there and makes its "
+        "tasks' groups beside it (deploy/systemd/gangsched-noded.service)"
+    )
     freeze_descheduled: bool = Field(
         True, description="freeze a descheduled task's cgroup (v2) after its stop signal, so that no signal "
         "resumes it; false: watch it as by process tree (docs/architecture.md, 'Descheduled means not running')"
@@ -110,6 +117,10 @@ class NodeSettings(BaseSettings):
         else:
             return [None]
         return [set(even_share(index, self.processors, sorted(cores))) for index in range(self.processors)]
+
+    def masters(self) -> tuple[str, ...]:
+        """The masters' endpoints, the first tried first."""
+        return tuple(self.master.split(","))
 
     def spool(self) -> Path:
         return self.spool_dir or Path.home() / ".gangsched" / "nodes" / self.name

@@ -25,11 +25,16 @@ def _models() -> dict[str, type[BaseModel]]:
     return {model.model_fields["type"].default: model for model in get_args(union)}
 
 
-def encode(message: Message) -> bytes:
+def encode(message: Message, leader_epoch: int | None = None) -> bytes:
+    """``leader_epoch``: the master's, stamped on a message of the leader to nodes (``FromLeader``) as
+    it goes out: the core that makes the messages knows nothing of leadership."""
     # Every field holds a plain value (str and its enums, numbers, lists, dicts, models), so
     # msgpack packs a model's own field dict: pydantic's serializer would first copy it whole,
     # which on the switch path costs as much again as the packing.
-    return pack(vars(message), default=_fields)
+    fields = vars(message)
+    if leader_epoch is not None and "leader_epoch" in fields:
+        fields = {**fields, "leader_epoch": leader_epoch}
+    return pack(fields, default=_fields)
 
 
 def decode(frame: bytes, expect: Sequence[type[BaseModel]] = ()) -> Message:

@@ -19,7 +19,11 @@ Three conversations share these models:
   day-to-day operation (protocol/admin_messages.py): ``NodeUpdate``, ``JobControl``,
   ``JobUpdate``, ``SetLimits``, ``AdminLogQuery``, and reservations
   (protocol/reservation_messages.py): ``ReservationCreate``, ``ReservationUpdate``,
-  ``ReservationDelete``, ``ReservationQuery``; each answered by its reply model or by ``ErrorReply``.
+  ``ReservationDelete``, ``ReservationQuery``, and those of leadership
+  (protocol/leadership_messages.py): ``MastersQuery``, ``Takeover``; each answered by its reply model
+  or by ``ErrorReply``, or by a standby master with ``NotLeader``.
+
+Every message of the leader to nodes is ``FromLeader``: it carries the leader's epoch.
 
 Times named ``*_ns`` are CLOCK_MONOTONIC nanoseconds (shared by processes and
 containers of one host); times named ``*_time`` are Unix seconds.
@@ -62,6 +66,13 @@ from gangsched.protocol.client_messages import (
     SwitchStatsQuery,
     UserList,
     UserQuery,
+)
+from gangsched.protocol.leadership_messages import (
+    MastersList,
+    MastersQuery,
+    NotLeader,
+    Takeover,
+    TakeoverRequested,
 )
 from gangsched.protocol.node_messages import (
     MAX_REPORT_QUANTA,
@@ -107,6 +118,11 @@ __all__ = [
     "ReservationList",
     "ReservationQuery",
     "ReservationUpdate",
+    "MastersList",
+    "MastersQuery",
+    "NotLeader",
+    "Takeover",
+    "TakeoverRequested",
     "Cancel",
     "Cancelled",
     "CheckpointTask",
@@ -195,6 +211,11 @@ Message = Annotated[
     | ReservationList
     | AdminLogQuery
     | AdminLog
+    | MastersQuery
+    | MastersList
+    | Takeover
+    | TakeoverRequested
+    | NotLeader
     | ErrorReply,
     Field(discriminator="type"),
 ]

@@ -9,6 +9,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
+from gangsched.protocol.leadership_messages import FromLeader
 from gangsched.protocol.records import (
     MpiKind,
     PeerEndpoint,
@@ -64,7 +65,7 @@ class NodeHello(WireModel):
     host_memory: int = Field(ge=1, le=LARGEST)  # bytes its host has: a node may not declare more
 
 
-class NodeWelcome(WireModel):
+class NodeWelcome(FromLeader):
     type: Literal["node_welcome"] = "node_welcome"
     node: str
     switch_endpoint: str  # the master's PUB socket as bound, or its relay's
@@ -78,9 +79,10 @@ class NodeWelcome(WireModel):
 class Heartbeat(WireModel):
     type: Literal["heartbeat"] = "heartbeat"
     node: str
+    stale_refused: int = Field(0, ge=0)  # messages of an older leader's epoch it refused since it started
 
 
-class LaunchTask(WireModel):
+class LaunchTask(FromLeader):
     type: Literal["launch_task"] = "launch_task"
     task: TaskSpec
     # start it running: its row runs in the quantum under way and no other job's task runs on its
@@ -88,7 +90,7 @@ class LaunchTask(WireModel):
     run_now: bool = False
 
 
-class KillTask(WireModel):
+class KillTask(FromLeader):
     """End a task: continue it, SIGTERM its process group, SIGKILL after a grace period."""
 
     type: Literal["kill_task"] = "kill_task"
@@ -96,14 +98,14 @@ class KillTask(WireModel):
     reason: str
 
 
-class CheckpointTask(WireModel):
+class CheckpointTask(FromLeader):
     """Migrate: let the task run to its next barrier, where it saves its state and exits."""
 
     type: Literal["checkpoint_task"] = "checkpoint_task"
     job_id: int
 
 
-class ExitAck(WireModel):
+class ExitAck(FromLeader):
     type: Literal["exit_ack"] = "exit_ack"
     job_id: int
     rank: int
@@ -121,7 +123,7 @@ class PmiFence(WireModel):
     data: bytes = b""
 
 
-class PmiFenceDone(WireModel):
+class PmiFenceDone(FromLeader):
     """Every node of the job is in barrier ``epoch``: ``kvs`` is what all of them put since the last one."""
 
     type: Literal["pmi_fence_done"] = "pmi_fence_done"
@@ -155,7 +157,7 @@ class PmixModexReply(WireModel):
     data: bytes = b""
 
 
-class NodeColumn(WireModel):
+class NodeColumn(FromLeader):
     """A node's column of each Ousterhout matrix it is in (one per partition, by the partition's
     name): in each row (slot), the jobs with tasks on it.
 
@@ -171,7 +173,7 @@ class NodeColumn(WireModel):
     rows: dict[str, list[list[int]]]
 
 
-class SlotSwitch(WireModel):
+class SlotSwitch(FromLeader):
     """The whole decision for one quantum, the same for every node: the rows that run in each
     matrix, and the jobs of other rows that run where those rows leave processors idle
     (alternates). Each partition's matrix switches at its own quantum's boundaries; a switch

@@ -322,6 +322,7 @@ class NodeInfo(WireModel):
     memory_committed: int = 0  # bytes the jobs placed on it commit, in all its rows (stopped jobs stay resident)
     reason: NodeReason | None = None  # why it is draining, drained or down, where an administrator said
     reservations: list[str] = []  # the reservations that hold it, now or later
+    stale_refused: int = 0  # messages of an older leader's epoch it refused (docs/architecture.md, "Leadership")
 
 
 class PartitionInfo(WireModel):

@@ -3,6 +3,7 @@ the daemons' cores are driven on."""
 
 import contextlib
 import inspect
+import itertools
 import os
 import pwd
 import shutil
@@ -20,6 +21,7 @@ import pytest
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
+from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
 from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
@@ -266,3 +268,34 @@ def cgroup_frozen(pid: int) -> bool:
     except OSError:
         return False
 
+
+_DATABASES = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres(debian) -> Iterator[PostgresServer]:
+    tools = postgres_tools()
+    if tools is None:
+        debian.install("postgresql")
+        tools = postgres_tools()
+    assert tools is not None, "Debian's postgresql brought no initdb"
+    folder = Path(tempfile.mkdtemp(prefix="gang-postgres-"))
+    folder.chmod(0o755)
+    server = PostgresServer(folder / "server")
+    server.start(tools)
+    yield server
+    server.stop(tools)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def database(postgres) -> Iterator[str]:
+    """A database of this test's own on the server: its URL."""
+    name = f"test_{next(_DATABASES)}"
+    import psycopg  # the tests on PostgreSQL alone need it
+
+    with psycopg.connect(postgres.url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield postgres.url.replace("/postgres?", f"/{name}?")
+    with psycopg.connect(postgres.url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -334,3 +334,18 @@ def test_a_single_escape_is_only_undone_and_a_frozen_node_looks_at_nothing():
     assert not [order for order in taken(watched.orders) if isinstance(order, CheckDescheduled)]
     watched.task_event(Escaped(TaskKey(8, 0)), 1.0)
     assert not [order for order in taken(watched.orders) if isinstance(order, Kill)]
+
+
+def test_a_message_of_an_older_leader_is_refused_counted_and_told_in_the_heartbeat():
+    core = registered(make_core())
+    core.message(welcome().model_copy(update={"leader_epoch": 2}), 0.0)  # a new leader welcomed it
+    taken(core.orders)
+    core.message(LaunchTask(task=task_spec(7), leader_epoch=1), 0.1)  # the old one, continued after a stop
+    assert not taken(core.orders), "a launch of an older leader was carried out"
+    assert core.masters.stale_refused == 1
+    launch_now = LaunchTask(task=task_spec(7), leader_epoch=2)
+    core.message(launch_now, 0.2)
+    assert [type(order) for order in taken(core.orders)] == [Launch]
+    core.timers(HEARTBEAT_S + 0.3)
+    beats = [message for _, message in taken(core.outbox) if isinstance(message, Heartbeat)]
+    assert beats and beats[-1].stale_refused == 1

@@ -3,17 +3,11 @@ whole or rolled back alone, group commit, a master that runs and restarts on it,
 store that cannot be used. The server is Debian's PostgreSQL, started by the tests in a folder of
 their own under an unprivileged account, on a Unix socket only (deploy/postgres_server.py)."""
 
-import itertools
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
 from gangsched.master.nodes import NodeMark
@@ -33,35 +27,6 @@ from gangsched.protocol.records import (
 from gangsched.protocol.reservation_messages import ReservationInfo
 from tests.conftest import driven_master
 from tests.test_master_core import ENDPOINTS, SETTINGS, hello
-
-_NAMES = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-def postgres(debian) -> Iterator[PostgresServer]:
-    tools = postgres_tools()
-    if tools is None:
-        debian.install("postgresql")
-        tools = postgres_tools()
-    assert tools is not None, "Debian's postgresql brought no initdb"
-    folder = Path(tempfile.mkdtemp(prefix="gang-postgres-"))
-    folder.chmod(0o755)
-    server = PostgresServer(folder / "server")
-    server.start(tools)
-    yield server
-    server.stop(tools)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def database(postgres) -> Iterator[str]:
-    """A database of this test's own on the server: its URL."""
-    name = f"test_{next(_NAMES)}"
-    with psycopg.connect(postgres.url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    yield postgres.url.replace("/postgres?", f"/{name}?")
-    with psycopg.connect(postgres.url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def job(job_id: int, state: JobState = JobState.PENDING, **fields: Any) -> Job:

@@ -23,6 +23,15 @@ from gangsched.protocol.admin_messages import (
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import JOBS_PER_REPLY, MAX_MESSAGE_BYTES, PROTOCOL_VERSION
+from gangsched.protocol.leadership_messages import (
+    MasterInfo,
+    MasterRole,
+    MastersList,
+    MastersQuery,
+    NotLeader,
+    Takeover,
+    TakeoverRequested,
+)
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
@@ -226,8 +235,22 @@ MESSAGES = [
                                                   users=["alice"], flags=[ReservationFlag.MAINT], jobs=[7])]),
     AdminLogQuery(after=3),
     AdminLog(actions=[AdminAction(number=4, time=2.0, user="root", command="admin suspend 7", result="done")]),
+    MastersQuery(),
+    MastersList(masters=[MasterInfo(endpoint="tcp://m1:7070", host="m1", pid=40, role=MasterRole.ACTIVE, epoch=3,
+                                    seen_s=0.1)]),
+    Takeover(admin="root", to="tcp://m2:7070"),
+    TakeoverRequested(to="tcp://m2:7070", leader="tcp://m1:7070", epoch=3),
+    NotLeader(master="tcp://m2:7070", leader="tcp://m1:7070"),
     ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7"),
 ]
+
+
+def test_the_leader_epoch_is_stamped_on_what_goes_to_nodes_and_nothing_else():
+    kill = decode(encode(KillTask(job_id=7, reason="cancelled"), leader_epoch=4))
+    assert isinstance(kill, KillTask) and kill.leader_epoch == 4
+    assert decode(encode(KillTask(job_id=7, reason="cancelled"))).leader_epoch == 0
+    error = ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7")
+    assert decode(encode(error, leader_epoch=4)) == error  # not a message of the leader's: nothing added
 
 
 def test_every_message_type_has_an_example():

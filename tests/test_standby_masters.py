@@ -1,0 +1,112 @@
+"""Masters that share a PostgreSQL store: one leads, the others stand by; a standby takes the lead when
+the leader is killed (kill -9) or stopped (SIGSTOP), or when root moves it, and every running gang
+runs on; a leader continued after a SIGSTOP finds itself fenced and stands by (docs/architecture.md,
+"Leadership"). Nodes and clients are given both masters; the fencing epoch is checked where it is
+kept, in the node's core."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from gangsched.master.client import MasterClient
+from gangsched.noded.masters import Masters
+from gangsched.protocol.leadership_messages import MasterRole
+from gangsched.protocol.records import JobSpec, JobState
+from tests.conftest import ended, wait_until
+
+
+def test_a_node_obeys_only_the_newest_leader_epoch_it_has_seen_and_counts_the_rest():
+    masters = Masters(("tcp://m1:7070", "tcp://m2:7070"))
+    assert masters.obeys(1, "slot_switch") and masters.obeys(2, "node_welcome")
+    assert not masters.obeys(1, "slot_switch") and not masters.obeys(1, "launch_task")
+    assert masters.obeys(2, "slot_switch") and masters.stale_refused == 2
+
+
+def test_a_node_says_hello_to_the_masters_in_turn_and_goes_where_a_standby_points():
+    masters = Masters(("tcp://m1:7070", "tcp://m2:7070", "tcp://m3:7070"))
+    assert masters.hello_to(10.0) is None  # the first hello: to the first master
+    assert masters.hello_to(10.5) is None  # again to it: its answer may be on its way
+    assert masters.hello_to(11.0) == "tcp://m2:7070"  # unanswered for a second: the next
+    assert masters.not_leader("tcp://m3:7070") == "tcp://m3:7070"
+    masters.answered()
+    assert masters.hello_to(12.0) is None
+    masters.lost()  # the leader fell silent
+    assert masters.hello_to(13.0) == "tcp://m1:7070"
+
+
+def leader(client: MasterClient) -> str | None:
+    return next((master.endpoint for master in client.masters() if master.role is MasterRole.ACTIVE), None)
+
+
+def task_pids(cluster, job_id: int) -> set[int]:
+    from gangsched.deploy.local import task_processes
+
+    return {process.pid for process in task_processes(cluster.home, job_id)}
+
+
+def sleeper(seconds: int = 60) -> JobSpec:
+    return JobSpec(name="gang", user=os.environ.get("USER") or "root", tasks=2, argv=["sleep", str(seconds)])
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("fault", ["kill", "stop"])
+def test_a_standby_takes_the_lead_from_a_failed_leader_and_every_gang_runs_on(start_cluster, database, fault):
+    cluster = start_cluster(nodes=2, masters=2, store=database, lease_s=1.0)
+    client, state = cluster.client, cluster.local.state()
+    first, second = state.master.split(",")
+    assert leader(client) == first and {m.role for m in client.masters()} == {MasterRole.ACTIVE, MasterRole.STANDBY}
+    job_id = client.submit(sleeper())
+    wait_until(lambda: client.job(job_id).state is JobState.RUNNING and len(task_pids(cluster, job_id)) >= 2, 20,
+               "the gang to run")
+    before = task_pids(cluster, job_id)
+    old = psutil.Process(state.pids["master"])
+    old.send_signal(signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
+    try:
+        wait_until(lambda: leader(client) == second, 20, "the standby to lead")
+        wait_until(lambda: sum(node.state == "up" for node in client.nodes()) == 2, 20, "the nodes to register again")
+        assert client.job(job_id).state is JobState.RUNNING and task_pids(cluster, job_id) == before, \
+            "a task of the running gang was killed or restarted"
+        after = client.submit(sleeper(1))
+        assert ended(cluster, after, 30).state is JobState.COMPLETED
+        log = cluster.local.log_path("master2").read_text()
+        assert "leads at epoch 2" in log, log
+        if fault == "stop":
+            old.send_signal(signal.SIGCONT)
+            wait_until(lambda: "lost the lead of epoch 1" in cluster.local.log_path("master").read_text(), 20,
+                       "the continued leader to find itself fenced")
+            wait_until(lambda: {m.endpoint: m.role for m in client.masters()}.get(first) is MasterRole.STANDBY, 20,
+                       "it to stand by")
+            assert leader(client) == second and client.job(job_id).state is JobState.RUNNING
+    finally:
+        if fault == "stop" and old.is_running():
+            old.send_signal(signal.SIGCONT)
+    info = client.job(job_id)
+    assert info.state is JobState.RUNNING and info.requeues == 0
+
+
+@pytest.mark.live
+def test_root_moves_the_lead_to_a_standby_and_the_gang_runs_on(start_cluster, database):
+    cluster = start_cluster(nodes=2, masters=2, store=database)
+    client, state = cluster.client, cluster.local.state()
+    first, second = state.master.split(",")
+    job_id = client.submit(sleeper())
+    wait_until(lambda: len(task_pids(cluster, job_id)) >= 2, 20, "the gang to run")
+    before = task_pids(cluster, job_id)
+    moved = subprocess.run([sys.executable, "-m", "gangsched.cli", "admin", "takeover", "--master", state.master],
+                           capture_output=True, text=True, timeout=60)
+    assert moved.returncode == 0 and f"{second} leads (epoch 2); {first} stands by" in moved.stdout, moved.stderr
+    wait_until(lambda: sum(node.state == "up" for node in client.nodes()) == 2, 20, "the nodes to register again")
+    assert client.job(job_id).state is JobState.RUNNING and task_pids(cluster, job_id) == before
+    assert {m.endpoint: m.role for m in client.masters()} == {first: MasterRole.STANDBY, second: MasterRole.ACTIVE}
+
+
+def test_a_master_whose_postgresql_cannot_be_reached_says_so_in_one_line_and_exits(tmp_path):
+    master = subprocess.run([sys.executable, "-m", "gangsched.cli", "master", "--state-dir", str(tmp_path),
+                             "--store", f"postgresql://gangsched@/postgres?host={tmp_path}&port=5432"],
+                            capture_output=True, text=True, timeout=60)
+    errors = [line for line in master.stderr.splitlines() if " ERROR " in line]
+    assert master.returncode == 2 and len(errors) == 1 and "cannot be reached" in errors[0], master.stderr
