@@ -8,7 +8,7 @@ and for the nodes' reports at most every twentieth of a quantum (and just
 before each switch, so the decision sees every report of the quantum that
 ends): the reports that follow a switch cost a few wake-ups, not one each,
 and an exit is acted on within a few milliseconds. Every message is
-routed by its type through a table to the core's part that answers it, once
+routed by its type through a table (master/routes.py) to the core's part that answers it, once
 master/authorization.py has said who sent it and whether they may; a bad frame
 or a failing handler gets an error reply or a log line, and the loop lives on.
 SIGTERM and SIGINT end it.
@@ -30,7 +30,6 @@ import math
 import os
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -43,7 +42,6 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.master.authorization import (
     is_node_report,
-    node_refusal,
     one_message,
     request,
     viewer_refusal,
@@ -55,8 +53,9 @@ from gangsched.master.leadership import Kept
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.outgoing import Outgoing
 from gangsched.master.published import BoundEndpoints, publish
+from gangsched.master.routes import Handler, node_report_routes, request_routes
 from gangsched.master.settings import PARTITION_SETTINGS, MasterSettings
-from gangsched.master.standby import Standby, leadership_answer
+from gangsched.master.standby import Standby
 from gangsched.master.store import StoreError
 from gangsched.master.store_engines import open_lead, open_store
 from gangsched.master.viewer import WebServer, viewer_endpoint
@@ -64,37 +63,10 @@ from gangsched.protocol.codec import encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.messages import (
-    AdminLogQuery,
-    Cancel,
     ErrorReply,
-    Heartbeat,
-    JobControl,
-    JobQuery,
-    JobUpdate,
-    MastersQuery,
-    MatrixQuery,
     Message,
-    NodeHello,
-    NodeQuery,
-    NodeUpdate,
-    PmiFence,
-    PmixModexReply,
-    PmixModexRequest,
-    QuantumReport,
     Reconfigure,
     Reconfigured,
-    ReservationCreate,
-    ReservationDelete,
-    ReservationQuery,
-    ReservationUpdate,
-    SetLimits,
-    SetUser,
-    StatsQuery,
-    Submit,
-    SwitchStatsQuery,
-    Takeover,
-    TaskExit,
-    UserQuery,
 )
 
 log = logging.getLogger("gangsched.master")
@@ -103,10 +75,6 @@ log = logging.getLogger("gangsched.master")
 # flood of them costs the switch at most a few milliseconds
 CLIENT_MESSAGES_PER_WAKE = 64
 
-# The tables route each message type to the handler written for that type,
-# so a handler may take its own message class rather than the whole union;
-# each is given the clocks as read for its event.
-Handler = Callable[[bytes, Any, Now], Message | None]
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -170,39 +138,8 @@ class MasterDaemon:
         self._store = store = open_store(settings)
         self._core = core = MasterCore(settings, self._endpoints, store, read_clock(), partition_plan(settings))
         self._outgoing = Outgoing(self._router, core, store, self._bad_frame, self._lead)
-        nodes, clients, record = core.node_events, core.client_requests, core.command_record
-        self._node_handlers: dict[type, Handler] = {
-            QuantumReport: lambda _, m, now: nodes.report(m, now),
-            Heartbeat: lambda _, m, now: nodes.heartbeat(m, now),
-            TaskExit: lambda _, m, now: nodes.task_exit(m, now),
-        }
-        self._handlers: dict[type, Handler] = {
-            NodeHello: nodes.hello,
-            PmiFence: lambda identity, m, _: node_refusal(identity, m) or nodes.pmi_fence(m),
-            PmixModexRequest: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_request(m),
-            PmixModexReply: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_reply(m),
-            Submit: lambda _, m, now: clients.submit(m, now),
-            Cancel: lambda _, m, now: clients.cancel(m, now),
-            JobQuery: lambda _, m, now: clients.query_jobs(m, now),
-            NodeQuery: lambda _, m, now: clients.query_nodes(now),
-            MatrixQuery: lambda _, m, __: clients.query_matrix(m),
-            SwitchStatsQuery: lambda _, m, __: core.switch_stats(m.last, time.process_time_ns()),
-            StatsQuery: lambda _, m, __: core.stats(time.process_time_ns(), _resident_bytes()),
-            SetUser: lambda _, m, now: core.administer(m, now),
-            Reconfigure: lambda _, m, now: record.recorded(m, self._reconfigure(m, now), now),
-            UserQuery: lambda _, m, __: core.users.query_users(),
-            NodeUpdate: lambda _, m, now: core.administer(m, now),
-            JobControl: lambda _, m, now: core.administer(m, now),
-            JobUpdate: lambda _, m, now: core.administer(m, now),
-            SetLimits: lambda _, m, now: core.administer(m, now),
-            ReservationCreate: lambda _, m, now: core.administer(m, now),
-            ReservationUpdate: lambda _, m, now: core.administer(m, now),
-            ReservationDelete: lambda _, m, now: core.administer(m, now),
-            ReservationQuery: lambda _, m, __: core.reservation_book.query(),
-            AdminLogQuery: lambda _, m, __: record.query(m),
-            MastersQuery: lambda _, m, __: leadership_answer(self._lead, m),
-            Takeover: lambda _, m, __: leadership_answer(self._lead, m),
-        }
+        self._node_handlers = node_report_routes(core)
+        self._handlers = request_routes(core, self._lead, self._reconfigure, _resident_bytes)
 
     def run(self) -> None:
         """Stand by until this master leads (at once with SQLite), lead until the lead is lost or handed
