@@ -11,6 +11,7 @@ from rich.table import Table
 
 from gangsched.bench.mix import run_mix
 from gangsched.bench.switch import measure_switch
+from gangsched.cli.bench_failover import failover
 from gangsched.cli.bench_mpi import alone, startup
 from gangsched.cli.bench_operations import operations
 from gangsched.cli.bench_output import console, print_figures, print_rows, write_rows_csv
@@ -34,6 +35,7 @@ bench.add_command(alone)
 bench.add_command(startup)
 bench.add_command(throughput)
 bench.add_command(operations)
+bench.add_command(failover)
 
 
 @bench.command()

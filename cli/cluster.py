@@ -27,7 +27,8 @@ def cluster() -> None:
               help="local: CURVE keys (made in GANG_HOME/keys) on loopback TCP, so other accounts submit with "
               "keys of theirs and, started as root, run as themselves; the docker cluster always has keys")
 @click.option("--masters", type=click.IntRange(1, 9), default=1, show_default=True,
-              help="local: masters sharing the --store postgresql://... one leading, the others standing by")
+              help="local: masters sharing one PostgreSQL store, one leading, the others standing by: --store, or "
+              "a server of the cluster's own (Debian's postgresql) in GANG_HOME/postgres (root's: in /var/tmp)")
 @cluster_options
 def cluster_up(docker: bool, keys: bool, masters: int, **shape: Any) -> None:
     """Start a cluster and wait until every node has registered."""

@@ -15,6 +15,7 @@ is measured against each node's share.
 """
 
 import getpass
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ import psutil
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.home import KEYS, LOCAL_STATE, default_home
+from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
 from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.master.published import ENDPOINTS_FILE, bound_endpoints
 from gangsched.noded.memory import host_memory
@@ -89,6 +91,8 @@ class LocalCluster:
         else:
             bind, switch, report = self._ipc("master.sock"), self._ipc("switch.sock"), self._ipc("report.sock")
             with_keys = []
+        if config.masters > 1 and not config.store:  # the masters' shared store: a server of the cluster's own
+            config = config.replace(store=self._start_postgres())
         if config.masters > 1 and not config.store.startswith("postgres"):
             raise ClusterError(f"{config.masters} masters share a store in PostgreSQL: give --store postgresql://...")
         commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
@@ -144,8 +148,32 @@ class LocalCluster:
             return []
         order = sorted(state.pids, key=lambda name: name.startswith("master") or name == "ioserver")
         stopped = [name for name in order if _stop(state.pids[name], state.started[name])]
+        tools = postgres_tools()
+        if tools is not None and (self._postgres().folder / "data" / "postmaster.pid").exists():
+            self._postgres().stop(tools)
+            stopped.append("postgres")
         self._state_file.unlink(missing_ok=True)
         return stopped
+
+    def _postgres(self) -> PostgresServer:
+        """The PostgreSQL server of a cluster of several masters that named no store: in GANG_HOME, or, for
+        root, whose server runs as an unprivileged account that may not enter GANG_HOME (0700, the gate on
+        its sockets), in a folder of /var/tmp named after it."""
+        if os.geteuid() != 0:
+            return PostgresServer(self.home / "postgres")
+        named = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
+        return PostgresServer(Path("/var/tmp") / f"gangsched-postgres-{named}" / "server")
+
+    def _start_postgres(self) -> str:
+        tools = postgres_tools()
+        if tools is None:
+            raise ClusterError("masters that share a store need PostgreSQL: apt-get install postgresql, or give "
+                               "--store postgresql://...")
+        server = self._postgres()
+        if server.folder.parent != self.home:
+            server.folder.parent.mkdir(mode=0o755, exist_ok=True)
+        server.start(tools)
+        return server.url
 
     def restart(self, daemon: str, crash: bool = False) -> None:
         """Stop one daemon (SIGKILL if ``crash``) and start it again with the same arguments."""

@@ -5,6 +5,7 @@ runs on; a leader continued after a SIGSTOP finds itself fenced and stands by (d
 kept, in the node's core."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,3 +111,35 @@ def test_a_master_whose_postgresql_cannot_be_reached_says_so_in_one_line_and_exi
                             capture_output=True, text=True, timeout=60)
     errors = [line for line in master.stderr.splitlines() if " ERROR " in line]
     assert master.returncode == 2 and len(errors) == 1 and "cannot be reached" in errors[0], master.stderr
+
+
+@pytest.mark.live
+def test_takeovers_of_every_kind_lose_no_submission_and_no_task(start_cluster, database):
+    from gangsched.bench.failover import FAULTS, run_failover, summary
+
+    cluster = start_cluster(nodes=2, masters=2, store=database, lease_s=1.0)
+    result = run_failover(cluster.local, runs=3, faults=list(FAULTS), submissions=30, clients=3)
+    assert [each.fault for each in result.takeovers] == list(FAULTS)
+    assert (result.accepted, result.completed, result.lost, result.duplicates) == (30, 30, 0, 0), result
+    assert result.gang_ran_on and result.stale_refused == 0, result
+    assert [row["fault"] for row in summary(result.takeovers)] == list(FAULTS)
+
+
+@pytest.mark.live
+def test_a_local_cluster_of_two_masters_starts_and_stops_a_postgresql_server_of_its_own(tmp_path, postgres):
+    from gangsched.deploy.config import ClusterConfig
+    from gangsched.deploy.local import LocalCluster
+
+    cluster = LocalCluster(tmp_path / "home")
+    server = cluster._postgres()  # where it puts it: GANG_HOME, or for root a folder of /var/tmp
+    try:
+        state = cluster.up(ClusterConfig(nodes=1, masters=2, quantum_ms=100, http_bind=""))
+        with cluster.client(state) as client:
+            assert sorted(master.role for master in client.masters()) == [MasterRole.ACTIVE, MasterRole.STANDBY]
+        assert (server.folder / "data" / "postmaster.pid").exists()
+        assert "postgres" in cluster.down()
+        assert not (server.folder / "data" / "postmaster.pid").exists()
+    finally:
+        cluster.down()
+        shutil.rmtree(server.folder.parent if server.folder.parent != cluster.home else server.folder,
+                      ignore_errors=True)
