@@ -143,3 +143,24 @@ def test_a_local_cluster_of_two_masters_starts_and_stops_a_postgresql_server_of_
         cluster.down()
         shutil.rmtree(server.folder.parent if server.folder.parent != cluster.home else server.folder,
                       ignore_errors=True)
+
+
+@pytest.mark.live
+@pytest.mark.mpi
+def test_an_mpi_job_runs_through_a_takeover_to_its_result(start_cluster, database, tmp_path):
+    from gangsched.jobs.mpi_programs import build
+    from tests.conftest import task_output
+    from tests.test_mpi import mpi_job
+
+    allreduce = build("allreduce", tmp_path)
+    iterations = 3000  # a millisecond of CPU each: seconds, past the takeover
+    cluster = start_cluster(nodes=2, processors_per_node=2, masters=2, store=database, lease_s=1.0)
+    client, state = cluster.client, cluster.local.state()
+    job = client.submit(mpi_job([str(allreduce), "--iterations", str(iterations), "--grain-ms", "1"], 4))
+    wait_until(lambda: (client.job(job).barriers or 0) > 0, 30, "the job past MPI_Init, in its barriers")
+    psutil.Process(state.pids["master"]).kill()
+    assert client.job(job).barriers < iterations // 2, "the job was nearly done before the takeover"
+    wait_until(lambda: leader(client) == state.master.split(",")[1], 20, "the standby to lead")
+    info = ended(cluster, job, 120)
+    assert info.state is JobState.COMPLETED and info.requeues == 0, info.reason
+    assert f"result={iterations * (1 + 2 + 3 + 4)}" in task_output(cluster, job, "node1", 0)
