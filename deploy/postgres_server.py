@@ -1,6 +1,7 @@
 """A PostgreSQL server of one's own in a folder (Debian's ``postgresql`` package: ``initdb``, ``pg_ctl``),
 for the tests, and for a local cluster whose masters share a store. It listens on a Unix socket in
-its folder only, never on the network, and runs as an unprivileged account where this process is
+its folder, and on the network only where an address is given (a test's masters in network
+namespaces of their own reach it there); it runs as an unprivileged account where this process is
 root (PostgreSQL refuses to run as root)."""
 
 import os
@@ -29,10 +30,11 @@ def postgres_tools() -> Path | None:
 @dataclass(frozen=True)
 class PostgresServer:
     folder: Path
+    address: str = ""  # an address it also listens on, trusting the /24 around it; empty: none
 
     @property
     def url(self) -> str:
-        return f"postgresql://{DATABASE_USER}@/postgres?host={self.folder}&port={_PORT}"
+        return f"postgresql://{DATABASE_USER}@/postgres?host={self.address or self.folder}&port={_PORT}"
 
     def start(self, tools: Path) -> None:
         """Made (initdb, the first time) and started, waiting until it takes connections."""
@@ -44,8 +46,12 @@ class PostgresServer:
         if not data.exists():
             self._run(run_as, [str(tools / "initdb"), "-D", str(data), "-A", "trust", "-U", DATABASE_USER,
                                "--no-sync"])
+            if self.address:
+                network = ".".join(self.address.split(".")[:3]) + ".0/24"
+                with open(data / "pg_hba.conf", "a") as rules:
+                    rules.write(f"host all all {network} trust\n")
         self._run(run_as, [str(tools / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-w",
-                           "-o", f"-k {self.folder} -h '' -p {_PORT}", "start"])
+                           "-o", f"-k {self.folder} -h '{self.address}' -p {_PORT}", "start"])
 
     def stop(self, tools: Path) -> None:
         self._run(self._account(), [str(tools / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "-w",

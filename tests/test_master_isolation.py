@@ -1,0 +1,149 @@
+"""The leading master cut off from everything, really: it runs in a network namespace of its own, joined
+to this one by a veth pair, with addresses that exist only on that pair; the test takes the link down.
+The standby (in this namespace) takes the lead once the leader's lease has run out; the node's gang
+runs on; the cut-off leader, its link back up, finds itself fenced and stands by (docs/architecture.md,
+"Leadership"). Over TCP, so with CURVE keys, as masters on real hosts would be; on fixed ports, free
+because the addresses exist only on the pair the test made."""
+
+import getpass
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from gangsched.daemon.curve import keygen
+from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
+from gangsched.master.client import MasterClient
+from gangsched.protocol.leadership_messages import MasterRole
+from gangsched.protocol.records import JobSpec, JobState
+from tests.conftest import wait_until
+
+pytestmark = pytest.mark.live
+
+HOST, INNER = "10.77.91.1", "10.77.91.2"  # this namespace's end of the pair, the leader's
+
+
+@dataclass
+class Namespace:
+    name: str
+    host_link: str
+
+    def run(self, *argv: str) -> list[str]:
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def link(self, up: bool) -> None:
+        subprocess.run(["ip", "link", "set", self.host_link, "up" if up else "down"], check=True)
+
+
+@pytest.fixture
+def namespace() -> Iterator[Namespace]:
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces are made by root")
+    name, tag = f"gang-{secrets.token_hex(3)}", secrets.token_hex(3)
+    host_link, inner_link = f"gh{tag}", f"gi{tag}"
+    steps = [["ip", "netns", "add", name],
+             ["ip", "link", "add", host_link, "type", "veth", "peer", "name", inner_link],
+             ["ip", "link", "set", inner_link, "netns", name],
+             ["ip", "addr", "add", f"{HOST}/24", "dev", host_link],
+             ["ip", "link", "set", host_link, "up"],
+             ["ip", "netns", "exec", name, "ip", "addr", "add", f"{INNER}/24", "dev", inner_link],
+             ["ip", "netns", "exec", name, "ip", "link", "set", inner_link, "up"],
+             ["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"]]
+    try:
+        for step in steps:
+            subprocess.run(step, check=True, capture_output=True)
+        yield Namespace(name, host_link)
+    finally:
+        subprocess.run(["ip", "link", "del", host_link], capture_output=True)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+@pytest.fixture
+def reachable_postgres(debian) -> Iterator[str]:
+    """A PostgreSQL server listening on this namespace's end of the pair too: its URL there."""
+    tools = postgres_tools()
+    if tools is None:
+        debian.install("postgresql")
+        tools = postgres_tools()
+    assert tools is not None
+    folder = Path(tempfile.mkdtemp(prefix="gang-postgres-"))
+    folder.chmod(0o755)
+    server = PostgresServer(folder / "server", address=HOST)
+    yield_started = False
+    try:
+        server.start(tools)
+        yield_started = True
+        yield server.url
+    finally:
+        if yield_started:
+            server.stop(tools)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def gang(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "gangsched.cli", *argv]
+
+
+def master(keys: Path, state: Path, host: str, port: int, store: str) -> list[str]:
+    """A master's command, its three sockets on ``host`` from ``port`` on."""
+    return gang("master", "--keys", str(keys), "--state-dir", str(state), "--store", store,
+                *(part for offset, kind in enumerate(("bind", "switch-bind", "report-bind"))
+                  for part in (f"--{kind}", f"tcp://{host}:{port + offset}")),
+                "--lease-s", "1.0", "--quantum-ms", "100", "--heartbeat-ms", "100", "--rejoin-s", "20",
+                "--realtime-priority", "0")
+
+
+def test_a_leader_cut_off_loses_the_lead_and_a_gang_runs_on(namespace, reachable_postgres, tmp_path):
+    user = getpass.getuser()
+    keys = tmp_path / "keys"
+    keygen(keys, [user])
+    with psycopg.connect(reachable_postgres, autocommit=True) as admin:
+        admin.execute("CREATE DATABASE isolation")
+    store = reachable_postgres.replace("/postgres?", "/isolation?")
+    first, second = f"tcp://{INNER}:7070", f"tcp://{HOST}:7170"
+    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("m1", "m2", "node")}
+    started = [subprocess.Popen(namespace.run(*master(keys, tmp_path / "m1", INNER, 7070, store)), stderr=logs["m1"])]
+    try:
+        with MasterClient(f"{first},{second}", timeout_s=1.0, keys=keys, user=user) as client:
+            wait_until(lambda: client.masters(), 20, "the first master to lead")
+            started.append(subprocess.Popen(master(keys, tmp_path / "m2", HOST, 7170, store), stderr=logs["m2"]))
+            started.append(subprocess.Popen(gang("noded", "--master", f"{first},{second}", "--keys", str(keys),
+                                                 "--name", "n1", "--spool-dir", str(tmp_path / "n1"),
+                                                 "--peer-transport", "ipc", "--processors", "2", "--memory", "256M",
+                                                 "--realtime-priority", "0"), stderr=logs["node"]))
+            roles = lambda: {m.endpoint: m.role for m in client.masters()}  # noqa: E731
+            wait_until(lambda: roles() == {first: MasterRole.ACTIVE, second: MasterRole.STANDBY}, 20,
+                       "the second master to stand by")
+            wait_until(lambda: [n.state for n in client.nodes()] == ["up"], 20, "the node")
+            job = client.submit(JobSpec(name="gang", user=user, tasks=2, argv=["sleep", "60"]))
+            wait_until(lambda: client.job(job).state is JobState.RUNNING, 20, "the gang to run")
+            namespace.link(up=False)
+            wait_until(lambda: roles().get(second) is MasterRole.ACTIVE, 20, "the standby to lead")
+            wait_until(lambda: [n.state for n in client.nodes()] == ["up"], 20, "the node with the new leader")
+            assert client.job(job).state is JobState.RUNNING and client.job(job).requeues == 0
+            assert "leads at epoch 2" in (tmp_path / "m2.log").read_text()
+            namespace.link(up=True)
+            wait_until(lambda: "lost the lead of epoch 1" in (tmp_path / "m1.log").read_text(), 30,
+                       "the cut-off leader to find itself fenced")
+            wait_until(lambda: any(m.endpoint == first and m.role is MasterRole.STANDBY and m.seen_s < 0.5
+                                   for m in client.masters()), 20, "it to stand by, heard from again")
+            assert client.job(job).state is JobState.RUNNING
+            client.cancel(job, user)
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for log in logs.values():
+            log.close()
