@@ -69,6 +69,7 @@ class MasterConnection:
     def exchange(self, frame: bytes) -> dict[str, Any]:
         """The fields of the leading master's reply to ``frame``; RequestRefused if it is an error reply."""
         unanswered: list[str] = []
+        leader: object = None
         # a leader and a standby each asked at most twice: one may take the lead meanwhile
         for _ in range(2 * len(self._masters)):
             try:
@@ -86,7 +87,9 @@ class MasterConnection:
             leader = reply.get("leader")
             self._move(self._masters.index(leader) if leader in self._masters and leader != self._masters[self._at]
                        else (self._at + 1) % len(self._masters))
-        raise MasterUnreachable(f"no master of {self.endpoint} leads now (a takeover under way?): try again")
+        if leader is None:
+            raise MasterUnreachable(f"no master of {self.endpoint} leads now (a takeover under way?): try again")
+        raise MasterUnreachable(f"the master at {self._masters[self._at]} stands by: the leader is {leader}")
 
     def _move(self, at: int) -> None:
         self._at = at

@@ -4,6 +4,7 @@ runs on; a leader continued after a SIGSTOP finds itself fenced and stands by (d
 "Leadership"). Nodes and clients are given both masters; the fencing epoch is checked where it is
 kept, in the node's core."""
 
+import functools
 import os
 import shutil
 import signal
@@ -164,3 +165,18 @@ def test_an_mpi_job_runs_through_a_takeover_to_its_result(start_cluster, databas
     info = ended(cluster, job, 120)
     assert info.state is JobState.COMPLETED and info.requeues == 0, info.reason
     assert f"result={iterations * (1 + 2 + 3 + 4)}" in task_output(cluster, job, "node1", 0)
+
+
+@pytest.mark.live
+def test_a_standby_s_metrics_answer_503_naming_the_leader_and_the_leader_s_its_series(start_cluster, database):
+    from gangsched.master.published import web_address
+    from tests.test_web import get
+
+    cluster = start_cluster(nodes=1, masters=2, store=database, http_bind="127.0.0.1:0")
+    first = cluster.local.state().master.split(",")[0]
+    leading, standing = (wait_until(functools.partial(web_address, cluster.home / name), 20, f"{name}'s web view")
+                         for name in ("master", "master2"))
+    status, text, _ = get(f"http://{leading}/metrics")
+    assert status == 200 and "gangsched_" in text
+    status, text, _ = get(f"http://{standing}/metrics")
+    assert status == 503 and f"stands by: the leader is {first}" in text, text

@@ -21,6 +21,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from gangsched.master.client import MasterUnreachable
 from gangsched.web.metrics import MasterCollector
 from gangsched.web.watch import ClusterWatch
 
@@ -37,7 +38,11 @@ def create_app(watch: ClusterWatch, token: str | None, parent: int | None = None
     registry.register(collector)
 
     async def metrics(_: Request) -> Response:
-        collector.reading = await watch.ask(lambda c: (c.stats(), c.matrix(), c.jobs(), c.nodes(), c.reservations()))
+        try:
+            collector.reading = await watch.ask(lambda c: (c.stats(), c.matrix(), c.jobs(), c.nodes(),
+                                                           c.reservations()))
+        except MasterUnreachable as error:  # a standby master's (it answers not_leader), or one gone
+            return Response(f"{error}\n", status_code=503, media_type="text/plain")
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     async def state(_: Request) -> Response:
