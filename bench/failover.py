@@ -1,13 +1,15 @@
 """Takeovers of the lead between masters that share a PostgreSQL store (docs/architecture.md,
-"Leadership"): the leader killed (-9), stopped (SIGSTOP) or asked to hand over (``gang admin
-takeover``), again and again, while clients submit one-task jobs and one gang runs across every node.
+"Leadership"): the leader killed (-9), stopped (SIGSTOP), cut off (the first master runs in a network
+namespace of its own, bench/isolation.py, whose link is taken down) or asked to hand over (``gang
+admin takeover``), again and again, while clients submit one-task jobs and one gang runs across every
+node.
 
 A takeover is timed from the fault to the first switch of the new leader's epoch, as a node would
 hear it: a subscriber of every master's switch socket notes each switch's arrival and epoch. After
-each, the fault is undone (the killed master started again, the stopped one continued: it finds
-itself fenced and stands by) before the next. What must hold: every submission one job, every job
-completed, none made twice; the gang's tasks those it started with; no node obeyed an older epoch
-(they count what they refuse).
+each, the fault is undone (the killed master started again, the stopped one continued, the cut one's
+link up again: each finds itself fenced and stands by) before the next. What must hold: every
+submission one job, every job completed, none made twice; the gang's tasks those it started with; no
+node obeyed an older epoch (they count what they refuse).
 """
 
 import getpass
@@ -23,7 +25,9 @@ from pathlib import Path
 import psutil
 import zmq
 
+from gangsched.bench.isolation import Namespace
 from gangsched.bench.restarts import wait_for_ends
+from gangsched.daemon.curve import KeyFolder
 from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
 from gangsched.master.client import MasterClient, MasterUnreachable
@@ -33,7 +37,7 @@ from gangsched.protocol.leadership_messages import MasterInfo, MasterRole
 from gangsched.protocol.messages import SlotSwitch
 from gangsched.protocol.records import JobSpec, JobState
 
-FAULTS = ("kill", "stop", "takeover")
+FAULTS = ("kill", "stop", "cut", "takeover")
 _WAIT_S = 60.0
 _RETRY_S = 60.0
 
@@ -80,14 +84,15 @@ def summary(takeovers: list[Takeover]) -> list[dict[str, object]]:
 
 
 @contextmanager
-def postgres_server(folder: Path) -> Iterator[str]:
-    """A PostgreSQL server of the benchmark's own (Debian's), in ``folder``: its URL."""
+def postgres_server(folder: Path, address: str = "") -> Iterator[str]:
+    """A PostgreSQL server of the benchmark's own (Debian's), in ``folder``, also on ``address`` if given:
+    its URL."""
     tools = postgres_tools()
     if tools is None:
         raise RuntimeError("masters that share a store need PostgreSQL: apt-get install postgresql")
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)  # the server's account, where root runs it, enters it
-    server = PostgresServer(folder / "server")
+    server = PostgresServer(folder / "server", address)
     server.start(tools)
     try:
         yield server.url
@@ -98,10 +103,12 @@ def postgres_server(folder: Path) -> Iterator[str]:
 class SwitchWatch:
     """Every switch every master sends, as a node hears it: when it came, and its leader epoch."""
 
-    def __init__(self, endpoints: list[str]) -> None:
+    def __init__(self, endpoints: list[str], keys: Path | None) -> None:
         self._socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
         self._socket.setsockopt(zmq.SUBSCRIBE, b"")
         self._socket.setsockopt(zmq.LINGER, 0)
+        if keys is not None:
+            KeyFolder(keys).connect_as(self._socket, getpass.getuser())
         for endpoint in endpoints:
             self._socket.connect(endpoint)
         self._heard: list[tuple[float, int]] = []
@@ -152,10 +159,17 @@ def _wait(what: str, check: Callable[[], object]) -> object:
 
 
 def _fault_once(cluster: LocalCluster, client: MasterClient, watch: SwitchWatch, names: dict[str, str], fault: str,
-                nodes: int) -> Takeover:
-    """One fault of the leader, timed, then undone: the master it struck stands by again."""
+                nodes: int, namespace: Namespace | None) -> Takeover:
+    """One fault of the leader, timed, then undone: the master it struck stands by again. A cut strikes the
+    first master, in its namespace: it is given the lead first if another has it."""
     leader = _wait("leader", lambda: _active(client))
     assert isinstance(leader, MasterInfo)
+    if fault == "cut" and names[leader.endpoint] != "master":
+        first = next(endpoint for endpoint, name in names.items() if name == "master")
+        client.takeover(first)
+        leader = _wait("the first master to lead", lambda: (found := _active(client)) and found.endpoint == first
+                       and found)
+        assert isinstance(leader, MasterInfo)
     name = names[leader.endpoint]
     state = cluster.state()
     assert state is not None
@@ -165,6 +179,9 @@ def _fault_once(cluster: LocalCluster, client: MasterClient, watch: SwitchWatch,
         process.kill()
     elif fault == "stop":
         process.send_signal(signal.SIGSTOP)
+    elif fault == "cut":
+        assert namespace is not None, "a cut needs the first master in a namespace of its own"
+        namespace.link(up=False)
     else:
         client.takeover()
     heard = _wait("switch of a new leader", lambda: watch.first_after(leader.epoch, started))
@@ -176,21 +193,25 @@ def _fault_once(cluster: LocalCluster, client: MasterClient, watch: SwitchWatch,
         cluster.restart(name)
     elif fault == "stop":
         process.send_signal(signal.SIGCONT)
+    elif fault == "cut":
+        namespace.link(up=True)  # type: ignore[union-attr]
     _wait("standby again", lambda: any(master.endpoint == leader.endpoint and master.role is MasterRole.STANDBY
-                                       for master in client.masters()))
+                                       and master.seen_s < 0.5 for master in client.masters()))
     return taken
 
 
-def run_failover(cluster: LocalCluster, runs: int, faults: list[str], submissions: int,
-                 clients: int) -> FailoverResult:
+def run_failover(cluster: LocalCluster, runs: int, faults: list[str], submissions: int, clients: int,
+                 namespace: Namespace | None = None) -> FailoverResult:
     """``runs`` faults of the leader, the kinds in turn, while ``clients`` threads submit ``submissions``
-    one-task jobs, paced over the runs, and a gang of one task per node runs."""
+    one-task jobs, paced over the runs, and a gang of one task per node runs; ``namespace``: the first
+    master's, for cuts."""
     state = cluster.state()
     assert state is not None
     names = {bound.client: name for name in state.pids if name.startswith("master")
              for bound in [bound_endpoints(cluster.home / name)] if bound is not None}
+    keys = cluster.keys if state.config.keys else None
     watch = SwitchWatch([bound.switch for name in names.values()
-                         for bound in [bound_endpoints(cluster.home / name)] if bound is not None])
+                         for bound in [bound_endpoints(cluster.home / name)] if bound is not None], keys)
     user = getpass.getuser()
     accepted: dict[str, int] = {}
     longest = 0.0
@@ -199,7 +220,7 @@ def run_failover(cluster: LocalCluster, runs: int, faults: list[str], submission
 
     def submit_share(index: int) -> None:
         nonlocal longest
-        with MasterClient(state.master, timeout_s=2.0) as client:
+        with cluster.client(state, timeout_s=2.0) as client:
             for number in range(index, submissions, clients):
                 name = f"failover-{number}"
                 asked = time.monotonic()
@@ -210,7 +231,7 @@ def run_failover(cluster: LocalCluster, runs: int, faults: list[str], submission
                 time.sleep(pace_s)
 
     takeovers: list[Takeover] = []
-    with MasterClient(state.master, timeout_s=2.0) as client:
+    with cluster.client(state, timeout_s=2.0) as client:
         nodes = len(client.nodes())
         gang = client.submit(JobSpec(name="gang", user=user, tasks=nodes, argv=["sleep", "3600"]))
         _wait("running gang", lambda: len(task_processes(cluster.home, gang)) >= nodes)
@@ -219,7 +240,7 @@ def run_failover(cluster: LocalCluster, runs: int, faults: list[str], submission
         for thread in threads:
             thread.start()
         for run in range(runs):
-            takeovers.append(_fault_once(cluster, client, watch, names, faults[run % len(faults)], nodes))
+            takeovers.append(_fault_once(cluster, client, watch, names, faults[run % len(faults)], nodes, namespace))
         for thread in threads:
             thread.join(_WAIT_S * 5)
         ids = sorted(accepted.values())

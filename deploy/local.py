@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
@@ -36,7 +36,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.home import KEYS, LOCAL_STATE, default_home
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
 from gangsched.master.client import MasterClient, MasterUnreachable
-from gangsched.master.published import ENDPOINTS_FILE, bound_endpoints
+from gangsched.master.published import ENDPOINTS_FILE, BoundEndpoints, bound_endpoints
 from gangsched.noded.memory import host_memory
 from gangsched.policy.cores import even_share
 from gangsched.protocol.sizes import format_size
@@ -59,6 +59,16 @@ class ClusterState:
     started: dict[str, float]  # daemon name -> process start time, against recycled pids
     commands: dict[str, list[str]]  # daemon name -> its `gang` arguments
     config: ClusterConfig
+    prefixes: dict[str, list[str]] = field(default_factory=dict)  # daemon name -> the command it runs under
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Where the first master runs: under a command (``ip netns exec NAME``: a network namespace of its
+    own, bench/isolation.py), bound on an address there, over TCP with keys."""
+
+    prefix: list[str]
+    host: str
 
 
 class LocalCluster:
@@ -72,10 +82,15 @@ class LocalCluster:
             return None
         raw = json.loads(self._state_file.read_text())
         return ClusterState(
-            raw["master"], raw["pids"], raw["started"], raw["commands"], ClusterConfig(**raw["config"])
+            raw["master"], raw["pids"], raw["started"], raw["commands"], ClusterConfig(**raw["config"]),
+            raw.get("prefixes", {}),
         )
 
-    def up(self, config: ClusterConfig, timeout_s: float = 30.0) -> ClusterState:
+    def up(self, config: ClusterConfig, timeout_s: float = 30.0, confined: Confinement | None = None) -> ClusterState:
+        """``confined``: where the first master runs, if not beside the others (its sockets over TCP, so
+        with ``keys``)."""
+        if confined is not None and not config.keys:
+            raise ClusterError("a master confined elsewhere is reached over TCP: the cluster needs keys")
         if self.state() is not None and self.alive():
             raise ClusterError(f"a cluster already runs from {self.home}: `gang cluster down` first")
         # the sockets in here are the only gate on who may submit and cancel
@@ -97,6 +112,7 @@ class LocalCluster:
             raise ClusterError(f"{config.masters} masters share a store in PostgreSQL: give --store postgresql://...")
         commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
         masters = [_master_name(number) for number in range(1, config.masters + 1)]
+        prefixes = {} if confined is None else {"master": confined.prefix}
         for name in masters:
             arguments = config.arguments("master")
             http = arguments.index("--http-bind") + 1 if "--http-bind" in arguments else 0
@@ -105,6 +121,10 @@ class LocalCluster:
             if not config.keys:
                 bind, switch, report = (self._ipc(f"{name}{kind}.sock") for kind in ("", "-switch", "-report")) \
                     if name != "master" else (bind, switch, report)
+            elif name in prefixes:
+                bind = switch = report = f"tcp://{confined.host}:*"  # type: ignore[union-attr]
+            else:
+                bind = switch = report = "tcp://127.0.0.1:*"
             commands[name] = [
                 "master", "--bind", bind, "--switch-bind", switch, "--report-bind", report, *with_keys,
                 "--state-dir", str(self.home / name), "--io-addr", io_addr,
@@ -114,11 +134,14 @@ class LocalCluster:
             (self.home / name / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
         pids, started = {}, {}
         for name in commands:  # the first master leads: the others start once it has bound its sockets
-            pids[name] = self._spawn(name, commands[name])
+            pids[name] = self._spawn(name, commands[name], prefixes.get(name, []))
             started[name] = psutil.Process(pids[name]).create_time()
             if name in masters:
-                bound = self._bound_client_endpoint(name, pids, started, timeout_s)
-                commands[name][commands[name].index("--bind") + 1] = bound
+                bound = self._bound_endpoints(name, pids, started, timeout_s)
+                # a restart binds the same: clients, nodes and watchers know these
+                for flag, endpoint in (("--bind", bound.client), ("--switch-bind", bound.switch),
+                                       ("--report-bind", bound.report)):
+                    commands[name][commands[name].index(flag) + 1] = endpoint
         master = ",".join(commands[name][commands[name].index("--bind") + 1] for name in masters)
         cores = os.cpu_count() or 1
         share = cores / config.nodes  # the CPU utilization is measured against
@@ -134,9 +157,9 @@ class LocalCluster:
                 *with_keys, *config.arguments("node"),
             ]
         for name in (name for name in commands if name not in pids):
-            pids[name] = self._spawn(name, commands[name])
+            pids[name] = self._spawn(name, commands[name], [])
             started[name] = psutil.Process(pids[name]).create_time()
-        state = ClusterState(master, pids, started, commands, config)
+        state = ClusterState(master, pids, started, commands, config, prefixes)
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
         self._wait_for_nodes(state, timeout_s)
         return state
@@ -186,7 +209,7 @@ class LocalCluster:
             psutil.Process(pid).wait(_STOP_GRACE_S)
         else:
             _stop(pid, started)
-        state.pids[daemon] = self._spawn(daemon, state.commands[daemon])
+        state.pids[daemon] = self._spawn(daemon, state.commands[daemon], state.prefixes.get(daemon, []))
         state.started[daemon] = psutil.Process(state.pids[daemon]).create_time()
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
 
@@ -209,26 +232,26 @@ class LocalCluster:
             raise ClusterError(f"{path} is too long for a socket path: use a shorter GANG_HOME")
         return f"ipc://{path}"
 
-    def _spawn(self, daemon: str, arguments: list[str]) -> int:
+    def _spawn(self, daemon: str, arguments: list[str], prefix: list[str]) -> int:
         # the daemon writes (and rotates) its own log; what it prints outside the log (a crash
         # before logging starts) goes to a file of its own, which rotation does not rename
         with open(self.home / "logs" / f"{daemon}.stderr", "ab") as printed:
             process = subprocess.Popen(
-                [sys.executable, "-m", "gangsched.cli", *arguments, "--log-file", str(self.log_path(daemon))],
+                [*prefix, sys.executable, "-m", "gangsched.cli", *arguments, "--log-file", str(self.log_path(daemon))],
                 stdin=subprocess.DEVNULL, stdout=printed, stderr=subprocess.STDOUT,
                 start_new_session=True,  # outlives the CLI, untouched by its terminal's ^C
             )
         return process.pid
 
-    def _bound_client_endpoint(self, master: str, pids: dict[str, int], started: dict[str, float],
-                               timeout_s: float) -> str:
-        """The endpoint the master bound for clients and nodes, once it says (master/published.py); the
-        daemons started so far are stopped if it never does."""
+    def _bound_endpoints(self, master: str, pids: dict[str, int], started: dict[str, float],
+                         timeout_s: float) -> BoundEndpoints:
+        """The endpoints the master bound, once it says (master/published.py); the daemons started so far
+        are stopped if it never does."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             bound = bound_endpoints(self.home / master)
             if bound is not None:
-                return bound.client
+                return bound
             if not _is_ours(pids[master], started[master]):
                 break
             time.sleep(0.02)
@@ -260,12 +283,12 @@ def _master_name(number: int) -> str:
 
 
 @contextmanager
-def temporary_local_cluster(config: ClusterConfig) -> Iterator[LocalCluster]:
+def temporary_local_cluster(config: ClusterConfig, confined: Confinement | None = None) -> Iterator[LocalCluster]:
     """A fresh local cluster, up, in a folder of its own, gone with everything in it afterwards."""
     home = Path(tempfile.mkdtemp(prefix="gang-"))
     cluster = LocalCluster(home)
     try:
-        cluster.up(config)
+        cluster.up(config, confined=confined)
         yield cluster
     finally:
         cluster.down()

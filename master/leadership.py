@@ -182,6 +182,7 @@ class LeaseLead:
                     "INSERT INTO gangsched_masters (endpoint, host, pid, seen) VALUES (%s, %s, %s, now()) "
                     "ON CONFLICT (endpoint) DO UPDATE SET host = excluded.host, pid = excluded.pid, seen = now()",
                     (self._endpoint, socket.gethostname(), os.getpid()))
+                # every statement returns rows (RETURNING): fetching them ends the pipeline's round trip
                 rows: list[tuple[Any, ...]] = self._db.execute(statement, parameters).fetchall()
             return rows
         except psycopg.Error as error:
@@ -286,9 +287,9 @@ class LeaseLead:
 
     def close(self) -> None:
         if self.epoch:
-            self._run("UPDATE gangsched_lead SET expires = '-infinity' WHERE leader = %s AND epoch = %s",
-                      (self._endpoint, self.epoch))
-        self._run("DELETE FROM gangsched_masters WHERE endpoint = %s", (self._endpoint,))
+            self._run("UPDATE gangsched_lead SET expires = '-infinity' WHERE leader = %s AND epoch = %s "
+                      "RETURNING epoch", (self._endpoint, self.epoch))
+        self._run("DELETE FROM gangsched_masters WHERE endpoint = %s RETURNING endpoint", (self._endpoint,))
         if self._db is not None:
             self._db.close()
 

@@ -70,18 +70,26 @@ class Standby:
             ready = dict(poller.poll(max(0, int((next_try - time.monotonic()) * 1000)) + 1))
             if signals.fileno() in ready and signals.drain():
                 return False
-            if self._router in ready and self._answer_all(self._router):
+            if self._router in ready and self._answer_all(self._router, self._receive):
                 next_try = time.monotonic()  # a takeover named this master: it tries at once
-            if self._viewer is not None and self._viewer in ready:
-                self._answer_all(self._viewer)
+            if self._viewer is not None and self._viewer in ready:  # the web view's: no keys, no user
+                self._answer_all(self._viewer, lambda socket, flags: (socket.recv_multipart(flags), None))
             while has_message(self._pull):  # a node's reports, for the leader it took this master for
                 self._pull.recv(zmq.NOBLOCK)
 
-    def _answer_all(self, socket: zmq.Socket[bytes]) -> bool:
-        """Answer what waits on ``socket``; whether a takeover named this master."""
+    def _answer_all(self, socket: zmq.Socket[bytes], receive: Receive) -> bool:
+        """Answer what waits on ``socket``, read with ``receive``; whether a takeover named this master. A
+        failure is logged, and the master stands by on."""
+        try:
+            return self._answer_waiting(socket, receive)
+        except Exception:
+            log.exception("answering as a standby failed; the master stands by on")
+            return False
+
+    def _answer_waiting(self, socket: zmq.Socket[bytes], receive: Receive) -> bool:
         named = False
         while has_message(socket):
-            envelope, message, refusal = request(*self._receive(socket, zmq.NOBLOCK))
+            envelope, message, refusal = request(*receive(socket, zmq.NOBLOCK))
             reply: Message
             if isinstance(message, (MastersQuery, Takeover)):
                 reply = leadership_answer(self._lead, message)

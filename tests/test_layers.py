@@ -116,7 +116,7 @@ BENCHMARKS_TESTED = {
     "test_live": ("restarts",), "test_live_policies": ("migration",), "test_docker": ("migration", "throughput"),
     "test_memory_policies": ("event",), "test_throughput": ("throughput",), "test_partitions": ("preempt",),
     "test_operations_live": ("operations_restarts",), "test_postgres_store": ("restarts",),
-    "test_standby_masters": ("failover",),
+    "test_standby_masters": ("failover", "isolation"), "test_master_isolation": ("isolation",),
 }
 
 

@@ -7,18 +7,17 @@ because the addresses exist only on the pair the test made."""
 
 import getpass
 import os
-import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from gangsched.bench.isolation import HOST, INNER, Namespace, isolated
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
 from gangsched.master.client import MasterClient
@@ -28,42 +27,12 @@ from tests.conftest import wait_until
 
 pytestmark = pytest.mark.live
 
-HOST, INNER = "10.77.91.1", "10.77.91.2"  # this namespace's end of the pair, the leader's
-
-
-@dataclass
-class Namespace:
-    name: str
-    host_link: str
-
-    def run(self, *argv: str) -> list[str]:
-        return ["ip", "netns", "exec", self.name, *argv]
-
-    def link(self, up: bool) -> None:
-        subprocess.run(["ip", "link", "set", self.host_link, "up" if up else "down"], check=True)
-
-
 @pytest.fixture
 def namespace() -> Iterator[Namespace]:
     if os.geteuid() != 0:
         pytest.skip("network namespaces are made by root")
-    name, tag = f"gang-{secrets.token_hex(3)}", secrets.token_hex(3)
-    host_link, inner_link = f"gh{tag}", f"gi{tag}"
-    steps = [["ip", "netns", "add", name],
-             ["ip", "link", "add", host_link, "type", "veth", "peer", "name", inner_link],
-             ["ip", "link", "set", inner_link, "netns", name],
-             ["ip", "addr", "add", f"{HOST}/24", "dev", host_link],
-             ["ip", "link", "set", host_link, "up"],
-             ["ip", "netns", "exec", name, "ip", "addr", "add", f"{INNER}/24", "dev", inner_link],
-             ["ip", "netns", "exec", name, "ip", "link", "set", inner_link, "up"],
-             ["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"]]
-    try:
-        for step in steps:
-            subprocess.run(step, check=True, capture_output=True)
-        yield Namespace(name, host_link)
-    finally:
-        subprocess.run(["ip", "link", "del", host_link], capture_output=True)
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    with isolated() as made:
+        yield made
 
 
 @pytest.fixture
@@ -110,7 +79,8 @@ def test_a_leader_cut_off_loses_the_lead_and_a_gang_runs_on(namespace, reachable
     store = reachable_postgres.replace("/postgres?", "/isolation?")
     first, second = f"tcp://{INNER}:7070", f"tcp://{HOST}:7170"
     logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("m1", "m2", "node")}
-    started = [subprocess.Popen(namespace.run(*master(keys, tmp_path / "m1", INNER, 7070, store)), stderr=logs["m1"])]
+    started = [subprocess.Popen([*namespace.prefix(), *master(keys, tmp_path / "m1", INNER, 7070, store)],
+                                stderr=logs["m1"])]
     try:
         with MasterClient(f"{first},{second}", timeout_s=1.0, keys=keys, user=user) as client:
             wait_until(lambda: client.masters(), 20, "the first master to lead")

@@ -10,6 +10,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import psutil
 import pytest
@@ -115,11 +117,23 @@ def test_a_master_whose_postgresql_cannot_be_reached_says_so_in_one_line_and_exi
 
 
 @pytest.mark.live
-def test_takeovers_of_every_kind_lose_no_submission_and_no_task(start_cluster, database):
-    from gangsched.bench.failover import FAULTS, run_failover, summary
+def test_takeovers_of_every_kind_lose_no_submission_and_no_task():
+    from gangsched.bench.failover import FAULTS, postgres_server, run_failover, summary
+    from gangsched.bench.isolation import isolated
+    from gangsched.deploy.config import ClusterConfig
+    from gangsched.deploy.local import Confinement, temporary_local_cluster
 
-    cluster = start_cluster(nodes=2, masters=2, store=database, lease_s=1.0)
-    result = run_failover(cluster.local, runs=3, faults=list(FAULTS), submissions=30, clients=3)
+    if os.geteuid() != 0:
+        pytest.skip("a cut master runs in a network namespace of its own, which root makes")
+    # as gang bench failover makes it: the first master in a namespace, reached over TCP with keys
+    # the server's account enters its folder: not below pytest's, which is root's alone
+    with tempfile.TemporaryDirectory(prefix="gang-") as folder, isolated() as namespace, \
+            postgres_server(Path(folder), namespace.host_address) as url:
+        config = ClusterConfig(nodes=2, masters=2, keys=True, store=url, lease_s=1.0, quantum_ms=100,
+                               heartbeat_ms=100, http_bind="")
+        with temporary_local_cluster(config, Confinement(namespace.prefix(), namespace.inner_address)) as cluster:
+            result = run_failover(cluster, runs=4, faults=list(FAULTS), submissions=30, clients=3,
+                                  namespace=namespace)
     assert [each.fault for each in result.takeovers] == list(FAULTS)
     assert (result.accepted, result.completed, result.lost, result.duplicates) == (30, 30, 0, 0), result
     assert result.gang_ran_on and result.stale_refused == 0, result
