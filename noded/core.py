@@ -13,7 +13,8 @@ loop waits for the first). Tests drive it on a fake clock
 (tests/test_node_core.py), as tests/test_master_core.py drives the master's.
 
 Its parts: the column and what a switch stops and continues (``switching``),
-the relay it is homed at (``upstream``), the tasks as it knows them
+the relay it is homed at (``upstream``), the masters it was given and the newest leader epoch it
+obeys (``masters``), the tasks as it knows them
 (``task_record``) and its timers (``deadlines``); here, registration and
 heartbeats, report batching, exits until acknowledged, and the PMI fences.
 """
