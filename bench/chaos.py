@@ -8,7 +8,9 @@ seeded order: a node daemon or the master killed with SIGKILL and started again,
 stopped with SIGSTOP and continued, or the master's state file system (a tmpfs the
 run mounts) filled and freed. Faults come one after another, so the master is never
 killed while its file system is full: a master that restarts on a full disk is not
-tried (docs/limits.md).
+tried (docs/limits.md). With standby masters (``--masters 2``, on a PostgreSQL server of
+the run's own) the master faults strike the leader, and a takeover on purpose joins them;
+the store is not filled.
 
 Afterwards it checks what docs/architecture.md promises ("A failing store",
 "Descheduled means not running"): every accepted job ended with a reason, none lost
@@ -16,6 +18,7 @@ or started twice, no process of any job left, no frozen task ran, dependents and
 accounts agree with the jobs' ends.
 """
 
+import contextlib
 import os
 import random
 import shutil
@@ -33,14 +36,17 @@ import psutil
 from gangsched.bench.chaos_checks import Invariants, check
 from gangsched.bench.chaos_mix import ChaosMix
 from gangsched.bench.chaos_watch import SlotFindings, SlotWatch
+from gangsched.bench.failover import postgres_server
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.master.client import MasterClient
 from gangsched.master.connection import MasterUnreachable
+from gangsched.master.published import bound_endpoints
 from gangsched.noded.process_managers.shared_memory import SHM
+from gangsched.protocol.leadership_messages import MasterRole
 from gangsched.protocol.records import JobInfo, UserInfo
 
-FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "store_full")
+FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "store_full", "takeover")
 _STORE_SIZE = "64m"
 _STALL_S = 120.0  # after the faults, the jobs are waited for while some end at least this often
 
@@ -73,10 +79,16 @@ class ChaosRun:
         self.result = ChaosResult(seed)
 
     def run(self) -> ChaosResult:
+        with tempfile.TemporaryDirectory(prefix="gang-chaos-store-") as folder, contextlib.ExitStack() as stack:
+            if self._config.masters > 1:  # the masters' shared store
+                self._config = self._config.replace(store=stack.enter_context(postgres_server(Path(folder))))
+            return self._run()
+
+    def _run(self) -> ChaosResult:
         home = Path(tempfile.mkdtemp(prefix="gang-chaos-"))
         store = home / "master"
         store.mkdir()
-        mounted = os.geteuid() == 0 and subprocess.run(
+        mounted = self._config.masters == 1 and os.geteuid() == 0 and subprocess.run(
             ["mount", "-t", "tmpfs", "-o", f"size={_STORE_SIZE},mode=0700", "tmpfs", str(store)]).returncode == 0
         # the second account's outputs go to a folder of the run's, gone with the account afterwards
         users_spool = Path(tempfile.mkdtemp(prefix="gang-chaos-users-"))
@@ -120,7 +132,8 @@ class ChaosRun:
         watch.start()
         start = time.monotonic()
         mix.start()
-        faults = [fault for fault in FAULTS if fault != "store_full" or store is not None]
+        faults = [fault for fault in FAULTS if (fault != "store_full" or store is not None)
+                  and (fault != "takeover" or config.masters > 1)]
         try:
             while time.monotonic() - start < self._seconds:
                 time.sleep(self._random.uniform(2.0, 6.0))
@@ -142,12 +155,16 @@ class ChaosRun:
         assert state is not None
         node = self._random.choice([name for name in state.pids if name.startswith("node")])
         held = self._random.uniform(0.5, 4.0)
+        master = _leader(cluster)
         if fault == "node_kill":
             cluster.restart(node, crash=True)
         elif fault == "master_kill":
-            cluster.restart("master", crash=True)
+            cluster.restart(master, crash=True)
+        elif fault == "takeover":
+            with cluster.client(state, timeout_s=5.0) as client:
+                client.takeover()
         elif fault in ("node_stop", "master_stop"):
-            daemon = psutil.Process(state.pids[node if fault == "node_stop" else "master"])
+            daemon = psutil.Process(state.pids[node if fault == "node_stop" else master])
             daemon.send_signal(signal.SIGSTOP)
             time.sleep(held)
             daemon.send_signal(signal.SIGCONT)
@@ -173,6 +190,27 @@ class ChaosRun:
                     pass
                 time.sleep(0.1)
         print(f"after {fault} ({node}), the cluster did not recover within 60 s", file=sys.stderr)
+
+
+def _leader(cluster: LocalCluster) -> str:
+    """The daemon name of the master that leads (the one master, where there is one)."""
+    state = cluster.state()
+    assert state is not None
+    if state.config.masters == 1:
+        return "master"
+    names = {bound.client: name for name in state.pids if name.startswith("master")
+             for bound in [bound_endpoints(cluster.home / name)] if bound is not None}
+    deadline = time.monotonic() + 60.0
+    with cluster.client(state, timeout_s=2.0) as client:
+        while time.monotonic() < deadline:
+            try:
+                active = [info.endpoint for info in client.masters() if info.role is MasterRole.ACTIVE]
+            except MasterUnreachable:
+                active = []
+            if active and active[0] in names:
+                return names[active[0]]
+            time.sleep(0.1)
+    raise TimeoutError("no master led within 60 s")
 
 
 def fill_filesystem(path: Path) -> None:

@@ -250,15 +250,18 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
               help="the mix's and the faults' choices: a failing run is replayed with its seed")
 @click.option("--mpi/--no-mpi", default=True, show_default=True,
               help="MPICH jobs in the mix (its environment is installed where it is missing)")
+@click.option("--masters", type=click.IntRange(1, 3), default=1, show_default=True,
+              help="masters on a PostgreSQL server of the run's own: the leader is killed, stopped and asked "
+              "to hand over (the store is not filled)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the figures here")
 @cluster_options
-def chaos(minutes: float, seed: int, mpi: bool, csv_path: Path | None, **shape: Any) -> None:
+def chaos(minutes: float, seed: int, mpi: bool, masters: int, csv_path: Path | None, **shape: Any) -> None:
     """A steady mix of jobs while daemons are killed and stopped and the store fills; every invariant
     checked after (docs/limits.md). Exit status 1 if one does not hold."""
     from gangsched.bench.chaos import ChaosRun
     from gangsched.bench.chaos_checks import INVARIANTS
 
-    result = ChaosRun(cluster_config(**shape), minutes, seed, mpi).run()
+    result = ChaosRun(cluster_config(**shape).replace(masters=masters), minutes, seed, mpi).run()
     found = result.invariants
     rows: list[dict[str, Any]] = [{"figure": f"jobs submitted: {kind}", "count": count}
                                   for kind, count in sorted(result.submitted.items())]

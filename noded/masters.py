@@ -10,9 +10,11 @@ standby's answer names the leader, and the next hello goes there.
 
 import logging
 
-# a master that took the lead answers a hello once it has read the store: a hello is taken for
-# unanswered after this long, not at the next heartbeat (its answer would find the node gone elsewhere)
-ANSWER_WAIT_S = 1.0
+# a master that took the lead answers a hello once it has read the store, later on a busy host: a
+# hello is taken for unanswered after this long, not at the next heartbeat (its answer would find the
+# node gone elsewhere, and the master would take the node for lost). A master that does not lead
+# answers at once (not_leader), and one fallen silent is left at once (``lost``)
+ANSWER_WAIT_S = 3.0
 
 log = logging.getLogger("gangsched.noded")
 
@@ -68,5 +70,5 @@ class Masters:
         return None
 
     def lost(self) -> None:
-        """The leader fell silent: the next hello goes to the next master."""
-        self._answered = False
+        """The leader fell silent: the next hello goes to the next master, at once."""
+        self._answered, self._asked_at = False, -ANSWER_WAIT_S

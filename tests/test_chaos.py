@@ -24,6 +24,17 @@ def test_a_seeded_minute_of_chaos_keeps_every_invariant():
         assert f"recoveries: {fault}" in run.stdout, run.stdout
 
 
+def test_a_seeded_minute_of_chaos_with_a_standby_master_keeps_every_invariant():
+    run = subprocess.run([sys.executable, "-m", "gangsched.cli", "bench", "chaos", "--minutes", "1", "--seed", "5",
+                          "--nodes", "3", "--masters", "2", "--no-mpi"], capture_output=True, text=True, timeout=540,
+                         env=_wide())
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "every invariant holds" in run.stdout
+    for fault in ("master_kill", "master_stop", "takeover"):
+        assert f"recoveries: {fault}" in run.stdout, run.stdout
+    assert "store_full" not in run.stdout  # the store is PostgreSQL's, not a file system the run fills
+
+
 def test_a_broken_invariant_is_named_with_examples():
     broken = Invariants(jobs=3, lost=[7], started_twice=["job 2 rank 0 started 2 times"])
     assert broken.violations() == ["lost: 1, e.g. 7", "started twice: 1, e.g. job 2 rank 0 started 2 times"]

@@ -33,13 +33,13 @@ def test_a_node_obeys_only_the_newest_leader_epoch_it_has_seen_and_counts_the_re
 def test_a_node_says_hello_to_the_masters_in_turn_and_goes_where_a_standby_points():
     masters = Masters(("tcp://m1:7070", "tcp://m2:7070", "tcp://m3:7070"))
     assert masters.hello_to(10.0) is None  # the first hello: to the first master
-    assert masters.hello_to(10.5) is None  # again to it: its answer may be on its way
-    assert masters.hello_to(11.0) == "tcp://m2:7070"  # unanswered for a second: the next
+    assert masters.hello_to(12.5) is None  # again to it: its answer may be on its way
+    assert masters.hello_to(13.0) == "tcp://m2:7070"  # unanswered for three seconds: the next
     assert masters.not_leader("tcp://m3:7070") == "tcp://m3:7070"
     masters.answered()
-    assert masters.hello_to(12.0) is None
+    assert masters.hello_to(14.0) is None
     masters.lost()  # the leader fell silent
-    assert masters.hello_to(13.0) == "tcp://m1:7070"
+    assert masters.hello_to(14.5) == "tcp://m1:7070"
 
 
 def leader(client: MasterClient) -> str | None:
