@@ -36,14 +36,12 @@ import psutil
 from gangsched.bench.chaos_checks import Invariants, check
 from gangsched.bench.chaos_mix import ChaosMix
 from gangsched.bench.chaos_watch import SlotFindings, SlotWatch
-from gangsched.bench.failover import postgres_server
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
+from gangsched.deploy.postgres_server import running
 from gangsched.master.client import MasterClient
 from gangsched.master.connection import MasterUnreachable
-from gangsched.master.published import bound_endpoints
 from gangsched.noded.process_managers.shared_memory import SHM
-from gangsched.protocol.leadership_messages import MasterRole
 from gangsched.protocol.records import JobInfo, UserInfo
 
 FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "store_full", "takeover")
@@ -81,7 +79,7 @@ class ChaosRun:
     def run(self) -> ChaosResult:
         with tempfile.TemporaryDirectory(prefix="gang-chaos-store-") as folder, contextlib.ExitStack() as stack:
             if self._config.masters > 1:  # the masters' shared store
-                self._config = self._config.replace(store=stack.enter_context(postgres_server(Path(folder))))
+                self._config = self._config.replace(store=stack.enter_context(running(Path(folder))).url)
             return self._run()
 
     def _run(self) -> ChaosResult:
@@ -198,17 +196,13 @@ def _leader(cluster: LocalCluster) -> str:
     assert state is not None
     if state.config.masters == 1:
         return "master"
-    names = {bound.client: name for name in state.pids if name.startswith("master")
-             for bound in [bound_endpoints(cluster.home / name)] if bound is not None}
+    names = {bound.client: name for name, bound in cluster.masters().items()}
     deadline = time.monotonic() + 60.0
     with cluster.client(state, timeout_s=2.0) as client:
         while time.monotonic() < deadline:
-            try:
-                active = [info.endpoint for info in client.masters() if info.role is MasterRole.ACTIVE]
-            except MasterUnreachable:
-                active = []
-            if active and active[0] in names:
-                return names[active[0]]
+            leader = client.leader()
+            if leader is not None and leader.endpoint in names:
+                return names[leader.endpoint]
             time.sleep(0.1)
     raise TimeoutError("no master led within 60 s")
 

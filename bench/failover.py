@@ -17,8 +17,7 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +28,7 @@ from gangsched.bench.isolation import Namespace
 from gangsched.bench.restarts import wait_for_ends
 from gangsched.daemon.curve import KeyFolder
 from gangsched.deploy.local import LocalCluster, task_processes
-from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
-from gangsched.master.client import MasterClient, MasterUnreachable
-from gangsched.master.published import bound_endpoints
+from gangsched.master.client import MasterClient
 from gangsched.protocol.codec import decode
 from gangsched.protocol.leadership_messages import MasterInfo, MasterRole
 from gangsched.protocol.messages import SlotSwitch
@@ -83,23 +80,6 @@ def summary(takeovers: list[Takeover]) -> list[dict[str, object]]:
     return rows
 
 
-@contextmanager
-def postgres_server(folder: Path, address: str = "") -> Iterator[str]:
-    """A PostgreSQL server of the benchmark's own (Debian's), in ``folder``, also on ``address`` if given:
-    its URL."""
-    tools = postgres_tools()
-    if tools is None:
-        raise RuntimeError("masters that share a store need PostgreSQL: apt-get install postgresql")
-    folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o755)  # the server's account, where root runs it, enters it
-    server = PostgresServer(folder / "server", address)
-    server.start(tools)
-    try:
-        yield server.url
-    finally:
-        server.stop(tools)
-
-
 class SwitchWatch:
     """Every switch every master sends, as a node hears it: when it came, and its leader epoch."""
 
@@ -141,13 +121,6 @@ class SwitchWatch:
         self._socket.close()
 
 
-def _active(client: MasterClient) -> MasterInfo | None:
-    try:
-        return next((master for master in client.masters() if master.role is MasterRole.ACTIVE), None)
-    except MasterUnreachable:
-        return None
-
-
 def _wait(what: str, check: Callable[[], object]) -> object:
     deadline = time.monotonic() + _WAIT_S
     while time.monotonic() < deadline:
@@ -162,12 +135,12 @@ def _fault_once(cluster: LocalCluster, client: MasterClient, watch: SwitchWatch,
                 nodes: int, namespace: Namespace | None) -> Takeover:
     """One fault of the leader, timed, then undone: the master it struck stands by again. A cut strikes the
     first master, in its namespace: it is given the lead first if another has it."""
-    leader = _wait("leader", lambda: _active(client))
+    leader = _wait("leader", lambda: client.leader())
     assert isinstance(leader, MasterInfo)
     if fault == "cut" and names[leader.endpoint] != "master":
         first = next(endpoint for endpoint, name in names.items() if name == "master")
         client.takeover(first)
-        leader = _wait("the first master to lead", lambda: (found := _active(client)) and found.endpoint == first
+        leader = _wait("the first master to lead", lambda: (found := client.leader()) and found.endpoint == first
                        and found)
         assert isinstance(leader, MasterInfo)
     name = names[leader.endpoint]
@@ -207,11 +180,9 @@ def run_failover(cluster: LocalCluster, runs: int, faults: list[str], submission
     master's, for cuts."""
     state = cluster.state()
     assert state is not None
-    names = {bound.client: name for name in state.pids if name.startswith("master")
-             for bound in [bound_endpoints(cluster.home / name)] if bound is not None}
-    keys = cluster.keys if state.config.keys else None
-    watch = SwitchWatch([bound.switch for name in names.values()
-                         for bound in [bound_endpoints(cluster.home / name)] if bound is not None], keys)
+    masters = cluster.masters()
+    names = {bound.client: name for name, bound in masters.items()}
+    watch = SwitchWatch([bound.switch for bound in masters.values()], cluster.keys if state.config.keys else None)
     user = getpass.getuser()
     accepted: dict[str, int] = {}
     longest = 0.0

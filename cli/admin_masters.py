@@ -8,8 +8,8 @@ import click
 
 from gangsched.cli.connect import with_master
 from gangsched.cli.table import Column, render
-from gangsched.master.client import MasterClient, MasterUnreachable
-from gangsched.protocol.leadership_messages import MasterInfo, MasterRole
+from gangsched.master.client import MasterClient
+from gangsched.protocol.leadership_messages import MasterInfo
 
 _TAKEOVER_WAIT_S = 30.0
 
@@ -43,10 +43,7 @@ def takeover(client: MasterClient, to: str | None, as_json: bool) -> None:
     asked = client.takeover(to)
     deadline = time.monotonic() + _TAKEOVER_WAIT_S
     while time.monotonic() < deadline:
-        try:
-            leader = next((master for master in client.masters() if master.role is MasterRole.ACTIVE), None)
-        except MasterUnreachable:
-            leader = None
+        leader = client.leader()
         if leader is not None and leader.endpoint == asked.to and leader.epoch > asked.epoch:
             if as_json:
                 click.echo(json.dumps(leader.model_dump(mode="json")))

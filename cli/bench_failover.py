@@ -30,9 +30,10 @@ from gangsched.deploy.local import temporary_local_cluster
 def failover(runs: int, faults: str | None, submissions: int, clients: int, csv_path: Path | None,
              **shape: Any) -> None:
     """Takeovers between two masters: the leader killed, stopped, cut off or handed over."""
-    from gangsched.bench.failover import FAULTS, postgres_server, run_failover, summary
+    from gangsched.bench.failover import FAULTS, run_failover, summary
     from gangsched.bench.isolation import Namespace, isolated
     from gangsched.deploy.local import ClusterError, Confinement
+    from gangsched.deploy.postgres_server import running
 
     default = [kind for kind in FAULTS if kind != "cut" or os.geteuid() == 0]
     kinds = default if faults is None else [kind.strip() for kind in faults.split(",") if kind.strip()]
@@ -43,7 +44,7 @@ def failover(runs: int, faults: str | None, submissions: int, clients: int, csv_
         try:
             namespace: Namespace | None = stack.enter_context(isolated()) if "cut" in kinds else None
             # a cut master reaches the store and is reached over the pair of its namespace: TCP, with keys
-            url = stack.enter_context(postgres_server(Path(folder), namespace.host_address if namespace else ""))
+            url = stack.enter_context(running(Path(folder), namespace.host_address if namespace else "")).url
             confined = Confinement(namespace.prefix(), namespace.inner_address) if namespace else None
             cluster = stack.enter_context(temporary_local_cluster(
                 config.replace(store=url, keys=config.keys or namespace is not None), confined))

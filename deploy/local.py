@@ -219,6 +219,12 @@ class LocalCluster:
             return {}
         return {name: _is_ours(pid, state.started[name]) for name, pid in state.pids.items()}
 
+    def masters(self) -> dict[str, BoundEndpoints]:
+        """Each master's endpoints as it bound them, by its daemon name (master, master2, ...)."""
+        state = self.state()
+        names = [] if state is None else [name for name in state.pids if name.startswith("master")]
+        return {name: bound for name in names for bound in [bound_endpoints(self.home / name)] if bound is not None}
+
     def log_path(self, daemon: str) -> Path:
         return self.home / "logs" / f"{daemon}.log"
 

@@ -8,6 +8,8 @@ import os
 import pwd
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,3 +76,20 @@ class PostgresServer:
             return
         subprocess.run(command, check=True, capture_output=True, cwd="/", env=environment, user=account.pw_uid,
                        group=account.pw_gid, extra_groups=[])
+
+
+@contextmanager
+def running(folder: Path, address: str = "") -> Iterator[PostgresServer]:
+    """A server of one's own in ``folder`` (made, and opened to the server's account), also on ``address``
+    if given, stopped afterwards; RuntimeError where PostgreSQL is not installed."""
+    tools = postgres_tools()
+    if tools is None:
+        raise RuntimeError("masters that share a store need PostgreSQL: apt-get install postgresql")
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)  # the server's account, where root runs it, enters it
+    server = PostgresServer(folder / "server", address)
+    server.start(tools)
+    try:
+        yield server
+    finally:
+        server.stop(tools)

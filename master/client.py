@@ -25,7 +25,7 @@ from gangsched.protocol.admin_messages import (
 from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.codec import encode, validated
 from gangsched.protocol.errors import ErrorCode, ProtocolError
-from gangsched.protocol.leadership_messages import MasterInfo
+from gangsched.protocol.leadership_messages import MasterInfo, MasterRole
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
@@ -163,6 +163,13 @@ class MasterClient(MasterConnection):
     def masters(self) -> list[MasterInfo]:
         """The masters that share the store, each with its role (any master answers)."""
         return self.request(MastersQuery(), MastersList).masters
+
+    def leader(self) -> MasterInfo | None:
+        """The master that leads; None while none does (a takeover under way) or none answers."""
+        try:
+            return next((master for master in self.masters() if master.role is MasterRole.ACTIVE), None)
+        except MasterUnreachable:
+            return None
 
     def takeover(self, to: str | None = None) -> TakeoverRequested:
         """Move the lead to ``to`` (None: to the standby asked, or the freshest standby); root only."""

@@ -146,9 +146,7 @@ class LeaseLead:
         self.epoch = 0
         self._valid_until = 0.0  # monotonic: the lease is this master's until then, by its own clock
         self._renew_at = 0.0
-        self._hand_to: str | None = None
         self._leader: str | None = None
-        self._last_epoch = 0
         self._warning = ThrottledWarning(log)
         self._db: Any = None
         try:
@@ -199,9 +197,9 @@ class LeaseLead:
         if rows is None:
             return False
         if not rows:
-            self._note_leader()
+            self._note_leader()  # for the not_leader answers
             return False
-        self.epoch = self._last_epoch = int(rows[0][0])
+        self.epoch = int(rows[0][0])
         self._leader = self._endpoint
         self._valid_until, self._renew_at = now + self._lease_s, now + self._renew_every_s
         # the leader before, stopped or cut off, may hold a transaction open: ended, so that it can
@@ -213,9 +211,9 @@ class LeaseLead:
         return True
 
     def _note_leader(self) -> None:
-        rows = self._run("SELECT leader, epoch FROM gangsched_lead WHERE expires > now()", ())
+        rows = self._run("SELECT leader FROM gangsched_lead WHERE expires > now()", ())
         if rows is not None:
-            self._leader, self._last_epoch = (rows[0][0], int(rows[0][1])) if rows else (None, self._last_epoch)
+            self._leader = rows[0][0] if rows else None
 
     def keep(self, now: float) -> Kept:
         if now < self._renew_at and now < self._valid_until:
@@ -231,8 +229,7 @@ class LeaseLead:
         if not rows:
             return self._lost("another master leads")
         self._valid_until, self._renew_at = now + self._lease_s, now + self._renew_every_s
-        self._hand_to = rows[0][0]
-        return Kept.HANDS_OVER if self._hand_to else Kept.LEADS
+        return Kept.HANDS_OVER if rows[0][0] else Kept.LEADS  # hand_to: a takeover was asked for
 
     def _lost(self, why: str) -> Kept:
         log.warning("lost the lead of epoch %d (%s): standing by", self.epoch, why)

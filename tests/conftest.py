@@ -21,7 +21,7 @@ import pytest
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
-from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
+from gangsched.deploy.postgres_server import PostgresServer, postgres_tools, running
 from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.client import MasterClient
@@ -273,19 +273,18 @@ _DATABASES = itertools.count(1)
 
 
 @pytest.fixture(scope="session")
-def postgres(debian) -> Iterator[PostgresServer]:
-    tools = postgres_tools()
-    if tools is None:
+def postgres_installed(debian) -> None:
+    """Debian's postgresql, installed where it is missing."""
+    if postgres_tools() is None:
         debian.install("postgresql")
-        tools = postgres_tools()
-    assert tools is not None, "Debian's postgresql brought no initdb"
-    folder = Path(tempfile.mkdtemp(prefix="gang-postgres-"))
-    folder.chmod(0o755)
-    server = PostgresServer(folder / "server")
-    server.start(tools)
-    yield server
-    server.stop(tools)
-    shutil.rmtree(folder, ignore_errors=True)
+    assert postgres_tools() is not None, "Debian's postgresql brought no initdb"
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_installed) -> Iterator[PostgresServer]:
+    # not below pytest's folder, which is root's alone: the server's account enters this one
+    with tempfile.TemporaryDirectory(prefix="gang-postgres-") as folder, running(Path(folder)) as server:
+        yield server
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ because the addresses exist only on the pair the test made."""
 
 import getpass
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import pytest
 
 from gangsched.bench.isolation import HOST, INNER, Namespace, isolated
 from gangsched.daemon.curve import keygen
-from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
+from gangsched.deploy.postgres_server import running
 from gangsched.master.client import MasterClient
 from gangsched.protocol.leadership_messages import MasterRole
 from gangsched.protocol.records import JobSpec, JobState
@@ -36,25 +35,10 @@ def namespace() -> Iterator[Namespace]:
 
 
 @pytest.fixture
-def reachable_postgres(debian) -> Iterator[str]:
+def reachable_postgres(postgres_installed) -> Iterator[str]:
     """A PostgreSQL server listening on this namespace's end of the pair too: its URL there."""
-    tools = postgres_tools()
-    if tools is None:
-        debian.install("postgresql")
-        tools = postgres_tools()
-    assert tools is not None
-    folder = Path(tempfile.mkdtemp(prefix="gang-postgres-"))
-    folder.chmod(0o755)
-    server = PostgresServer(folder / "server", address=HOST)
-    yield_started = False
-    try:
-        server.start(tools)
-        yield_started = True
+    with tempfile.TemporaryDirectory(prefix="gang-postgres-") as folder, running(Path(folder), HOST) as server:
         yield server.url
-    finally:
-        if yield_started:
-            server.stop(tools)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def gang(*argv: str) -> list[str]:
