@@ -25,6 +25,7 @@ from gangsched.protocol.messages import (
     Heartbeat,
     KillTask,
     Message,
+    NodeColumn,
     NodeHello,
     NodeWelcome,
     PmiFence,
@@ -34,7 +35,7 @@ from gangsched.protocol.messages import (
     QuantumReport,
     TaskExit,
 )
-from gangsched.protocol.records import JobState, TaskSample
+from gangsched.protocol.records import JobState, NodeState, TaskSample
 from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
@@ -58,6 +59,7 @@ class NodeEvents:
         self._nodes = nodes
         self._relays = RelayTree(settings.relay_fanout)  # which node each node reaches the master through
         self._unseen: dict[int, set[int]] = {}  # restored jobs: ranks their daemons, back, had no trace of
+        self._undelivered: dict[str, list[Message]] = {}  # by node: what its daemon had left the socket before
         self._table = table
         self._matrices = matrices
         self._tiers = tiers
@@ -81,7 +83,10 @@ class NodeEvents:
         home = self._relays.home(hello.node, hello.relay, hello.left_relay)
         if hello.left_relay is not None:
             log.warning("node %s heard no switch through relay %s: homed anew", hello.node, hello.left_relay)
+        held = self._undelivered.pop(hello.node, [])
         self._nodes.register(hello, identity, now.monotonic, home.via)
+        if previous is not None and previous.incarnation == hello.incarnation:
+            self._outbox.extend((hello.node, message) for message in held)  # before anything this hello brings
         for exit_ in hello.exits:
             self._outbox.append((hello.node, self.task_exit(exit_, now)))
         self._reconcile_tasks(hello, now)
@@ -202,6 +207,17 @@ class NodeEvents:
         self.lose_node(name, f"node {name} became unreachable", now)
         self._tiers.settle(now)
 
+    def undelivered(self, name: str, message: Message) -> None:
+        """``message`` could not reach node ``name``: its daemon left this master's socket. It is not lost
+        for that: with several masters, a daemon whose hello went unanswered long enough says hello to the
+        next, and a master that took the lead answers hellos only once it has read the store, so its
+        answer may find the daemon gone for a moment. The message waits for the same daemon's next hello
+        (a node column is not kept: each hello brings the current one); a daemon that does not come back
+        falls silent, and its node is lost as any silent node is (``MasterCore.tick``)."""
+        node = self._nodes.get(name)
+        if node is not None and node.state is NodeState.UP and not isinstance(message, NodeColumn):
+            self._undelivered.setdefault(name, []).append(message)
+
     def follow_nodes(self, now: Now) -> None:
         """Rebuild the policy of each partition whose nodes up changed; adopt restored jobs whose nodes are
         all back."""
@@ -258,6 +274,7 @@ class NodeEvents:
     def lose_node(self, name: str, reason: str, now: Now) -> None:
         if not self._nodes.mark_down(name):
             return
+        self._undelivered.pop(name, None)
         self._relays.lost(name)
         log.warning("%s: marked down", reason)
         self._end_jobs_on(name, reason, now)

@@ -80,8 +80,13 @@ class Outgoing:
                     raise zmq.ZMQError(zmq.EHOSTUNREACH)
                 self._router.send_multipart([node.identity, encode(message, self._lead.epoch)], zmq.NOBLOCK)
             except zmq.ZMQError as error:
-                log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
-                self._core.node_events.node_unreachable(name, read_clock())
+                if error.errno == zmq.EHOSTUNREACH:  # its daemon left the socket: it may come back
+                    log.warning("cannot send %s to node %s: %s; kept for its next hello", message.type, name,
+                                error.strerror)
+                    self._core.node_events.undelivered(name, message)
+                else:  # its queue is full: it does not keep up
+                    log.warning("cannot send %s to node %s: %s", message.type, name, error.strerror)
+                    self._core.node_events.node_unreachable(name, read_clock())
         outbox.extend(held)
 
     def _send_reply(self, envelope: list[bytes], reply: Message) -> None:

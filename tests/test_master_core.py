@@ -180,6 +180,25 @@ def test_a_launch_in_flight_is_sent_again_to_the_same_daemon_only(tmp_path, cloc
     assert info.state is JobState.NODE_FAIL and "rank 1 vanished from node n2" in info.reason
 
 
+def test_an_order_its_daemon_left_the_socket_before_waits_for_the_same_daemon_s_next_hello(tmp_path, clock):
+    """With several masters a daemon whose hello a new leader answered late has gone to another master:
+    the node is not lost for that, and what could not reach it goes with its next hello."""
+    core = make_core(tmp_path, clock, nodes=2)
+    job = submit(core, nodes=2)
+    for node in ("n1", "n2"):
+        core.node_events.pmi_fence(PmiFence(node=node, job_id=job, epoch=0, kvs={}))
+    (to_n1, done), (to_n2, _) = sent(core, PmiFenceDone)
+    assert (to_n1, to_n2) == ("n1", "n2")
+    core.node_events.undelivered("n1", done)
+    core.node_events.undelivered("n2", done)
+    core.tick()
+    assert [node.state for node in core.clients.query_nodes().nodes] == ["up", "up"]
+    hello(core, "n1")  # the same daemon: the barrier it waits on completes
+    assert sent(core, PmiFenceDone) == [("n1", done)]
+    hello(core, "n2", incarnation="second")  # another daemon: the old one's orders mean nothing to it
+    assert sent(core, PmiFenceDone) == []
+
+
 def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
     core = make_core(tmp_path, clock)
     clock.now += 1.0

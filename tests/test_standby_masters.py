@@ -196,3 +196,29 @@ def test_a_standby_s_metrics_answer_503_naming_the_leader_and_the_leader_s_its_s
     assert status == 200 and "gangsched_" in text
     status, text, _ = get(f"http://{standing}/metrics")
     assert status == 503 and f"stands by: the leader is {first}" in text, text
+
+
+@pytest.mark.live
+def test_the_store_lost_and_back_leaves_every_gang_running_and_a_master_leads_again(start_cluster, postgres_installed):
+    from gangsched.deploy.postgres_server import postgres_tools, running
+
+    tools = postgres_tools()
+    assert tools is not None
+    with tempfile.TemporaryDirectory(prefix="gang-postgres-") as folder, running(Path(folder)) as server:
+        cluster = start_cluster(nodes=2, masters=2, store=server.url, lease_s=1.0)
+        client = cluster.client
+        job = client.submit(sleeper())
+        wait_until(lambda: len(task_pids(cluster, job)) >= 2, 20, "the gang to run")
+        before = task_pids(cluster, job)
+        server.stop(tools)  # both masters lose the store: the leader stops leading, and none leads
+        try:
+            wait_until(lambda: "lost the lead of epoch 1" in cluster.local.log_path("master").read_text(), 20,
+                       "the leader to stand by without its store")
+            assert task_pids(cluster, job) == before  # the nodes hold every task as last ordered
+        finally:
+            server.start(tools)
+        wait_until(lambda: leader(client) is not None, 30, "a master to lead again")
+        wait_until(lambda: sum(node.state == "up" for node in client.nodes()) == 2, 30, "the nodes back")
+        info = client.job(job)
+        assert info.state is JobState.RUNNING and task_pids(cluster, job) == before, info.reason
+        assert ended(cluster, client.submit(sleeper(1)), 30).state is JobState.COMPLETED
