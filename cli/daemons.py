@@ -1,6 +1,7 @@
 """`gang master|noded|ioserver`: run one daemon in the foreground."""
 
 import getpass
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,18 @@ def master(**given: Any) -> None:
 @settings_options(NodeSettings)
 def noded(**given: Any) -> None:
     """Run a node daemon (launches tasks, applies switches, reports CPU use)."""
+    from gangsched.daemon.cluster_file import ClusterFileError, configured_masters
     from gangsched.daemon.logs import setup_logging
     from gangsched.noded.loop import run_node
 
     settings = build(NodeSettings, given)
+    if given.get("master") is None and "GANG_NODE_MASTER" not in os.environ:  # the file's, below both
+        try:
+            masters = configured_masters(settings.config)
+        except ClusterFileError as error:
+            raise click.ClickException(str(error)) from None
+        if masters is not None:
+            settings = build(NodeSettings, {**given, "master": masters})
     setup_logging(f"noded[{settings.name}]", settings.log_level, settings.log_file)
     run_node(settings)
 

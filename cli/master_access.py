@@ -1,5 +1,6 @@
 """Which master the job commands talk to (``--master``, else GANG_MASTER, else the local cluster
-`gang cluster up` started, else this account's `gang master`), and how they report failing to.
+`gang cluster up` started, else the masters of the cluster's configuration file, else this account's
+`gang master`), and how they report failing to.
 
 Without click: the list commands (``listing``) parse their arguments with argparse."""
 
@@ -8,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from gangsched.daemon.cluster_file import ClusterFileError, configured_masters
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 from gangsched.deploy.home import cluster_master
 from gangsched.master.connection import RequestRefused
@@ -30,10 +32,17 @@ def find_master(explicit: str | None, keys: Path | None) -> tuple[str, Path | No
     cluster = cluster_master()
     if cluster is not None:
         return cluster.endpoint, keys or cluster.keys
+    try:
+        configured = configured_masters()
+    except ClusterFileError as error:
+        raise NoMaster(str(error)) from None
+    if configured is not None:
+        return configured, keys
     if Path(default_endpoint(MASTER_SOCKET).removeprefix("ipc://")).is_socket():
         return default_endpoint(MASTER_SOCKET), keys  # a `gang master` of this account's, with its defaults
     raise NoMaster(
-        "no master: start one with `gang cluster up [--docker]` or `gang master`, or give --master / GANG_MASTER"
+        "no master: start one with `gang cluster up [--docker]` or `gang master`, or give --master / GANG_MASTER, "
+        "or [cluster] masters in /etc/gangsched/gangsched.toml"
     )
 
 

@@ -40,7 +40,7 @@ DAEMONS = (
         "bind", "switch_bind", "report_bind", "keys", "config", "state_dir", "io_addr", "checkpoint_dir",
         "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
-        "master", "keys", "name", "cpu_share", "processors", "memory", "cpu_list", "spool_dir",
+        "master", "config", "keys", "name", "cpu_share", "processors", "memory", "cpu_list", "spool_dir",
         "peer_transport", "peer_host", "peer_ports", "log_file"})),
     Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
 )

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gangsched.daemon.cluster_file import DEFAULT_CONFIG, Location, key_name, masters_of
 from gangsched.master.config_lines import key_lines
 from gangsched.master.settings import PARTITION_SETTINGS, MasterSettings
 from gangsched.policy.partitions import (
@@ -34,11 +35,9 @@ from gangsched.protocol.hostlists import collect_hostlist, expand_hostlist
 from gangsched.protocol.records import UserName
 from gangsched.protocol.size_setting import Size
 
-DEFAULT_CONFIG = Path("/etc/gangsched/gangsched.toml")  # read by `gang master` where it exists
-SECTIONS = ("master", "nodes", "partitions")
+SECTIONS = ("cluster", "master", "nodes", "partitions")
 _PARTITION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
-Location = tuple[str | int, ...]
 Model = TypeVar("Model", bound=BaseModel)
 _EVERY_NODE = "\0every node"  # stands for the nodes no file names, in a check of which partitions share
 
@@ -234,6 +233,8 @@ class _Checker:
         for key in self._data:
             if key not in SECTIONS:
                 self._problem((key,), f"no such section: the file has {', '.join(SECTIONS)}")
+        for location, message in masters_of(self._data.get("cluster", {}))[1]:  # read by nodes and clients
+            self._problem(location, message)
         master = self._master()
         nodes = self._each("nodes", NodeGroup)
         partitions = self._each("partitions", PartitionConfig)
@@ -247,8 +248,7 @@ class _Checker:
                            tuple(partition for _, partition in partitions))
 
     def _problem(self, location: Location, message: str) -> None:
-        key = ".".join(str(part) if isinstance(part, str) else f"[{part}]" for part in location).replace(".[", "[")
-        self._problems.append(ConfigProblem(self._line(location), key, message))
+        self._problems.append(ConfigProblem(self._line(location), key_name(location), message))
 
     def _line(self, location: Location) -> int | None:
         """The line of the key, else of the nearest table that holds it."""

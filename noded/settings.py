@@ -21,6 +21,10 @@ class NodeSettings(BaseSettings):
         description="the master's ROUTER endpoint (a master's default: its ipc socket), or the masters' that share "
         "a store, by commas: tcp://m1:7070,tcp://m2:7070 (Slurm's SlurmctldHost list)"
     )
+    config: Path | None = Field(
+        None, description="the cluster's configuration file, whose [cluster] masters the node says hello to where "
+        "neither --master nor GANG_NODE_MASTER is given; none: /etc/gangsched/gangsched.toml where it exists"
+    )
     keys: Path | None = Field(None, description="CURVE key folder (gang keygen): present node.key to the master")
     # what a host has: found where the daemon starts
     name: str = Field(default_factory=socket.gethostname, description="node name, unique in the cluster")

@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from gangsched.cli.group import cli
+from gangsched.daemon.cluster_file import ClusterFileError, configured_masters
 from gangsched.deploy.config import EXAMPLE_CONFIG
 from gangsched.master.config_file import ConfigError, master_settings, read_config
 from gangsched.master.config_lines import key_lines
@@ -61,7 +62,7 @@ quantum_ms = 2
 speed = 3
 default = true
 
-[cluster]
+[clusters]
 """)
     lines = problems(path)
     assert lines == [
@@ -73,7 +74,7 @@ default = true
         f"{path}:16: partitions[1].quantum_ms: Input should be greater than or equal to 10",
         lines[5],
         f"{path}:18: partitions[1].default: only one partition may be the default: partitions[0] is",
-        f"{path}:20: cluster: no such section: the file has master, nodes, partitions",
+        f"{path}:20: clusters: no such section: the file has cluster, master, nodes, partitions",
     ]
     assert lines[5].startswith(f"{path}:17: partitions[1].speed: no such key: a partition's own keys are name,")
 
@@ -92,11 +93,26 @@ default = true
      ":4: partitions[1].nodes: partitions 'a' and 'b' are both of tier 1 and share n[1-2]"),
     ('[master]\nquantum_ms =\n', ":2: not TOML: Invalid value"),
     ('[master]\npolicy = "fast"\n', ":2: master.policy: no policy 'fast'"),
+    ('[cluster]\nmasters = ["tcp://m1:7070", "m2:7070"]\n', ":2: cluster.masters[1]: 'm2:7070' is not a master's"),
+    ('[cluster]\nmasters = "tcp://m1:7070,tcp://m1:7070"\n', ":2: cluster.masters: a master is listed twice"),
+    ('[cluster]\nmaster = "tcp://m1:7070"\n', ":2: cluster.master: no such key: [cluster] has masters"),
 ])
 def test_a_bad_file_is_refused_with_the_line_of_its_problem(tmp_path, text, expected):
     path = written(tmp_path, text)
     (line,) = problems(path)
     assert line.startswith(f"{path}{expected}"), line
+
+
+def test_nodes_and_commands_read_the_masters_of_the_file_as_the_master_checks_them(tmp_path, monkeypatch):
+    path = written(tmp_path, '[cluster]\nmasters = ["tcp://m1:7070", "tcp://m2:7070"]\n[master]\nquantum_ms = 100\n')
+    assert read_config(path).master["quantum_ms"] == 100
+    assert configured_masters(path) == "tcp://m1:7070,tcp://m2:7070"
+    monkeypatch.setenv("GANG_CONFIG", str(path))
+    assert configured_masters() == "tcp://m1:7070,tcp://m2:7070"
+    monkeypatch.setenv("GANG_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ClusterFileError, match="missing.toml: cannot read it"):
+        configured_masters()
+    assert configured_masters(written(tmp_path, "[master]\nmpl = 2\n")) is None  # none listed
 
 
 def test_partitions_of_different_tiers_may_share_nodes_and_all_spans_every_node(tmp_path):

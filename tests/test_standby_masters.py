@@ -222,3 +222,32 @@ def test_the_store_lost_and_back_leaves_every_gang_running_and_a_master_leads_ag
         info = client.job(job)
         assert info.state is JobState.RUNNING and task_pids(cluster, job) == before, info.reason
         assert ended(cluster, client.submit(sleeper(1)), 30).state is JobState.COMPLETED
+
+
+@pytest.mark.live
+def test_nodes_and_commands_find_the_masters_in_the_configuration_file(start_cluster, database, tmp_path):
+    """[cluster] masters, Slurm's SlurmctldHost lines: the standby listed first, so both follow its answer."""
+    cluster = start_cluster(nodes=1, masters=2, store=database)
+    first, second = cluster.local.state().master.split(",")
+    config = tmp_path / "gangsched.toml"
+    config.write_text(f'[cluster]\nmasters = ["{second}", "{first}"]\n')
+    environment = {name: value for name, value in os.environ.items() if name not in ("GANG_MASTER", "GANG_HOME")}
+    environment |= {"GANG_CONFIG": str(config), "GANG_HOME": str(tmp_path / "no-cluster")}
+    node = subprocess.Popen([sys.executable, "-m", "gangsched.cli", "noded", "--config", str(config), "--name",
+                             "filed", "--spool-dir", str(tmp_path / "filed"), "--peer-transport", "ipc",
+                             "--log-file", str(tmp_path / "filed.log")], env=environment)
+    try:
+        wait_until(lambda: "filed" in {info.name for info in cluster.client.nodes() if info.state == "up"}, 30,
+                   "the node to find the leader through the file")
+        listed = subprocess.run([sys.executable, "-m", "gangsched.cli", "admin", "masters", "--json"], env=environment,
+                                capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0, listed.stderr
+        assert "active" in listed.stdout and "standby" in listed.stdout
+        config.write_text('[cluster]\nmasters = ["m1:7070"]\n')
+        refused = subprocess.run([sys.executable, "-m", "gangsched.cli", "queue"], env=environment,
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode != 0
+        assert f"{config}: cluster.masters[0]: 'm1:7070' is not a master's endpoint" in refused.stderr, refused.stderr
+    finally:
+        node.terminate()
+        node.wait(timeout=15)
