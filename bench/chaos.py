@@ -10,7 +10,9 @@ run mounts) filled and freed. Faults come one after another, so the master is ne
 killed while its file system is full: a master that restarts on a full disk is not
 tried (docs/limits.md). With standby masters (``--masters 2``, on a PostgreSQL server of
 the run's own) the master faults strike the leader, and a takeover on purpose joins them;
-the store is not filled.
+the store is not filled. Where the run is root's, the first master runs in a network namespace
+of its own (bench/isolation.py, over TCP with keys) and its link is cut and mended, whether it
+leads or stands by.
 
 Afterwards it checks what docs/architecture.md promises ("A failing store",
 "Descheduled means not running"): every accepted job ended with a reason, none lost
@@ -36,15 +38,15 @@ import psutil
 from gangsched.bench.chaos_checks import Invariants, check
 from gangsched.bench.chaos_mix import ChaosMix
 from gangsched.bench.chaos_watch import SlotFindings, SlotWatch
+from gangsched.bench.isolation import Namespace, isolated
 from gangsched.deploy.config import ClusterConfig
-from gangsched.deploy.local import LocalCluster, task_processes
+from gangsched.deploy.local import Confinement, LocalCluster, task_processes
 from gangsched.deploy.postgres_server import running
-from gangsched.master.client import MasterClient
 from gangsched.master.connection import MasterUnreachable
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobInfo, UserInfo
 
-FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "store_full", "takeover")
+FAULTS = ("node_kill", "node_stop", "master_kill", "master_stop", "master_cut", "store_full", "takeover")
 _STORE_SIZE = "64m"
 _STALL_S = 120.0  # after the faults, the jobs are waited for while some end at least this often
 
@@ -54,7 +56,7 @@ class ChaosResult:
     seed: int
     seconds: float = 0.0
     submitted: Counter[str] = field(default_factory=Counter)  # accepted jobs of each kind
-    refused: int = 0  # submissions the master refused (its store full) or never answered
+    refused: Counter[str] = field(default_factory=Counter)  # submissions refused or never answered, by why
     faults: Counter[str] = field(default_factory=Counter)
     recoveries: Counter[str] = field(default_factory=Counter)  # faults after which every daemon served again
     slots: SlotFindings = field(default_factory=SlotFindings)  # what the look at the cgroups found
@@ -74,12 +76,16 @@ class ChaosRun:
     def __init__(self, config: ClusterConfig, minutes: float, seed: int, mpi: bool) -> None:
         self._config, self._seconds, self._mpi = config, minutes * 60, mpi
         self._random = random.Random(seed)
+        self._namespace: Namespace | None = None  # the first master's, whose link is cut
         self.result = ChaosResult(seed)
 
     def run(self) -> ChaosResult:
         with tempfile.TemporaryDirectory(prefix="gang-chaos-store-") as folder, contextlib.ExitStack() as stack:
-            if self._config.masters > 1:  # the masters' shared store
-                self._config = self._config.replace(store=stack.enter_context(running(Path(folder))).url)
+            if self._config.masters > 1:  # the masters' shared store, reached from the namespace too
+                self._namespace = stack.enter_context(isolated()) if os.geteuid() == 0 else None
+                address = self._namespace.host_address if self._namespace else ""
+                url = stack.enter_context(running(Path(folder), address)).url
+                self._config = self._config.replace(store=url, keys=self._config.keys or self._namespace is not None)
             return self._run()
 
     def _run(self) -> ChaosResult:
@@ -97,9 +103,11 @@ class ChaosRun:
         mix = ChaosMix("", home, self._random.randrange(2**32), self._config.nodes, self._mpi)
         jobs: dict[int, JobInfo] = {}
         users: list[UserInfo] = []
+        namespace = self._namespace
         try:
-            state = cluster.up(config)
-            mix.master = state.master
+            confined = None if namespace is None else Confinement(namespace.prefix(), namespace.inner_address)
+            state = cluster.up(config, confined=confined)
+            mix.master, mix.keys = state.master, cluster.keys if config.keys else None
             jobs, users = self._chaos(cluster, mix, store if mounted else None)
         finally:
             cluster.down()
@@ -131,7 +139,7 @@ class ChaosRun:
         start = time.monotonic()
         mix.start()
         faults = [fault for fault in FAULTS if (fault != "store_full" or store is not None)
-                  and (fault != "takeover" or config.masters > 1)]
+                  and (fault != "takeover" or config.masters > 1) and (fault != "master_cut" or self._namespace)]
         try:
             while time.monotonic() - start < self._seconds:
                 time.sleep(self._random.uniform(2.0, 6.0))
@@ -140,7 +148,9 @@ class ChaosRun:
                 self._inject(cluster, fault, store)
         finally:
             mix.stop()
-        with MasterClient(mix.master, timeout_s=10.0) as client:
+        state = cluster.state()
+        assert state is not None
+        with cluster.client(state, timeout_s=10.0) as client:
             found = mix.drain(client, _STALL_S)
         watch.stopping.set()
         watch.join()
@@ -166,6 +176,11 @@ class ChaosRun:
             daemon.send_signal(signal.SIGSTOP)
             time.sleep(held)
             daemon.send_signal(signal.SIGCONT)
+        elif fault == "master_cut":  # the first master's link, whether it leads or stands by
+            assert self._namespace is not None
+            self._namespace.link(up=False)
+            time.sleep(held)
+            self._namespace.link(up=True)
         else:
             assert store is not None
             fill_filesystem(store / "filler")
@@ -178,7 +193,7 @@ class ChaosRun:
         state = cluster.state()
         assert state is not None
         deadline = time.monotonic() + 60.0
-        with MasterClient(state.master, timeout_s=1.0) as client:
+        with cluster.client(state, timeout_s=1.0) as client:
             while time.monotonic() < deadline:
                 try:
                     if sum(info.state == "up" for info in client.nodes()) == self._config.nodes:

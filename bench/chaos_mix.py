@@ -2,8 +2,10 @@
 
 import getpass
 import random
+import re
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +37,12 @@ class ChaosMix(threading.Thread):
     def __init__(self, master: str, home: Path, seed: int, nodes: int, mpi: bool) -> None:
         super().__init__(daemon=True)
         self.master = master  # its endpoint: set once the cluster is up, before the thread starts
+        self.keys: Path | None = None  # the cluster's keys, where it has them
         self._home, self._nodes = home, nodes
         self._random = random.Random(seed)
         self._stopping = threading.Event()
         self.accepted: dict[int, Accepted] = {}
-        self.refused = 0  # submissions the master refused (its store full) or never answered
+        self.refused: Counter[str] = Counter()  # submissions the master refused or never answered, by why
         self._lock = threading.Lock()
         account = unix_account(SECOND_ACCOUNT)
         self._second_account: str | None = account[0].pw_name if account else None
@@ -56,7 +59,7 @@ class ChaosMix(threading.Thread):
         kinds = [kind for kind in KINDS if (kind != "mpi" or self._mpi_program)
                  and (kind != "second_account" or self._second_account)]
         weights = [KINDS[kind] for kind in kinds]
-        with MasterClient(self.master, timeout_s=2.0) as client:
+        with MasterClient(self.master, timeout_s=2.0, keys=self.keys) as client:
             # about one job a second: what 3 nodes of 2 cores serve with the faults (a faster mix only
             # grows a queue the end has to wait out)
             while not self._stopping.wait(self._random.uniform(0.4, 1.6)):
@@ -64,9 +67,9 @@ class ChaosMix(threading.Thread):
                 spec, array = self._spec(kind)
                 try:
                     job_ids = client.submit_jobs(spec, array, retry_s=_RETRY_S)
-                except (RequestRefused, MasterUnreachable):
+                except (RequestRefused, MasterUnreachable) as error:
                     with self._lock:
-                        self.refused += 1
+                        self.refused[re.sub(r"\d+", "N", str(error).splitlines()[0])[:100]] += 1
                     continue
                 with self._lock:
                     for job_id in job_ids:

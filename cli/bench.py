@@ -252,7 +252,7 @@ def restart(submissions: int, clients: int, runs: int, csv_path: Path | None, **
               help="MPICH jobs in the mix (its environment is installed where it is missing)")
 @click.option("--masters", type=click.IntRange(1, 3), default=1, show_default=True,
               help="masters on a PostgreSQL server of the run's own: the leader is killed, stopped and asked "
-              "to hand over (the store is not filled)")
+              "to hand over, and for root the first master's link is cut (the store is not filled)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the figures here")
 @cluster_options
 def chaos(minutes: float, seed: int, mpi: bool, masters: int, csv_path: Path | None, **shape: Any) -> None:
@@ -265,7 +265,8 @@ def chaos(minutes: float, seed: int, mpi: bool, masters: int, csv_path: Path | N
     found = result.invariants
     rows: list[dict[str, Any]] = [{"figure": f"jobs submitted: {kind}", "count": count}
                                   for kind, count in sorted(result.submitted.items())]
-    rows += [{"figure": "submissions refused or unanswered", "count": result.refused}]
+    rows += [{"figure": "submissions refused or unanswered", "count": sum(result.refused.values())}]
+    rows += [{"figure": f"refused: {reason}", "count": count} for reason, count in result.refused.most_common()]
     rows += [{"figure": f"jobs ended {state}", "count": count} for state, count in sorted(found.states.items())]
     rows += [{"figure": f"why: {reason}", "count": count} for reason, count in found.reasons.most_common()]
     rows += [{"figure": f"faults injected: {fault}", "count": count} for fault, count in sorted(result.faults.items())]

@@ -30,7 +30,8 @@ def test_a_seeded_minute_of_chaos_with_a_standby_master_keeps_every_invariant():
                          env=_wide())
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "every invariant holds" in run.stdout
-    for fault in ("master_kill", "master_stop", "takeover"):
+    cut = ("master_cut",) if os.geteuid() == 0 else ()  # root's: the first master in a namespace of its own
+    for fault in ("master_kill", "master_stop", "takeover", *cut):
         assert f"recoveries: {fault}" in run.stdout, run.stdout
     assert "store_full" not in run.stdout  # the store is PostgreSQL's, not a file system the run fills
 
