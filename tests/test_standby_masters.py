@@ -226,11 +226,12 @@ def test_the_store_lost_and_back_leaves_every_gang_running_and_a_master_leads_ag
 
 @pytest.mark.live
 def test_nodes_and_commands_find_the_masters_in_the_configuration_file(start_cluster, database, tmp_path):
-    """[cluster] masters, Slurm's SlurmctldHost lines: the standby listed first, so both follow its answer."""
+    """[cluster] masters, Slurm's SlurmctldHost lines: first a master that never answers, then the standby,
+    so both pass the first and follow the standby's answer."""
     cluster = start_cluster(nodes=1, masters=2, store=database)
     first, second = cluster.local.state().master.split(",")
     config = tmp_path / "gangsched.toml"
-    config.write_text(f'[cluster]\nmasters = ["{second}", "{first}"]\n')
+    config.write_text(f'[cluster]\nmasters = ["ipc://{tmp_path}/silent.sock", "{second}", "{first}"]\n')
     environment = {name: value for name, value in os.environ.items() if name not in ("GANG_MASTER", "GANG_HOME")}
     environment |= {"GANG_CONFIG": str(config), "GANG_HOME": str(tmp_path / "no-cluster")}
     node = subprocess.Popen([sys.executable, "-m", "gangsched.cli", "noded", "--config", str(config), "--name",
