@@ -91,7 +91,9 @@ class LiveScheduler:
         self._members: dict[int, tuple[Job, str]] = {}  # waiting jobs of reservations, and which, in order
         self._decided_at = 0.0  # when the policy last decided
         self.columns: list[Processor] = []
+        self._column_of: dict[Processor, int] = {}  # each processor's column
         self.topology = Topology(())
+        self._shapes: dict[str, NodeShape] = {}  # the nodes as the topology has them: asked at every preemption
         self.layout: Layout = []
         self._rows: list[dict[Processor, int]] | None = []  # ``rows``, once read for the layout
         self._policy: LivePolicy = self._build()
@@ -111,7 +113,7 @@ class LiveScheduler:
         """Whether a gang on ``processors`` (a suspended one, to resume) would fit: a row holds them free, or
         the policy has rows to spare below its MPL. A resumed gang waits for that, rather than open a row
         past the MPL (its matrix used its processors while it was out)."""
-        index = {processor: column for column, processor in enumerate(self.columns)}
+        index = self._column_of
         # processors it does not see now (their nodes come back with the gang) hold nothing of its
         wanted = mask_of(index[processor] for processor in processors if processor in index)
         if any(not wanted & taken for taken in self._taken_by_row()):
@@ -220,11 +222,15 @@ class LiveScheduler:
             running[job.job_id] = _Running(job, mask_of(column[processor] for processor in processors), started)
         waiting = sorted([*self._waiting.values(), *self._held.values()], key=lambda job: job.job_id)
         self.nodes, self.columns, self.closed, self.reservations = names, columns, closed, reservations
+        self._column_of = column
         topology = Topology.of([nodes[name].processors for name in names], [nodes[name].memory for name in names])
         self.topology = dataclasses.replace(topology, closed=mask_of(column[processor] for processor in columns
                                                                       if processor.node in closed))
         if reservations:
             self.topology = dataclasses.replace(self.topology, windows=self._windows(reservations, column))
+        memory = self.topology.node_memory or (0,) * len(names)
+        self._shapes = {name: NodeShape(mask.bit_count(), bytes_) for name, mask, bytes_
+                        in zip(names, self.topology.node_columns, memory, strict=True)}
         self._policy, self._running = self._build(), running
         self._waiting, self._held = {}, {}
         for each in running.values():
@@ -319,9 +325,8 @@ class LiveScheduler:
         return build_policy(self.choice, topology.width, self._longest_estimate, topology)
 
     def node_shapes(self) -> dict[str, NodeShape]:
-        memory = self.topology.node_memory or (0,) * len(self.nodes)
-        return {name: NodeShape(mask.bit_count(), bytes_) for name, mask, bytes_
-                in zip(self.nodes, self.topology.node_columns, memory, strict=True)}
+        """The nodes up, as the last rebuild gave them (name -> processors and memory), in their order."""
+        return dict(self._shapes)
 
     @property
     def rows(self) -> list[dict[Processor, int]]:

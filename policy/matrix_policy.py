@@ -181,9 +181,11 @@ class MatrixPolicy:
                 emptied |= self._empty(source, targets, now, event)
                 continue
             for placed in list(source.homes.values()):
-                if any(self._move(placed, target, now, event, migrate=False) for target in targets):
-                    self._freed = True
-                    self.reservations.roomier.add(source)
+                for target in targets:
+                    if not placed.columns & target.occupied and self._move(placed, target, now, event, False):
+                        self._freed = True
+                        self.reservations.roomier.add(source)
+                        break
         self._drop_empty_rows()
         return emptied
 
@@ -343,14 +345,17 @@ class MatrixPolicy:
     # FillMatrix
 
     def _fill(self, event: Event, migrate: bool) -> None:
+        """Pass after pass over the jobs in start order, each copied into the first open row that takes it,
+        until a pass copies none. Without migration a row only fills, so a job no row took in one pass
+        takes none in the next: each pass after the first looks only at the jobs the last one copied."""
         matrix = self.matrix
-        changed = True
-        while changed:
-            changed = False
+        candidates = list(matrix.placed.values())
+        while candidates:
             open_rows = [row for row in matrix.rows if row.occupied != matrix.full]
             if not open_rows:
                 return
-            for placed in matrix.placed.values():
+            copied = []
+            for placed in candidates:
                 columns = placed.columns
                 for row in open_rows:
                     # a row that holds the job has its columns taken, by the job itself
@@ -358,8 +363,9 @@ class MatrixPolicy:
                         migrate and not row.holds(placed) and self._make_room(placed, row, event)
                     ):
                         matrix.copy(placed, row)
-                        changed = True
+                        copied.append(placed)
                         break
+            candidates = list(matrix.placed.values()) if migrate and copied else copied
 
     def _make_room(self, placed: Placed, row: Row, event: Event) -> bool:
         tasks = self._migrator.make_room(placed, row, event, self.settings.migration_cost_s)

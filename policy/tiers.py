@@ -75,14 +75,18 @@ def seen_nodes(tier: int, nodes: Mapping[str, NodeShape], placed: Mapping[str, l
     lower_gangs: dict[str, list[int]] = {}
     seen: dict[str, NodeShape] = {}
     for name, shape in nodes.items():
-        gangs = placed.get(name, [])
-        if any(gang.tier > tier and not gang.suspended for gang in gangs):
-            continue
-        lower = [gang for gang in gangs if gang.tier < tier]
-        if any(gang.mode is PreemptMode.OFF and not gang.suspended for gang in lower):
-            continue
-        kept = sum(gang.memory[name] for gang in gangs
-                   if gang.suspended or (gang.tier < tier and gang.mode is PreemptMode.SUSPEND))
-        seen[name] = NodeShape(shape.processors, max(0, shape.memory - kept))
-        lower_gangs[name] = [gang.tasks for gang in lower if not gang.suspended]
+        kept, lower, open_ = 0, [], True  # one pass over the node's gangs: partitions ask at every preemption
+        for gang in placed.get(name, ()):
+            if gang.suspended:
+                kept += gang.memory[name]
+            elif gang.tier > tier or (gang.tier < tier and gang.mode is PreemptMode.OFF):
+                open_ = False
+                break
+            elif gang.tier < tier:
+                lower.append(gang.tasks)
+                if gang.mode is PreemptMode.SUSPEND:
+                    kept += gang.memory[name]
+        if open_:
+            seen[name] = NodeShape(shape.processors, max(0, shape.memory - kept))
+            lower_gangs[name] = lower
     return {name: seen[name] for name in preemption_order(lower_gangs)}
