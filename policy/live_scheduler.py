@@ -96,6 +96,7 @@ class LiveScheduler:
         self._shapes: dict[str, NodeShape] = {}  # the nodes as the topology has them: asked at every preemption
         self.layout: Layout = []
         self._rows: list[dict[Processor, int]] | None = []  # ``rows``, once read for the layout
+        self._taken: list[int] | None = []  # ``_taken_by_row``, once asked for the layout
         self._policy: LivePolicy = self._build()
         self._waiting: dict[int, Job] = {}  # submitted to the policy, in order
         self._held: dict[int, Job] = {}  # wider than the nodes up
@@ -307,8 +308,10 @@ class LiveScheduler:
             self._read_layout()
 
     def _taken_by_row(self) -> list[int]:
-        """Per row of the layout, the columns its jobs hold."""
-        return [functools.reduce(operator.or_, row.values(), 0) for row in self.layout]
+        """Per row of the layout, the columns its jobs hold (asked for every suspended gang at each preemption)."""
+        if self._taken is None:
+            self._taken = [functools.reduce(operator.or_, row.values(), 0) for row in self.layout]
+        return self._taken
 
     def regroup(self, predictions: Mapping[int, float], now: float) -> Layout:
         """Slot homogeneity, where the policy has rows to regroup."""
@@ -339,7 +342,7 @@ class LiveScheduler:
 
     def _read_layout(self) -> None:
         self.layout = self._policy.layout()
-        self._rows = None
+        self._rows = self._taken = None
 
     def _names(self, columns: int) -> list[Processor]:
         return [self.columns[column] for column in column_list(columns)]

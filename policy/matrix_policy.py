@@ -173,8 +173,10 @@ class MatrixPolicy:
         emptied = False
         for source in sorted(matrix.rows, key=lambda row: row.population):
             # moves only make the source emptier and the targets fuller: the targets stay valid
-            targets = sorted((row for row in matrix.rows if row.population > source.population),
-                             key=lambda row: -row.population)
+            counted = [(row, row.population) for row in matrix.rows]  # once: rows past the MPL make many
+            least = source.population
+            targets = [row for row, _ in sorted(((row, population) for row, population in counted
+                                                 if population > least), key=lambda pair: -pair[1])]
             if not targets or not source.homes:
                 continue
             if migrate:
