@@ -35,6 +35,14 @@ class _Placed:
     processors: list[Processor]
     started: float
     suspended: bool = False
+    nodes: dict[str, int] = dataclasses.field(init=False)  # node -> 0, the memory it commits: the tier rules' view
+
+    def __post_init__(self) -> None:
+        self.move(self.processors)
+
+    def move(self, processors: list[Processor]) -> None:
+        self.processors = processors
+        self.nodes = {processor.node: 0 for processor in processors}  # made once, not at every preemption
 
 
 class PartitionedPolicy:
@@ -87,7 +95,7 @@ class PartitionedPolicy:
                     job = self._schedulers[partition.name].running_job(job_id)
                     self._placed[job_id] = _Placed(job, partition.name, processors, now)
                 for job_id, processors in changes.moves.items():
-                    self._placed[job_id].processors = processors
+                    self._placed[job_id].move(processors)
                 self._moved |= bool(changes.starts or changes.moves)
                 rates.update(changes.decision.rates)
                 extra.update(changes.decision.extra_work)
@@ -114,7 +122,7 @@ class PartitionedPolicy:
         self._moved = False
         gangs = [Gang(job_id, self._partitions[placed.partition].priority_tier,
                       self._partitions[placed.partition].preempt_mode, placed.suspended,
-                      {processor.node: 0 for processor in placed.processors}, len(placed.processors))
+                      placed.nodes, len(placed.processors))
                  for job_id, placed in self._placed.items()]
         decided = giving_way(gangs)
         for job_id in decided.preempted:
