@@ -46,11 +46,12 @@ def masters_of(section: object) -> tuple[str | None, list[tuple[Location, str]]]
 
 def configured_masters(path: Path | None = None) -> str | None:
     """The masters the configuration file lists, as a comma list: ``path``'s, else the file GANG_CONFIG
-    names, else ``DEFAULT_CONFIG`` where it exists; None where there is no file or it lists none.
+    names, else ``DEFAULT_CONFIG`` where it exists and this account may read it; None where there is no
+    such file or it lists none.
     ``ClusterFileError`` where the file cannot be read or its ``[cluster]`` is wrong."""
     named = path or (Path(os.environ[CONFIG_VARIABLE]) if os.environ.get(CONFIG_VARIABLE) else None)
-    if named is None and not DEFAULT_CONFIG.exists():
-        return None
+    if named is None and not os.access(DEFAULT_CONFIG, os.R_OK):
+        return None  # none here, or one this account may not read (the masters' own): as if none
     chosen = named or DEFAULT_CONFIG
     try:
         data = tomllib.loads(chosen.read_text())
