@@ -24,6 +24,7 @@ from gangsched.protocol.messages import (
     ExitAck,
     Heartbeat,
     KillTask,
+    LaunchTask,
     Message,
     NodeColumn,
     NodeHello,
@@ -212,10 +213,11 @@ class NodeEvents:
         for that: with several masters, a daemon whose hello went unanswered long enough says hello to the
         next, and a master that took the lead answers hellos only once it has read the store, so its
         answer may find the daemon gone for a moment. The message waits for the same daemon's next hello
-        (a node column is not kept: each hello brings the current one); a daemon that does not come back
-        falls silent, and its node is lost as any silent node is (``MasterCore.tick``)."""
+        (not a node column, nor a launch: each hello brings the current column, and the launches still on
+        their way, ``_reconcile_tasks``); a daemon that does not come back falls silent, and its node is
+        lost as any silent node is (``MasterCore.tick``)."""
         node = self._nodes.get(name)
-        if node is not None and node.state is NodeState.UP and not isinstance(message, NodeColumn):
+        if node is not None and node.state is NodeState.UP and not isinstance(message, NodeColumn | LaunchTask):
             self._undelivered.setdefault(name, []).append(message)
 
     def follow_nodes(self, now: Now) -> None:

@@ -185,15 +185,18 @@ def test_an_order_its_daemon_left_the_socket_before_waits_for_the_same_daemon_s_
     the node is not lost for that, and what could not reach it goes with its next hello."""
     core = make_core(tmp_path, clock, nodes=2)
     job = submit(core, nodes=2)
+    (_, launch), _ = sent(core, LaunchTask)
     for node in ("n1", "n2"):
         core.node_events.pmi_fence(PmiFence(node=node, job_id=job, epoch=0, kvs={}))
     (to_n1, done), (to_n2, _) = sent(core, PmiFenceDone)
     assert (to_n1, to_n2) == ("n1", "n2")
+    core.node_events.undelivered("n1", launch)
     core.node_events.undelivered("n1", done)
     core.node_events.undelivered("n2", done)
     core.tick()
     assert [node.state for node in core.clients.query_nodes().nodes] == ["up", "up"]
-    hello(core, "n1")  # the same daemon: the barrier it waits on completes
+    hello(core, "n1")  # the same daemon: the barrier it waits on completes, its launch goes once
+    assert [node for node, message in core.outbox if isinstance(message, LaunchTask)] == ["n1"]
     assert sent(core, PmiFenceDone) == [("n1", done)]
     hello(core, "n2", incarnation="second")  # another daemon: the old one's orders mean nothing to it
     assert sent(core, PmiFenceDone) == []
