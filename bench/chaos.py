@@ -38,10 +38,9 @@ import psutil
 from gangsched.bench.chaos_checks import Invariants, check
 from gangsched.bench.chaos_mix import ChaosMix
 from gangsched.bench.chaos_watch import SlotFindings, SlotWatch
-from gangsched.bench.isolation import Namespace, isolated
+from gangsched.bench.isolation import Namespace, shared_store
 from gangsched.deploy.config import ClusterConfig
-from gangsched.deploy.local import Confinement, LocalCluster, task_processes
-from gangsched.deploy.postgres_server import running
+from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.master.connection import MasterUnreachable
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobInfo, UserInfo
@@ -81,11 +80,9 @@ class ChaosRun:
 
     def run(self) -> ChaosResult:
         with tempfile.TemporaryDirectory(prefix="gang-chaos-store-") as folder, contextlib.ExitStack() as stack:
-            if self._config.masters > 1:  # the masters' shared store, reached from the namespace too
-                self._namespace = stack.enter_context(isolated()) if os.geteuid() == 0 else None
-                address = self._namespace.host_address if self._namespace else ""
-                url = stack.enter_context(running(Path(folder), address)).url
-                self._config = self._config.replace(store=url, keys=self._config.keys or self._namespace is not None)
+            if self._config.masters > 1:
+                self._config, self._namespace = stack.enter_context(
+                    shared_store(self._config, Path(folder), cut=os.geteuid() == 0))
             return self._run()
 
     def _run(self) -> ChaosResult:
@@ -105,8 +102,7 @@ class ChaosRun:
         users: list[UserInfo] = []
         namespace = self._namespace
         try:
-            confined = None if namespace is None else Confinement(namespace.prefix(), namespace.inner_address)
-            state = cluster.up(config, confined=confined)
+            state = cluster.up(config, confined=None if namespace is None else namespace.confinement())
             mix.master, mix.keys = state.master, cluster.keys if config.keys else None
             jobs, users = self._chaos(cluster, mix, store if mounted else None)
         finally:
@@ -163,16 +159,15 @@ class ChaosRun:
         assert state is not None
         node = self._random.choice([name for name in state.pids if name.startswith("node")])
         held = self._random.uniform(0.5, 4.0)
-        master = _leader(cluster)
         if fault == "node_kill":
             cluster.restart(node, crash=True)
         elif fault == "master_kill":
-            cluster.restart(master, crash=True)
+            cluster.restart(_leader(cluster), crash=True)
         elif fault == "takeover":
             with cluster.client(state, timeout_s=5.0) as client:
                 client.takeover()
         elif fault in ("node_stop", "master_stop"):
-            daemon = psutil.Process(state.pids[node if fault == "node_stop" else master])
+            daemon = psutil.Process(state.pids[node if fault == "node_stop" else _leader(cluster)])
             daemon.send_signal(signal.SIGSTOP)
             time.sleep(held)
             daemon.send_signal(signal.SIGCONT)

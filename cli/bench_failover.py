@@ -31,9 +31,8 @@ def failover(runs: int, faults: str | None, submissions: int, clients: int, csv_
              **shape: Any) -> None:
     """Takeovers between two masters: the leader killed, stopped, cut off or handed over."""
     from gangsched.bench.failover import FAULTS, run_failover, summary
-    from gangsched.bench.isolation import Namespace, isolated
-    from gangsched.deploy.local import ClusterError, Confinement
-    from gangsched.deploy.postgres_server import running
+    from gangsched.bench.isolation import shared_store
+    from gangsched.deploy.local import ClusterError
 
     default = [kind for kind in FAULTS if kind != "cut" or os.geteuid() == 0]
     kinds = default if faults is None else [kind.strip() for kind in faults.split(",") if kind.strip()]
@@ -42,12 +41,9 @@ def failover(runs: int, faults: str | None, submissions: int, clients: int, csv_
     config = cluster_config(**shape).replace(masters=2)
     with tempfile.TemporaryDirectory(prefix="gang-failover-") as folder, contextlib.ExitStack() as stack:
         try:
-            namespace: Namespace | None = stack.enter_context(isolated()) if "cut" in kinds else None
-            # a cut master reaches the store and is reached over the pair of its namespace: TCP, with keys
-            url = stack.enter_context(running(Path(folder), namespace.host_address if namespace else "")).url
-            confined = Confinement(namespace.prefix(), namespace.inner_address) if namespace else None
+            shared, namespace = stack.enter_context(shared_store(config, Path(folder), cut="cut" in kinds))
             cluster = stack.enter_context(temporary_local_cluster(
-                config.replace(store=url, keys=config.keys or namespace is not None), confined))
+                shared, None if namespace is None else namespace.confinement()))
             result = run_failover(cluster, runs, kinds, submissions, clients, namespace)
         except (RuntimeError, TimeoutError, PermissionError, ClusterError) as error:
             raise click.ClickException(str(error)) from None

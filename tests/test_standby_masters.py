@@ -120,20 +120,19 @@ def test_a_master_whose_postgresql_cannot_be_reached_says_so_in_one_line_and_exi
 @pytest.mark.live
 def test_takeovers_of_every_kind_lose_no_submission_and_no_task():
     from gangsched.bench.failover import FAULTS, run_failover, summary
-    from gangsched.bench.isolation import isolated
+    from gangsched.bench.isolation import shared_store
     from gangsched.deploy.config import ClusterConfig
-    from gangsched.deploy.local import Confinement, temporary_local_cluster
-    from gangsched.deploy.postgres_server import running
+    from gangsched.deploy.local import temporary_local_cluster
 
     if os.geteuid() != 0:
         pytest.skip("a cut master runs in a network namespace of its own, which root makes")
     # as gang bench failover makes it: the first master in a namespace, reached over TCP with keys
     # the server's account enters its folder: not below pytest's, which is root's alone
-    with tempfile.TemporaryDirectory(prefix="gang-") as folder, isolated() as namespace, \
-            running(Path(folder), namespace.host_address) as server:
-        config = ClusterConfig(nodes=2, masters=2, keys=True, store=server.url, lease_s=1.0, quantum_ms=100,
-                               heartbeat_ms=100, http_bind="")
-        with temporary_local_cluster(config, Confinement(namespace.prefix(), namespace.inner_address)) as cluster:
+    config = ClusterConfig(nodes=2, masters=2, lease_s=1.0, quantum_ms=100, heartbeat_ms=100, http_bind="")
+    with tempfile.TemporaryDirectory(prefix="gang-") as folder, \
+            shared_store(config, Path(folder), cut=True) as (shared, namespace):
+        assert namespace is not None
+        with temporary_local_cluster(shared, namespace.confinement()) as cluster:
             result = run_failover(cluster, runs=4, faults=list(FAULTS), submissions=30, clients=3,
                                   namespace=namespace)
     assert [each.fault for each in result.takeovers] == list(FAULTS)
