@@ -1,6 +1,7 @@
 """A task's first process (noded/task_start.py): spawned by the node daemon, held at its gate while the
 daemon contains it, and only then the command, with nothing of the daemon's."""
 
+import os
 import select
 import tempfile
 from collections.abc import Iterator
@@ -97,6 +98,24 @@ def test_a_working_folder_that_is_not_here_falls_back_to_the_spool(node):
     assert ended(node, task) == 0
     assert (node.spool / "pwd").read_text().strip() == str(node.spool)
 
+
+def test_a_real_time_daemon_starts_its_tasks_at_normal_priority(node):
+    # the first process runs at real-time priority until its exec (the daemon's spawn waits for it); the
+    # command, and what it forks, must not
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(10))
+    except PermissionError:
+        pytest.skip("this account may not take real-time priority")
+    try:
+        task = start(node, ["/bin/sh", "-c", "cat /proc/$$/stat; cat /proc/self/stat"], runnable=True)
+        spawner = os.sched_getscheduler(0)
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    assert spawner == os.SCHED_FIFO | os.SCHED_RESET_ON_FORK  # as before the spawn: what it forks next starts normal
+    assert ended(node, task) == 0
+    stats = (node.spool / "out").read_text().splitlines()
+    policies = [int(stat.rpartition(")")[2].split()[38]) for stat in stats]  # the 41st field
+    assert policies == [os.SCHED_OTHER, os.SCHED_OTHER], stats
 
 
 def test_a_first_process_at_its_gate_is_not_counted_as_the_tasks_memory(node):
