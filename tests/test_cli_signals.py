@@ -6,16 +6,19 @@ import os
 import signal
 import subprocess
 import sys
+from typing import IO
 
 import psutil
 
 from tests.conftest import wait_until
 
 
-def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down():
-    bench = subprocess.Popen([sys.executable, "-m", "gangsched.cli", "bench", "switch", "--nodes", "2",
-                              "--switches", "1000", "--quantum-ms", "100", "--baseline-s", "1"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down(tmp_path):
+    errors = (tmp_path / "stderr").open("w+b")
+    # faulthandler: a benchmark that does not end is made to print where each thread of it is (SIGABRT)
+    bench = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "gangsched.cli", "bench", "switch",
+                              "--nodes", "2", "--switches", "1000", "--quantum-ms", "100", "--baseline-s", "1"],
+                             stdout=subprocess.DEVNULL, stderr=errors)
     started: list[psutil.Process] = []
     try:
         parent = psutil.Process(bench.pid)
@@ -32,7 +35,13 @@ def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down():
         assert isinstance(found, list)
         started = found
         bench.send_signal(signal.SIGTERM)
-        assert bench.wait(timeout=60) == 128 + signal.SIGTERM
+        try:
+            code = bench.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            bench.send_signal(signal.SIGABRT)
+            bench.wait(timeout=30)
+            code = None
+        assert code == 128 + signal.SIGTERM, _said(errors)
         _, alive = psutil.wait_procs(started, timeout=30)
         alive = [process for process in alive if not _ended(process)]
         assert not alive, [" ".join(process.cmdline()) for process in alive]
@@ -43,6 +52,13 @@ def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down():
         if bench.poll() is None:
             bench.kill()
             bench.wait()
+        errors.close()
+
+
+def _said(errors: IO[bytes]) -> str:
+    """The end of what the benchmark wrote to its standard error."""
+    errors.seek(0)
+    return "the benchmark's standard error ends:\n" + errors.read().decode(errors="replace")[-8000:]
 
 
 def _ended(process: psutil.Process) -> bool:
