@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -133,34 +133,39 @@ class LocalCluster:
             ]
             (self.home / name / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
         pids, started = {}, {}
-        for name in commands:  # the first master leads: the others start once it has bound its sockets
-            pids[name] = self._spawn(name, commands[name], prefixes.get(name, []))
-            started[name] = psutil.Process(pids[name]).create_time()
-            if name in masters:
-                bound = self._bound_endpoints(name, pids, started, timeout_s)
-                # a restart binds the same: clients, nodes and watchers know these
-                for flag, endpoint in (("--bind", bound.client), ("--switch-bind", bound.switch),
-                                       ("--report-bind", bound.report)):
-                    commands[name][commands[name].index(flag) + 1] = endpoint
-        master = ",".join(commands[name][commands[name].index("--bind") + 1] for name in masters)
-        cores = os.cpu_count() or 1
-        share = cores / config.nodes  # the CPU utilization is measured against
-        for index, node in enumerate(config.planned_nodes(host_memory()), start=1):
-            name = node.name
-            commands[name] = [
-                "noded", "--master", master, "--name", name, "--cpu-share", f"{share:.4f}",
-                "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
-                "--processors", str(node.processors), "--memory", format_size(node.memory),
-                "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
-                                f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
-                "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
-                *with_keys, *config.arguments("node"),
-            ]
-        for name in (name for name in commands if name not in pids):
-            pids[name] = self._spawn(name, commands[name], [])
-            started[name] = psutil.Process(pids[name]).create_time()
-        state = ClusterState(master, pids, started, commands, config, prefixes)
-        self._state_file.write_text(json.dumps(asdict(state), indent=2))
+        try:  # nothing left running if this fails half-way, or a signal ends the command meanwhile
+            for name in commands:  # the first master leads: the others start once it has bound its sockets
+                pids[name] = self._spawn(name, commands[name], prefixes.get(name, []))
+                started[name] = psutil.Process(pids[name]).create_time()
+                if name in masters:
+                    bound = self._bound_endpoints(name, pids, started, timeout_s)
+                    # a restart binds the same: clients, nodes and watchers know these
+                    for flag, endpoint in (("--bind", bound.client), ("--switch-bind", bound.switch),
+                                           ("--report-bind", bound.report)):
+                        commands[name][commands[name].index(flag) + 1] = endpoint
+            master = ",".join(commands[name][commands[name].index("--bind") + 1] for name in masters)
+            cores = os.cpu_count() or 1
+            share = cores / config.nodes  # the CPU utilization is measured against
+            for index, node in enumerate(config.planned_nodes(host_memory()), start=1):
+                name = node.name
+                commands[name] = [
+                    "noded", "--master", master, "--name", name, "--cpu-share", f"{share:.4f}",
+                    "--cpu-list", ",".join(map(str, even_share(index - 1, config.nodes, range(cores)))),
+                    "--processors", str(node.processors), "--memory", format_size(node.memory),
+                    "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
+                                    f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
+                    "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
+                    *with_keys, *config.arguments("node"),
+                ]
+            for name in (name for name in commands if name not in pids):
+                pids[name] = self._spawn(name, commands[name], [])
+                started[name] = psutil.Process(pids[name]).create_time()
+            state = ClusterState(master, pids, started, commands, config, prefixes)
+            self._state_file.write_text(json.dumps(asdict(state), indent=2))
+        except BaseException:
+            for name in _nodes_first(pids):
+                _stop(pids[name], started[name] if name in started else psutil.Process(pids[name]).create_time())
+            raise
         self._wait_for_nodes(state, timeout_s)
         return state
 
@@ -169,8 +174,7 @@ class LocalCluster:
         state = self.state()
         if state is None:
             return []
-        order = sorted(state.pids, key=lambda name: name.startswith("master") or name == "ioserver")
-        stopped = [name for name in order if _stop(state.pids[name], state.started[name])]
+        stopped = [name for name in _nodes_first(state.pids) if _stop(state.pids[name], state.started[name])]
         tools = postgres_tools()
         if tools is not None and (self._postgres().folder / "data" / "postmaster.pid").exists():
             self._postgres().stop(tools)
@@ -335,6 +339,12 @@ def _is_ours(pid: int, started: float) -> bool:
         return bool(process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
+
+
+def _nodes_first(names: Iterable[str]) -> list[str]:
+    """The daemons in the order they are stopped: the nodes first (they end their tasks), then the masters
+    and the I/O server."""
+    return sorted(names, key=lambda name: name.startswith("master") or name == "ioserver")
 
 
 def _stop(pid: int, started: float) -> bool:

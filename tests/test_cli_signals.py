@@ -90,3 +90,36 @@ def test_once_a_sigterm_unwinds_a_command_a_second_one_cannot_cut_its_cleanup_sh
         signal.raise_signal(signal.SIGTERM)  # ignored: the test goes on
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_cluster_start_ended_by_sigterm_half_way_leaves_no_daemon_behind(tmp_path):
+    # SIGTERM once the master runs and before the nodes do: nothing a later `gang cluster down` reads
+    # names them yet, so the start itself stops what it started
+    home = str(tmp_path / "home")
+    up = subprocess.Popen([sys.executable, "-m", "gangsched.cli", "cluster", "up", "--nodes", "2"],
+                          env={**os.environ, "GANG_HOME": home}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: any("gangsched.cli master" in line for line in _command_lines(home)), 60,
+                   "the cluster's master")
+        up.send_signal(signal.SIGTERM)
+        assert up.wait(timeout=60) == 128 + signal.SIGTERM
+        wait_until(lambda: not _command_lines(home), 30, "every daemon of the cluster ended")
+    finally:  # a failure leaves nothing behind either
+        for process in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if home in " ".join(process.cmdline()):
+                    process.kill()
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+
+
+def _command_lines(home: str) -> list[str]:
+    """The command lines of the live processes that name ``home`` (the cluster's daemons name their folders)."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            line = " ".join(process.cmdline())
+            if home in line and not _ended(process):
+                found.append(line)
+    return found
