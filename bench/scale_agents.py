@@ -123,6 +123,19 @@ class EmulatedTask:
             os.eventfd_write(self.pidfd, 1)
 
 
+class EmulatedStart:
+    """An emulated task about to start: it exists once it goes."""
+
+    def __init__(self, host: "EmulatedHost", spec: TaskSpec) -> None:
+        self._host, self._spec = host, spec
+
+    def go(self, runnable: bool) -> EmulatedTask:
+        return self._host.owned(EmulatedTask(self._spec, runnable, self._host.instant))
+
+    def abandon(self) -> None:
+        """Nothing was made."""
+
+
 class EmulatedHost:
     """Tasks of one emulated node; ``owners`` learns which daemon each task's fd belongs to."""
 
@@ -130,14 +143,17 @@ class EmulatedHost:
     watches_descheduled = False  # nothing resumes an emulated task but its switch
     forks = False
     runs_mpi = False  # a thousand daemons in one process: none loads an MPI library or looks for one
+    starts_beside = False  # a start is an object made: no thread for it
 
     def __init__(self, owners: dict[object, NodeDaemon], instant: bool = False) -> None:
-        self._owners, self._instant = owners, instant
+        self._owners, self.instant = owners, instant
         self.daemon: NodeDaemon | None = None
 
-    def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
-               cores: set[int] | None, wiring: TaskWiring | None) -> EmulatedTask:
-        task = EmulatedTask(spec, runnable, self._instant)
+    def start(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], cores: set[int] | None,
+              wiring: TaskWiring | None) -> "EmulatedStart":
+        return EmulatedStart(self, spec)
+
+    def owned(self, task: EmulatedTask) -> EmulatedTask:
         assert self.daemon is not None
         self._owners[task.pidfd] = self.daemon
         return task

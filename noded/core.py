@@ -142,6 +142,10 @@ class NodeCore:
         self._upstream.heard_at = now  # the relay's timer, when due, sees it: no timer is set at every switch
         return self._switcher.plan(switch, self.tasks.values())
 
+    def runs(self, job_id: int) -> bool:
+        """Whether the last switch applied runs ``job_id`` here."""
+        return self._switcher.runs(job_id)
+
     def applied(self, switch: SlotSwitch, plan: SwitchPlan, applied_ns: int,
                 readings: list[tuple[int, int, int]], now: float) -> None:
         """The loop signalled ``plan`` by ``applied_ns`` and read the tasks that ran: (CPU ns, run-queue

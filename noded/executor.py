@@ -10,14 +10,16 @@ job's process-manager interface (noded/process_managers/), whose fences for
 the master and whose failures are events too. It never calls the core.
 """
 
+import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import zmq
 
-from gangsched.noded.hosts import NodeTask, TaskHost
+from gangsched.noded.hosts import NodeTask, Starting, TaskHost
+from gangsched.noded.launch_thread import LaunchThread
 from gangsched.noded.orders import (
     CatchNewProcesses,
     CheckDescheduled,
@@ -32,6 +34,7 @@ from gangsched.noded.orders import (
 )
 from gangsched.noded.process_managers.interface import ProcessManagerUnavailable
 from gangsched.noded.process_managers.served import ProcessManagers
+from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.switching import SwitchPlan
 from gangsched.noded.task_events import (
@@ -63,9 +66,16 @@ class TaskExecutor:
         self.tasks: dict[TaskKey, NodeTask] = {}
         self._by_pidfd: dict[int, NodeTask] = {}
         self.events: deque[TaskEvent] = deque()  # for the loop to feed to the core, in order
+        self._beside = LaunchThread() if host.starts_beside else None
+        self.starting: tuple[Launch, TaskWiring | None] | None = None  # a start under way beside the loop
         self.process_managers = ProcessManagers(
             settings, host.runs_mpi, poller, self.tasks, lambda message: self.events.append(ForMaster(message)),
             lambda task: self.events.append(FailedByProcessManager(TaskKey(task.job_id, task.rank))))
+
+    @property
+    def start_fd(self) -> int | None:
+        """Readable once the start under way beside the loop is done (None: starts are not beside it)."""
+        return None if self._beside is None else self._beside.fd
 
     def exits(self, ready: Iterable[object]) -> list[NodeTask]:
         """The tasks whose pidfds are among a poll's ready ``fds``: they exited."""
@@ -92,8 +102,8 @@ class TaskExecutor:
 
     def carry_out(self, order: Order) -> None:
         match order:
-            case Launch(spec, runnable):
-                self._launch(spec, runnable)
+            case Launch():
+                self._launch(order)
             case Terminate(key):
                 task = self.tasks[key]
                 self.process_managers.ending(task)
@@ -152,24 +162,37 @@ class TaskExecutor:
             task.kill()
             self.exited(task)
 
-    def _launch(self, spec: TaskSpec, runnable: bool) -> None:
-        key = TaskKey(spec.job_id, spec.rank)
+    def _launch(self, order: Launch) -> None:
+        """Start the task; beside the loop where the host's starts take long (``starting`` says which, and
+        ``started`` ends it), else here and now."""
+        spec = order.spec
         cores = self._processor_cores[spec.processor % len(self._processor_cores)]
-        wiring = None
         try:
             wiring = self.process_managers.prepare(spec)
-            task = self._host.launch(spec, self._name, self._spools, runnable, cores, wiring)
-        except Exception as error:  # a job that never starts must not stay RUNNING for ever
-            if wiring is not None:
-                wiring.close()
-                self.process_managers.abandon(spec)
-            if isinstance(error, (OSError, ValueError, LaunchError, ProcessManagerUnavailable)):
-                log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
-                reason = f"could not start: {error}"
-            else:
-                log.exception("job %d rank %d: launching failed", spec.job_id, spec.rank)
-                reason = f"could not start: internal error of node {self._name}: {type(error).__name__}: {error}"
-            self.events.append(NotStarted(key, reason))
+        except Exception as error:
+            self._not_started(spec, None, error)
+            return
+        start = functools.partial(self._host.start, spec, self._name, self._spools, cores, wiring)
+        if self._beside is None:
+            self._go(order, wiring, start, order.runnable)
+        else:
+            self._beside.start(start)
+            self.starting = (order, wiring)
+
+    def started(self, runnable: bool) -> None:
+        """The start under way beside the loop is done: the task goes on, running or stopped as ``runnable``
+        says (which the loop decides with the switches applied meanwhile)."""
+        assert self._beside is not None and self.starting is not None
+        (order, wiring), self.starting = self.starting, None
+        self._go(order, wiring, self._beside.outcome, runnable)
+
+    def _go(self, order: Launch, wiring: TaskWiring | None, start: Callable[[], Starting], runnable: bool) -> None:
+        spec = order.spec
+        key = TaskKey(spec.job_id, spec.rank)
+        try:
+            task = start().go(runnable)
+        except Exception as error:
+            self._not_started(spec, wiring, error)
             return
         self.events.append(Launched(key, runnable, time.monotonic_ns()))
         self.tasks[key] = task
@@ -179,3 +202,16 @@ class TaskExecutor:
             self.process_managers.attach(task, spec)
         log.info("job %d rank %d started as pid %d, %s", spec.job_id, spec.rank, task.pid,
                  "running" if runnable else "stopped")
+
+    def _not_started(self, spec: TaskSpec, wiring: TaskWiring | None, error: Exception) -> None:
+        """A job that never starts must not stay RUNNING for ever."""
+        if wiring is not None:
+            wiring.close()
+            self.process_managers.abandon(spec)
+        if isinstance(error, (OSError, ValueError, LaunchError, ProcessManagerUnavailable)):
+            log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
+            reason = f"could not start: {error}"
+        else:
+            log.error("job %d rank %d: launching failed", spec.job_id, spec.rank, exc_info=error)
+            reason = f"could not start: internal error of node {self._name}: {type(error).__name__}: {error}"
+        self.events.append(NotStarted(TaskKey(spec.job_id, spec.rank), reason))

@@ -15,7 +15,7 @@ from gangsched.noded.containment import choose_containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
-from gangsched.noded.task_processes import Task, launch
+from gangsched.noded.task_processes import StartingTask, Task, start
 from gangsched.noded.task_record import MemoryReading
 from gangsched.noded.task_start import close_inherited_on_exec, setpriv
 from gangsched.protocol.records import TaskSpec
@@ -50,14 +50,22 @@ class NodeTask(Protocol):
     def read_memory(self) -> MemoryReading: ...
 
 
+class Starting(Protocol):
+    """A task started and held before any of its own code runs (``task_processes.StartingTask``)."""
+
+    def go(self, runnable: bool) -> NodeTask: ...
+    def abandon(self) -> None: ...
+
+
 class TaskHost(Protocol):
     description: str  # for the daemon's log
     watches_descheduled: bool  # whether the node must look for descheduled tasks that run anyway
     forks: bool  # whether its tasks are processes that can start others, which a switch's signals must reach
     runs_mpi: bool  # whether its tasks can be MPI programs, which its process-manager interfaces serve
+    starts_beside: bool  # whether ``start`` takes long enough to run beside the switch path (a thread)
 
-    def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
-               cores: set[int] | None, wiring: TaskWiring | None) -> NodeTask: ...
+    def start(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], cores: set[int] | None,
+              wiring: TaskWiring | None) -> Starting: ...
     def ended(self, task: NodeTask) -> None: ...
     def sweep(self, live: set[tuple[int, int]]) -> None: ...
     def close(self) -> None: ...
@@ -66,6 +74,7 @@ class TaskHost(Protocol):
 class ProcessHost:
     forks = True
     runs_mpi = True
+    starts_beside = True
 
     def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
                  cgroup_parent: Path | None = None, cgroup_delegated: bool = False) -> None:
@@ -78,9 +87,9 @@ class ProcessHost:
         self._unreleased_memory: list[TaskMemory] = []  # their memory groups (cgroup v1), likewise
         self.description = self._containment.description
 
-    def launch(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], runnable: bool,
-               cores: set[int] | None, wiring: TaskWiring | None) -> Task:
-        return launch(spec, node, spools, self._containment, runnable, cores, wiring)
+    def start(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], cores: set[int] | None,
+              wiring: TaskWiring | None) -> StartingTask:
+        return start(spec, node, spools, self._containment, cores, wiring)
 
     def ended(self, task: NodeTask) -> None:
         assert isinstance(task, Task)

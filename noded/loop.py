@@ -68,6 +68,11 @@ class NodeDaemon:
         self._executor = TaskExecutor(settings, self._host, self._poller)
         self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks,
                               WATCH_INTERVAL_S if self._host.watches_descheduled else None, settings.masters())
+        self._waiting: deque[Message] = deque()  # the master's messages read and not yet handled
+        self._starting = zmq.Poller()  # while a start runs beside the loop: the switches, and its end
+        self._starting.register(self._link.sub, zmq.POLLIN)
+        if self._executor.start_fd is not None:
+            self._starting.register(self._executor.start_fd, zmq.POLLIN)
 
     @property
     def sockets(self) -> tuple[zmq.Socket[bytes], ...]:
@@ -97,7 +102,7 @@ class NodeDaemon:
         # each step alone: one that fails is logged, and the others and the loop go on;
         # the master's messages first, as a new column goes out before the switch that needs it
         link, executor = self._link, self._executor
-        if link.dealer in ready:
+        if link.dealer in ready or self._waiting:
             survive(log, "reading the master's messages", self._receive_all)
         if link.sub in ready:
             survive(log, "the switch", self._switch)
@@ -125,33 +130,64 @@ class NodeDaemon:
             self._context.term()
         self._host.close()
 
-    def _switch(self) -> None:
+    def _switch(self, starting: bool = False) -> bool:
+        """Apply the switch that came, if it is to be obeyed; whether one was. ``starting``: a start runs
+        beside the loop, and what the switch gives to send or carry out waits until it is done."""
         switch = self._link.switch()
-        if switch is not None and self._core.masters.obeys(switch.leader_epoch, switch.type):
-            self._apply(switch)
+        if switch is None or not self._core.masters.obeys(switch.leader_epoch, switch.type):
+            return False
+        self._apply(switch, starting)
+        return True
 
-    def _apply(self, switch: SlotSwitch) -> None:
+    def _apply(self, switch: SlotSwitch, starting: bool) -> None:
         core, now = self._core, time.monotonic()
         plan = core.switch(switch, now)
         applied_ns, readings = self._executor.signal(plan)
         core.applied(switch, plan, applied_ns, readings, now)
-        if core.outbox or core.orders:  # a report, now and then
+        if (core.outbox or core.orders) and not starting:  # a report, now and then
             self._carry_out()
 
+    def _finish_start(self) -> None:
+        """Wait for the start under way beside the loop (noded/launch_thread.py), applying the switches that
+        come meanwhile (each after the columns sent before it) and nothing else: every other message, exit
+        and timer waits, as it would behind a launch carried out here. The task then runs or is stopped as
+        the order said, or, where a switch came since, as the last switch says."""
+        executor, switched = self._executor, False
+        while executor.starting is not None:
+            ready = dict(self._starting.poll())
+            if self._link.sub in ready:
+                try:
+                    self._columns_first()
+                    switched = self._switch(starting=True) or switched
+                except Exception:
+                    log.exception("the switch failed; the daemon goes on")
+            if executor.start_fd in ready:
+                order, _ = executor.starting
+                executor.started(self._core.runs(order.spec.job_id) if switched else order.runnable)
+
     def _receive_all(self) -> None:
-        waiting = deque(self._link.messages())
+        waiting = self._waiting
+        waiting.extend(self._link.messages())
         while waiting:
             # a switch that came goes before the launches still to carry out (each a spawn and a cgroup
-            # made): in a flood of short jobs they held it back by milliseconds. The columns sent before
-            # it go first: a column changes nothing until a switch reads it
+            # made): in a flood of short jobs they held it back by milliseconds
             if has_message(self._link.sub):
-                waiting.extend(self._link.messages())
-                for column in [message for message in waiting if isinstance(message, NodeColumn)]:
-                    waiting.remove(column)
-                    self._handle(column)
+                self._columns_first()
                 self._switch()
                 continue  # the columns may have been all that waited
             self._handle(waiting.popleft())
+
+    def _columns_first(self) -> None:
+        """A switch came: the columns the master sent before it are read first (a column changes nothing
+        until a switch reads it, and makes no order); the other messages wait their turn."""
+        waiting = self._waiting
+        waiting.extend(self._link.messages())
+        for column in [message for message in waiting if isinstance(message, NodeColumn)]:
+            waiting.remove(column)
+            try:
+                self._core.message(column, time.monotonic())
+            except Exception:
+                log.exception("handling %s failed", column.type)
 
     def _handle(self, message: Message) -> None:
         try:
@@ -180,6 +216,8 @@ class NodeDaemon:
                         executor.carry_out(order)
                     except Exception:
                         log.exception("carrying out %s failed; the daemon goes on", type(order).__name__)
+                    if executor.starting is not None:  # a launch, started beside the loop
+                        self._finish_start()
             while events:
                 event = events.popleft()
                 try:

@@ -163,11 +163,46 @@ class Task:
         return returncode
 
 
-def launch(
-    spec: TaskSpec, node: str, spools: tuple[Path, Path], containment: Containment, runnable: bool,
-    cpus: set[int] | None, wiring: TaskWiring | None = None,
-) -> Task:
-    """Start the task, stopped unless ``runnable``, as its user where the daemon may change user.
+class StartingTask:
+    """A task whose first process waits at its gate, contained (``start``): ``go`` lets it run, or stops it
+    first, then opens the gate. Apart so that a node daemon can start a task beside its switches and decide
+    whether it runs with the last switch applied (noded/launch_thread.py)."""
+
+    def __init__(self, task: Task, held: HeldTask) -> None:
+        self.task, self._held = task, held
+
+    def go(self, runnable: bool) -> Task:
+        """The task, running or stopped (and held so) as ``runnable`` says, past its gate."""
+        task = self.task
+        if not runnable:
+            try:
+                task.stop()
+                task.keep_stopped()
+            except BaseException:
+                self.abandon()
+                raise
+        self._held.open_gate()
+        task.read_cpu_ns()
+        task.take_waited_ns()
+        return task
+
+    def abandon(self) -> None:
+        """Kill it at its gate and forget it, its groups released (where empty already)."""
+        task = self.task
+        self._held.abandon()
+        task.close_pmi()
+        for fd in (task.pidfd, task.progress_fd, task.schedstat_fd):
+            os.close(fd)
+        task.progress_path.unlink(missing_ok=True)
+        task.group.release()
+        task.memory.release()
+
+
+def start(
+    spec: TaskSpec, node: str, spools: tuple[Path, Path], containment: Containment, cpus: set[int] | None,
+    wiring: TaskWiring | None = None,
+) -> StartingTask:
+    """Start the task as its user where the daemon may change user, held at its gate in its group.
 
     The daemon runs at real-time priority with SCHED_RESET_ON_FORK, so the
     kernel starts the task at normal priority. An MPI task gets what its
@@ -202,7 +237,7 @@ def launch(
     try:
         held = spawn_task(plan)
         try:
-            task = _hold(held, spec, group, memory, progress_path, account, ours, runnable)
+            task = _hold(held, spec, group, memory, progress_path, account, ours)
         except BaseException:
             held.abandon()
             raise
@@ -215,20 +250,16 @@ def launch(
     finally:
         if theirs is not None:
             theirs.close()
-    held.open_gate()
-    task.read_cpu_ns()
-    task.take_waited_ns()
-    return task
+    return StartingTask(task, held)
 
 
 def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, progress_path: Path,
-          account: pwd.struct_passwd | None, pmi: socket.socket | None, runnable: bool) -> Task:
-    """The task of a first process held at its gate: contained, and stopped unless its row runs, before it
-    may exec."""
+          account: pwd.struct_passwd | None, pmi: socket.socket | None) -> Task:
+    """The task of a first process held at its gate, contained before it may exec."""
     group.adopt(held.pid)
     if memory.folder is not None and memory.folder != group.path:
         (memory.folder / "cgroup.procs").write_text(str(held.pid))
-    task = Task(
+    return Task(
         job_id=spec.job_id,
         rank=spec.rank,
         pid=held.pid,
@@ -242,10 +273,6 @@ def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, 
         schedstat_fd=os.open(f"/proc/{held.pid}/schedstat", os.O_RDONLY),
         memory=memory,
     )
-    if not runnable:
-        task.stop()
-        task.keep_stopped()
-    return task
 
 
 def place_in_block(spec: TaskSpec) -> tuple[int, int, int]:

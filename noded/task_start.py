@@ -43,11 +43,11 @@ import shutil
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+
+from gangsched.noded.spawn import FileAction, spawn
 
 GATE_FD, STATUS_FD = 3, 4
 _GO = b"g\n"
-_DEFAULT_SIGNALS = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
 SHELL = "/bin/sh"
 
 # $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 "wait" to wait at the gate here; then argv
@@ -164,15 +164,12 @@ def spawn_task(plan: StartPlan) -> HeldTask:
     gate_read, gate_write = _above_status(os.pipe2(os.O_CLOEXEC))
     status_read, status_write = _above_status(os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
     try:
-        actions: list[tuple[int, int, str, int, int] | tuple[int, int, int]] = [
+        actions: list[FileAction] = [
             (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
         actions += [(os.POSIX_SPAWN_DUP2, gate_read, GATE_FD), (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD)]
         actions += [(os.POSIX_SPAWN_DUP2, fd, fd) for fd in plan.passed_fds]  # the same number, kept across exec
         with _realtime_child() as scheduler:
-            # given only where there is one: Python 3.11 refuses scheduler=None
-            options: dict[str, Any] = {} if scheduler is None else {"scheduler": scheduler}
-            pid = os.posix_spawn(argv[0], argv, plan.env, file_actions=actions, setsid=True,
-                                 setsigdef=_DEFAULT_SIGNALS, setsigmask=(), **options)
+            pid = spawn(argv, plan.env, actions, scheduler)
     except BaseException:
         for fd in (gate_read, gate_write, status_read, status_write):
             os.close(fd)
