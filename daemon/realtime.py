@@ -34,6 +34,13 @@ def raise_priority(priority: int, log: logging.Logger) -> bool:
     return True
 
 
+def realtime_priority() -> int | None:
+    """The calling thread's real-time priority (SCHED_FIFO or SCHED_RR); None at normal priority."""
+    if os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK not in (os.SCHED_FIFO, os.SCHED_RR):
+        return None
+    return os.sched_getparam(0).sched_priority
+
+
 def freeze_start_up_objects() -> None:
     """Keep what the daemon holds once started (its modules, sockets, settings) out of the
     garbage collector's passes: a full pass over a daemon's imports alone takes about 10 ms,

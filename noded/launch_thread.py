@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from gangsched.daemon.realtime import realtime_priority
+
 log = logging.getLogger("gangsched.noded")
 
 LOCK_HANDOVER_S = 0.0002
@@ -39,10 +41,8 @@ class LaunchThread:
         self.fd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)  # readable once a start is done
         self._work: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
         self._outcome: tuple[Any, BaseException | None] = (None, None)
-        policy = os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
-        realtime = policy in (os.SCHED_FIFO, os.SCHED_RR)
-        priority = max(os.sched_get_priority_min(os.SCHED_FIFO), os.sched_getparam(0).sched_priority - 1) \
-            if realtime else 0
+        own = realtime_priority()
+        priority = 0 if own is None else max(os.sched_get_priority_min(os.SCHED_FIFO), own - 1)
         sys.setswitchinterval(LOCK_HANDOVER_S)
         threading.Thread(target=self._serve, args=(priority,), name="launches", daemon=True).start()
 

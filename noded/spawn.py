@@ -19,6 +19,10 @@ _SETSIGDEF, _SETSIGMASK, _SETSCHEDULER, _SETSID = 0x04, 0x08, 0x20, 0x80
 _OPAQUE_BYTES = 1024  # more than glibc's posix_spawnattr_t (336) and posix_spawn_file_actions_t (80)
 _SIGSET_BYTES = 128
 
+_EVERY_SIGNAL, _NO_SIGNAL = ctypes.create_string_buffer(_SIGSET_BYTES), ctypes.create_string_buffer(_SIGSET_BYTES)
+_libc.sigfillset(_EVERY_SIGNAL)
+_libc.sigemptyset(_NO_SIGNAL)
+
 # a file action as os.posix_spawn takes them: (POSIX_SPAWN_OPEN, fd, path, flags, mode) or (POSIX_SPAWN_DUP2, fd, to)
 FileAction = tuple[int, int, str, int, int] | tuple[int, int, int]
 
@@ -40,11 +44,9 @@ def spawn(argv: list[str], env: dict[str, str], actions: list[FileAction],
                 else:
                     raise ValueError(f"not a file action this spawn takes: {action}")
             flags = _SETSID | _SETSIGDEF | _SETSIGMASK
-            every, none = ctypes.create_string_buffer(_SIGSET_BYTES), ctypes.create_string_buffer(_SIGSET_BYTES)
-            _libc.sigfillset(every)
-            _libc.sigemptyset(none)
-            _checked(_libc.posix_spawnattr_setsigdefault(attributes, every))  # KILL and STOP: left as they are
-            _checked(_libc.posix_spawnattr_setsigmask(attributes, none))
+            # KILL and STOP: left as they are
+            _checked(_libc.posix_spawnattr_setsigdefault(attributes, _EVERY_SIGNAL))
+            _checked(_libc.posix_spawnattr_setsigmask(attributes, _NO_SIGNAL))
             if scheduler is not None:
                 flags |= _SETSCHEDULER
                 policy, param = scheduler

@@ -44,6 +44,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gangsched.daemon.realtime import realtime_priority
 from gangsched.noded.spawn import FileAction, spawn
 
 GATE_FD, STATUS_FD = 3, 4
@@ -196,19 +197,24 @@ def _realtime_child() -> Iterator[tuple[int, os.sched_param] | None]:
 
     A spawn holds this thread until the child execs (vfork). A child at normal priority waits its turn
     behind the jobs' tasks, on a busy host for milliseconds (3.4 ms at the median with three busy tasks
-    on the daemon's core), and the daemon applies no switch meanwhile (docs/limits.md, "Where a job's
-    time goes"). The kernel resets a child's policy as it forks it, before the child could raise it: so
-    the reset is off for the spawn alone. At priority 1 the child runs at once, below every daemon; the
-    daemon puts it back to normal priority as soon as the spawn returns, before its gate opens, so no
-    code of the user's runs at real-time priority."""
-    policy = os.sched_getscheduler(0)
-    if policy & ~os.SCHED_RESET_ON_FORK not in (os.SCHED_FIFO, os.SCHED_RR):
+    on the daemon's core), and the daemon applies no switch meanwhile (docs/limits.md, "The switch in
+    the flood"). The kernel resets a child's policy as it forks it, before the child could raise it: so
+    the reset is off for the spawn alone (the launch thread runs without it: noded/launch_thread.py). At
+    priority 1 the child runs at once, below every daemon; the daemon puts it back to normal priority as
+    soon as the spawn returns, before its gate opens, so no code of the user's runs at real-time
+    priority."""
+    if realtime_priority() is None:
         yield None
+        return
+    scheduler = os.SCHED_FIFO, os.sched_param(os.sched_get_priority_min(os.SCHED_FIFO))
+    policy = os.sched_getscheduler(0)
+    if not policy & os.SCHED_RESET_ON_FORK:
+        yield scheduler
         return
     param = os.sched_getparam(0)
     os.sched_setscheduler(0, policy & ~os.SCHED_RESET_ON_FORK, param)
     try:
-        yield os.SCHED_FIFO, os.sched_param(os.sched_get_priority_min(os.SCHED_FIFO))
+        yield scheduler
     finally:
         os.sched_setscheduler(0, policy, param)
 
