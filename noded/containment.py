@@ -21,6 +21,11 @@ a cgroup where the node can make one, else its process tree.
 Either way a watchdog process (``noded/watchdog.py``) waits on a pipe only
 the daemon holds: when the daemon dies, even by ``kill -9``, it kills what
 the daemon left, by cgroup or by the node's session mark in the environment.
+It is what ends a task whose daemon died (noded/task_start.py), so a
+watchdog that dies first (it ends only with the daemon, in a session of its
+own that a signal to the daemon's group does not reach) is replaced at once
+by a thread that waits for it; what a daemon and its watchdog killed
+together leave, the node's next daemon kills as it starts.
 """
 
 import ctypes
@@ -31,6 +36,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -63,7 +69,9 @@ class Containment(ABC):
         self.session = f"{node_id}:{secrets.token_hex(6)}"
         self.memory = MemoryControl(node_id, self.root)
         self._sweep_leftovers()
+        self._closing = False
         self._watchdog = self._start_watchdog()
+        threading.Thread(target=self._replace_watchdog_that_dies, name="watchdog", daemon=True).start()
 
     @abstractmethod
     def group(self, job_id: int, rank: int) -> TaskGroup: ...
@@ -79,6 +87,7 @@ class Containment(ABC):
 
     def close(self) -> None:
         """At a clean exit: the watchdog sweeps what is left (nothing, normally) and ends."""
+        self._closing = True
         self._watchdog.stdin.close()  # type: ignore[union-attr]
         self._watchdog.wait(10)
 
@@ -88,6 +97,15 @@ class Containment(ABC):
     @abstractmethod
     def _sweep_leftovers(self) -> None:
         """What an earlier daemon of this node left when its watchdog died with it (a killed container)."""
+
+    def _replace_watchdog_that_dies(self) -> None:
+        while True:
+            returncode = self._watchdog.wait()
+            if self._closing:
+                return
+            log.warning("the node's watchdog ended (exit status %d): another takes its place", returncode)
+            self._watchdog.stdin.close()  # type: ignore[union-attr]
+            self._watchdog = self._start_watchdog()
 
     def _start_watchdog(self) -> "subprocess.Popen[bytes]":
         memory = [str(self.memory.root)] if self.memory.version == 1 else []

@@ -16,9 +16,7 @@ daemon's own wake-ups preempt it, and without SCHED_RESET_ON_FORK, so that a
 first process starts at real-time priority until its exec (noded/task_start.py);
 the interpreter hands its lock to a thread that waits for it within
 ``LOCK_HANDOVER_S`` (CPython's default, 5 ms, would hold a switch that long
-behind the launch's Python). It never ends before the daemon: the death
-signal a task's first process asks for (``setpriv --pdeathsig``) is sent
-when the thread that spawned it ends.
+behind the launch's Python).
 """
 
 import logging

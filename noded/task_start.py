@@ -15,18 +15,24 @@ is done by small programs every Linux host has, none of them the user's:
    at the lowest real-time priority until its exec where the daemon has a
    real-time one (``_realtime_child``), and at normal priority from the
    spawn's return on;
-2. ``setpriv`` (util-linux) asks the kernel to SIGKILL it when the daemon
-   dies, and ``/bin/sh`` waits at the gate while the daemon puts it in the
-   task's cgroup (or process tree), pins it to the task's cores and stops
-   it if the task's row is not the one running; then the daemon opens the
-   gate, so no code of the user's runs outside the group or its slot. For
-   another user's task the shell at the gate runs as the daemon's user and
-   only then ``setpriv`` takes the user's groups, gid and uid and sets the
-   death signal (a change of user clears it);
+2. ``/bin/sh`` waits at the gate while the daemon puts it in the task's
+   cgroup (or process tree), pins it to the task's cores and stops it if the
+   task's row is not the one running; then the daemon opens the gate, so no
+   code of the user's runs outside the group or its slot. For another
+   user's task the shell at the gate runs as the daemon's user and only
+   then ``setpriv`` (util-linux) takes the user's groups, gid and uid;
 3. the shell gives up if the daemon is already gone (its parent is another),
    enters the working folder (else the spool) and opens the output with the
    user's rights;
 4. closes the status pipe and execs the command, found on the task's PATH.
+
+What ends a task whose daemon dies: at the gate, the gate itself (the shell
+reads its end and exits); past it, the node's watchdog (noded/watchdog.py),
+which kills every process of the node's tasks, since each is in its group or
+carries the daemon's mark by then. Each job started three programs while
+``setpriv`` also asked the kernel to kill the first one at the daemon's
+death: a program more than the watchdog needs, a fifth of the machine's CPU
+in a flood of short jobs (docs/limits.md, "What an exec costs here").
 
 If a step fails, the shell writes why to the status pipe and exits 127; the
 daemon reads that when the task exits and fails the job with it. The status
@@ -129,10 +135,11 @@ def started_command(status_fd: int) -> bool:
 
 @functools.cache
 def setpriv() -> str:
-    """util-linux's setpriv, which every task's start needs (the node daemon looks for it as it starts)."""
+    """util-linux's setpriv, which another user's task's start needs (the node daemon looks for it as it
+    starts, so that a node without it says so then, not when such a task comes)."""
     found = shutil.which("setpriv", path=os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/bin", "/bin"]))
     if found is None:
-        raise MissingTool("setpriv (util-linux) is not installed: every task's start needs it")
+        raise MissingTool("setpriv (util-linux) is not installed: another user's task's start needs it")
     return found
 
 
@@ -153,15 +160,14 @@ def spawn_task(plan: StartPlan) -> HeldTask:
     """Spawn the task's first process; it waits at the gate until ``open_gate``."""
     if any(fd <= STATUS_FD for fd in plan.passed_fds):
         raise ValueError(f"a task's own descriptors must be above {STATUS_FD}: {plan.passed_fds}")
-    setpriv_path = setpriv()
     become = [SHELL, "-c", _BECOME, "gangsched-task", str(os.getpid()), plan.cwd, plan.fallback_cwd, plan.output]
     if plan.user is None:
-        argv = [setpriv_path, "--pdeathsig", "KILL", "--", *become, "wait", *plan.argv]
+        argv = [*become, "wait", *plan.argv]
     else:
         user = plan.user
         groups = ["--groups", ",".join(map(str, user.groups))] if user.groups else ["--clear-groups"]
-        argv = [SHELL, "-c", _GATE, "gangsched-gate", setpriv_path, f"--reuid={user.uid}", f"--regid={user.gid}",
-                *groups, "--pdeathsig", "KILL", "--", *become, "go", *plan.argv]
+        argv = [SHELL, "-c", _GATE, "gangsched-gate", setpriv(), f"--reuid={user.uid}", f"--regid={user.gid}",
+                *groups, "--", *become, "go", *plan.argv]
     gate_read, gate_write = _above_status(os.pipe2(os.O_CLOEXEC))
     status_read, status_write = _above_status(os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
     try:

@@ -152,3 +152,27 @@ def test_a_killed_node_daemon_leaves_nothing_running_or_stopped(start_cluster, c
         os.kill(cluster.local.state().pids[node], signal.SIGKILL)
     wait_until(lambda: not task_processes(cluster.home), 10, "every process of every task to be killed")
     assert len(jobs) == 2
+
+
+def test_a_node_daemon_killed_after_its_watchdog_leaves_nothing_running_or_stopped(start_cluster, containment):
+    # the watchdog is what ends a task whose daemon dies: one that died first is replaced at once
+    cluster = start_cluster(nodes=1, quantum_ms=200)
+    jobs = [cluster.client.submit(escaping_job(1)) for _ in range(2)]  # one runs, one is stopped
+    wait_until(lambda: len(task_processes(cluster.home)) >= 2 * PER_TASK, 10, "every task's processes")
+    daemon = psutil.Process(cluster.local.state().pids["node1"])
+
+    def watchdogs() -> list[int]:
+        found = []
+        for child in daemon.children():
+            with contextlib.suppress(psutil.Error):  # the killed one, a zombie until the daemon reaps it
+                if "watchdog.py" in " ".join(child.cmdline()):
+                    found.append(child.pid)
+        return found
+
+    first = watchdogs()
+    assert len(first) == 1
+    os.kill(first[0], signal.SIGKILL)
+    wait_until(lambda: (now := watchdogs()) and now != first, 10, "another watchdog in its place")
+    daemon.kill()
+    wait_until(lambda: not task_processes(cluster.home), 10, "every process of every task to be killed")
+    assert len(jobs) == 2

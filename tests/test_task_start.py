@@ -3,6 +3,9 @@ daemon contains it, and only then the command, with nothing of the daemon's."""
 
 import os
 import select
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,6 +76,30 @@ def test_a_task_started_stopped_runs_nothing_of_its_own_until_continued(node):
     task.resume()
     assert ended(node, task) == 0
     assert marker.exists()
+
+
+def test_a_first_process_whose_daemon_dies_at_its_gate_ends_without_running_the_command(tmp_path):
+    # what ends it is the gate itself, whose other end only the daemon holds (past the gate, the node's
+    # watchdog: tests/test_containment.py); here a process of its own stands for the daemon, killed -9
+    marker = tmp_path / "ran"
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from gangsched.noded.task_start import StartPlan, spawn_task\n"
+         f"held = spawn_task(StartPlan(argv=['touch', {str(marker)!r}], env={{'PATH': '/usr/bin:/bin'}}, "
+         f"cwd={str(tmp_path)!r}, fallback_cwd={str(tmp_path)!r}, output={str(tmp_path / 'out')!r}, cores=None, "
+         "user=None, passed_fds=()))\n"
+         "print(held.pid, flush=True)\n"
+         "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        first = psutil.Process(int(daemon.stdout.readline()))  # type: ignore[union-attr]
+        wchan = Path(f"/proc/{first.pid}/wchan")
+        wait_until(lambda: wchan.read_text().endswith("pipe_read"), 10, "the first process reading its gate")
+    finally:
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait()
+    wait_until(lambda: not first.is_running() or first.status() == psutil.STATUS_ZOMBIE, 10,
+               "the first process to end")
+    assert not marker.exists()
 
 
 def test_the_command_gets_default_signals_and_only_its_own_descriptors(node):
