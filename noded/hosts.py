@@ -7,6 +7,7 @@ an emulated host instead (gangsched/bench/scale_agents.py), the one part of a no
 daemon it swaps, so that a thousand daemons' switch paths run in one process.
 """
 
+import os
 import socket
 from pathlib import Path
 from typing import Protocol
@@ -78,7 +79,8 @@ class ProcessHost:
 
     def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
                  cgroup_parent: Path | None = None, cgroup_delegated: bool = False) -> None:
-        setpriv()  # found now, so that a node without it says so as it starts, not at each task
+        if os.geteuid() == 0:  # a root daemon runs other users' tasks, which need it (task_processes.task_account)
+            setpriv()  # found now, so that a node without it says so as it starts, not at each such task
         close_inherited_on_exec()
         self._containment = choose_containment(node, spool, wanted, freeze, cgroup_parent, cgroup_delegated)
         # where descheduled tasks are not frozen, the node looks for those that run anyway

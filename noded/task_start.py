@@ -135,8 +135,8 @@ def started_command(status_fd: int) -> bool:
 
 @functools.cache
 def setpriv() -> str:
-    """util-linux's setpriv, which another user's task's start needs (the node daemon looks for it as it
-    starts, so that a node without it says so then, not when such a task comes)."""
+    """util-linux's setpriv, which another user's task's start needs (a root node daemon looks for it as
+    it starts, so that a node without it says so then, not when such a task comes)."""
     found = shutil.which("setpriv", path=os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/bin", "/bin"]))
     if found is None:
         raise MissingTool("setpriv (util-linux) is not installed: another user's task's start needs it")
