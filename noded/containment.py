@@ -70,6 +70,9 @@ class Containment(ABC):
         self.memory = MemoryControl(node_id, self.root)
         self._sweep_leftovers()
         self._closing = False
+        # held while a watchdog is replaced, and while the daemon's children are swept (a process tree's
+        # strays): the new watchdog, forked and not yet known, would be taken for a stray
+        self._replacing = threading.Lock()
         self._watchdog = self._start_watchdog()
         threading.Thread(target=self._replace_watchdog_that_dies, name="watchdog", daemon=True).start()
 
@@ -105,7 +108,8 @@ class Containment(ABC):
                 return
             log.warning("the node's watchdog ended (exit status %d): another takes its place", returncode)
             self._watchdog.stdin.close()  # type: ignore[union-attr]
-            self._watchdog = self._start_watchdog()
+            with self._replacing:
+                self._watchdog = self._start_watchdog()
 
     def _start_watchdog(self) -> "subprocess.Popen[bytes]":
         memory = [str(self.memory.root)] if self.memory.version == 1 else []
@@ -175,6 +179,10 @@ class ProcessTreeContainment(Containment):
 
     def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
         """Kill orphans of no task running here (they cleared their marks, or outlived it); reap dead ones."""
+        with self._replacing:
+            self._reap_strays(tasks)
+
+    def _reap_strays(self, tasks: set[tuple[int, int]]) -> None:
         for orphan in _children(os.getpid()):
             if orphan in self._leaders or orphan == self._watchdog.pid:
                 continue
