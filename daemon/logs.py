@@ -15,13 +15,47 @@ LOG_FILES_KEPT = 3  # ...into NAME.1 .. NAME.3, the oldest dropped
 def setup_logging(name: str, level: str = "INFO", file: Path | None = None) -> logging.Logger:
     """Log to ``file`` (rotated) if given, else to stderr."""
     handler: logging.Handler = logging.StreamHandler(sys.stderr) if file is None else \
-        logging.handlers.RotatingFileHandler(file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILES_KEPT)
+        CountingRotatingFileHandler(file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILES_KEPT, encoding="utf-8")
     logging.basicConfig(
         handlers=[handler],
         level=level.upper(),
         format=f"%(asctime)s {name} %(levelname)s %(message)s",
     )
     return logging.getLogger(f"gangsched.{name}")
+
+
+class CountingRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A log file that rotates at ``maxBytes``, counting what it writes rather than asking the file.
+
+    The standard handler formats each record twice, and looks at the file
+    twice and seeks it for each one: twice the cost of a line here
+    (docs/limits.md, "Log lines"), and a daemon writes two lines for each job
+    (its start and its end), hundreds a second in a flood of short ones. The
+    count starts from the file's size as it is opened; a file another program
+    truncates is rotated early, never late.
+    """
+
+    def __init__(self, filename: Path, maxBytes: int, backupCount: int, encoding: str) -> None:
+        super().__init__(filename, maxBytes=maxBytes, backupCount=backupCount, encoding=encoding)
+        self._encoding = encoding
+        self._written = filename.stat().st_size  # the file is open: it exists
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record) + self.terminator
+            size = len(text) if text.isascii() else len(text.encode(self._encoding))
+            if self._written and self._written + size > self.maxBytes:
+                self.doRollover()
+                self._written = 0
+            stream = self.stream
+            assert stream is not None  # opened with the handler, and again by each rollover
+            stream.write(text)
+            stream.flush()
+            self._written += size
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
 
 
 class ThrottledWarning:

@@ -40,3 +40,20 @@ def test_a_daemons_log_file_rotates_and_keeps_a_bounded_number(tmp_path: Path):
     files = sorted(path.name for path in tmp_path.iterdir())
     assert files == ["master.log", *(f"master.log.{n}" for n in range(1, LOG_FILES_KEPT + 1))]
     assert all(path.stat().st_size <= LOG_FILE_BYTES for path in tmp_path.iterdir())
+
+
+def test_a_log_file_counts_what_it_held_before_and_bytes_not_characters(tmp_path: Path):
+    file = tmp_path / "noded.log"
+    file.write_bytes(b"x" * (LOG_FILE_BYTES - 300))  # a daemon started again finds its file nearly full
+    root = logging.getLogger()
+    kept = root.handlers[:]
+    try:
+        root.handlers = []
+        log = setup_logging("noded", "INFO", file)
+        log.warning("\u00e9" * 200)  # 200 characters, 400 bytes: past the size
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers = kept
+    assert (tmp_path / "noded.log.1").stat().st_size == LOG_FILE_BYTES - 300
+    assert "\u00e9" * 200 in file.read_text(encoding="utf-8")
