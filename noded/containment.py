@@ -106,7 +106,8 @@ class Containment(ABC):
             returncode = self._watchdog.wait()
             if self._closing:
                 return
-            log.warning("the node's watchdog ended (exit status %d): another takes its place", returncode)
+            how = f"killed by signal {-returncode}" if returncode < 0 else f"exit status {returncode}"
+            log.warning("the node's watchdog ended (%s): another takes its place", how)
             self._watchdog.stdin.close()  # type: ignore[union-attr]
             with self._replacing:
                 self._watchdog = self._start_watchdog()

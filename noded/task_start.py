@@ -29,10 +29,11 @@ is done by small programs every Linux host has, none of them the user's:
 What ends a task whose daemon dies: at the gate, the gate itself (the shell
 reads its end and exits); past it, the node's watchdog (noded/watchdog.py),
 which kills every process of the node's tasks, since each is in its group or
-carries the daemon's mark by then. Each job started three programs while
-``setpriv`` also asked the kernel to kill the first one at the daemon's
-death: a program more than the watchdog needs, a fifth of the machine's CPU
-in a flood of short jobs (docs/limits.md, "What an exec costs here").
+carries the daemon's mark by then. Tasks of the daemon's own user started
+through ``setpriv`` too, which asked the kernel to kill the first process at
+the daemon's death: a program more than the gate and the watchdog need,
+about a fifth of the machine's CPU in a flood of short jobs (docs/limits.md,
+"One program fewer a task").
 
 If a step fails, the shell writes why to the status pipe and exits 127; the
 daemon reads that when the task exits and fails the job with it. The status
