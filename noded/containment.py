@@ -24,8 +24,8 @@ the daemon left, by cgroup or by the node's session mark in the environment.
 It is what ends a task whose daemon died (noded/task_start.py), so a
 watchdog that dies first (it ends only with the daemon, in a session of its
 own that a signal to the daemon's group does not reach) is replaced at once
-by a thread that waits for it; what a daemon and its watchdog killed
-together leave, the node's next daemon kills as it starts.
+by a thread that waits for it (at most one a second); what a daemon and its
+watchdog killed together leave, the node's next daemon kills as it starts.
 """
 
 import ctypes
@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -51,6 +52,7 @@ log = logging.getLogger("gangsched.noded")
 
 _PR_SET_CHILD_SUBREAPER = 36
 _WATCHDOG = Path(__file__).with_name("watchdog.py")
+_WATCHDOG_LIFE_S = 1.0  # a watchdog that dies sooner is replaced no sooner than this after its start
 
 
 class ContainmentError(Exception):
@@ -103,14 +105,23 @@ class Containment(ABC):
 
     def _replace_watchdog_that_dies(self) -> None:
         while True:
+            started = time.monotonic()
             returncode = self._watchdog.wait()
             if self._closing:
                 return
             how = f"killed by signal {-returncode}" if returncode < 0 else f"exit status {returncode}"
             log.warning("the node's watchdog ended (%s): another takes its place", how)
             self._watchdog.stdin.close()  # type: ignore[union-attr]
-            with self._replacing:
-                self._watchdog = self._start_watchdog()
+            # at most one a second: a watchdog that cannot live must not make the daemon fork without end
+            time.sleep(max(0.0, started + _WATCHDOG_LIFE_S - time.monotonic()))
+            if self._closing:
+                return
+            try:
+                with self._replacing:
+                    self._watchdog = self._start_watchdog()
+            except OSError as error:  # its interpreter gone (an upgrade): the daemon goes on without one
+                log.error("no watchdog can be started (%s): the tasks of this node outlive its daemon", error)
+                return
 
     def _start_watchdog(self) -> "subprocess.Popen[bytes]":
         memory = [str(self.memory.root)] if self.memory.version == 1 else []

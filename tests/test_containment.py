@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from gangsched.noded.containment import choose_containment
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import Cluster, is_held, task_processes, wait_until
 
@@ -176,3 +177,25 @@ def test_a_node_daemon_killed_after_its_watchdog_leaves_nothing_running_or_stopp
     daemon.kill()
     wait_until(lambda: not task_processes(cluster.home), 10, "every process of every task to be killed")
     assert len(jobs) == 2
+
+
+def test_a_watchdog_that_keeps_dying_is_replaced_at_most_once_a_second(tmp_path):
+    containment = choose_containment("watchdog-test", tmp_path, "auto")
+    me = psutil.Process()
+
+    def watchdog() -> psutil.Process | None:
+        for child in me.children():
+            with contextlib.suppress(psutil.Error):  # a killed one, a zombie until the daemon reaps it
+                if "watchdog.py" in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                    return child
+        return None
+
+    try:
+        first = wait_until(watchdog, 10, "the first watchdog")
+        first.kill()
+        second = wait_until(lambda: (found := watchdog()) and found.pid != first.pid and found, 10, "a second")
+        second.kill()
+        third = wait_until(lambda: (found := watchdog()) and found.pid != second.pid and found, 10, "a third")
+        assert third.create_time() - second.create_time() >= 0.9  # the second lived less than a second
+    finally:
+        containment.close()
