@@ -48,6 +48,16 @@ def escaping_job(tasks: int) -> JobSpec:
     return JobSpec(name="escapes", user=getpass.getuser(), tasks=tasks, argv=[sys.executable, "-c", ESCAPES])
 
 
+def watchdogs_of(daemon: psutil.Process) -> list[int]:
+    """The pids of the watchdogs ``daemon`` runs (noded/watchdog.py), not one killed and not yet reaped."""
+    found = []
+    for child in daemon.children():
+        with contextlib.suppress(psutil.Error):  # a killed one: a zombie until the daemon reaps it
+            if "watchdog.py" in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child.pid)
+    return found
+
+
 def live(processes: list[psutil.Process]) -> list[psutil.Process]:
     return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
@@ -161,19 +171,10 @@ def test_a_node_daemon_killed_after_its_watchdog_leaves_nothing_running_or_stopp
     jobs = [cluster.client.submit(escaping_job(1)) for _ in range(2)]  # one runs, one is stopped
     wait_until(lambda: len(task_processes(cluster.home)) >= 2 * PER_TASK, 10, "every task's processes")
     daemon = psutil.Process(cluster.local.state().pids["node1"])
-
-    def watchdogs() -> list[int]:
-        found = []
-        for child in daemon.children():
-            with contextlib.suppress(psutil.Error):  # the killed one, a zombie until the daemon reaps it
-                if "watchdog.py" in " ".join(child.cmdline()):
-                    found.append(child.pid)
-        return found
-
-    first = watchdogs()
+    first = watchdogs_of(daemon)
     assert len(first) == 1
     os.kill(first[0], signal.SIGKILL)
-    wait_until(lambda: (now := watchdogs()) and now != first, 10, "another watchdog in its place")
+    wait_until(lambda: (now := watchdogs_of(daemon)) and now != first, 10, "another watchdog in its place")
     daemon.kill()
     wait_until(lambda: not task_processes(cluster.home), 10, "every process of every task to be killed")
     assert len(jobs) == 2
@@ -184,11 +185,7 @@ def test_a_watchdog_that_keeps_dying_is_replaced_at_most_once_a_second(tmp_path)
     me = psutil.Process()
 
     def watchdog() -> psutil.Process | None:
-        for child in me.children():
-            with contextlib.suppress(psutil.Error):  # a killed one, a zombie until the daemon reaps it
-                if "watchdog.py" in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
-                    return child
-        return None
+        return next((psutil.Process(pid) for pid in watchdogs_of(me)), None)
 
     try:
         first = wait_until(watchdog, 10, "the first watchdog")
