@@ -3,8 +3,9 @@ a cgroup where the node can make one, else its process tree.
 
 * ``CgroupContainment`` (cgroup v2, where the daemon may create groups below
   its own, or below the folder it is given): one group per task,
-  ``gangsched-NODE-ID-INSTANCE/job-J.R`` (a folder for each daemon: the watchdog
-  of one killed just before sweeps only its own). The task's first process is
+  ``gangsched-NODE-ID-INSTANCE/task-N`` (a folder for each daemon: the watchdog
+  of one killed just before sweeps only its own); a group whose task ended
+  whole is kept for a later one (``keep``). The task's first process is
   put in it at its gate, before any code of the user's runs
   (noded/task_start.py), so nothing escapes it. Signals stay the switch (a freeze
   takes 0.1-0.4 ms to write and lets a task run up to 2 ms more, measured
@@ -30,6 +31,7 @@ watchdog killed together leave, the node's next daemon kills as it starts.
 
 import ctypes
 import hashlib
+import itertools
 import logging
 import os
 import secrets
@@ -43,8 +45,14 @@ from pathlib import Path
 
 from gangsched.noded.cgroups import cgroup_of, into_leaf, node_root, read_kernel_file
 from gangsched.noded.holding import supports_freezing
-from gangsched.noded.memory import MemoryControl
-from gangsched.noded.task_groups import FrozenCgroupGroup, ProcessTreeGroup, TaskGroup, WatchedCgroupGroup
+from gangsched.noded.memory import MemoryControl, TaskMemory
+from gangsched.noded.task_groups import (
+    CgroupGroup,
+    FrozenCgroupGroup,
+    ProcessTreeGroup,
+    TaskGroup,
+    WatchedCgroupGroup,
+)
 from gangsched.noded.watchdog import kill_cgroups, kill_marked
 from gangsched.protocol import task_environment
 
@@ -53,6 +61,9 @@ log = logging.getLogger("gangsched.noded")
 _PR_SET_CHILD_SUBREAPER = 36
 _WATCHDOG = Path(__file__).with_name("watchdog.py")
 _WATCHDOG_LIFE_S = 1.0  # a watchdog that dies sooner is replaced no sooner than this after its start
+# emptied task groups a node keeps for its next tasks: more than end between two starts in a flood, where
+# tasks end one at a time (docs/limits.md, "Exits, one a wake-up")
+SPARE_GROUPS = 8
 
 
 class ContainmentError(Exception):
@@ -79,7 +90,12 @@ class Containment(ABC):
         threading.Thread(target=self._replace_watchdog_that_dies, name="watchdog", daemon=True).start()
 
     @abstractmethod
-    def group(self, job_id: int, rank: int) -> TaskGroup: ...
+    def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
+        """What holds a task about to start: its processes, and its memory."""
+
+    def keep(self, group: TaskGroup, memory: TaskMemory) -> bool:
+        """Whether the groups of a task that ended are kept for a later task (then they are not released)."""
+        return False
 
     @abstractmethod
     def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
@@ -138,10 +154,36 @@ class CgroupContainment(Containment):
         self.root = self._root = root
         self.freezes = freeze and supports_freezing(root)
         self._group_class = FrozenCgroupGroup if self.freezes else WatchedCgroupGroup
+        self._made = itertools.count(1)
+        self._spares: list[tuple[CgroupGroup, TaskMemory]] = []
         super().__init__(node_id)
 
-    def group(self, job_id: int, rank: int) -> TaskGroup:
-        return self._group_class(job_id, rank, self._root)
+    def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
+        while self._spares:
+            group, memory = self._spares.pop()
+            try:
+                memory.renew(memory_limit)
+            except OSError as error:  # a limit below what it still counts: made anew instead
+                log.warning("task group %s is not reused (%s): removed", group.path, error)
+                group.release()
+                memory.release()
+                continue
+            group.reuse(job_id, rank)
+            return group, memory
+        name = f"task-{next(self._made)}"
+        group = self._group_class(job_id, rank, self._root / name)
+        # the memory folder is the node's, not this daemon's: named for the daemon, for the groups an earlier
+        # one left there
+        return group, self.memory.task(f"{self._root.name}.{name}", memory_limit, group.path)
+
+    def keep(self, group: TaskGroup, memory: TaskMemory) -> bool:
+        """Kept where its task ended whole: a group made and removed for each task was a tenth of the
+        node's work in a flood of short jobs (docs/limits.md, "Task groups kept for the next task")."""
+        if len(self._spares) >= SPARE_GROUPS or not isinstance(group, CgroupGroup) or not group.emptied() \
+                or not memory.emptied():
+            return False  # released instead (a task group found empty here is removed as any other)
+        self._spares.append((group, memory))
+        return True
 
     def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
         """Nothing: a task's group holds every process it started, and is killed whole."""
@@ -169,8 +211,8 @@ class ProcessTreeContainment(Containment):
         self._leaders: set[int] = set()
         super().__init__(node_id)
 
-    def group(self, job_id: int, rank: int) -> TaskGroup:
-        return ProcessTreeGroup(job_id, rank, self)
+    def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
+        return ProcessTreeGroup(job_id, rank, self), self.memory.task(f"job-{job_id}.{rank}", memory_limit, None)
 
     def started(self, leader: int) -> None:
         self._leaders.add(leader)

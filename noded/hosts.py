@@ -95,6 +95,8 @@ class ProcessHost:
 
     def ended(self, task: NodeTask) -> None:
         assert isinstance(task, Task)
+        if self._containment.keep(task.group, task.memory):
+            return
         if not task.group.release():
             self._unreleased.append(task.group)
         if not task.memory.release():

@@ -31,6 +31,9 @@ from gangsched.noded.task_record import MemoryReading
 log = logging.getLogger("gangsched.noded")
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+# what an emptied v1 group may still count and be given to another task: the kernel's own pages a short
+# task leaves (150-320 KiB after `/bin/true` here), not what it wrote through the page cache
+LEFT_BEHIND_BYTES = 1 << 20
 
 
 def host_memory() -> int:
@@ -66,6 +69,36 @@ class TaskMemory:
             killed = _field(_read(self.folder / "memory.oom_control"), "oom_kill")
         self._peak = max(self._peak, peak)
         return MemoryReading(self._peak, killed > 0)
+
+    def emptied(self) -> bool:
+        """Whether it may count another task's memory (``renew``) now that its task ended: a v1 group where
+        none of its processes was killed for its limit and almost nothing is still counted (a
+        task that filled the page cache leaves it counted to the group, which the next task's peak would
+        show)."""
+        if self.folder is None:
+            return True  # read from the processes: nothing held
+        if self._version != 1:
+            return False  # a v2 group's peak, the task group's own, is not reset before Linux 6.12
+        # asked once the task's v2 group is empty (noded/containment.py): its processes were those of this one
+        usage = _number(_read(self.folder / "memory.usage_in_bytes"))
+        return usage <= LEFT_BEHIND_BYTES and _field(_read(self.folder / "memory.oom_control"), "oom_kill") == 0
+
+    def renew(self, limit: int | None) -> None:
+        """For another task, with ``limit``, once its own ended (``emptied``): its peak counted anew."""
+        unchanged = limit == self._limit  # as in a flood of one array's tasks: not written again
+        self._limit, self._peak = limit, 0
+        if self.folder is None:
+            return
+        (self.folder / "memory.max_usage_in_bytes").write_text("0")
+        if unchanged:
+            return
+        swap = self.folder / "memory.memsw.limit_in_bytes"
+        counts_swap = swap.exists()
+        if counts_swap:  # the kernel keeps the memory limit at most the memory and swap limit: raised first
+            swap.write_text("-1")
+        (self.folder / "memory.limit_in_bytes").write_text("-1" if limit is None else str(limit))
+        if counts_swap and limit is not None:
+            swap.write_text(str(limit))
 
     def release(self) -> bool:
         """Remove its v1 group once empty (a v2 group is the task's own); False while processes remain."""
@@ -108,8 +141,9 @@ class MemoryControl:
     def kind(self) -> str:
         return "none: read from the processes" if self.version is None else f"cgroup v{self.version}"
 
-    def task(self, job_id: int, rank: int, limit: int | None, v2_group: Path | None) -> TaskMemory:
-        """The memory of a task about to start; its v2 group is the task's own (``v2_group``)."""
+    def task(self, name: str, limit: int | None, v2_group: Path | None) -> TaskMemory:
+        """The memory of a task about to start; its v2 group is the task's own (``v2_group``), its v1 group
+        is made as ``name``."""
         if self.version == 2 and v2_group is not None:
             if limit is not None:
                 (v2_group / "memory.max").write_text(str(limit))
@@ -117,7 +151,7 @@ class MemoryControl:
             (v2_group / "memory.oom.group").write_text("1")
             return TaskMemory(v2_group, 2, limit)
         if self.version == 1 and self.root is not None:
-            folder = self.root / f"job-{job_id}.{rank}"
+            folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)  # the folder too: an earlier daemon's watchdog removes it
             if limit is not None:
                 (folder / "memory.limit_in_bytes").write_text(str(limit))

@@ -129,15 +129,33 @@ class TaskGroup(ABC):
 
 class CgroupGroup(TaskGroup):
     """A task in a cgroup v2 group of its own: every process it ever starts is in the group, killed by
-    ``cgroup.kill`` race-free, and counted in ``cpu.stat``. Its files stay open: a look is one read."""
+    ``cgroup.kill`` race-free, and counted in ``cpu.stat``. Its files stay open: a look is one read. Once
+    its task ended whole, it may hold another (``emptied``, ``reuse``; noded/containment.py)."""
 
-    def __init__(self, job_id: int, rank: int, root: Path) -> None:
+    def __init__(self, job_id: int, rank: int, path: Path) -> None:
         super().__init__(job_id, rank)
-        self.path = path = root / f"job-{job_id}.{rank}"
+        self.path = path
         path.mkdir(exist_ok=True)
         self._procs_fd: int | None = os.open(path / "cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
         self._stat_fd: int | None = os.open(path / "cpu.stat", os.O_RDONLY | os.O_CLOEXEC)
         self._listed = b""  # what the group listed at the last look
+        self._cpu_before_ns = 0  # what it counted for the tasks it held before this one
+
+    def emptied(self) -> bool:
+        """Whether its task ended whole (no process is left in it); if so, it is ready for another task
+        (``reuse``): thawed, and nothing of the last one remembered but the CPU it used."""
+        if self._listing():
+            return False
+        for pid in list(self._members):
+            os.close(self._members.pop(pid))
+        self._release_hold()
+        self._listed, self._last_signal = b"", None
+        return True
+
+    def reuse(self, job_id: int, rank: int) -> None:
+        """Hold another task, an emptied group's next (its CPU counted from now)."""
+        self.job_id, self.rank, self.leader = job_id, rank, 0
+        self._cpu_before_ns = self._usage_ns() or 0
 
     def _join(self, leader: int) -> None:
         (self._group / "cgroup.procs").write_text(str(leader))
@@ -161,6 +179,10 @@ class CgroupGroup(TaskGroup):
         """Nothing beyond: the processes known are those the group listed at the last look."""
 
     def cpu_ns(self) -> int | None:
+        usage = self._usage_ns()
+        return None if usage is None else usage - self._cpu_before_ns
+
+    def _usage_ns(self) -> int | None:
         if self._stat_fd is None:
             return None
         for line in os.pread(self._stat_fd, 4096, 0).splitlines():
@@ -195,8 +217,8 @@ class CgroupGroup(TaskGroup):
 class FrozenCgroupGroup(CgroupGroup):
     """Descheduled, its group is frozen: no signal resumes it, and what it forks is frozen with it."""
 
-    def __init__(self, job_id: int, rank: int, root: Path) -> None:
-        super().__init__(job_id, rank, root)
+    def __init__(self, job_id: int, rank: int, path: Path) -> None:
+        super().__init__(job_id, rank, path)
         self._freezer: Freezer | None = Freezer(self._group)
 
     def keep_stopped(self) -> None:

@@ -227,8 +227,7 @@ def start(
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
     environment.update(wiring.environment)
-    group = containment.group(spec.job_id, spec.rank)
-    memory = containment.memory.task(spec.job_id, spec.rank, spec.memory_limit, group.path)
+    group, memory = containment.groups(spec.job_id, spec.rank, spec.memory_limit)
     user = None if account is None else \
         Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
     plan = StartPlan(

@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gangsched.bench.migration import run_migration
@@ -241,8 +242,8 @@ def test_a_descheduled_task_in_a_node_container_is_frozen_in_a_group_of_the_host
     honest = compose.client.submit(JobSpec(name="honest", user=user, tasks=4, argv=FOREVER.argv()))
 
     def frozen(job_id: int) -> bool:
-        return any("frozen 1" in events.read_text().splitlines()
-                   for events in folder.glob(f"gangsched-*/job-{job_id}.*/cgroup.events"))
+        return any("frozen 1" in (group / "cgroup.events").read_text().splitlines()
+                   for group in groups_of(folder, job_id))
 
     wait_until(lambda: frozen(greedy), 30, "the greedy job's tasks frozen in their host groups")
     wait_until(lambda: not frozen(greedy), 10, "thawed in its own quantum")
@@ -250,7 +251,21 @@ def test_a_descheduled_task_in_a_node_container_is_frozen_in_a_group_of_the_host
     assert compose.job(greedy).state is JobState.RUNNING
     for job_id in (greedy, honest):
         compose.client.cancel(job_id, user)
-    wait_until(lambda: not list(folder.glob(f"gangsched-*/job-{greedy}.*")), 30, "the job's groups removed")
+    wait_until(lambda: not groups_of(folder, greedy), 30, "the job's groups emptied")
+
+
+def groups_of(folder: Path, job_id: int) -> list[Path]:
+    """The task groups below ``folder`` that hold a process of the job (a node names a group for its place,
+    ``task-N``: an emptied one holds its next task)."""
+    found = []
+    for group in folder.glob("gangsched-*/task-*"):
+        try:
+            pids = (group / "cgroup.procs").read_text().split()
+            if any(psutil.Process(int(pid)).environ().get("GANG_JOB_ID") == str(job_id) for pid in pids):
+                found.append(group)
+        except (OSError, psutil.Error):
+            continue
+    return found
 
 
 def test_a_small_flood_on_node_containers_is_counted_to_its_last_job_written(compose):

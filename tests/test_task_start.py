@@ -1,5 +1,6 @@
 """A task's first process (noded/task_start.py): spawned by the node daemon, held at its gate while the
-daemon contains it, and only then the command, with nothing of the daemon's."""
+daemon contains it, and only then the command, with nothing of the daemon's. And the groups that contain
+it, kept for the node's next task where it ended whole (noded/containment.py)."""
 
 import os
 import select
@@ -43,10 +44,11 @@ def node(tmp_path: Path) -> Iterator[Node]:
     here.containment.close()
 
 
-def start(node: Node, argv: list[str], runnable: bool, cwd: str | None = None, output: str = "out") -> Task:
+def start(node: Node, argv: list[str], runnable: bool, cwd: str | None = None, output: str = "out",
+          memory_limit: int | None = None) -> Task:
     spec = TaskSpec(job_id=len(node.tasks) + 1, rank=0, size=1, user="root", processor=0, argv=argv,
                     cwd=cwd or str(node.spool), env={}, barrier_addr="ipc:///nowhere", barrier_bind="ipc:///nowhere",
-                    io_addr=None, output=str(node.spool / output))
+                    io_addr=None, output=str(node.spool / output), memory_limit=memory_limit)
     task = start_task(spec, "start-test", (node.spool, node.spool), node.containment, None).go(runnable)
     node.tasks.append(task)
     return task
@@ -155,3 +157,71 @@ def test_a_first_process_at_its_gate_is_not_counted_as_the_tasks_memory(node):
         assert task.read_memory().peak == 0  # the daemon's copy, not the task's
     task.resume()
     assert ended(node, task) == 0
+
+
+BURNS = "import time\nheld = b'x' * (40 << 20)\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+
+
+def test_a_task_that_ended_whole_leaves_its_groups_to_the_next_which_counts_only_its_own(node):
+    if node.containment.kind != "cgroup" or node.containment.memory.version == 2:
+        pytest.skip("no task groups are kept here: tasks are held by process tree, or their own group counts "
+                    "their memory")
+    first = start(node, [sys.executable, "-c", BURNS], runnable=True)
+    _, cpu_ns, peak = exit_of_kept(node, first)
+    assert cpu_ns >= 300_000_000 and peak >= 40 << 20
+    second = start(node, ["/bin/true"], runnable=True)
+    assert second.group.path == first.group.path and second.memory.folder == first.memory.folder
+    assert second.group.path is not None and second.group.path.name.startswith("task-")
+    _, cpu_ns, peak = exit_of_kept(node, second)
+    assert cpu_ns < 100_000_000, "the first task's CPU counted to the second"
+    assert peak < 5 << 20, "the first task's peak counted to the second"
+    if node.containment.memory.version is None:
+        return  # read from the processes: no limit the kernel holds
+    limited = start(node, [sys.executable, "-c", "held = b'x' * (200 << 20)"], True, memory_limit=64 << 20)
+    assert limited.group.path == first.group.path  # the limit given to the kept group
+    readable, _, _ = select.select([limited.pidfd], [], [], 30)
+    node.tasks.remove(limited)
+    assert readable and limited.reap() != 0 and limited.read_memory().out_of_memory
+    assert limited.group.release() and limited.memory.release()
+
+
+def test_a_group_frozen_when_its_task_was_killed_holds_the_next_task_thawed(node):
+    if not node.containment.freezes or node.containment.memory.version == 2:
+        pytest.skip("no frozen task groups are kept here")
+    held = start(node, [sys.executable, "-c", "import time; time.sleep(60)"], runnable=False)
+    wait_until(lambda: is_held(psutil.Process(held.pid)), 10, "the task held at its gate")
+    held.kill()
+    exit_of_kept(node, held)
+    after = start(node, ["/bin/true"], runnable=True)
+    assert after.group.path == held.group.path
+    assert exit_of_kept(node, after)[0] == 0  # it ran: its group was thawed
+
+
+@pytest.mark.parametrize("leaves", ["its page cache", "a kill for its memory limit"])
+def test_a_task_that_leaves_its_memory_group_counting_has_its_groups_removed_not_kept(node, leaves):
+    if node.containment.kind != "cgroup" or node.containment.memory.version != 1:
+        pytest.skip("only a task group with a cgroup v1 memory group is kept here")
+    if leaves == "its page cache":
+        task = start(node, ["/bin/sh", "-c", f"head -c {20 << 20} /dev/zero > {node.spool / 'written'}"], True)
+    else:
+        task = start(node, [sys.executable, "-c", "held = b'x' * (200 << 20)"], True, memory_limit=64 << 20)
+    readable, _, _ = select.select([task.pidfd], [], [], 30)
+    assert readable, "the task did not end"
+    node.tasks.remove(task)
+    assert (task.reap() == 0) == (leaves == "its page cache")
+    assert not node.containment.keep(task.group, task.memory)
+    assert task.group.release() and task.memory.release()
+    assert task.group.path is not None and not task.group.path.exists()
+    assert task.memory.folder is not None and not task.memory.folder.exists()
+
+
+def exit_of_kept(node: Node, task: Task) -> tuple[int, int, int]:
+    """The task's exit status, CPU time and memory peak, its groups kept for the next task."""
+    readable, _, _ = select.select([task.pidfd], [], [], 30)
+    assert readable, "the task did not end"
+    node.tasks.remove(task)
+    cpu_ns = task.take_cpu_ns()  # as the node reads it, before the reap
+    returncode = task.reap()
+    peak = task.read_memory().peak
+    assert node.containment.keep(task.group, task.memory), "an emptied group not kept"
+    return returncode, cpu_ns, peak
