@@ -148,6 +148,7 @@ class MasterCore:
                 pending.append(job)
                 continue
             job.live_ranks = set(range(len(job.node_names)))
+            table.started(job)
             if home is None:
                 homeless.append(job)
                 continue

@@ -84,7 +84,7 @@ class Decisions:
         self._explained = False
 
     def _start(self, job: Job, processors: list[Processor], now: Now) -> None:
-        job.state = JobState.RUNNING
+        self._table.started(job)
         job.start_time = now.wall
         job.reason, job.wait = "", None
         try:

@@ -165,6 +165,24 @@ def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clo
     assert failed.state is JobState.NODE_FAIL
 
 
+def test_the_running_jobs_are_those_started_and_neither_requeued_nor_ended_since(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    kept, lost = submit(core, requeue=True), submit(core)
+    assert [job.job_id for job in core.table.running()] == [kept, lost]
+    clock.now += 0.35  # n4 silent for more than 3 heartbeats: both jobs end, one to be requeued
+    for node in ["n1", "n2", "n3"]:
+        core.node_events.heartbeat(Heartbeat(node=node))
+    core.tick()
+    for job in (kept, lost):
+        for rank, node in enumerate(["n1", "n2", "n3"]):
+            core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+    assert [info.state for info in infos(core, [kept, lost])] == [JobState.PENDING, JobState.NODE_FAIL]
+    assert core.table.running() == []
+    hello(core, "n4")  # back: the requeued job starts again
+    core.tick()
+    assert [job.job_id for job in core.table.running()] == [kept]
+
+
 def test_a_launch_in_flight_is_sent_again_to_the_same_daemon_only(tmp_path, clock):
     """A daemon restarted in its container may have its old pid: the incarnation tells them apart."""
     core = make_core(tmp_path, clock)
