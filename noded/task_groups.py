@@ -136,8 +136,9 @@ class CgroupGroup(TaskGroup):
         super().__init__(job_id, rank)
         self.path = path
         path.mkdir(exist_ok=True)
-        self._procs_fd: int | None = os.open(path / "cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
+        self._procs_fd: int | None = os.open(path / "cgroup.procs", os.O_RDWR | os.O_CLOEXEC)
         self._stat_fd: int | None = os.open(path / "cpu.stat", os.O_RDONLY | os.O_CLOEXEC)
+        self._kill_fd: int | None = os.open(path / "cgroup.kill", os.O_WRONLY | os.O_CLOEXEC)
         self._listed = b""  # what the group listed at the last look
         self._cpu_before_ns = 0  # what it counted for the tasks it held before this one
 
@@ -158,7 +159,8 @@ class CgroupGroup(TaskGroup):
         self._cpu_before_ns = self._usage_ns() or 0
 
     def _join(self, leader: int) -> None:
-        (self._group / "cgroup.procs").write_text(str(leader))
+        assert self._procs_fd is not None
+        os.write(self._procs_fd, str(leader).encode())
 
     def pids(self) -> list[int]:
         return [int(pid) for pid in self._listing().split()]
@@ -173,7 +175,8 @@ class CgroupGroup(TaskGroup):
         return {int(pid) for pid in listed.split()}
 
     def kill(self) -> None:
-        (self._group / "cgroup.kill").write_text("1")
+        if self._kill_fd is not None:  # else released: nothing left to kill
+            os.write(self._kill_fd, b"1")
 
     def _signal_whole(self, sig: signal.Signals) -> None:
         """Nothing beyond: the processes known are those the group listed at the last look."""
@@ -192,10 +195,10 @@ class CgroupGroup(TaskGroup):
         return None
 
     def _remove(self) -> bool:
-        for fd in (self._procs_fd, self._stat_fd):
+        for fd in (self._procs_fd, self._stat_fd, self._kill_fd):
             if fd is not None:
                 os.close(fd)
-        self._procs_fd = self._stat_fd = None
+        self._procs_fd = self._stat_fd = self._kill_fd = None
         try:
             self._group.rmdir()
         except FileNotFoundError:

@@ -256,8 +256,7 @@ def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, 
           account: pwd.struct_passwd | None, pmi: socket.socket | None) -> Task:
     """The task of a first process held at its gate, contained before it may exec."""
     group.adopt(held.pid)
-    if memory.folder is not None and memory.folder != group.path:
-        (memory.folder / "cgroup.procs").write_text(str(held.pid))
+    memory.join(held.pid)
     return Task(
         job_id=spec.job_id,
         rank=spec.rank,
