@@ -37,7 +37,7 @@ import zmq
 from gangsched.daemon.curve import CurveError, KeyFolder
 from gangsched.daemon.endpoints import UnsafeBind, private_ipc
 from gangsched.daemon.logs import ThrottledWarning, survive
-from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, zmq_context
+from gangsched.daemon.realtime import GrowthFreezer, freeze_start_up_objects, raise_priority, zmq_context
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.master.authorization import (
@@ -138,6 +138,7 @@ class MasterDaemon:
         self._store = store = open_store(settings)
         self._core = core = MasterCore(settings, self._endpoints, store, read_clock(), partition_plan(settings))
         self._outgoing = Outgoing(self._router, core, store, self._bad_frame, self._lead)
+        self._growth = GrowthFreezer(len(core.table.jobs))
         self._node_handlers = node_report_routes(core)
         self._handlers = request_routes(core, self._lead, self._reconfigure, _resident_bytes)
 
@@ -258,6 +259,7 @@ class MasterDaemon:
             frames, user = self._receive(self._router)
             survive(log, "handling a client message", functools.partial(self._handle, frames, user))
         survive(log, "committing and sending", self._outgoing.end_turn)
+        self._growth.turn_ended(len(self._core.table.jobs))
 
     def _answer_viewer(self) -> None:
         """The web view's questions: read-only ones, through the same handlers as a client's."""
