@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.times import format_time
 
@@ -86,9 +87,7 @@ def _requested(job: Fields) -> str:
 
 
 def _job_id(job: Fields) -> str:
-    """A pending array's waiting jobs, shown as one, as squeue shows them: ``12_[5-9999]``."""
-    pending = job.get("array_pending")
-    return str(job["job_id"]) if pending is None else f"{job['spec']['array_job_id']}_[{pending}]"
+    return shown_job_id(job["job_id"], job["spec"].get("array_job_id"), job.get("array_pending"))
 
 
 def _preempted(job: Fields) -> str:

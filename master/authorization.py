@@ -19,6 +19,7 @@ from gangsched.protocol.messages import (
     ErrorReply,
     Heartbeat,
     JobControl,
+    JobCountQuery,
     JobQuery,
     JobUpdate,
     MastersQuery,
@@ -47,7 +48,7 @@ from gangsched.protocol.messages import (
 )
 
 # what the web view may ask: it shows, it never changes
-READ_ONLY = (JobQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery,
+READ_ONLY = (JobQuery, JobCountQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery,
              ReservationQuery, MastersQuery)
 NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
 FROM_PROCESS_MANAGERS = (PmiFence, PmixModexRequest, PmixModexReply)  # what a node's MPI interfaces send

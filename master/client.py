@@ -3,6 +3,7 @@ into its model (the transport and the errors: ``connection``)."""
 
 import time
 import uuid
+from collections.abc import Iterable
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -29,6 +30,9 @@ from gangsched.protocol.leadership_messages import MasterInfo, MasterRole
 from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
+    JobCount,
+    JobCountQuery,
+    JobCounts,
     MastersList,
     MastersQuery,
     MasterStats,
@@ -117,9 +121,13 @@ class MasterClient(MasterConnection):
         return self.request(UserQuery(), UserList).users
 
     def jobs(self, job_ids: list[int] | None = None, include_finished: bool = False,
-             ended_after: float | None = None) -> list[JobInfo]:
+             ended_after: float | None = None, states: Iterable[JobState] | None = None, arrays: bool = False,
+             most: int | None = None) -> list[JobInfo]:
+        """As ``job_maps``, as JobInfo."""
         try:
-            return [JobInfo.model_validate(job) for job in self.job_maps(job_ids, include_finished, ended_after)]
+            return [JobInfo.model_validate(job) for job in self.job_maps(
+                job_ids, include_finished, ended_after, None if states is None else [state.value for state in states],
+                arrays=arrays, most=most)]
         except ValueError as error:  # pydantic's ValidationError
             raise self.malformed(f"a job that is no JobInfo: {error}") from None
 
@@ -222,6 +230,9 @@ class MasterClient(MasterConnection):
 
     def switch_stats(self, last: int) -> SwitchStats:
         return self.request(SwitchStatsQuery(last=last), SwitchStats)
+
+    def job_counts(self) -> list[JobCount]:
+        return self.request(JobCountQuery(), JobCounts).counts
 
     def stats(self) -> MasterStats:
         return self.request(StatsQuery(), MasterStats)

@@ -3,6 +3,7 @@
 import bisect
 import heapq
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from itertools import islice
 
@@ -31,6 +32,8 @@ from gangsched.protocol.messages import (
     Cancel,
     Cancelled,
     ErrorReply,
+    JobCount,
+    JobCounts,
     JobList,
     JobQuery,
     MatrixQuery,
@@ -234,13 +237,11 @@ class ClientRequests:
         return Cancelled(job_id=job.job_id, state=job.ending or job.state)
 
     def query_jobs(self, message: JobQuery, now: Now) -> JobList:
-        for matrix in self._matrices:
-            matrix.decisions.explain_waiting(now)
         if message.job_ids is not None:
             found = (self._table.find(job_id) for job_id in message.job_ids)
             asked = sorted((job for job in found if job is not None and job.job_id > message.after_id),
-                           key=lambda job: job.job_id)
-            return JobList(jobs=[job.info() for job in asked[:JOBS_PER_REPLY]], more=len(asked) > JOBS_PER_REPLY)
+                           key=lambda job: job.job_id)[:JOBS_PER_REPLY + 1]
+            return JobList(jobs=self._infos(asked[:JOBS_PER_REPLY], now), more=len(asked) > JOBS_PER_REPLY)
         finished: list[Job] = []
         if message.ended_after is not None:
             finished = self._store.ended_since(message.ended_after, message.after_id, JOBS_PER_REPLY + 1)
@@ -256,16 +257,37 @@ class ClientRequests:
                                              (active[job_id] for job_id in islice(ids, start, None)),
                                              key=lambda job: job.job_id)
                   if _wanted(job, message))
-        page: list[JobInfo] = []
+        page: list[tuple[Job, str | None]] = []  # each job, and the pending jobs of its array it stands for
+        more = False
         for job in chosen:
             if len(page) == JOBS_PER_REPLY:
-                return JobList(jobs=page, more=True)
+                more = True
+                break
             pending = arrays.get(job.spec.array_job_id or 0) if job.state is JobState.PENDING else None
             if pending is None:
-                page.append(job.info())
+                page.append((job, None))
             elif pending[0] == job.spec.array_index:  # the array's first waiting job stands for them all
-                page.append(job.info().model_copy(update={"array_pending": compact(pending)}))
-        return JobList(jobs=page, more=False)
+                page.append((job, compact(pending)))
+        infos = self._infos([job for job, _ in page], now)
+        return JobList(jobs=[info if array is None else info.model_copy(update={"array_pending": array})
+                             for info, (_, array) in zip(infos, page, strict=True)], more=more)
+
+    def count_jobs(self, now: Now) -> JobCounts:
+        """The jobs held, by state, partition and why the pending ones wait: every waiting job explained."""
+        for matrix in self._matrices:
+            matrix.decisions.explain_waiting(now)
+        counts = Counter((JobState.SUSPENDED if job.suspended else job.state, job.spec.partition or "",
+                          job.shown_reason() if job.state is JobState.PENDING else "")
+                         for job in self._table.jobs.values())
+        return JobCounts(counts=[JobCount(state=state, partition=partition, reason=reason, count=count)
+                                 for (state, partition, reason), count in sorted(counts.items())])
+
+    def _infos(self, jobs: list[Job], now: Now) -> list[JobInfo]:
+        """The jobs as a reply shows them, why each waiting one waits explained as far as the last of them."""
+        if jobs:
+            for matrix in self._matrices:
+                matrix.decisions.explain_waiting(now, through=jobs[-1].job_id)
+        return [job.info() for job in jobs]
 
     def query_nodes(self, now: Now) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}

@@ -131,10 +131,10 @@ class MasterConnection:
 
     def job_maps(self, job_ids: list[int] | None = None, include_finished: bool = False,
                  ended_after: float | None = None, states: Iterable[str] | None = None, user: str | None = None,
-                 arrays: bool = False, partition: str | None = None) -> list[dict[str, Any]]:
+                 arrays: bool = False, partition: str | None = None, most: int | None = None) -> list[dict[str, Any]]:
         """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``):
         by id, or those in ``states`` of ``user`` in ``partition``, each array's waiting jobs as one if
-        ``arrays``."""
+        ``arrays``; the first ``most`` of them, if given."""
         if job_ids is not None:
             return [
                 job
@@ -149,8 +149,8 @@ class MasterConnection:
                                        "partition": partition,
                                        "states": None if states is None else sorted(states), "arrays": arrays})
             found += page["jobs"]
-            if not (page.get("more") and page["jobs"]):
-                return found
+            if not (page.get("more") and page["jobs"]) or (most is not None and len(found) >= most):
+                return found[:most]
 
     def node_maps(self) -> list[dict[str, Any]]:
         """Every node the master knows (NodeInfo's fields)."""

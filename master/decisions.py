@@ -9,6 +9,8 @@ one Ousterhout matrix needs.
 """
 
 import logging
+import math
+from collections.abc import Iterator
 
 from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
@@ -40,7 +42,10 @@ class Decisions:
         self._endings = endings
         self._rotation = rotation
         self._last_tick: float | None = None
-        self._explained = True  # why each waiting job waits is as the policy last left it
+        # why each waiting job waits, worked out in job order as far as asked since the last settle
+        # (``explain_waiting``); none yet: it is as the policy last left it
+        self._explanation: Iterator[int] = iter(())
+        self._explained_through = math.inf
         self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
 
     def quantum_ended(self, ran: set[int], now: Now) -> None:
@@ -81,7 +86,7 @@ class Decisions:
         # why each job waits is worked out when someone asks (``explain_waiting``), not at every event: it
         # visits every waiting job, and at each arrival and end of a flood of small jobs that was most of
         # the master's work (docs/limits.md, "Throughput")
-        self._explained = False
+        self._explanation, self._explained_through = iter(()), 0.0
 
     def _start(self, job: Job, processors: list[Processor], now: Now) -> None:
         self._table.started(job)
@@ -94,22 +99,34 @@ class Decisions:
         except CannotStart as failure:
             self._endings.cannot_start(job, failure, now)
 
-    def explain_waiting(self, now: Now) -> None:
-        """Why each waiting job waits, as the policy left them at the last settle (once for each settle)."""
-        if self._explained:
-            return
-        self._explained = True
+    def explain_waiting(self, now: Now, through: int | None = None) -> None:
+        """Why each waiting job waits, as the policy left them at the last settle: for the waiting jobs up to
+        job ``through`` (None: every one), each once for each settle. In job order, and no further than asked:
+        a page of a listing costs its own jobs, not the queue's depth, while a flood's events keep coming."""
+        if not self._explained_through:  # a settle since the last: from the first waiting job
+            self._explanation = self._explain(now)
+        while through is None or self._explained_through < through:
+            explained = next(self._explanation, None)
+            if explained is None:
+                self._explained_through = math.inf
+                return
+            self._explained_through = explained
+
+    def _explain(self, now: Now) -> Iterator[int]:
+        """Explains the waiting jobs one by one, in job order, yielding each one's id."""
         scheduler = self._queue.scheduler
-        waiting = sorted((job for job in self._table.jobs.values() if job.state is JobState.PENDING
-                          and job.spec.partition == self._partition and not self._queue.holds_back(job)),
-                         key=lambda job: job.job_id)
         up = len(scheduler.columns)
         first = True
-        memory = scheduler.memory_room() if waiting else None
-        for job in waiting:
+        memory = scheduler.memory_room()
+        table = self._table
+        for job_id in list(table.jobs):  # in job order; one that left since is skipped
+            job = table.jobs.get(job_id)
+            if job is None or job.state is not JobState.PENDING or job.spec.partition != self._partition \
+                    or self._queue.holds_back(job):
+                continue
             if scheduler.is_held(job.job_id):
                 detail = f"{describe_shape(job.spec)}, {up} processors up"
-                if now.monotonic < self._table.rejoin_until:
+                if now.monotonic < table.rejoin_until:
                     detail += " (nodes rejoining after a master restart)"
                 job.wait = Wait(WaitKind.NODES, detail)
             elif job.wait is None or not job.wait.keeps_its_turn:
@@ -117,8 +134,9 @@ class Decisions:
                 if reserved is not None:
                     job.wait = Wait(WaitKind.RESERVATION if reserved == job.spec.reservation else WaitKind.RESERVED,
                                     reserved)
-                elif memory is not None and not memory(self._table.policy_job(job, now)):
+                elif memory is not None and not memory(table.policy_job(job, now)):
                     job.wait = Wait(WaitKind.RESOURCES_MEMORY)
                 else:
                     job.wait = Wait(WaitKind.RESOURCES if first else WaitKind.PRIORITY)
                 first = False
+            yield job_id

@@ -80,3 +80,9 @@ def compact(indices: Iterable[int]) -> str:
     if start is not None:
         parts.append(str(start) if start == previous else f"{start}-{previous}")
     return ",".join(parts)
+
+
+def shown_job_id(job_id: int, array_job_id: int | None, pending: str | None) -> str:
+    """A job's id as listings show it; a pending array's waiting jobs (``pending``, their indices as
+    ``compact`` gives them) shown as one, as squeue shows them: ``12_[5-9999]``."""
+    return str(job_id) if pending is None else f"{array_job_id}_[{pending}]"

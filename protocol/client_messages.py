@@ -102,6 +102,25 @@ class JobList(WireModel):
     more: bool = False  # jobs after the last one here: ask again with its id as after_id
 
 
+class JobCountQuery(WireModel):
+    """How many jobs the master holds, by state, partition and (pending ones) the reason they wait: for the
+    metrics, which a listing of every job would make cost the master the square of the queue's depth."""
+
+    type: Literal["job_count_query"] = "job_count_query"
+
+
+class JobCount(WireModel):
+    state: JobState  # pending, running or suspended
+    partition: str
+    reason: str  # why they wait (JobInfo.reason), for pending jobs; "" otherwise
+    count: int = Field(ge=1)
+
+
+class JobCounts(WireModel):
+    type: Literal["job_counts"] = "job_counts"
+    counts: list[JobCount]
+
+
 class NodeQuery(WireModel):
     type: Literal["node_query"] = "node_query"
 

@@ -14,7 +14,7 @@ Three conversations share these models:
 * master -> every node, over PUB/SUB: ``SlotSwitch``, once per quantum (the rows
   to run; each node's ``NodeColumn`` of the matrix comes over its DEALER);
 * client (the ``gang`` CLI, benchmarks) <-> master, request and reply over the
-  ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``NodeQuery``, ``MatrixQuery``,
+  ROUTER: ``Submit``, ``Cancel``, ``JobQuery``, ``JobCountQuery``, ``NodeQuery``, ``MatrixQuery``,
   ``SwitchStatsQuery``, ``StatsQuery``, ``SetUser``, ``Reconfigure``, ``UserQuery``, and those of
   day-to-day operation (protocol/admin_messages.py): ``NodeUpdate``, ``JobControl``,
   ``JobUpdate``, ``SetLimits``, ``AdminLogQuery``, and reservations
@@ -49,6 +49,9 @@ from gangsched.protocol.client_messages import (
     Cancelled,
     ErrorReply,
     Histogram,
+    JobCount,
+    JobCountQuery,
+    JobCounts,
     JobList,
     JobQuery,
     MasterStats,
@@ -134,6 +137,9 @@ __all__ = [
     "JobQuery",
     "KillTask",
     "LaunchTask",
+    "JobCount",
+    "JobCountQuery",
+    "JobCounts",
     "MasterStats",
     "MatrixQuery",
     "MatrixView",
@@ -184,6 +190,8 @@ Message = Annotated[
     | Cancelled
     | JobQuery
     | JobList
+    | JobCountQuery
+    | JobCounts
     | NodeQuery
     | NodeList
     | MatrixQuery

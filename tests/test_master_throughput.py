@@ -11,8 +11,9 @@ from pydantic import ValidationError
 from gangsched.daemon.realtime import GrowthFreezer
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
-from gangsched.protocol.messages import Cancel, ErrorReply, Heartbeat, LaunchTask, Submit, TaskExit
-from gangsched.protocol.records import JobSpec
+from gangsched.protocol.frames import JOBS_PER_REPLY
+from gangsched.protocol.messages import Cancel, ErrorReply, Heartbeat, JobQuery, LaunchTask, Submit, TaskExit
+from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import driven_master
 from tests.test_master_core import ENDPOINTS, hello, infos, sent
 
@@ -146,3 +147,18 @@ def test_jobs_taken_in_are_frozen_out_of_the_collectors_passes_and_freed_all_the
     # what only a full pass frees: frozen, it would have stayed
     cycles = gc.collect()
     assert cycles < 2000, f"{cycles} objects in reference cycles after 2,000 jobs ended"
+
+
+def test_a_page_of_a_listing_explains_the_waiting_jobs_only_as_far_as_it_shows_and_counts_explain_them_all(
+        tmp_path, clock):
+    core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    hello(core, "n1")  # one processor, three rows: three jobs run, the rest wait
+    submit_array(core, [(0, 999, 1)])
+    page = core.clients.query_jobs(JobQuery(states=[JobState.PENDING]))
+    assert len(page.jobs) == JOBS_PER_REPLY and page.more
+    assert [job.reason for job in page.jobs[:2]] == ["Resources", "Priority"]
+    explained = [job.job_id for job in core.table.jobs.values() if job.wait is not None]
+    assert max(explained) == page.jobs[-1].job_id, "jobs past the page explained for it"
+    counts = {(count.state, count.reason): count.count for count in core.clients.count_jobs().counts}
+    assert counts == {(JobState.RUNNING, ""): 3, (JobState.PENDING, "Resources"): 1,
+                      (JobState.PENDING, "Priority"): 996}

@@ -40,6 +40,9 @@ from gangsched.protocol.messages import (
     ExitAck,
     Heartbeat,
     Histogram,
+    JobCount,
+    JobCountQuery,
+    JobCounts,
     JobList,
     JobQuery,
     KillTask,
@@ -179,6 +182,8 @@ MESSAGES = [
             )
         ]
     ),
+    JobCountQuery(),
+    JobCounts(counts=[JobCount(state=JobState.PENDING, partition="batch", reason="Priority", count=4)]),
     NodeQuery(),
     NodeList(nodes=[NodeInfo(name="n1", state=NodeState.UP, cpu_share=0.5, jobs=[1], seen_ago_s=0.1)]),
     MatrixQuery(),

@@ -22,6 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gangsched.master.client import MasterUnreachable
+from gangsched.protocol.records import JobState
 from gangsched.web.metrics import MasterCollector
 from gangsched.web.watch import ClusterWatch
 
@@ -39,8 +40,9 @@ def create_app(watch: ClusterWatch, token: str | None, parent: int | None = None
 
     async def metrics(_: Request) -> Response:
         try:
-            collector.reading = await watch.ask(lambda c: (c.stats(), c.matrix(), c.jobs(), c.nodes(),
-                                                           c.reservations()))
+            collector.reading = await watch.ask(lambda c: (
+                c.stats(), c.matrix(), c.job_counts(), c.jobs(states=[JobState.RUNNING, JobState.SUSPENDED]),
+                c.nodes(), c.reservations()))
         except MasterUnreachable as error:  # a standby master's (it answers not_leader), or one gone
             return Response(f"{error}\n", status_code=503, media_type="text/plain")
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

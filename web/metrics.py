@@ -1,8 +1,9 @@
 """The metrics, as Prometheus names them (base units, ``_total`` counters, ``_seconds``), with prometheus-client.
 
-A collector builds every family at scrape time from the master's answers: the
-jobs, nodes and matrix of the last snapshot, and the master's counters and
-histograms (``StatsQuery``) asked fresh. docs/metrics.md lists them.
+A collector builds every family at scrape time from the master's answers,
+asked fresh: the jobs counted by state, partition and reason (``JobCountQuery``),
+the running ones, the nodes and the matrix, and the master's counters and
+histograms (``StatsQuery``). docs/metrics.md lists them.
 """
 
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gangsched.protocol.messages import Histogram, MasterStats, MatrixView
+from gangsched.protocol.messages import Histogram, JobCount, MasterStats, MatrixView
 from gangsched.protocol.records import JobInfo, JobState, NodeInfo, NodeState
 from gangsched.protocol.reservation_messages import ReservationInfo
 
@@ -25,29 +26,44 @@ PENDING_REASONS = (
 
 class MasterCollector(Collector):
     def __init__(self) -> None:
-        self.reading: tuple[MasterStats, MatrixView, list[JobInfo], list[NodeInfo], list[ReservationInfo]] | None = None
+        self.reading: tuple[MasterStats, MatrixView, list[JobCount], list[JobInfo], list[NodeInfo],
+                            list[ReservationInfo]] | None = None
 
     def collect(self) -> Iterator[Metric]:
         if self.reading is None:
             return
-        stats, matrix, jobs, nodes, reservations = self.reading
-        yield from _jobs(jobs)
+        stats, matrix, counts, running, nodes, reservations = self.reading
+        yield from _counts(counts)
+        yield from _jobs(running)
         yield from _nodes(nodes, matrix)
         yield from _reservations(reservations)
         yield from _master(stats)
 
 
-def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
+def _counts(counts: list[JobCount]) -> Iterator[Metric]:
+    """The jobs by state, by the reason they wait and by partition: counted by the master, not listed."""
     states = GaugeMetricFamily("gangsched_jobs", "Jobs pending, running and suspended", labels=["state"])
-    active = [job for job in jobs if not job.state.is_final]
     for state in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED):
-        states.add_metric([state.value], sum(job.state is state for job in active))
+        states.add_metric([state.value], sum(count.count for count in counts if count.state is state))
     yield states
     reasons = GaugeMetricFamily("gangsched_queue_jobs", "Pending jobs by the reason they wait", labels=["reason"])
-    pending = [job for job in active if job.state is JobState.PENDING]
+    pending = [count for count in counts if count.state is JobState.PENDING]
     for reason in (*PENDING_REASONS, "Other"):
-        reasons.add_metric([reason], sum(_reason(job) == reason for job in pending))
+        reasons.add_metric([reason], sum(count.count for count in pending if _reason(count.reason) == reason))
     yield reasons
+    by_partition = GaugeMetricFamily("gangsched_partition_jobs", "Jobs pending, running and suspended, by partition",
+                                     labels=["partition", "state"])
+    jobs_by: dict[tuple[str, str], int] = {}
+    for count in counts:
+        where = (count.partition, count.state.value)
+        jobs_by[where] = jobs_by.get(where, 0) + count.count
+    for (partition, state_name), number in sorted(jobs_by.items()):
+        by_partition.add_metric([partition, state_name], number)
+    yield by_partition
+
+
+def _jobs(running: list[JobInfo]) -> Iterator[Metric]:
+    """A series for each running and suspended job: the machine bounds how many."""
     labels = ["job_id", "name", "user"]
     measured = GaugeMetricFamily("gangsched_job_utilization_ratio",
                                  "CPU used over runnable time in the job's last measured quantum", labels=labels)
@@ -59,7 +75,7 @@ def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
     max_rss = GaugeMetricFamily("gangsched_job_max_rss_bytes",
                                 "The largest peak resident memory of any task of the job so far (Slurm's MaxRSS)",
                                 labels=labels)
-    for job in active:
+    for job in running:
         key = [str(job.job_id), job.spec.name, job.spec.user]
         for family, value in ((measured, job.util_pct), (predicted, job.predicted_pct)):
             if value is not None:
@@ -69,19 +85,10 @@ def _jobs(jobs: list[JobInfo]) -> Iterator[Metric]:
         if job.max_rss is not None:
             max_rss.add_metric(key, job.max_rss)
     yield from (measured, predicted, barriers, max_rss)
-    by_partition = GaugeMetricFamily("gangsched_partition_jobs", "Jobs pending, running and suspended, by partition",
-                                     labels=["partition", "state"])
-    jobs_by: dict[tuple[str, str], int] = {}
-    for job in active:
-        where = (job.spec.partition or "", job.state.value)
-        jobs_by[where] = jobs_by.get(where, 0) + 1
-    for (partition, state_name), count in sorted(jobs_by.items()):
-        by_partition.add_metric([partition, state_name], count)
-    yield by_partition
 
 
-def _reason(job: JobInfo) -> str:
-    return job.reason if job.reason in PENDING_REASONS else "Other"
+def _reason(reason: str) -> str:
+    return reason if reason in PENDING_REASONS else "Other"
 
 
 def _nodes(nodes: list[NodeInfo], matrix: MatrixView) -> Iterator[Metric]:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
+from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.messages import MatrixView, NodeList
 from gangsched.protocol.records import JobInfo, JobState
 from gangsched.protocol.reservation_messages import ReservationInfo
@@ -29,6 +30,7 @@ log = logging.getLogger("gangsched.web")
 
 HISTORY_S = 300.0  # how far back the page's utilization charts go
 IDLE_PERIOD_S = 5.0  # how often the master is read while no page is open
+WAITING_SHOWN = 100  # waiting jobs the page lists, each array's as one (the rest: `gang queue`)
 T = TypeVar("T")
 
 
@@ -118,19 +120,30 @@ class ClusterWatch:
 
 
 def _read(client: MasterClient) -> tuple[NodeList, list[JobInfo], list[MatrixView], list[ReservationInfo]]:
-    """The nodes and partitions, the jobs, each partition's matrix (the default partition's first), and the
-    reservations."""
+    """The nodes and partitions, the jobs (running ones, and the first waiting ones: ``active_jobs``), each
+    partition's matrix (the default partition's first), and the reservations."""
     listing = client.node_list()
     names = sorted(listing.partitions, key=lambda partition: not partition.default)  # stable: the rest in order
     matrices = [client.matrix(partition.name) for partition in names] or [client.matrix()]
-    return listing, client.jobs(), matrices, client.reservations()
+    return listing, active_jobs(client), matrices, client.reservations()
+
+
+def active_jobs(client: MasterClient) -> list[JobInfo]:
+    """The running and suspended jobs, and the first ``WAITING_SHOWN`` waiting ones (each array's as one),
+    in job order: a listing of every waiting job, 100,000 deep, at each read, was most of a master's work
+    in a flood (docs/limits.md, "The web view at depth")."""
+    placed = client.jobs(states=[JobState.RUNNING, JobState.SUSPENDED])
+    waiting = client.jobs(states=[JobState.PENDING], arrays=True, most=WAITING_SHOWN)
+    return sorted(placed + waiting, key=lambda job: job.job_id)
 
 
 def _job(job: JobInfo) -> dict[str, Any]:
     return {
-        "job_id": job.job_id, "name": job.spec.name, "user": job.spec.user, "state": job.state.value,
-        "partition": job.spec.partition,
+        "job_id": job.job_id, "shown_id": shown_job_id(job.job_id, job.spec.array_job_id, job.array_pending),
+        "name": job.spec.name, "user": job.spec.user,
+        "state": job.state.value, "partition": job.spec.partition,
         "tasks": job.spec.tasks, "reason": job.reason, "util_pct": job.util_pct, "predicted_pct": job.predicted_pct,
         "barriers_per_s": job.barriers_per_s, "submit_time": job.submit_time, "start_time": job.start_time,
         "end_time": job.end_time, "nodes": sorted(set(job.node_names)),
     }
+

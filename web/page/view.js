@@ -90,7 +90,7 @@ function draw(state) {
   quantum.dataset.running = matrix.running.join(",");
   drawMatrix(matrix);
   const active = state.jobs.filter((job) => ["pending", "running", "suspended"].includes(job.state));
-  drawList("queue", [["job", (j) => j.job_id, true], ["partition", (j) => j.partition], ["name", (j) => j.name],
+  drawList("queue", [["job", (j) => j.shown_id, true], ["partition", (j) => j.partition], ["name", (j) => j.name],
     ["user", (j) => j.user],
     ["state", (j) => j.state], ["tasks", (j) => j.tasks, true], ["util %", (j) => percent(j.util_pct), true],
     ["pred %", (j) => percent(j.predicted_pct), true],
