@@ -25,10 +25,14 @@ from gangsched.deploy.config import ClusterConfig
 @click.option("--docker", is_flag=True, help="on a fresh compose cluster (containers as nodes) instead")
 @click.option("--store", default="", metavar="URL",
               help="the master keeps its jobs in this PostgreSQL database (postgresql://...) [SQLite in its folder]")
+@click.option("--web", is_flag=True,
+              help="with the master's web view running, as `gang cluster up` starts it (its reads of the master "
+              "with no page open)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="the figures here, the queue's drain beside it (-drain.csv) and its plot (.png)")
 def throughput(jobs: int, arrays: int | None, clients: int | None, command: str, nodes: int, processors: int,
-               quantum_ms: int, emulated_nodes: int | None, docker: bool, store: str, csv_path: Path | None) -> None:
+               quantum_ms: int, emulated_nodes: int | None, docker: bool, store: str, web: bool,
+               csv_path: Path | None) -> None:
     """N one-task jobs on a fresh local cluster, from the first submission until the last COMPLETED is
     written: jobs/s, the time of each phase, the master's CPU and memory, the switch during the flood
     against idle, and the rate against this machine's floor measured in the same run."""
@@ -40,8 +44,8 @@ def throughput(jobs: int, arrays: int | None, clients: int | None, command: str,
         raise click.UsageError("--docker or --emulated-nodes, not both")
     if store and (docker or emulated_nodes):
         raise click.UsageError("--store is for the local cluster")
-    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=quantum_ms, http_bind="",
-                           store=store)
+    config = ClusterConfig(nodes=nodes, processors_per_node=processors, quantum_ms=quantum_ms,
+                           http_bind="127.0.0.1:0" if web else "", store=store)
     where = f"{emulated_nodes} emulated nodes x 1 processor" if emulated_nodes else \
         f"{nodes} {'node containers' if docker else 'nodes'} x {processors} processors"
     console.print(f"{jobs:,} jobs of {command!r} on {where}, {quantum_ms} ms quanta")

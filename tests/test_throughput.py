@@ -9,9 +9,10 @@ from gangsched.deploy.config import ClusterConfig
 pytestmark = pytest.mark.live
 
 
-@pytest.mark.parametrize(("arrays", "clients"), [(2, None), (None, 3)])
-def test_a_small_flood_is_counted_to_its_last_job_written(tmp_path, arrays, clients):
-    config = ClusterConfig(nodes=2, processors_per_node=2, quantum_ms=100, http_bind="")
+# the web view (`--web`) reading the master as the jobs flow, as on a cluster `gang cluster up` starts
+@pytest.mark.parametrize(("arrays", "clients", "http_bind"), [(2, None, ""), (None, 3, ""), (2, None, "127.0.0.1:0")])
+def test_a_small_flood_is_counted_to_its_last_job_written(tmp_path, arrays, clients, http_bind):
+    config = ClusterConfig(nodes=2, processors_per_node=2, quantum_ms=100, http_bind=http_bind)
     run = measure_throughput(config, 20, arrays, clients, ["/bin/true"], floor_s=0.3)
     assert run.jobs == 20 and run.seconds > 0 and run.jobs_per_s == pytest.approx(20 / run.seconds)
     assert run.samples[-1]["completed"] == 20 and run.samples[-1]["pending"] == 0
