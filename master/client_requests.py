@@ -276,7 +276,7 @@ class ClientRequests:
         """The jobs held, by state, partition and why the pending ones wait: every waiting job explained."""
         for matrix in self._matrices:
             matrix.decisions.explain_waiting(now)
-        counts = Counter((JobState.SUSPENDED if job.suspended else job.state, job.spec.partition or "",
+        counts = Counter((job.shown_state(), job.spec.partition or "",
                           job.shown_reason() if job.state is JobState.PENDING else "")
                          for job in self._table.jobs.values())
         return JobCounts(counts=[JobCount(state=state, partition=partition, reason=reason, count=count)

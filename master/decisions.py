@@ -43,8 +43,8 @@ class Decisions:
         self._rotation = rotation
         self._last_tick: float | None = None
         # why each waiting job waits, worked out in job order as far as asked since the last settle
-        # (``explain_waiting``); none yet: it is as the policy last left it
-        self._explanation: Iterator[int] = iter(())
+        # (``explain_waiting``; None: from the first waiting job at the next ask); nothing yet to explain
+        self._explanation: Iterator[int] | None = iter(())
         self._explained_through = math.inf
         self.decision_time = Timings(STEP_BOUNDS_S)  # of each scheduling event's decisions
 
@@ -86,7 +86,7 @@ class Decisions:
         # why each job waits is worked out when someone asks (``explain_waiting``), not at every event: it
         # visits every waiting job, and at each arrival and end of a flood of small jobs that was most of
         # the master's work (docs/limits.md, "Throughput")
-        self._explanation, self._explained_through = iter(()), 0.0
+        self._explanation = None
 
     def _start(self, job: Job, processors: list[Processor], now: Now) -> None:
         self._table.started(job)
@@ -103,8 +103,8 @@ class Decisions:
         """Why each waiting job waits, as the policy left them at the last settle: for the waiting jobs up to
         job ``through`` (None: every one), each once for each settle. In job order, and no further than asked:
         a page of a listing costs its own jobs, not the queue's depth, while a flood's events keep coming."""
-        if not self._explained_through:  # a settle since the last: from the first waiting job
-            self._explanation = self._explain(now)
+        if self._explanation is None:  # a settle since the last ask
+            self._explanation, self._explained_through = self._explain(now), 0
         while through is None or self._explained_through < through:
             explained = next(self._explanation, None)
             if explained is None:

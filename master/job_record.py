@@ -78,6 +78,10 @@ class Job:
         """Suspended by an administrator: only ``gang admin resume`` resumes it."""
         return self.suspended and self.preemptions[-1].by_user is not None
 
+    def shown_state(self) -> JobState:
+        """The state users read: a running job the scheduler or an administrator suspended shows as such."""
+        return JobState.SUSPENDED if self.suspended else self.state
+
     def shown_reason(self) -> str:
         """The reason users read: why it waits, while it does, else why it ended as it did."""
         if self.suspended:
@@ -129,7 +133,7 @@ class Job:
         return JobInfo(
             job_id=self.job_id,
             spec=self.spec,
-            state=JobState.SUSPENDED if self.suspended else self.state,
+            state=self.shown_state(),
             reason=self.shown_reason(),
             submit_time=self.submit_time,
             start_time=self.start_time,
