@@ -11,6 +11,10 @@ the first submission until the last job's COMPLETED is in the master's store
   last end against the moment the bench saw it written;
 * the master's CPU and resident memory, and the switch latency (median and
   p99) during the flood against the same cluster idle just before;
+* where each job's CPU went on a local cluster: the master's, the node
+  daemons' (their own code, and the kernel's work for them) and the tasks'
+  (the first process at its gate and ``/bin/true``, as their daemons reaped
+  them), in ms a job;
 * the jobs a second against the queue's depth, sampled as it drains (CSV, and a
   PNG beside it);
 * the machine's floor measured in the same run (bench/spawn_floor.py), and
@@ -32,6 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from gangsched.bench.scale import emulated_cluster
 from gangsched.bench.spawn_floor import commit_rate, spawn_rate
@@ -64,6 +70,7 @@ class ThroughputRun:
     floor_spawn_per_s: float | None  # None: not measured (emulated nodes start no process)
     floor_spawn_cgroup_per_s: float | None
     floor_commits_per_s: float | None
+    nodes: "NodeCpu | None" = None  # None: no node daemon of this machine's to read (emulated, in containers)
     samples: list[dict[str, float]] = field(default_factory=list)  # queue depth and rate as it drained
 
     def row(self) -> dict[str, Any]:
@@ -79,6 +86,10 @@ class ThroughputRun:
             "launched_to_ended_ms": round(self.launched_to_ended_ms, 1),
             "ended_to_written_ms": round(self.ended_to_written_ms, 1),
             "master_cpu_s": round(self.master_cpu_s, 2), "master_rss_mb": round(self.master_rss_mb, 1),
+            "master_ms_per_job": self._per_job(self.master_cpu_s),
+            "nodes_user_ms_per_job": self._per_job(None if self.nodes is None else self.nodes.user_s),
+            "nodes_system_ms_per_job": self._per_job(None if self.nodes is None else self.nodes.system_s),
+            "tasks_ms_per_job": self._per_job(None if self.nodes is None else self.nodes.tasks_s),
             "switch_idle_p50_ms": round(self.switch_idle_p50_ms, 3),
             "switch_idle_p99_ms": round(self.switch_idle_p99_ms, 3),
             "switch_flood_p50_ms": round(self.switch_flood_p50_ms, 3),
@@ -87,6 +98,29 @@ class ThroughputRun:
             "floor_spawn_cgroup_per_s": _round(self.floor_spawn_cgroup_per_s),
             "floor_commits_per_s": _round(self.floor_commits_per_s),
         }
+
+
+    def _per_job(self, seconds: float | None) -> float | None:
+        return None if seconds is None else round(seconds * 1000 / self.jobs, 2)
+
+
+@dataclass(frozen=True)
+class NodeCpu:
+    """CPU seconds of a cluster's node daemons: in their own code, in the kernel for them, and of the
+    tasks they started and reaped."""
+
+    user_s: float
+    system_s: float
+    tasks_s: float
+
+    @classmethod
+    def read(cls, pids: list[int]) -> "NodeCpu":
+        times = [psutil.Process(pid).cpu_times() for pid in pids]
+        return cls(sum(time.user for time in times), sum(time.system for time in times),
+                   sum(time.children_user + time.children_system for time in times))
+
+    def __sub__(self, before: "NodeCpu") -> "NodeCpu":
+        return NodeCpu(self.user_s - before.user_s, self.system_s - before.system_s, self.tasks_s - before.tasks_s)
 
 
 def _share(rate: float, floor: float | None) -> float | None:
@@ -103,14 +137,17 @@ def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, cli
     """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each, on a fresh
     cluster: the local one of ``config``, its compose cluster (``docker``), or ``emulated_nodes``;
     ``store_url``: the PostgreSQL database its master keeps its jobs in (the config's), else its file."""
-    with _flooded_cluster(config, emulated_nodes, docker) as (client, store):
-        return flood(client, store, jobs, arrays, clients, command, None if emulated_nodes else floor_s, store_url)
+    with _flooded_cluster(config, emulated_nodes, docker) as (client, store, node_daemons):
+        return flood(client, store, jobs, arrays, clients, command, None if emulated_nodes else floor_s, store_url,
+                     node_daemons)
 
 
 def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clients: int | None,
-          command: list[str], floor_s: float | None, store_url: str = "") -> ThroughputRun:
+          command: list[str], floor_s: float | None, store_url: str = "",
+          node_daemons: list[int] | None = None) -> ThroughputRun:
     """The flood on the cluster of ``client``, whose master's store is the file ``store`` (or the database
-    ``store_url``); the floor beside it unless ``floor_s`` is None."""
+    ``store_url``); the floor beside it unless ``floor_s`` is None; the CPU of the node daemons of
+    ``node_daemons`` (pids on this machine) and of their tasks."""
     spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={})
     floor: tuple[float | None, float | None, float | None] = (None, None, None)
     if floor_s is not None:
@@ -121,6 +158,7 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
         time.sleep(_POLL_S)
     idle = client.switch_stats(_IDLE_SWITCHES).latencies_ns
     before = client.stats()
+    nodes_before = None if node_daemons is None else NodeCpu.read(node_daemons)
     started = time.monotonic()
     watcher = _StoreWatch(store_url or store, jobs, started)
     watcher.start()  # samples the queue while the jobs are submitted, too
@@ -129,6 +167,7 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
     written_at = watcher.result()
     seconds = written_at - started
     after = client.stats()
+    nodes = None if node_daemons is None or nodes_before is None else NodeCpu.read(node_daemons) - nodes_before
     flooded = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
     phases = watcher.phases()
     return ThroughputRun(
@@ -139,29 +178,31 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
         switch_idle_p50_ms=_ms(idle, 0.5), switch_idle_p99_ms=_ms(idle, 0.99),
         switch_flood_p50_ms=_ms(flooded, 0.5), switch_flood_p99_ms=_ms(flooded, 0.99),
         floor_spawn_per_s=floor[0], floor_spawn_cgroup_per_s=floor[1], floor_commits_per_s=floor[2],
-        samples=watcher.samples,
+        nodes=nodes, samples=watcher.samples,
     )
 
 
 @contextlib.contextmanager
 def _flooded_cluster(config: ClusterConfig, emulated_nodes: int | None,
-                     docker: bool) -> Iterator[tuple[MasterClient, Path]]:
-    """A client of a fresh cluster, and the file of its master's store."""
+                     docker: bool) -> Iterator[tuple[MasterClient, Path, list[int] | None]]:
+    """A client of a fresh cluster, the file of its master's store, and the pids of its node daemons
+    where they run here as themselves."""
     if emulated_nodes is not None:
         with emulated_cluster(emulated_nodes, config.quantum_ms, instant_tasks=True) as emulated:
-            yield emulated.client, emulated.work / "master" / "jobs.db"
+            yield emulated.client, emulated.work / "master" / "jobs.db", None
         return
     if docker:
         from gangsched.deploy.compose import DockerCluster, temporary_docker_cluster
 
         with temporary_docker_cluster(config) as client:
-            yield client, DockerCluster().master_store()
+            yield client, DockerCluster().master_store(), None
         return
     with temporary_local_cluster(config) as cluster:
         state = cluster.state()
         assert state is not None
+        node_daemons = [state.pids[name] for name, command in state.commands.items() if command[0] == "noded"]
         with cluster.client(state, timeout_s=30.0) as client:
-            yield client, cluster.home / "master" / "jobs.db"
+            yield client, cluster.home / "master" / "jobs.db", node_daemons
 
 
 def _submit(cluster: MasterClient, spec: JobSpec, jobs: int, arrays: int | None, clients: int | None) -> None:

@@ -19,6 +19,9 @@ def test_a_small_flood_is_counted_to_its_last_job_written(tmp_path, arrays, clie
     assert run.launched_to_ended_ms >= 0 and run.queued_to_launched_ms >= 0
     assert run.floor_spawn_per_s and run.floor_commits_per_s
     assert run.switch_flood_p50_ms > 0 and run.switch_idle_p50_ms > 0
+    # where the jobs' CPU went: the node daemons' and their tasks' beside the master's
+    assert run.nodes is not None and min(run.nodes.user_s, run.nodes.system_s, run.nodes.tasks_s) >= 0
+    assert run.nodes.user_s + run.nodes.system_s > 0 and run.row()["nodes_user_ms_per_job"] is not None
     plot(run, tmp_path / "drain.png")
     assert (tmp_path / "drain.png").stat().st_size > 0
 
@@ -28,4 +31,5 @@ def test_a_flood_on_emulated_nodes_counts_tasks_that_end_as_they_run():
     run = measure_throughput(config, 30, 3, None, ["/bin/true"], emulated_nodes=6)
     assert run.samples[-1]["completed"] == 30 and run.samples[-1]["pending"] == 0
     assert run.floor_spawn_per_s is None and run.row()["of spawn floor"] is None  # no process, no floor
+    assert run.nodes is None and run.row()["tasks_ms_per_job"] is None
     assert run.switch_flood_p50_ms > 0
