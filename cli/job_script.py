@@ -1,7 +1,6 @@
 """What `gang submit` reads from text, as sbatch does: a script's ``#GANG`` directive lines,
 ``--dependency`` and ``--array``. Plain functions; a mistake is a ValueError that says where."""
 
-import shlex
 from pathlib import Path
 
 DIRECTIVE = "#GANG"
@@ -19,6 +18,8 @@ def is_script(path: str) -> bool:
 def directives(path: Path) -> list[str]:
     """The options on the script's ``#GANG`` lines, in order. As sbatch reads ``#SBATCH``, only
     the lines before its first command count: a directive after it is taken for a comment."""
+    import shlex  # here, not above: an ordinary submission has no script to read (cli/quick_submit.py)
+
     options: list[str] = []
     with path.open(encoding="utf-8", errors="replace") as script:
         for number, line in enumerate(script, start=1):

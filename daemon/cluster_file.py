@@ -8,7 +8,6 @@ checks this section with the same function, so a list means the same to every re
 
 import os
 import re
-import tomllib
 from pathlib import Path
 
 DEFAULT_CONFIG = Path("/etc/gangsched/gangsched.toml")  # where a real host keeps it (docs/install.md)
@@ -53,6 +52,8 @@ def configured_masters(path: Path | None = None) -> str | None:
     if named is None and not os.access(DEFAULT_CONFIG, os.R_OK):
         return None  # none here, or one this account may not read (the masters' own): as if none
     chosen = named or DEFAULT_CONFIG
+    import tomllib  # here, not above: most job commands find no file, and the parser is a tenth of their start
+
     try:
         data = tomllib.loads(chosen.read_text())
     except OSError as error:

@@ -1,6 +1,6 @@
 """A command loads only what it uses: `gang --help` no command module, the job commands
 neither the cluster code nor plotting, the list commands and an ordinary `gang submit` neither
-click nor pydantic (their latency: `gang bench cli`)."""
+click nor pydantic, nor a parser of files it was given none of (their latency: `gang bench cli`)."""
 
 import importlib
 import subprocess
@@ -61,7 +61,9 @@ def test_an_ordinary_submission_loads_neither_click_nor_pydantic():
     modules = imported_by("submit", "--master", "ipc:///nonexistent/master.sock", "-n", "2", "-a", "0-9%2", "--",
                           "true")  # fails: no master there
     assert "gangsched.cli.quick_submit" in modules and "gangsched.master.connection" in modules
-    assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq.auth"))}
+    # nor the parsers of a configuration file and of a script's directives, which it has none of
+    assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq.auth", "tomllib",
+                                                            "shlex"))}
 
 
 def test_a_submission_with_other_options_or_a_script_goes_to_the_click_command(tmp_path):
