@@ -322,7 +322,10 @@ class MasterDaemon:
             reply = self._answer(self._node_handlers[type(message)], b"", message, now)
             if reply is not None:  # every node's routing id is its name
                 self._outgoing.reply([message.node.encode()], reply)
-        self._outgoing.end_turn()
+        try:  # one scheduling pass for every end the drain brought: in a flood of small jobs, one a job before
+            self._core.tiers.settle(now)
+        finally:
+            self._outgoing.end_turn()
 
     def _handle(self, frames: list[bytes], user: str | None = None) -> None:
         envelope, message, refusal = request(frames, user)

@@ -89,7 +89,7 @@ class NodeEvents:
         if previous is not None and previous.incarnation == hello.incarnation:
             self._outbox.extend((hello.node, message) for message in held)  # before anything this hello brings
         for exit_ in hello.exits:
-            self._outbox.append((hello.node, self.task_exit(exit_, now)))
+            self._outbox.append((hello.node, self.ended(exit_, now)))  # settled below
         self._reconcile_tasks(hello, now)
         self.follow_nodes(now)
         self._tiers.settle(now)
@@ -114,6 +114,14 @@ class NodeEvents:
         return _say_hello(message.node)
 
     def task_exit(self, message: TaskExit, now: Now) -> ExitAck:
+        """A task's end, and the decisions it may bring."""
+        acknowledged = self.ended(message, now)
+        self._tiers.settle(now)
+        return acknowledged
+
+    def ended(self, message: TaskExit, now: Now) -> ExitAck:
+        """A task's end, the decisions it may bring left to the caller's settle: one pass after a batch of
+        ends (a node's welcome, a drain of the report socket), not one for each end of a flood of small jobs."""
         self._starts.arrived(message.job_id, message.rank)
         job = self._table.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
@@ -131,7 +139,6 @@ class NodeEvents:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
             self._endings.ranks_gone(job, {message.rank}, ending, now, exit_code=message.returncode)
-        self._tiers.settle(now)
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:

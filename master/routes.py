@@ -50,12 +50,13 @@ Handler = Callable[[bytes, Any, Now], Message | None]
 
 
 def node_report_routes(core: MasterCore) -> dict[type, Handler]:
-    """What the nodes send unasked, on the report socket."""
+    """What the nodes send unasked, on the report socket. The ends of tasks are settled once after each
+    drain of it (master/loop.py), not each on its own."""
     nodes = core.node_events
     return {
         QuantumReport: lambda _, m, now: nodes.report(m, now),
         Heartbeat: lambda _, m, now: nodes.heartbeat(m, now),
-        TaskExit: lambda _, m, now: nodes.task_exit(m, now),
+        TaskExit: lambda _, m, now: nodes.ended(m, now),
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from gangsched.daemon.realtime import GrowthFreezer
+from gangsched.master.routes import node_report_routes
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.frames import JOBS_PER_REPLY
@@ -94,6 +95,25 @@ def test_an_array_with_a_throttle_runs_at_most_that_many_at_once_and_the_rest_in
 
 def node_of(core, job_id: int) -> str:
     return core.table.jobs[job_id].node_names[0]
+
+
+def test_the_ends_one_drain_of_the_report_socket_brings_are_settled_in_one_scheduling_pass(tmp_path, clock):
+    core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    for node in ("n1", "n2", "n3", "n4"):
+        hello(core, node)
+    first = submit_array(core, [(0, 7, 1)], limit=4).job_id  # four at a time
+    running = sorted(launched(core))
+    assert running == [first + index for index in range(4)]
+    decisions = core.matrices.default.decisions.decision_time
+    passes = decisions.count
+    ended = node_report_routes(core.core)[TaskExit]  # as the master's loop routes them
+    now = clock.read()
+    for job in running:
+        ended(b"", TaskExit(node=node_of(core, job), job_id=job, rank=0, returncode=0), now)
+    assert launched(core) == {} and decisions.count == passes  # nothing decided yet
+    core.tiers.settle(now)  # as the loop does after the drain
+    assert decisions.count == passes + 1
+    assert sorted(launched(core)) == [first + index for index in range(4, 8)]
 
 
 def test_a_submission_past_the_masters_limits_is_refused_whole_with_the_setting_named(tmp_path, clock):
