@@ -113,12 +113,6 @@ class NodeEvents:
             return None
         return _say_hello(message.node)
 
-    def task_exit(self, message: TaskExit, now: Now) -> ExitAck:
-        """A task's end, and the decisions it may bring."""
-        acknowledged = self.ended(message, now)
-        self._tiers.settle(now)
-        return acknowledged
-
     def ended(self, message: TaskExit, now: Now) -> ExitAck:
         """A task's end, the decisions it may bring left to the caller's settle: one pass after a batch of
         ends (a node's welcome, a drain of the report socket), not one for each end of a flood of small jobs."""

@@ -29,6 +29,7 @@ from gangsched.master.clock import Now
 from gangsched.master.core import MasterCore
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.noded.cgroups import cgroup_of
+from gangsched.protocol.messages import ExitAck, TaskExit
 from gangsched.protocol.records import JobInfo
 
 _made_accounts: list[str] = []
@@ -80,6 +81,16 @@ class DrivenMaster:
         self.node_events = OnClock(core.node_events, clock, store)
         self.clients = OnClock(core.client_requests, clock, store)
         self.users = OnClock(core.users, clock, store)
+
+    def task_ended(self, message: TaskExit) -> ExitAck:
+        """A task's end as the master's loop takes it from a drain of the report socket: the end, the drain's
+        one scheduling pass, then the turn's commit."""
+        now = self.clock.read()
+        acknowledged = self.core.node_events.ended(message, now)
+        self.core.tiers.settle(now)
+        with contextlib.suppress(StoreWriteError):
+            self.store.commit()
+        return acknowledged
 
     def tick(self) -> Any:
         """A quantum boundary and the switch it sends."""

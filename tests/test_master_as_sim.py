@@ -58,7 +58,7 @@ def replay_on_master(jobs: list[SimJob], choice: Choice, tmp_path: Path) -> dict
         clock.now = time
         if kind == 0:
             for rank, node in enumerate(nodes_of[master_id[job.job_id]]):
-                core.node_events.task_exit(TaskExit(node=node, job_id=master_id[job.job_id], rank=rank, returncode=0))
+                core.task_ended(TaskExit(node=node, job_id=master_id[job.job_id], rank=rank, returncode=0))
         elif kind == 1:
             spec = JobSpec(name="j", user="u", tasks=job.procs, argv=["true"], estimate_s=job.estimate)
             master_id[job.job_id] = core.clients.submit(Submit(spec=spec)).job_id

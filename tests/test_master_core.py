@@ -76,7 +76,7 @@ def test_a_job_launches_one_task_per_node_and_completes(tmp_path, clock):
     assert sorted(node for node, _ in launches) == ["n1", "n2", "n3", "n4"]
     assert sorted(m.task.rank for _, m in launches) == [0, 1, 2, 3]
     for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
     (info,) = infos(core, [job])
     assert info.state is JobState.COMPLETED and info.exit_code == 0
 
@@ -100,7 +100,7 @@ def test_a_switch_names_rows_and_each_node_gets_its_column_when_it_changes(tmp_p
     assert core.tick().rows == {"batch": [1]} and not sent(core, NodeColumn)  # the same layout: nothing to send
 
     for rank, node in enumerate(["n1", "n2"]):
-        core.node_events.task_exit(TaskExit(node=node, job_id=narrow, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=narrow, rank=rank, returncode=0))
     core.tick()
     changed = {node: column for node, column in sent(core, NodeColumn)}
     assert set(changed) == {"n1", "n2"} and changed["n1"].rows == {"batch": [[wide]]}  # the others' columns stand
@@ -138,11 +138,11 @@ def test_a_failing_rank_fails_the_job_and_kills_the_others(tmp_path, clock):
     core = make_core(tmp_path, clock)
     job = submit(core)
     sent(core, LaunchTask)
-    core.node_events.task_exit(TaskExit(node="n2", job_id=job, rank=1, returncode=3))
+    core.task_ended(TaskExit(node="n2", job_id=job, rank=1, returncode=3))
     kills = sent(core, KillTask)
     assert sorted(node for node, _ in kills) == ["n1", "n3", "n4"]
     for rank, node in [(0, "n1"), (2, "n3"), (3, "n4")]:
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     (info,) = infos(core, [job])
     assert info.state is JobState.FAILED and info.exit_code == 3 and "rank 1 on n2" in info.reason
 
@@ -159,7 +159,7 @@ def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clo
     assert [n.state for n in core.clients.query_nodes().nodes] == ["up", "up", "up", "down"]
     for job in (kept, lost):
         for rank, node in enumerate(["n1", "n2", "n3"]):
-            core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+            core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     requeued, failed = infos(core, [kept, lost])
     assert requeued.state is JobState.PENDING and requeued.requeues == 1
     assert failed.state is JobState.NODE_FAIL
@@ -175,7 +175,7 @@ def test_the_running_jobs_are_those_started_and_neither_requeued_nor_ended_since
     core.tick()
     for job in (kept, lost):
         for rank, node in enumerate(["n1", "n2", "n3"]):
-            core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+            core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     assert [info.state for info in infos(core, [kept, lost])] == [JobState.PENDING, JobState.NODE_FAIL]
     assert core.table.running() == []
     hello(core, "n4")  # back: the requeued job starts again
@@ -193,7 +193,7 @@ def test_a_launch_in_flight_is_sent_again_to_the_same_daemon_only(tmp_path, cloc
     hello(core, "n2", incarnation="second")  # a new daemon, with none of the tasks
     assert sorted(node for node, _ in sent(core, KillTask)) == ["n1", "n3", "n4"]
     for rank, node in [(0, "n1"), (2, "n3"), (3, "n4")]:
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     (info,) = infos(core, [job])
     assert info.state is JobState.NODE_FAIL and "rank 1 vanished from node n2" in info.reason
 
@@ -357,7 +357,7 @@ def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
     clock.now += 0.25
     core.tick()  # job ran 0.25 s on 2 nodes: half a node-second
     for rank, node in enumerate(["n1", "n2"]):
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
     (alice,) = core.users.query_users().users
     assert alice.used_node_s == pytest.approx(0.5) and not alice.over_quota
     assert Account("alice", 0.5, 2.0, alice.used_node_s).priority_for_policy == 0.5
@@ -379,7 +379,7 @@ def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependen
     assert waiting.state is JobState.PENDING and waiting.reason == f"Dependency: waits for {first}"
     assert not [m for _, m in sent(core2, LaunchTask) if m.task.job_id == dependent]
     for rank, node in enumerate(["n1", "n2", "n3", "n4"]):
-        core2.node_events.task_exit(TaskExit(node=node, job_id=first, rank=rank, returncode=0))
+        core2.task_ended(TaskExit(node=node, job_id=first, rank=rank, returncode=0))
     assert {m.task.job_id for _, m in sent(core2, LaunchTask)} == {dependent}
     assert infos(core2, [dependent])[0].state is JobState.RUNNING
 

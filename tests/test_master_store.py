@@ -84,7 +84,7 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
     core.outbox.clear()
     failing_store.full = True
     for rank, node in enumerate(["n1", "n2"]):
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
     first, waiting = infos(core, [job, dependent])
     assert first.state is JobState.RUNNING and waiting.state is JobState.PENDING  # memory follows the store
     assert SqliteStore(failing_store.path).get(job).state is JobState.RUNNING
@@ -144,7 +144,7 @@ def test_a_postponed_start_is_not_forgotten_when_a_later_write_goes_through_firs
     late = core.clients.submit(Submit(spec=JobSpec(name="late", user="alice", tasks=1, argv=["true"])))
     assert isinstance(late, ErrorReply) and "the job store cannot write" in late.reason  # refused whole
     failing_store.full = False
-    core.node_events.task_exit(TaskExit(node="n1", job_id=short, rank=0, returncode=0))  # written at once
+    core.task_ended(TaskExit(node="n1", job_id=short, rank=0, returncode=0))  # written at once
     for _ in range(2):
         quantum(core, clock, ("n1", "n2"))
     first, started = infos(core, [short, wide])
@@ -206,7 +206,7 @@ def test_while_commits_fail_the_master_goes_on_in_memory_and_a_restart_finds_the
     assert on_disk(failing_store, job) is JobState.RUNNING
     failing_store.commits.failing = True
     later = submit(core, nodes=1)
-    core.node_events.task_exit(TaskExit(node="n1", job_id=job, rank=0, returncode=0))
+    core.task_ended(TaskExit(node="n1", job_id=job, rank=0, returncode=0))
     assert [info.state for info in infos(core, [job, later])] == [JobState.COMPLETED, JobState.RUNNING]
     # a master killed now: the store holds the last commit, whole
     assert (on_disk(failing_store, job), on_disk(failing_store, later)) == (JobState.RUNNING, None)

@@ -41,7 +41,7 @@ def test_a_processor_freed_in_the_quantum_is_used_again_at_once(tmp_path, clock)
     row_running = core.matrices.default.rotation.ran
     assert row_running in ({first}, {second})
     (ended,) = row_running
-    core.node_events.task_exit(TaskExit(node="n1", job_id=ended, rank=0, returncode=0))
+    core.task_ended(TaskExit(node="n1", job_id=ended, rank=0, returncode=0))
     (third,) = submit_one(core)
     assert launched(core) == {third: True}  # nothing else runs on its processor now
     assert third in core.matrices.default.rotation.ran
@@ -55,7 +55,7 @@ def test_a_job_placed_where_a_task_runs_this_quantum_waits_for_its_switch(tmp_pa
     core.tick()
     (running,) = core.matrices.default.rotation.ran
     waiting = second if running == first else first
-    core.node_events.task_exit(TaskExit(node="n1", job_id=waiting, rank=0, returncode=0))  # ends while stopped
+    core.task_ended(TaskExit(node="n1", job_id=waiting, rank=0, returncode=0))  # ends while stopped
     (third,) = submit_one(core)
     assert launched(core) == {third: False}  # its processor is taken this quantum
 
@@ -66,7 +66,7 @@ def test_a_job_placed_at_a_quantum_boundary_starts_with_the_switch(tmp_path, clo
     (first,) = submit_one(core)
     sent(core, LaunchTask)
     core.tick()
-    core.node_events.task_exit(TaskExit(node="n1", job_id=first, rank=0, returncode=0))
+    core.task_ended(TaskExit(node="n1", job_id=first, rank=0, returncode=0))
     core.matrices.default.rotation.quantum_over()  # as the boundary's tick does before its settle
     (second,) = submit_one(core)
     assert launched(core) == {second: False}
@@ -86,10 +86,10 @@ def test_an_array_with_a_throttle_runs_at_most_that_many_at_once_and_the_rest_in
     (waiting,) = infos(core, [first + 2])
     assert waiting.reason == "JobArrayTaskLimit"
     core.clients.cancel(Cancel(job_id=first + 2, user="alice"))  # a throttled job cancelled never starts
-    core.node_events.task_exit(TaskExit(node=node_of(core, first), job_id=first, rank=0, returncode=0))
+    core.task_ended(TaskExit(node=node_of(core, first), job_id=first, rank=0, returncode=0))
     assert sorted(launched(core)) == [first + 3]
     for job in (first + 1, first + 3):
-        core.node_events.task_exit(TaskExit(node=node_of(core, job), job_id=job, rank=0, returncode=0))
+        core.task_ended(TaskExit(node=node_of(core, job), job_id=job, rank=0, returncode=0))
     assert sorted(launched(core)) == [first + 4, first + 5]
 
 
@@ -157,7 +157,7 @@ def test_jobs_taken_in_are_frozen_out_of_the_collectors_passes_and_freed_all_the
         assert gc.get_freeze_count() >= frozen + 2000 * 5, "the jobs taken in left in the collector's passes"
         while core.table.jobs:  # every job runs and ends
             for job in core.table.running():
-                core.node_events.task_exit(TaskExit(node=job.node_names[0], job_id=job.job_id, rank=0, returncode=0))
+                core.task_ended(TaskExit(node=job.node_names[0], job_id=job.job_id, rank=0, returncode=0))
             clock.now += 0.05
             for node in ["n1", "n2"]:
                 core.node_events.heartbeat(Heartbeat(node=node))

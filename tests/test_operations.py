@@ -76,7 +76,7 @@ def state_of(core: DrivenMaster, node: str) -> NodeState:
 
 def end(core: DrivenMaster, job: int) -> None:
     for rank, node in enumerate(info(core, job).node_names):
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
 
 
 def quantum(core: DrivenMaster) -> None:
@@ -240,7 +240,7 @@ def test_a_requeued_job_is_killed_and_waits_again(tmp_path, clock):
     sent(core, LaunchTask)
     jobs(core, JobAction.REQUEUE, job, user="alice")
     for rank, node in enumerate(info(core, job).node_names):
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=-15))
     again = info(core, job)
     assert again.requeues == 1 and again.state is JobState.RUNNING  # queued again, and started again
     assert "is not running" in jobs(core, JobAction.REQUEUE, submit(core, 4, hold=True), user="alice").reason

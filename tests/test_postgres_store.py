@@ -96,7 +96,7 @@ def test_a_master_runs_its_jobs_and_restarts_on_postgresql(database, clock):
             for _ in range(3)]
     first = core.clients.query_jobs(JobQuery(job_ids=[jobs[0]])).jobs[0]
     for rank, node in enumerate(first.node_names):
-        core.node_events.task_exit(TaskExit(node=node, job_id=jobs[0], rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=jobs[0], rank=rank, returncode=0))
     clock.now += 0.1
     for node in ("n1", "n2", "n3", "n4"):
         core.node_events.heartbeat(Heartbeat(node=node))

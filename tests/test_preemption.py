@@ -83,7 +83,7 @@ def info(core: DrivenMaster, job: int) -> JobInfo:
 
 def end(core: DrivenMaster, job: int) -> None:
     for rank, node in enumerate(info(core, job).node_names):
-        core.node_events.task_exit(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
 
 
 def running_in(core: DrivenMaster, node: str) -> set[int]:
@@ -175,7 +175,7 @@ def test_requeued_and_cancelled_gangs_give_their_nodes_back(tmp_path, clock):
         debug = submit(core, 2, "debug")
         assert {node for node, message in sent(core, KillTask) if message.job_id == victim} == {"n1", "n2"}
         for rank, node in enumerate(["n1", "n2"]):
-            core.node_events.task_exit(TaskExit(node=node, job_id=victim, rank=rank, returncode=-15))
+            core.task_ended(TaskExit(node=node, job_id=victim, rank=rank, returncode=-15))
         after = info(core, victim)
         if final is JobState.PENDING:  # queued again, it starts where debug is not
             assert (after.requeues, after.state, after.node_names) == (1, JobState.RUNNING, ["n3", "n4"])

@@ -89,7 +89,7 @@ def test_no_other_job_runs_on_a_reservations_nodes_in_its_window_and_its_job_sta
                 pytest.fail(f"job {job.job_id} runs on {job.node_names} inside the window at {clock.now - opens:.1f} s")
             if job.ran_s >= runs[job.job_id]:
                 for rank, node in enumerate(job.node_names):
-                    core.node_events.task_exit(TaskExit(node=node, job_id=job.job_id, rank=rank, returncode=0))
+                    core.task_ended(TaskExit(node=node, job_id=job.job_id, rank=rank, returncode=0))
         if clock.now < opens - 1:
             reason = info(core, mine).reason
             assert reason == "Reservation: maint has not begun", reason
