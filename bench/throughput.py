@@ -100,7 +100,6 @@ class ThroughputRun:
             "floor_commits_per_s": _round(self.floor_commits_per_s),
         }
 
-
     def _per_job(self, seconds: float | None) -> float | None:
         return None if seconds is None else round(seconds * 1000 / self.jobs, 2)
 
