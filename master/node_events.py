@@ -250,15 +250,8 @@ class NodeEvents:
                 self._outbox.append((hello.node, in_flight))
                 continue
             job = self._table.jobs[job_id]
-            if job.launched_to.get(hello.node) == hello.incarnation:  # the daemon it was launched to
-                if job_id in self._table.unadopted:
-                    self._unseen.setdefault(job_id, set()).add(rank)  # decided once all its nodes are back
-                else:
-                    # which keeps the task, or its exit until acknowledged, and its launch is known to have
-                    # arrived (a report said so): this hello left before, and came on the request socket after
-                    # the report on the other (a daemon repeats its hello until it is welcomed)
-                    log.warning("node %s: a hello sent before job %d rank %d arrived there: the task is kept",
-                                hello.node, job_id, rank)
+            if job_id in self._table.unadopted and job.launched_to.get(hello.node) == hello.incarnation:
+                self._unseen.setdefault(job_id, set()).add(rank)  # decided once all its nodes are back
                 continue
             reason = f"rank {rank} vanished from node {hello.node}"
             self._endings.ranks_gone(job, {rank}, (_lost_state(job), reason), now)

@@ -198,23 +198,6 @@ def test_a_launch_in_flight_is_sent_again_to_the_same_daemon_only(tmp_path, cloc
     assert info.state is JobState.NODE_FAIL and "rank 1 vanished from node n2" in info.reason
 
 
-def test_a_hello_the_same_daemon_sent_before_its_launch_arrived_loses_no_task(tmp_path, clock):
-    """A daemon repeats its hello until welcomed; one sent before a launch arrived may come, on the request
-    socket, after the report that showed the task running on the report socket."""
-    core = make_core(tmp_path, clock)
-    job = submit(core)
-    sent(core, LaunchTask)
-    running = TaskSample(job_id=job, rank=1, cpu_ns=0, runnable_ns=0, progress=0)
-    core.node_events.report(report_of("n2", 1, 0, [running]))  # the launch arrived: n2 runs rank 1
-    hello(core, "n2")  # the same daemon's hello, sent before that
-    assert sent(core, LaunchTask) == [] and sent(core, KillTask) == []
-    (info,) = infos(core, [job])
-    assert info.state is JobState.RUNNING and "vanished" not in info.reason
-    hello(core, "n2", incarnation="second")  # a new daemon: the task is gone with the old one
-    assert sorted(node for node, _ in sent(core, KillTask)) == ["n1", "n3", "n4"]
-    assert "rank 1 vanished from node n2" in infos(core, [job])[0].reason
-
-
 def test_an_order_its_daemon_left_the_socket_before_waits_for_the_same_daemon_s_next_hello(tmp_path, clock):
     """With several masters a daemon whose hello a new leader answered late has gone to another master:
     the node is not lost for that, and what could not reach it goes with its next hello."""
