@@ -70,7 +70,10 @@ class NodeEvents:
         self._broadcast = broadcast
         self._outbox = outbox
 
-    def hello(self, identity: bytes, hello: NodeHello, now: Now) -> NodeWelcome | ErrorReply:
+    def hello(self, identity: bytes, hello: NodeHello, now: Now) -> NodeWelcome | ErrorReply | None:
+        if self._nodes.stale(hello):
+            self._stale_hello(hello, now)
+            return None
         if hello.memory > hello.host_memory:
             reason = f"node {hello.node} declares {readable(hello.memory)} of memory, its host has " \
                 f"{readable(hello.host_memory)}: give gang noded --memory at most that"
@@ -105,8 +108,19 @@ class NodeEvents:
             relays=home.relays,
         )
 
+    def _stale_hello(self, hello: NodeHello, now: Now) -> None:
+        """A hello that left its daemon before a report or heartbeat of it already heard: it repeats its hello
+        until welcomed, and the hello takes another socket. Its tasks are old news (a task launched since
+        would seem to have vanished), and the daemon, welcomed since, needs no welcome; its exits are facts,
+        taken and acknowledged as ever."""
+        log.info("node %s: a hello older than its last report: only its exits taken", hello.node)
+        for exit_ in hello.exits:
+            self._outbox.append((hello.node, self.ended(exit_, now)))
+        if hello.exits:
+            self._tiers.settle(now)
+
     def heartbeat(self, message: Heartbeat, now: Now) -> ErrorReply | None:
-        if self._nodes.seen(message.node, now.monotonic):
+        if self._nodes.seen(message.node, now.monotonic, message.sequence):
             node = self._nodes.get(message.node)
             if node is not None:
                 node.stale_refused = message.stale_refused
@@ -136,7 +150,7 @@ class NodeEvents:
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:
-        if not self._nodes.seen(report.node, now.monotonic):
+        if not self._nodes.seen(report.node, now.monotonic, report.sequence):
             return _say_hello(report.node)
         node = self._nodes.get(report.node)
         share = node.cpu_share / node.processors if node else 1.0  # each task is measured against one processor

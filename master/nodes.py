@@ -32,6 +32,7 @@ class Node:
     mpi: tuple[MpiKind, ...] = ()  # the process-manager interfaces it serves
     memory: int = 0  # bytes its jobs may commit
     stale_refused: int = 0  # messages of an older leader's epoch it refused, as its last heartbeat said
+    sequence: int = 0  # the newest number of its daemon's hellos, heartbeats and reports heard (NodeHello.sequence)
 
     @property
     def expected_back(self) -> bool:
@@ -46,7 +47,7 @@ class NodeRegistry:
 
     def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
         node = Node(hello.node, identity, hello.cpu_share, hello.processors, hello.peer, NodeState.UP, now,
-                    hello.incarnation, via=via, mpi=tuple(hello.mpi), memory=hello.memory)
+                    hello.incarnation, via=via, mpi=tuple(hello.mpi), memory=hello.memory, sequence=hello.sequence)
         self._nodes[hello.node] = node
         return node
 
@@ -58,13 +59,20 @@ class NodeRegistry:
     def get(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
-    def seen(self, name: str, now: float) -> bool:
-        """Note that an up node spoke; False if it must say hello (again) first."""
+    def seen(self, name: str, now: float, sequence: int) -> bool:
+        """Note that an up node spoke (its message numbered ``sequence``); False if it must say hello (again)
+        first."""
         node = self._nodes.get(name)
         if node is None or node.expected_back or node.state is not NodeState.UP:
             return False
         node.last_seen = now
+        node.sequence = max(node.sequence, sequence)
         return True
+
+    def stale(self, hello: NodeHello) -> bool:
+        """The hello left its daemon before a message of it already heard."""
+        node = self._nodes.get(hello.node)
+        return node is not None and node.incarnation == hello.incarnation and hello.sequence < node.sequence
 
     def overdue(self, now: float, timeout: float, rejoin: float) -> tuple[list[str], list[str]]:
         """Up nodes that said hello and then nothing for longer than ``timeout`` seconds, and nodes
