@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from gangsched.deploy.local import progress_folder
 from gangsched.deploy.unix_accounts import remove_unix_account, unix_account
 from gangsched.jobs.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.jobs.mpi_environments import ensure
@@ -126,5 +127,6 @@ class ChaosMix(threading.Thread):
         elif kind == "resumes_itself":
             base.update(argv=["python3", "-c", RESUMES_ITSELF, str(_ADVERSARY_S)], tasks=1)
         elif kind == "resumes_others":
-            base.update(argv=["python3", "-c", RESUMES_OTHERS, str(_ADVERSARY_S), str(self._home)], tasks=1)
+            base.update(argv=["python3", "-c", RESUMES_OTHERS, str(_ADVERSARY_S),
+                                   str(progress_folder(self._home))], tasks=1)
         return JobSpec(**base), array

@@ -31,6 +31,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.loop import NodeDaemon, poll_ms
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.task_processes import TaskFolders
 from gangsched.noded.task_record import MemoryReading
 from gangsched.protocol.records import TaskSpec
 
@@ -149,7 +150,7 @@ class EmulatedHost:
         self._owners, self.instant = owners, instant
         self.daemon: NodeDaemon | None = None
 
-    def start(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], cores: set[int] | None,
+    def start(self, spec: TaskSpec, node: str, folders: TaskFolders, cores: set[int] | None,
               wiring: TaskWiring | None) -> "EmulatedStart":
         return EmulatedStart(self, spec)
 

@@ -41,7 +41,7 @@ DAEMONS = (
         "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
         "master", "config", "keys", "name", "cpu_share", "processors", "memory", "cpu_list", "spool_dir",
-        "peer_transport", "peer_host", "peer_ports", "log_file"})),
+        "run_dir", "peer_transport", "peer_host", "peer_ports", "log_file"})),
     Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
 )
 

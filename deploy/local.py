@@ -4,7 +4,8 @@ Everything lives under one folder (``GANG_HOME``, default ``~/.gangsched``):
 ``cluster.json`` names the processes and the master's endpoint, ``logs/``
 holds each daemon's log (``NAME.log``, rotated; a crash before the log
 starts in ``NAME.stderr``), ``nodes/NAME/`` each node's task outputs,
-``checkpoints/`` the state of migrating tasks (a folder every node shares). The
+``checkpoints/`` the state of migrating tasks (a folder every node shares), ``run``
+a link to the folder on a tmpfs where the tasks keep their progress files. The
 sockets are ipc files there, in a folder only its owner may enter, so this
 cluster needs no authentication and runs every task as the user who started
 it. With ``keys`` the master listens on loopback TCP with CURVE keys made in
@@ -47,6 +48,8 @@ _IPC_PATH_MAX = 100  # sun_path holds 108 bytes, "ipc://" aside
 _PORTS_FROM = 24000
 _PORTS_PER_NODE = 100
 _STOP_GRACE_S = 10.0
+_RUN_LINK = "run"  # the home's link to its folder on a tmpfs (``progress_folder``)
+_TMPFS = Path("/dev/shm")
 
 
 class ClusterError(Exception):
@@ -111,6 +114,7 @@ class LocalCluster:
             config = config.replace(store=self._start_postgres())
         if config.masters > 1 and not config.store.startswith("postgres"):
             raise ClusterError(f"{config.masters} masters share a store in PostgreSQL: give --store postgresql://...")
+        run = self._new_run_folder()
         commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
         masters = [_master_name(number) for number in range(1, config.masters + 1)]
         prefixes = {} if confined is None else {"master": confined.prefix}
@@ -157,6 +161,7 @@ class LocalCluster:
                     "--peer-ports", f"{_PORTS_FROM + _PORTS_PER_NODE * (index - 1)}-"
                                     f"{_PORTS_FROM + _PORTS_PER_NODE * index - 1}",
                     "--spool-dir", str(self.home / "nodes" / name), "--peer-transport", "ipc",
+                    *(["--run-dir", str(run / name)] if run is not None else []),
                     *with_keys, *config.arguments("node"),
                 ]
             for name in (name for name in commands if name not in pids):
@@ -181,8 +186,32 @@ class LocalCluster:
         if tools is not None and (self._postgres().folder / "data" / "postmaster.pid").exists():
             self._postgres().stop(tools)
             stopped.append("postgres")
+        self._remove_run_folder()
         self._state_file.unlink(missing_ok=True)
         return stopped
+
+    def _new_run_folder(self) -> Path | None:
+        """A folder on a tmpfs for the tasks' progress files, each made and removed with its task: on the
+        disk's file system that was half of the node daemons' kernel time in a flood of short jobs
+        (docs/limits.md). Made anew (mkdtemp: no other account can have put it there first), passable
+        by every user (0711) as another user's task gets a folder of its own in it; the home links to it
+        (``progress_folder``). None where there is no tmpfs to write to: the progress files stay in the
+        spools."""
+        self._remove_run_folder()  # a cluster that ended without `down`
+        if not os.access(_TMPFS, os.W_OK | os.X_OK):
+            return None
+        folder = Path(tempfile.mkdtemp(prefix="gang-run-", dir=_TMPFS))
+        folder.chmod(0o711)
+        link = self.home / _RUN_LINK
+        link.unlink(missing_ok=True)
+        link.symlink_to(folder)
+        return folder
+
+    def _remove_run_folder(self) -> None:
+        """The tmpfs folder goes; its link stays, so that ``progress_folder`` still finds what it held."""
+        link = self.home / _RUN_LINK
+        if link.is_symlink():
+            shutil.rmtree(link.resolve(), ignore_errors=True)
 
     def _postgres(self) -> PostgresServer:
         """The PostgreSQL server of a cluster of several masters that named no store: in GANG_HOME, or, for
@@ -329,14 +358,22 @@ def temporary_cluster(config: ClusterConfig) -> Iterator[MasterClient]:
             yield client
 
 
+def progress_folder(home: Path) -> Path:
+    """The folder below which the tasks of the cluster in ``home`` have their progress files: its folder on
+    a tmpfs, where `up` made one (the home's ``run`` link, kept after `down`), else the home (the spools)."""
+    link = home / _RUN_LINK
+    return link.resolve() if link.is_symlink() else home
+
+
 def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process]:
     """The live task processes of the cluster in ``home`` (of one job, if given), stopped or not: every
-    task's environment names its progress file below the home."""
+    task's environment names its progress file (``progress_folder``)."""
     found = []
+    below = f"{progress_folder(home)}/"
     for process in psutil.process_iter():
         try:
             env = process.environ()
-            if str(home) not in env.get("GANG_PROGRESS_FILE", ""):
+            if not env.get("GANG_PROGRESS_FILE", "").startswith(below):
                 continue
             if job_id is None or env.get("GANG_JOB_ID") == str(job_id):
                 if process.status() != psutil.STATUS_ZOMBIE:

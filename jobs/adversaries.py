@@ -27,11 +27,12 @@ while time.monotonic() < end:
     pass
 """
 
-# Sends SIGCONT every 5 ms, for argv[1] seconds, to the tasks of the cluster whose home is argv[2]:
+# Sends SIGCONT every 5 ms, for argv[1] seconds, to the tasks of the cluster whose progress files are below
+# argv[2] (gangsched.deploy.local.progress_folder):
 # those of the jobs argv[3:], or of every job but its own if none are named.
 RESUMES_OTHERS = """
 import os, signal, sys, time
-seconds, home, named = float(sys.argv[1]), sys.argv[2], set(sys.argv[3:])
+seconds, below, named = float(sys.argv[1]), sys.argv[2] + "/", set(sys.argv[3:])
 own = os.environ.get("GANG_JOB_ID")
 def targets():
     found = []
@@ -43,7 +44,7 @@ def targets():
         except (OSError, ValueError):
             continue
         job = fields.get("GANG_JOB_ID")
-        if home in fields.get("GANG_PROGRESS_FILE", "") and job != own and (not named or job in named):
+        if fields.get("GANG_PROGRESS_FILE", "").startswith(below) and job != own and (not named or job in named):
             found.append(int(entry))
     return found
 end = time.monotonic() + seconds

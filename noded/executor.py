@@ -48,7 +48,7 @@ from gangsched.noded.task_events import (
     StillForking,
     TaskEvent,
 )
-from gangsched.noded.task_processes import LaunchError
+from gangsched.noded.task_processes import LaunchError, TaskFolders
 from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.records import TaskSpec
 
@@ -59,7 +59,7 @@ class TaskExecutor:
     def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller) -> None:
         self._settings = settings
         self._name = settings.name
-        self._spools = (settings.spool(), settings.user_spool_dir)
+        self._folders = TaskFolders(settings.spool(), settings.user_spool_dir, settings.run_dir)
         self._processor_cores = settings.processor_cores()
         self._host = host
         self._poller = poller
@@ -172,7 +172,7 @@ class TaskExecutor:
         except Exception as error:
             self._not_started(spec, None, error)
             return
-        start = functools.partial(self._host.start, spec, self._name, self._spools, cores, wiring)
+        start = functools.partial(self._host.start, spec, self._name, self._folders, cores, wiring)
         if self._beside is None:
             self._go(order, wiring, start, order.runnable)
         else:

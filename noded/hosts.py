@@ -16,7 +16,7 @@ from gangsched.noded.containment import choose_containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
-from gangsched.noded.task_processes import StartingTask, Task, start
+from gangsched.noded.task_processes import StartingTask, Task, TaskFolders, start
 from gangsched.noded.task_record import MemoryReading
 from gangsched.noded.task_start import close_inherited_on_exec, setpriv
 from gangsched.protocol.records import TaskSpec
@@ -65,7 +65,7 @@ class TaskHost(Protocol):
     runs_mpi: bool  # whether its tasks can be MPI programs, which its process-manager interfaces serve
     starts_beside: bool  # whether ``start`` takes long enough to run beside the switch path (a thread)
 
-    def start(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], cores: set[int] | None,
+    def start(self, spec: TaskSpec, node: str, folders: TaskFolders, cores: set[int] | None,
               wiring: TaskWiring | None) -> Starting: ...
     def ended(self, task: NodeTask) -> None: ...
     def sweep(self, live: set[tuple[int, int]]) -> None: ...
@@ -89,9 +89,9 @@ class ProcessHost:
         self._unreleased_memory: list[TaskMemory] = []  # their memory groups (cgroup v1), likewise
         self.description = self._containment.description
 
-    def start(self, spec: TaskSpec, node: str, spools: tuple[Path, Path], cores: set[int] | None,
+    def start(self, spec: TaskSpec, node: str, folders: TaskFolders, cores: set[int] | None,
               wiring: TaskWiring | None) -> StartingTask:
-        return start(spec, node, spools, self._containment, cores, wiring)
+        return start(spec, node, folders, self._containment, cores, wiring)
 
     def ended(self, task: NodeTask) -> None:
         assert isinstance(task, Task)

@@ -54,6 +54,8 @@ class NodeDaemon:
         self._settings = settings
         self.name = settings.name
         settings.spool().mkdir(parents=True, exist_ok=True)
+        if settings.run_dir is not None:  # another user's task gets a folder of its own in it: passable by all
+            settings.run_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
         self._host = host or ProcessHost(self.name, settings.spool(), settings.containment,
                                          settings.freeze_descheduled, settings.cgroup_parent,
                                          settings.cgroup_delegated)

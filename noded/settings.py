@@ -50,7 +50,12 @@ class NodeSettings(BaseSettings):
         "a local node's own cores; none: the daemon's own CPUs where there are several processors"
     )
     spool_dir: Path | None = Field(
-        None, description="task outputs and progress files [~/.gangsched/nodes/NAME]"
+        None, description="task outputs, and progress files where no --run-dir is given [~/.gangsched/nodes/NAME]"
+    )
+    run_dir: Path | None = Field(
+        None, description="the tasks' progress files, each made and removed with its task: best on a tmpfs "
+        "(/run), where that costs no disk's file system anything; another user's in DIR/USER/ (0700, theirs); "
+        "none: beside the outputs"
     )
     user_spool_dir: Path = Field(
         Path("/var/spool/gangsched"), description="where a root daemon puts other users' task outputs: "

@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from gangsched.noded.containment import Containment
 from gangsched.noded.memory import TaskMemory
@@ -37,6 +38,16 @@ PROGRESS_BYTES = 8
 
 class LaunchError(Exception):
     """A task that cannot start on this node, with the reason for its job."""
+
+
+class TaskFolders(NamedTuple):
+    """Where a node's tasks keep their files (noded/settings.py)."""
+
+    spool: Path  # the outputs of the daemon's own user's tasks
+    user_spools: Path  # other users' outputs: DIR/NODE/USER/
+    # progress files, each made and removed with its task (a tmpfs: a disk's file system, ext4 without a
+    # journal most of all, pays for each file made); None: beside the outputs
+    run: Path | None
 
 
 def process_cpu_ns(pid: int) -> int:
@@ -199,7 +210,7 @@ class StartingTask:
 
 
 def start(
-    spec: TaskSpec, node: str, spools: tuple[Path, Path], containment: Containment, cpus: set[int] | None,
+    spec: TaskSpec, node: str, folders: TaskFolders, containment: Containment, cpus: set[int] | None,
     wiring: TaskWiring | None = None,
 ) -> StartingTask:
     """Start the task as its user where the daemon may change user, held at its gate in its group.
@@ -207,13 +218,14 @@ def start(
     The daemon runs at real-time priority with SCHED_RESET_ON_FORK, so the
     kernel starts the task at normal priority. An MPI task gets what its
     process manager prepared (``wiring``): variables, and one end of a socket
-    pair as PMI_FD. ``spools``: the node's own spool, and the folder of
-    other users' spools.
+    pair as PMI_FD.
     """
     account = task_account(spec.user, node)
-    folder = spools[0] if account is None else _user_folder(spools[1] / node, account.pw_name, account)
+    folder = folders.spool if account is None else _user_folder(folders.user_spools / node, account.pw_name, account)
+    counters = folder if folders.run is None else \
+        folders.run if account is None else _user_folder(folders.run, account.pw_name, account)
     stem = f"job-{spec.job_id}.{spec.rank}"
-    progress_path = folder / f"{stem}.progress"
+    progress_path = counters / f"{stem}.progress"
     progress_path.write_bytes(bytes(PROGRESS_BYTES))
     if account is not None:
         os.chown(progress_path, account.pw_uid, account.pw_gid)

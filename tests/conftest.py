@@ -20,7 +20,7 @@ import pytest
 
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
-from gangsched.deploy.local import LocalCluster, task_processes
+from gangsched.deploy.local import LocalCluster, progress_folder, task_processes
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools, running
 from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
@@ -234,8 +234,10 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
         cluster.client.close()
         cluster.local.down()
         left = task_processes(cluster.home)
+        run = progress_folder(cluster.home)
         shutil.rmtree(cluster.home, ignore_errors=True)
         assert not left, f"tasks left behind: {[p.pid for p in left]}"
+        assert run == cluster.home or not run.exists(), f"the tasks' folder on the tmpfs left behind: {run}"
     wait_until(lambda: memory_groups() <= groups_before, 5, "the node daemons' memory cgroups to go")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.deploy.local import progress_folder
 from gangsched.jobs.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import cgroup_frozen, task_processes, wait_until
@@ -57,7 +58,8 @@ def test_by_process_tree_a_task_that_keeps_being_resumed_ends_its_job(start_clus
     cluster = start_cluster(nodes=1, quantum_ms=100, mpl=2)
     greedy = cluster.client.submit(job("greedy", RESUMES_ITSELF))
     honest = cluster.client.submit(job("honest", SPINS))
-    resumer = subprocess.Popen([sys.executable, "-c", RESUMES_OTHERS, "3600", str(cluster.home), str(greedy)])
+    resumer = subprocess.Popen([sys.executable, "-c", RESUMES_OTHERS, "3600", str(progress_folder(cluster.home)),
+                                str(greedy)])
     try:
         ended = wait_until(lambda: (info := cluster.client.job(greedy)).state.is_final and info, 60,
                            "the self-resuming job to be ended")

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from gangsched.noded.containment import Containment, choose_containment
-from gangsched.noded.task_processes import Task
+from gangsched.noded.task_processes import Task, TaskFolders
 from gangsched.noded.task_processes import start as start_task
 from gangsched.noded.task_start import close_inherited_on_exec
 from gangsched.protocol.records import TaskSpec
@@ -49,7 +49,8 @@ def start(node: Node, argv: list[str], runnable: bool, cwd: str | None = None, o
     spec = TaskSpec(job_id=len(node.tasks) + 1, rank=0, size=1, user="root", processor=0, argv=argv,
                     cwd=cwd or str(node.spool), env={}, barrier_addr="ipc:///nowhere", barrier_bind="ipc:///nowhere",
                     io_addr=None, output=str(node.spool / output), memory_limit=memory_limit)
-    task = start_task(spec, "start-test", (node.spool, node.spool), node.containment, None).go(runnable)
+    folders = TaskFolders(node.spool, node.spool, None)
+    task = start_task(spec, "start-test", folders, node.containment, None).go(runnable)
     node.tasks.append(task)
     return task
 

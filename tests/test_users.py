@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.deploy.local import progress_folder
 from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import ended, unix_account
@@ -38,6 +39,20 @@ def test_a_task_runs_with_its_users_identity_and_rights(start_cluster, account, 
     assert (int(uid), int(gid)) == (account.pw_uid, account.pw_gid) and int(uid) != 0
     assert names == f"{USER} {account.pw_dir}" and secret == "denied" and "Permission denied" in touch[0]
     assert output.stat().st_uid == account.pw_uid and output.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_users_task_counts_its_progress_on_a_tmpfs_in_a_folder_of_its_own(start_cluster, account):
+    cluster = start_cluster(nodes=1)
+    # what the job runtime's progress(3) writes: the count, eight bytes little-endian
+    script = 'echo "$GANG_PROGRESS_FILE"; stat -c "%U %a" "$(dirname "$GANG_PROGRESS_FILE")"; ' \
+        r'printf "\003\000\000\000\000\000\000\000" > "$GANG_PROGRESS_FILE"'
+    job = cluster.client.submit(JobSpec(name="counts", user=USER, tasks=1, argv=["sh", "-c", script]))
+    info = ended(cluster, job)
+    assert info.state is JobState.COMPLETED and info.barriers == 3, info.reason
+    path, folder = (cluster.user_spool / "node1" / USER / f"job-{job}.0.out").read_text().splitlines()
+    run = progress_folder(cluster.home)
+    assert run.is_relative_to("/dev/shm") and Path(path).parent == run / "node1" / USER
+    assert folder == f"{USER} 700" and not Path(path).exists()  # theirs alone, and gone with the task
 
 
 def test_an_output_path_is_opened_with_the_users_rights(start_cluster, account):
