@@ -172,6 +172,7 @@ class LocalCluster:
         except BaseException:
             for name in _nodes_first(pids):
                 _stop(pids[name], started[name] if name in started else psutil.Process(pids[name]).create_time())
+            self._remove_run_folder()
             raise
         self._wait_for_nodes(state, timeout_s)
         return state
@@ -180,6 +181,7 @@ class LocalCluster:
         """Stop the nodes first (they end their tasks), then the master and I/O server."""
         state = self.state()
         if state is None:
+            self._remove_run_folder()  # an `up` that failed half-way may have made it
             return []
         stopped = [name for name in _nodes_first(state.pids) if _stop(state.pids[name], state.started[name])]
         tools = postgres_tools()

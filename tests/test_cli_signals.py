@@ -6,10 +6,12 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import IO
 
 import psutil
 
+from gangsched.deploy.local import progress_folder
 from tests.conftest import wait_until
 
 
@@ -104,6 +106,8 @@ def test_a_cluster_start_ended_by_sigterm_half_way_leaves_no_daemon_behind(tmp_p
         up.send_signal(signal.SIGTERM)
         assert up.wait(timeout=60) == 128 + signal.SIGTERM
         wait_until(lambda: not _command_lines(home), 30, "every daemon of the cluster ended")
+        run = progress_folder(Path(home))
+        assert run == Path(home) or not run.exists(), f"the tasks' folder on the tmpfs left behind: {run}"
     finally:  # a failure leaves nothing behind either
         for process in psutil.process_iter():
             with contextlib.suppress(psutil.Error):
