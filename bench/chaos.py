@@ -61,6 +61,7 @@ class ChaosResult:
     slots: SlotFindings = field(default_factory=SlotFindings)  # what the look at the cgroups found
     escapes_stopped: int = 0  # tasks the nodes found running while descheduled (by process tree) and stopped
     invariants: Invariants = field(default_factory=Invariants)
+    kept_logs: Path | None = None  # where the daemons' logs were kept, as an invariant broke
 
     def violations(self) -> list[str]:
         found = self.invariants.violations()
@@ -118,6 +119,9 @@ class ChaosRun:
                                               for log in (home / "logs").glob("node*.log*"))
             if mounted:
                 subprocess.run(["umount", "-l", str(store)], check=False)
+            if self.result.violations():  # what the daemons said of it: the cluster's folder goes
+                self.result.kept_logs = Path(tempfile.mkdtemp(prefix="gang-chaos-logs-"))
+                shutil.copytree(home / "logs", self.result.kept_logs, dirs_exist_ok=True)
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(users_spool, ignore_errors=True)
             mix.close()

@@ -286,6 +286,7 @@ def chaos(minutes: float, seed: int, mpi: bool, masters: int, csv_path: Path | N
     for violation in violations:
         console.print(f"[red]{violation}[/red]")
     if violations:
+        console.print(f"the daemons' logs are kept in {result.kept_logs}")
         raise SystemExit(1)
     console.print("every invariant holds")
 

@@ -71,7 +71,8 @@ class NodeEvents:
         self._outbox = outbox
 
     def hello(self, identity: bytes, hello: NodeHello, now: Now) -> NodeWelcome | ErrorReply | None:
-        if self._nodes.stale(hello):
+        # a stale hello comes while the daemon reports: each quantum, or each heartbeat when idle
+        if self._nodes.stale(hello, now.monotonic, 2 * self._settings.heartbeat_ms / 1000):
             self._stale_hello(hello, now)
             return None
         if hello.memory > hello.host_memory:
@@ -109,18 +110,18 @@ class NodeEvents:
         )
 
     def _stale_hello(self, hello: NodeHello, now: Now) -> None:
-        """A hello that left its daemon before a report or heartbeat of it already heard: it repeats its hello
-        until welcomed, and the hello takes another socket. Its tasks are old news (a task launched since
-        would seem to have vanished), and the daemon, welcomed since, needs no welcome; its exits are facts,
-        taken and acknowledged as ever."""
-        log.info("node %s: a hello older than its last report: only its exits taken", hello.node)
+        """A hello that left its daemon before this master's welcome to an earlier one arrived (it repeats
+        its hello until welcomed): its tasks are old news (a task launched after the welcome, and maybe
+        reported running since, would seem to have vanished), and the daemon has its welcome; its exits
+        are facts, taken and acknowledged as ever."""
+        log.info("node %s: a hello sent before its welcome arrived: only its exits taken", hello.node)
         for exit_ in hello.exits:
             self._outbox.append((hello.node, self.ended(exit_, now)))
         if hello.exits:
             self._tiers.settle(now)
 
     def heartbeat(self, message: Heartbeat, now: Now) -> ErrorReply | None:
-        if self._nodes.seen(message.node, now.monotonic, message.sequence):
+        if self._nodes.seen(message.node, now.monotonic):
             node = self._nodes.get(message.node)
             if node is not None:
                 node.stale_refused = message.stale_refused
@@ -150,7 +151,7 @@ class NodeEvents:
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:
-        if not self._nodes.seen(report.node, now.monotonic, report.sequence):
+        if not self._nodes.seen(report.node, now.monotonic):
             return _say_hello(report.node)
         node = self._nodes.get(report.node)
         share = node.cpu_share / node.processors if node else 1.0  # each task is measured against one processor

@@ -1,6 +1,7 @@
 """The nodes the master knows: who is up, how to reach them, when they were last heard, and which an
 administrator took out of service (drained: no new job; down: none at all), which its matrices follow."""
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -32,7 +33,8 @@ class Node:
     mpi: tuple[MpiKind, ...] = ()  # the process-manager interfaces it serves
     memory: int = 0  # bytes its jobs may commit
     stale_refused: int = 0  # messages of an older leader's epoch it refused, as its last heartbeat said
-    sequence: int = 0  # the newest number of its daemon's hellos, heartbeats and reports heard (NodeHello.sequence)
+    welcomes: int = 0  # this master's welcomes to its daemon (this incarnation): NodeHello.welcomed
+    reported: float = -math.inf  # monotonic seconds: its last report or heartbeat since it registered
 
     @property
     def expected_back(self) -> bool:
@@ -47,7 +49,11 @@ class NodeRegistry:
 
     def register(self, hello: NodeHello, identity: bytes, now: float, via: str | None) -> Node:
         node = Node(hello.node, identity, hello.cpu_share, hello.processors, hello.peer, NodeState.UP, now,
-                    hello.incarnation, via=via, mpi=tuple(hello.mpi), memory=hello.memory, sequence=hello.sequence)
+                    hello.incarnation, via=via, mpi=tuple(hello.mpi), memory=hello.memory)
+        previous = self._nodes.get(hello.node)
+        if previous is not None and previous.incarnation == hello.incarnation:
+            node.welcomes = previous.welcomes
+        node.welcomes += 1  # the caller answers with a welcome
         self._nodes[hello.node] = node
         return node
 
@@ -59,20 +65,25 @@ class NodeRegistry:
     def get(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
-    def seen(self, name: str, now: float, sequence: int) -> bool:
-        """Note that an up node spoke (its message numbered ``sequence``); False if it must say hello (again)
-        first."""
+    def seen(self, name: str, now: float) -> bool:
+        """Note that an up node spoke; False if it must say hello (again) first."""
         node = self._nodes.get(name)
         if node is None or node.expected_back or node.state is not NodeState.UP:
             return False
-        node.last_seen = now
-        node.sequence = max(node.sequence, sequence)
+        node.last_seen = node.reported = now
         return True
 
-    def stale(self, hello: NodeHello) -> bool:
-        """The hello left its daemon before a message of it already heard."""
+    def stale(self, hello: NodeHello, now: float, within: float) -> bool:
+        """The hello left its daemon before a welcome this master sent it had arrived: it repeats an earlier
+        hello, already answered, and the daemon has reported since, within the last ``within`` seconds.
+
+        A hello sent once every welcome had arrived had at least as many as this master sent, whatever
+        other masters sent. A welcome that never arrived (its daemon left the socket) leaves the daemon
+        unregistered: it sends no report, so its next hellos are not stale, and no report late from
+        before a hello makes them so for longer than ``within``."""
         node = self._nodes.get(hello.node)
-        return node is not None and node.incarnation == hello.incarnation and hello.sequence < node.sequence
+        return node is not None and node.incarnation == hello.incarnation and hello.welcomed < node.welcomes \
+            and now - node.reported <= within
 
     def overdue(self, now: float, timeout: float, rejoin: float) -> tuple[list[str], list[str]]:
         """Up nodes that said hello and then nothing for longer than ``timeout`` seconds, and nodes

@@ -105,7 +105,7 @@ class NodeCore:
         self._new_processes_of: set[TaskKey] = set()  # the stopped tasks to look at for new processes
         self._unacknowledged: dict[TaskKey, TaskExit] = {}  # resent with every hello until acknowledged
         self._fences: dict[int, PmiFence] = {}  # by job: sent to the master, not answered yet
-        self._sequence = 0  # the last number given to a hello, heartbeat or report (NodeHello.sequence)
+        self._welcomed = 0  # welcomes had, from any master (NodeHello.welcomed)
         self.deadlines = Deadlines()  # its timers: the loop waits until ``deadlines.first``
         self.deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
         # what it answers, for the loop to take from the left: messages with their route, orders for the tasks
@@ -319,8 +319,7 @@ class NodeCore:
             deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
             self.orders.append(orders.ReapStrays(frozenset(self.tasks)))
             if self.registered:
-                self.outbox.append((Route.REPORTS, Heartbeat(node=self.name, stale_refused=self.masters.stale_refused,
-                                                             sequence=self._next_sequence())))
+                self.outbox.append((Route.REPORTS, Heartbeat(node=self.name, stale_refused=self.masters.stale_refused)))
             else:
                 self._say_hello(now)
 
@@ -328,6 +327,7 @@ class NodeCore:
 
     def _welcome(self, welcome: NodeWelcome, now: float) -> None:
         self.registered = True
+        self._welcomed += 1
         self.masters.answered()
         self._heartbeat_s = welcome.heartbeat_ms / 1000
         self._upstream.welcomed(welcome, now)
@@ -417,8 +417,7 @@ class NodeCore:
     def _send_report(self, now: float) -> None:
         self.deadlines.clear(Timer.REPORT)
         if self._accounts:
-            self.outbox.append((Route.REPORTS, QuantumReport(node=self.name, accounts=self._accounts,
-                                                             sequence=self._next_sequence())))
+            self.outbox.append((Route.REPORTS, QuantumReport(node=self.name, accounts=self._accounts)))
             self._accounts = []
             self.deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)  # a report proves life
 
@@ -427,9 +426,5 @@ class NodeCore:
             "tasks": [TaskRef(job_id=job_id, rank=rank) for job_id, rank in self.tasks],
             "exits": list(self._unacknowledged.values()),
             "left_relay": self._upstream.left,
-            "sequence": self._next_sequence(),
+            "welcomed": self._welcomed,
         })
-
-    def _next_sequence(self) -> int:
-        self._sequence += 1
-        return self._sequence

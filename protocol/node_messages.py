@@ -46,10 +46,11 @@ class TaskExit(WireModel):
 class NodeHello(WireModel):
     """A node registers, or registers again after the master restarted.
 
-    ``tasks`` are the tasks it still runs; ``exits`` the ends not yet acknowledged. ``sequence`` numbers
-    its hellos, heartbeats and reports in one count: a daemon repeats its hello until welcomed, and its
-    hello and its reports take different sockets, so a hello can reach the master after a report sent
-    later; the master takes such a hello's tasks for the old news they are.
+    ``tasks`` are the tasks it still runs; ``exits`` the ends not yet acknowledged. ``welcomed``: the
+    welcomes it had had when it sent this hello. A daemon repeats its hello until welcomed, so a hello
+    can reach a master after that master's welcome to an earlier one, and after the launches and the
+    reports that followed it (the reports take another socket); such a hello had fewer welcomes than
+    the master sent this daemon, and the master takes its tasks for the old news they are.
     """
 
     type: Literal["node_hello"] = "node_hello"
@@ -66,7 +67,7 @@ class NodeHello(WireModel):
     mpi: list[MpiKind] = []  # the process-manager interfaces it serves (besides none)
     memory: int = Field(ge=1, le=LARGEST)  # bytes its jobs may commit (gang noded --memory)
     host_memory: int = Field(ge=1, le=LARGEST)  # bytes its host has: a node may not declare more
-    sequence: int = Field(0, ge=0)  # in the daemon's count of its hellos, heartbeats and reports (from 1)
+    welcomed: int = Field(0, ge=0)  # welcomes this daemon (this incarnation) had had, from any master
 
 
 class NodeWelcome(FromLeader):
@@ -84,7 +85,6 @@ class Heartbeat(WireModel):
     type: Literal["heartbeat"] = "heartbeat"
     node: str
     stale_refused: int = Field(0, ge=0)  # messages of an older leader's epoch it refused since it started
-    sequence: int = Field(0, ge=0)  # in the daemon's count of its hellos, heartbeats and reports (NodeHello)
 
 
 class LaunchTask(FromLeader):
@@ -219,4 +219,3 @@ class QuantumReport(WireModel):
     type: Literal["quantum_report"] = "quantum_report"
     node: str
     accounts: list[QuantumAccount] = Field(min_length=1, max_length=MAX_REPORT_QUANTA)
-    sequence: int = Field(0, ge=0)  # in the daemon's count of its hellos, heartbeats and reports (NodeHello)
