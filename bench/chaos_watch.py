@@ -4,9 +4,10 @@ Every ``SAMPLE_S`` it reads each task's cgroup v2 group (found from the task pro
 second) and holds two things against what it read:
 
 * a group frozen at two looks in a row, with the same processes, whose CPU time grew in between ran
-  while frozen, if it still lists them at the next look. (A frozen task that is killed runs its exit,
-  1-2 ms here, which counts in the group, and then leaves it: a look in the middle of that exit saw
-  its processes still listed, twice in a 20-minute run.)
+  while frozen, if it still lists them at the next look and none of them is exiting. (A task frozen
+  as it exits, killed or at its end, runs its exit, 1-4 ms here, which counts in the group, and then
+  leaves it: a look in the middle of that exit saw its processes still listed, twice in a 20-minute
+  run; on a slow day, once even at the look after, a process exiting.)
 * under strict gang scheduling a node runs at most one task a processor (paired, two): a node with
   more unfrozen groups that have a running process than that, at every look for longer than the
   node's own sampling interval (``WATCH_INTERVAL_S``: what a task that resumes itself may run where
@@ -74,7 +75,8 @@ class SlotWatch(threading.Thread):
                     continue
                 before = frozen_before.pop(path, None)
                 suspect = suspects.pop(path, None)
-                if suspect is not None and suspect[0] == processes:  # not an exit: it ran while frozen
+                if suspect is not None and suspect[0] == processes and not any(
+                        _exiting(int(pid)) for pid in processes.split()):  # not an exit: it ran while frozen
                     self.findings.ran_while_frozen.append(suspect[1])
                 if not processes:
                     continue
@@ -121,10 +123,25 @@ def _usage_ns(group: Path) -> int:
     raise ValueError("no usage_usec")
 
 
+_PF_EXITING = 0x4  # a process's flags (/proc/PID/stat): it is in its exit, which no freezer stops
+
+
 def _running(pid: int) -> bool:
     """Whether the process is running or waits for a core (state R)."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] == b"R"
+
+
+def _exiting(pid: int) -> bool:
+    """Whether the process runs its exit (or has gone)."""
+    fields = _stat_fields(pid)
+    return not fields or bool(int(fields[6]) & _PF_EXITING)
+
+
+def _stat_fields(pid: int) -> list[bytes]:
+    """The fields of /proc/PID/stat after the command's name, from the state on; none if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] == b"R"
+            return stat.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return []

@@ -369,9 +369,10 @@ def progress_folder(home: Path) -> Path:
 
 def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process]:
     """The live task processes of the cluster in ``home`` (of one job, if given), stopped or not: every
-    task's environment names its progress file (``progress_folder``)."""
+    task's environment names its progress file, below ``progress_folder`` or, for a node given no run
+    folder of the cluster's, below the home."""
     found = []
-    below = f"{progress_folder(home)}/"
+    below = (f"{progress_folder(home)}/", f"{home}/")
     for process in psutil.process_iter():
         try:
             env = process.environ()
