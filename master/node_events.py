@@ -125,7 +125,7 @@ class NodeEvents:
             node = self._nodes.get(message.node)
             if node is not None:
                 node.stale_refused = message.stale_refused
-            return None
+            return self._hello_if_owed(message.node)
         return _say_hello(message.node)
 
     def ended(self, message: TaskExit, now: Now) -> ExitAck:
@@ -179,7 +179,7 @@ class NodeEvents:
             used_ns = sum(sample.cpu_ns for sample in newest.samples)
             quantum_ms = self._matrices.shortest_quantum_ms()  # about the time between two switches
             node.util_pct = min(100.0, 100.0 * used_ns / (quantum_ms * 1e6 * node.cpu_share))
-        return None
+        return self._hello_if_owed(report.node)
 
     def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
         """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put."""
@@ -231,10 +231,18 @@ class NodeEvents:
         answer may find the daemon gone for a moment. The message waits for the same daemon's next hello
         (not a node column, nor a launch: each hello brings the current column, and the launches still on
         their way, ``_reconcile_tasks``); a daemon that does not come back falls silent, and its node is
-        lost as any silent node is (``MasterCore.tick``)."""
+        lost as any silent node is (``MasterCore.tick``). One that still reports here, its socket to
+        this master back without its knowing, is asked for that hello (``_hello_if_owed``)."""
         node = self._nodes.get(name)
-        if node is not None and node.state is NodeState.UP and not isinstance(message, NodeColumn | LaunchTask):
-            self._undelivered.setdefault(name, []).append(message)
+        if node is not None and node.state is NodeState.UP:
+            held = self._undelivered.setdefault(name, [])
+            if not isinstance(message, NodeColumn | LaunchTask):
+                held.append(message)
+
+    def _hello_if_owed(self, name: str) -> ErrorReply | None:
+        """A node whose daemon missed a message of this master, and reports: it is asked to say hello again,
+        which brings what it missed."""
+        return _say_hello(name) if name in self._undelivered else None
 
     def follow_nodes(self, now: Now) -> None:
         """Rebuild the policy of each partition whose nodes up changed; adopt restored jobs whose nodes are

@@ -247,6 +247,21 @@ def test_an_order_its_daemon_left_the_socket_before_waits_for_the_same_daemon_s_
     assert sent(core, PmiFenceDone) == []
 
 
+def test_a_daemon_that_missed_a_launch_and_still_reports_is_asked_for_the_hello_that_brings_it(tmp_path, clock):
+    """Its socket to the master came back without its knowing (no hello of its own would come): a launch
+    lost on the way must not leave its job running forever."""
+    core = make_core(tmp_path, clock, nodes=1)
+    job = submit(core, nodes=1)
+    ((_, launch),) = sent(core, LaunchTask)
+    core.node_events.undelivered("n1", launch)
+    reply = core.node_events.heartbeat(Heartbeat(node="n1"))
+    assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
+    assert isinstance(core.node_events.report(report_of("n1", 1, 0)), ErrorReply)
+    hello(core, "n1", welcomed=1)
+    assert sent(core, LaunchTask) == [("n1", launch)] and infos(core, [job])[0].state is JobState.RUNNING
+    assert core.node_events.heartbeat(Heartbeat(node="n1")) is None  # owed nothing more
+
+
 def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
     core = make_core(tmp_path, clock)
     clock.now += 1.0
