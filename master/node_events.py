@@ -92,8 +92,7 @@ class NodeEvents:
         self._nodes.register(hello, identity, now.monotonic, home.via)
         if previous is not None and previous.incarnation == hello.incarnation:
             self._outbox.extend((hello.node, message) for message in held)  # before anything this hello brings
-        for exit_ in hello.exits:
-            self._outbox.append((hello.node, self.ended(exit_, now)))  # settled below
+        self._take_exits(hello, now)  # settled below
         self._reconcile_tasks(hello, now)
         self.follow_nodes(now)
         self._tiers.settle(now)
@@ -115,10 +114,14 @@ class NodeEvents:
         reported running since, would seem to have vanished), and the daemon has its welcome; its exits
         are facts, taken and acknowledged as ever."""
         log.info("node %s: a hello sent before its welcome arrived: only its exits taken", hello.node)
-        for exit_ in hello.exits:
-            self._outbox.append((hello.node, self.ended(exit_, now)))
+        self._take_exits(hello, now)
         if hello.exits:
             self._tiers.settle(now)
+
+    def _take_exits(self, hello: NodeHello, now: Now) -> None:
+        """The ends a hello brings, each acknowledged; the decisions they bring left to the caller's settle."""
+        for exit_ in hello.exits:
+            self._outbox.append((hello.node, self.ended(exit_, now)))
 
     def heartbeat(self, message: Heartbeat, now: Now) -> ErrorReply | None:
         if self._nodes.seen(message.node, now.monotonic):
