@@ -99,14 +99,15 @@ class MasterCore:
         self.table = JobTable(settings, store)
         self.queues = Queues()
         self.admission = Admission(store.user_limits())
-        self.starts = Starts(settings, store, self._nodes, self.table, self.queues, self.store_retry, self.outbox)
+        self.broadcast = Broadcast(settings, self.outbox)
+        self.starts = Starts(settings, store, self._nodes, self.table, self.queues, self.store_retry, self.outbox,
+                             self.broadcast)
         self.migrations = Migrations(self.queues, self.outbox)
         self.endings = Endings(store, self.table, self.queues, self.starts, self.migrations, self.store_retry,
                                self.outbox)
         self.matrices = Matrices([self._matrix(partition, own, now) for partition, own
                                   in partitions or [(Partition(IMPLICIT_PARTITION, None), settings)]])
         self.tiers = Tiers(self.matrices, self.table, self._nodes, self.endings, store)
-        self.broadcast = Broadcast(settings, self.outbox)
         self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.tiers,
                                       self.starts, self.migrations, self.endings, self.broadcast, self.outbox)
         self.reservation_book = ReservationBook(store, self._nodes, self.matrices, self.table, self.node_events,

@@ -85,8 +85,9 @@ class Rendezvous:
 
 
 def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: str, io_addr: str | None,
-             checkpoint_dir: Path | None, restore: bool, run_now: bool) -> list[tuple[str, LaunchTask]]:
-    """The launch of each task of ``job`` on ``processors``, by node."""
+             checkpoint_dir: Path | None, restore: bool, run_in: int | None) -> list[tuple[str, LaunchTask]]:
+    """The launch of each task of ``job`` on ``processors``, by node; ``run_in``: the switch in whose idle
+    processors its tasks start running (None: they start as the switch in force says)."""
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
     nodes = list(dict.fromkeys(processor.node for processor in processors)) if job.spec.mpi is MpiKind.PMIX else []
@@ -112,7 +113,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         checkpoint=checkpoint_path(job, rank, checkpoint_dir),
         restore=restore,
         memory_limit=task_memory(job.spec, ranks_per_node[nodes_order.index(processor.node)]),
-    ), run_now=run_now)) for rank, processor in enumerate(processors)]
+    ), run_in=run_in)) for rank, processor in enumerate(processors)]
 
 
 def task_memory(spec: JobSpec, tasks_on_node: int) -> int | None:

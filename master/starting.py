@@ -11,6 +11,7 @@ import secrets
 from collections import deque
 
 from gangsched.master.barriers import BarrierEndpoints, NoFreePort
+from gangsched.master.broadcast import Broadcast
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
 from gangsched.master.job_record import Job
@@ -34,7 +35,8 @@ class CannotStart(Exception):
 
 class Starts:
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 queues: Queues, retry: StoreRetry, outbox: deque[tuple[str, Message]]) -> None:
+                 queues: Queues, retry: StoreRetry, outbox: deque[tuple[str, Message]], broadcast: Broadcast) -> None:
+        """``broadcast``: the number of the switch in force, which a launch that runs at once names."""
         self._settings = settings
         self._store = store
         self._nodes = nodes
@@ -42,6 +44,7 @@ class Starts:
         self._queues = queues
         self._retry = retry
         self._outbox = outbox
+        self._broadcast = broadcast
         self._barriers = BarrierEndpoints()
         # launches no hello, report or exit has shown to arrive yet, with the incarnation of the node
         # daemon they went to: a repeated hello of that daemon may have crossed them on the way
@@ -54,9 +57,10 @@ class Starts:
                 self._barriers.reserve(job.node_names[0], port)
 
     def launch(self, job: Job, processors: list[Processor], restore: bool, now: Now, run_now: bool = False) -> bool:
-        """Send the job's tasks to ``processors``, running at once if ``run_now``; False if the store could
-        not write the start (the job waits: postponed). Raises ``CannotStart``, the job out of the policy,
-        if it cannot start at all."""
+        """Send the job's tasks to ``processors``, running at once if ``run_now``: in the processors the switch
+        in force leaves idle (a launch that reaches its node only after the next switch waits for its row);
+        False if the store could not write the start (the job waits: postponed). Raises ``CannotStart``, the
+        job out of the policy, if it cannot start at all."""
         first = processors[0].node
         rank0 = self._nodes.get(first)
         try:
@@ -91,7 +95,8 @@ class Starts:
         kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
         meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0])
         for node_name, launch in launches(job, processors, meet, kvsname, self._settings.io_addr,
-                                          self._settings.checkpoint_dir, restore, run_now):
+                                          self._settings.checkpoint_dir, restore,
+                                          self._broadcast.quantum if run_now else None):
             node = self._nodes.get(node_name)
             self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)
             self._outbox.append((node_name, launch))

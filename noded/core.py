@@ -351,7 +351,7 @@ class NodeCore:
         if key in self.tasks or key in self._unacknowledged:
             log.info("job %d rank %d runs or ran here; launch ignored", spec.job_id, spec.rank)
             return
-        self.orders.append(orders.Launch(spec, message.run_now or self._switcher.runs(spec.job_id)))
+        self.orders.append(orders.Launch(spec, self._switcher.starts_running(spec.job_id, message.run_in)))
 
     def _kill(self, message: KillTask, now: float) -> None:
         keys = [key for key, task in self.tasks.items() if key.job_id == message.job_id and not task.ending]

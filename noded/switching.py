@@ -31,6 +31,9 @@ class ColumnSwitcher:
         self.column = NodeColumn(epoch=-1, rows={})
         self._column_jobs: set[int] = set()
         self._desired: set[int] = set()
+        self._quantum: int | None = None  # the number of the switch in force
+        # jobs launched to run in the idle processors of a switch not applied yet: the next one, if it is that
+        self._early: dict[int, int] = {}
 
     def new_column(self, column: NodeColumn) -> None:
         # the master's messages come in the order it sent them: the last column is its newest
@@ -41,6 +44,17 @@ class ColumnSwitcher:
     def runs(self, job_id: int) -> bool:
         """Whether the switch in force runs ``job_id``: a task launched now starts running or stopped."""
         return job_id in self._desired
+
+    def starts_running(self, job_id: int, run_in: int | None) -> bool:
+        """Whether a task of ``job_id`` launched now starts running: the switch in force runs its job, or it was
+        placed in the processors that switch leaves idle (``run_in``, the switch's number). Placed in those of
+        a switch still on its way, it starts stopped and that switch, applied next, runs it; placed in those of
+        an earlier switch, it waits for its row (another task may run on its processor now)."""
+        if job_id in self._desired or (run_in is not None and run_in == self._quantum):
+            return True
+        if run_in is not None and (self._quantum is None or run_in > self._quantum):
+            self._early[job_id] = run_in
+        return False
 
     def plan(self, switch: SlotSwitch, tasks: Iterable[TaskRecord]) -> SwitchPlan:
         """What ``switch`` stops and continues of ``tasks``, taken as applied from now on."""
@@ -57,7 +71,10 @@ class ColumnSwitcher:
         for job_id in switch.alternates:
             if job_id in self._column_jobs:
                 desired.add(job_id)
-        self._desired = desired
+        if self._early:
+            desired.update(job_id for job_id, quantum in self._early.items() if quantum == switch.quantum)
+            self._early.clear()
+        self._desired, self._quantum = desired, switch.quantum
         ran, stop, resume = [], [], []
         for task in tasks:
             if task.runnable:  # in the quantum that just ended

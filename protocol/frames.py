@@ -13,7 +13,7 @@ import msgpack
 
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 
-PROTOCOL_VERSION = 21
+PROTOCOL_VERSION = 22
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # a JobList's page: a job's spec is at most MAX_COMMAND_BYTES plus two paths, and this many fit in a frame
 JOBS_PER_REPLY = 100

@@ -90,9 +90,11 @@ class Heartbeat(WireModel):
 class LaunchTask(FromLeader):
     type: Literal["launch_task"] = "launch_task"
     task: TaskSpec
-    # start it running: its row runs in the quantum under way and no other job's task runs on its
-    # processor (else it starts stopped, and the switch that runs its row continues it)
-    run_now: bool = False
+    # start it running if the switch in force where it arrives is this one (by its number), or the next
+    # the node applies is: no other job's task runs on its processor in that switch's quantum. A launch
+    # held back by the master (its store could not commit) may arrive switches later, when another
+    # task may run there. Else (None) it starts as the switch in force says: stopped unless that runs it.
+    run_in: int | None = Field(None, ge=0)
 
 
 class KillTask(FromLeader):

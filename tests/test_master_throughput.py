@@ -27,23 +27,23 @@ def submit_one(core, count: int = 1) -> list[int]:
     return [core.clients.submit(Submit(spec=spec)).job_id for _ in range(count)]
 
 
-def launched(core) -> dict[int, bool]:
-    """job -> whether its launch says to run at once"""
-    return {message.task.job_id: message.run_now for _, message in sent(core, LaunchTask)}
+def launched(core) -> dict[int, int | None]:
+    """job -> the switch in whose idle processors its launch says to run at once (None: as its row does)"""
+    return {message.task.job_id: message.run_in for _, message in sent(core, LaunchTask)}
 
 
 def test_a_processor_freed_in_the_quantum_is_used_again_at_once(tmp_path, clock):
     core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
     hello(core, "n1")
     first, second = submit_one(core, 2)  # one processor: two rows
-    assert launched(core) == {first: False, second: False}  # placed before any switch: they wait for theirs
+    assert launched(core) == {first: None, second: None}  # placed before any switch: they wait for theirs
     core.tick()
     row_running = core.matrices.default.rotation.ran
     assert row_running in ({first}, {second})
     (ended,) = row_running
     core.task_ended(TaskExit(node="n1", job_id=ended, rank=0, returncode=0))
     (third,) = submit_one(core)
-    assert launched(core) == {third: True}  # nothing else runs on its processor now
+    assert launched(core) == {third: core.broadcast.quantum}  # nothing else runs on its processor now
     assert third in core.matrices.default.rotation.ran
 
 
@@ -57,7 +57,7 @@ def test_a_job_placed_where_a_task_runs_this_quantum_waits_for_its_switch(tmp_pa
     waiting = second if running == first else first
     core.task_ended(TaskExit(node="n1", job_id=waiting, rank=0, returncode=0))  # ends while stopped
     (third,) = submit_one(core)
-    assert launched(core) == {third: False}  # its processor is taken this quantum
+    assert launched(core) == {third: None}  # its processor is taken this quantum
 
 
 def test_a_job_placed_at_a_quantum_boundary_starts_with_the_switch(tmp_path, clock):
@@ -69,7 +69,7 @@ def test_a_job_placed_at_a_quantum_boundary_starts_with_the_switch(tmp_path, clo
     core.task_ended(TaskExit(node="n1", job_id=first, rank=0, returncode=0))
     core.matrices.default.rotation.quantum_over()  # as the boundary's tick does before its settle
     (second,) = submit_one(core)
-    assert launched(core) == {second: False}
+    assert launched(core) == {second: None}
 
 
 def submit_array(core, ranges, limit=None):

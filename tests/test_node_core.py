@@ -81,9 +81,9 @@ def task_spec(job_id: int, rank: int = 0, argv: tuple[str, ...] = ("true",)) -> 
                     barrier_addr="ipc:///b", barrier_bind="ipc:///b", io_addr=None, output=None)
 
 
-def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0) -> Launch:
+def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0, run_in: int | None = None) -> Launch:
     spec = task_spec(job_id, rank)
-    core.message(LaunchTask(task=spec), now)
+    core.message(LaunchTask(task=spec, run_in=run_in), now)
     (order,) = taken(core.orders)
     assert isinstance(order, Launch)
     core.task_event(Launched(TaskKey(job_id, rank), order.runnable, started_ns=int(now * 1e9)), now)
@@ -134,6 +134,21 @@ def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_c
     (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == 3
     assert switch(core, 3, rows=[1], now=1.2) == ([(7, 0)], [])  # row 1 does not hold it: stopped
+
+
+def test_a_launch_runs_at_once_only_in_the_idle_processors_of_the_switch_it_names():
+    core = registered(make_core())
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8, 9, 10]]}), 0.0)
+    switch(core, 4, rows=[0], now=0.1)
+    assert launch(core, 8, now=0.12, run_in=4).runnable is True  # placed where switch 4 leaves room
+    # held back by the master while a later switch ran another row here: it waits for its own
+    assert switch(core, 5, rows=[0], now=0.2) == ([(8, 0)], [])
+    taken(core.orders)  # the look at task 8, stopped
+    assert launch(core, 9, now=0.22, run_in=4).runnable is False
+    # placed in switch 6's idle processors, arrived before switch 6: that switch runs it, not the one in force
+    assert launch(core, 10, now=0.25, run_in=6).runnable is False
+    assert switch(core, 6, rows=[0], now=0.3) == ([], [(10, 0)])  # job 9 still waits for row 1
+    assert switch(core, 7, rows=[0], now=0.4) == ([(10, 0)], [])  # then it waits for its row
 
 
 def test_only_tasks_that_ran_are_sampled_each_against_its_own_runnable_time():

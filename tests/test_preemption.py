@@ -113,8 +113,8 @@ def test_a_higher_tier_job_suspends_the_gang_on_its_nodes_which_resumes_when_it_
     tick(core)
     assert running_in(core, "n1") == running_in(core, "n4") == {wide}
     debug = submit(core, 2, "debug")
-    launches = {message.task.job_id: message.run_now for _, message in sent(core, LaunchTask)}
-    assert launches == {debug: False}  # it starts with the switch that stops the gang it displaces
+    launches = {message.task.job_id: message.run_in for _, message in sent(core, LaunchTask)}
+    assert launches == {debug: None}  # it starts with the switch that stops the gang it displaces
     suspended = info(core, wide)
     assert suspended.state is JobState.SUSPENDED and suspended.reason == f"Preempted by job {debug}"
     assert [(p.by_job, p.end) for p in suspended.preemptions] == [(debug, None)]
