@@ -148,7 +148,8 @@ class MasterCore:
             if job.state is not JobState.RUNNING:
                 pending.append(job)
                 continue
-            job.live_ranks = set(range(len(job.node_names)))
+            if not job.live_ranks:  # none ended: every rank, as a store of an earlier version has it
+                job.live_ranks = set(range(len(job.node_names)))
             table.started(job)
             if home is None:
                 homeless.append(job)

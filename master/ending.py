@@ -1,6 +1,11 @@
 """How a job ends: the first cause decides its final state, its other tasks are killed, and its
 close (or requeue) is written whole before the master's memory follows (master/closing.py).
 
+A rank's end is acknowledged to its node only once the store has it: the job's
+close, or, while other ranks of the job run, the job without the rank. Until
+then the node keeps the end and says it again in its next hello, so a master
+that restarts in between neither loses it nor takes the rank for vanished.
+
 A job: PENDING -> RUNNING -> a final state once every rank has exited. The
 final state is decided by the first thing that goes wrong (``Job.ending``): a
 rank that fails, a cancel, the time limit (TIMEOUT), a lost node (NODE_FAIL,
@@ -22,7 +27,7 @@ from gangsched.master.placement import where
 from gangsched.master.starting import CannotStart, Starts
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.waiting import Wait, WaitKind
-from gangsched.protocol.messages import KillTask, Message
+from gangsched.protocol.messages import ExitAck, KillTask, Message
 from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
@@ -39,10 +44,29 @@ class Endings:
         self._retry = retry
         self._outbox = outbox
         self._closing: dict[int, Close] = {}  # ended jobs whose end the store has not taken yet
+        # the acknowledgements of rank ends the store has not taken yet (a write failed), by job, to their nodes
+        self._unwritten_ends: dict[int, list[tuple[str, ExitAck]]] = {}
 
     @property
     def waiting_for_store(self) -> bool:
-        return bool(self._closing)
+        return bool(self._closing or self._unwritten_ends)
+
+    def acknowledge(self, job: Job, node: str, ack: ExitAck, now: Now) -> ExitAck | None:
+        """A rank of ``job`` ended (``ranks_gone`` took it): ``ack``, once the store has the end; None while it
+        waits for the store (the job's close, or the job without the rank if others run), held until then."""
+        job_id = job.job_id
+        if job_id not in self._closing and job_id not in self._unwritten_ends:
+            if not job.live_ranks:
+                return ack  # its close is written (or a migration's restart, with new ranks)
+            try:
+                self._store.save(job)
+                return ack
+            except StoreWriteError as error:
+                delay = self._retry.failed(now.monotonic)
+                log.error("the job store cannot write the end of job %d rank %d (%s): its node keeps it, tried "
+                          "again in %.1f s", job_id, ack.rank, error, delay)
+        self._unwritten_ends.setdefault(job_id, []).append((node, ack))
+        return None
 
     def enqueue(self, job: Job, now: Now) -> None:
         """A pending job goes to the policy once the jobs it depends on allow; it is cancelled if they
@@ -112,7 +136,7 @@ class Endings:
     def write_closes(self, now: Now) -> None:
         """Write the closes and requeues that wait, in the order the jobs ended; each one the store takes
         takes effect: a closed job leaves, its user's use counts, its dependents are released; a requeued
-        one goes back to the policy."""
+        one goes back to the policy. Then the rank ends that wait (``acknowledge``)."""
         for job_id, close in list(self._closing.items()):
             job = self._table.jobs[job_id]
             account = None
@@ -134,6 +158,7 @@ class Endings:
             if not self._retry.postponed:  # else the postponed starts are due at the next try
                 self._retry.succeeded()
             del self._closing[job_id]
+            self._outbox.extend(self._unwritten_ends.pop(job_id, ()))
             self._queues.of(job).event()
             if close.state is JobState.PENDING:
                 self._table.jobs[job_id] = written
@@ -146,6 +171,22 @@ class Endings:
             log.info("job %d %s", job_id, close.state)
             for released in [*self._queues.dependents_of(job_id), *self._queues.of(job).left(job)]:
                 self.enqueue(released, now)
+        self._write_rank_ends(now)
+
+    def _write_rank_ends(self, now: Now) -> None:
+        """The running jobs whose rank ends the store could not take, written again: each the store takes
+        has its ends acknowledged."""
+        for job_id in [job_id for job_id in self._unwritten_ends if job_id not in self._closing]:
+            job = self._table.jobs.get(job_id)
+            if job is not None:
+                try:
+                    self._store.save(job)
+                except StoreWriteError as error:
+                    delay = self._retry.failed(now.monotonic)
+                    log.error("the job store cannot write the rank ends of job %d (%s): tried again in %.1f s",
+                              job_id, error, delay)
+                    return
+            self._outbox.extend(self._unwritten_ends.pop(job_id))
 
     def _requeued(self, job: Job) -> Job:
         """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""

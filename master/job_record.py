@@ -50,9 +50,11 @@ class Job:
     # each time a job of a higher tier or an administrator suspended it (the last one open while it is); stored
     preemptions: list[Preemption] = field(default_factory=list)
     hold: Hold | None = None  # pending and held back from its queue (gang hold), by its owner or root; stored
+    # the ranks that have not ended; stored, so that a master that restarts expects no hello to bring a rank
+    # whose end it acknowledged (master/ending.py)
+    live_ranks: set[int] = field(default_factory=set)
     # What follows lives only while the master runs.
     wait: Wait | None = None  # why it waits, while pending
-    live_ranks: set[int] = field(default_factory=set)
     ending: JobState | None = None  # the final state decided while tasks still exit
     ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
     migration: Migration | None = None

@@ -119,9 +119,12 @@ class NodeEvents:
             self._tiers.settle(now)
 
     def _take_exits(self, hello: NodeHello, now: Now) -> None:
-        """The ends a hello brings, each acknowledged; the decisions they bring left to the caller's settle."""
+        """The ends a hello brings, each acknowledged once the store has it; the decisions they bring left to
+        the caller's settle."""
         for exit_ in hello.exits:
-            self._outbox.append((hello.node, self.ended(exit_, now)))
+            ack = self.ended(exit_, now)
+            if ack is not None:
+                self._outbox.append((hello.node, ack))
 
     def heartbeat(self, message: Heartbeat, now: Now) -> ErrorReply | None:
         if self._nodes.seen(message.node, now.monotonic):
@@ -131,9 +134,10 @@ class NodeEvents:
             return self._hello_if_owed(message.node)
         return _say_hello(message.node)
 
-    def ended(self, message: TaskExit, now: Now) -> ExitAck:
+    def ended(self, message: TaskExit, now: Now) -> ExitAck | None:
         """A task's end, the decisions it may bring left to the caller's settle: one pass after a batch of
-        ends (a node's welcome, a drain of the report socket), not one for each end of a flood of small jobs."""
+        ends (a node's welcome, a drain of the report socket), not one for each end of a flood of small jobs.
+        Its acknowledgement, or None while the store has not taken the end (master/ending.py: sent then)."""
         self._starts.arrived(message.job_id, message.rank)
         job = self._table.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
@@ -151,6 +155,8 @@ class NodeEvents:
                 what = message.error or f"exited with {_describe(message.returncode)}"
                 ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
             self._endings.ranks_gone(job, {message.rank}, ending, now, exit_code=message.returncode)
+            return self._endings.acknowledge(job, message.node, ExitAck(job_id=message.job_id, rank=message.rank),
+                                             now)
         return ExitAck(job_id=message.job_id, rank=message.rank)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:

@@ -7,15 +7,15 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from gangsched.master.sql_schema import SCHEMA_VERSION, statements
+from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, statements
 from gangsched.master.sql_store import Rows, SqlStore
 from gangsched.master.store import StoreError
 
 # the store's sessions go by this name: a new leader ends those of the leader before (master/leadership.py)
 APPLICATION_NAME = "gangsched store"
 _VERSION_TABLE = "CREATE TABLE gangsched_schema (version INTEGER NOT NULL)"
-# what a store of an earlier version needs to be this one's (all its steps one transaction): none yet
-_MIGRATIONS: dict[int, list[str]] = {}
+# what a store of an earlier version needs to be this one's (all its steps one transaction)
+_MIGRATIONS: dict[int, list[str]] = {12: [LIVE_RANKS_COLUMN]}
 
 
 class _Postgres:

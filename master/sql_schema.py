@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     max_rss BIGINT,
     launched_to TEXT NOT NULL DEFAULT '{}',
     preemptions TEXT NOT NULL DEFAULT '[]',
-    hold TEXT
+    hold TEXT,
+    live_ranks TEXT
 );
 -- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
 -- without reading every job the store ever held
@@ -75,7 +76,9 @@ CREATE TABLE IF NOT EXISTS admin_log (
 CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token);
 """
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
+# what version 13 added: the ranks of a job that have not ended (NULL in a job of an earlier version: every rank)
+LIVE_RANKS_COLUMN = "ALTER TABLE jobs ADD COLUMN live_ranks TEXT"
 
 
 def statements(*tables: str) -> list[str]:
@@ -97,7 +100,7 @@ def upsert(table: str, columns: str, key: str) -> str:
 JOB_COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
     " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s, max_rss, launched_to, preemptions, hold"
+    " migration_s, max_rss, launched_to, preemptions, hold, live_ranks"
 )
 ACTION_COLUMNS = 'number, time, "user", command, result, token'
 JOB_UPSERT = upsert("jobs", JOB_COLUMNS, "job_id")

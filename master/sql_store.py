@@ -168,6 +168,7 @@ class SqlStore:
                 json.dumps(job.launched_to),
                 json.dumps([preemption.model_dump() for preemption in job.preemptions]),
                 None if job.hold is None else job.hold.value,
+                json.dumps(sorted(job.live_ranks)),
             ),
         )
 
@@ -307,7 +308,8 @@ class SqlStore:
 
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions, hold) = row
+     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions, hold, live_ranks) = row
+    node_names = json.loads(nodes)
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -316,7 +318,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         submit_time=submit,
         start_time=start,
         end_time=end,
-        node_names=json.loads(nodes),
+        node_names=node_names,
         processors=json.loads(processors),
         exit_code=exit_code,
         requeues=requeues,
@@ -330,6 +332,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         launched_to=json.loads(launched_to),
         preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
         hold=None if hold is None else Hold(hold),
+        live_ranks=set(range(len(node_names)) if live_ranks is None else json.loads(live_ranks)),
     )
 
 

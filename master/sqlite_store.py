@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gangsched.master.sql_schema import SCHEMA_VERSION, statements
+from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, statements
 from gangsched.master.sql_store import SqlStore
 from gangsched.master.store import StoreError
 
@@ -22,7 +22,8 @@ _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAUL
                9: statements("user_limits"),
                10: statements("reservations"),
                11: ["ALTER TABLE admin_log ADD COLUMN token TEXT",
-                    'CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token)']}
+                    'CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token)'],
+               12: [LIVE_RANKS_COLUMN]}
 
 
 class _Sqlite:

@@ -12,8 +12,8 @@ from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import StoreWriteError
-from gangsched.protocol.messages import ErrorReply, Heartbeat, LaunchTask, Submit, TaskExit
-from gangsched.protocol.records import JobSpec, JobState
+from gangsched.protocol.messages import ErrorReply, ExitAck, Heartbeat, LaunchTask, Submit, TaskExit
+from gangsched.protocol.records import JobSpec, JobState, TaskRef
 from tests.conftest import DrivenMaster, FakeClock, driven_master
 from tests.test_master_core import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
@@ -243,6 +243,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     db.execute("DROP INDEX jobs_by_state")
     db.execute("ALTER TABLE jobs DROP COLUMN preemptions")
     db.execute("ALTER TABLE jobs DROP COLUMN hold")
+    db.execute("ALTER TABLE jobs DROP COLUMN live_ranks")
     db.execute("DROP TABLE node_marks")
     db.execute("DROP INDEX admin_log_by_token")
     db.execute("DROP TABLE admin_log")
@@ -257,10 +258,50 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (12,)
+    assert db.execute("PRAGMA user_version").fetchone() == (13,)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert {"node_marks", "admin_log", "user_limits", "reservations"} <= tables
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
         ("jobs_by_state",)]
-    assert db.execute("SELECT job_id, state, preemptions, hold FROM jobs").fetchall() == [(1, "completed", "[]", None)]
+    assert db.execute("SELECT job_id, state, preemptions, hold, live_ranks FROM jobs").fetchall() == [
+        (1, "completed", "[]", None, None)]
     db.close()
+
+
+def test_a_rank_end_acknowledged_before_a_restart_is_not_taken_for_a_vanished_rank(tmp_path, clock):
+    """Rank 0 ended, acknowledged (its node forgets it), rank 1 still runs when the master is killed: the
+    store has the rank's end, so the master that restarts expects only rank 1, and the job completes."""
+    store = SqliteStore(tmp_path / "jobs.db")
+    core = driven_master(SETTINGS, ENDPOINTS, store, clock)
+    hello(core, "n1")
+    hello(core, "n2")
+    job = submit(core, nodes=2)
+    first, second = core.table.jobs[job].node_names
+    ack = core.task_ended(TaskExit(node=first, job_id=job, rank=0, returncode=0))
+    assert (ack.job_id, ack.rank) == (job, 0)
+    store.close()
+    restarted = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    hello(restarted, first)  # no trace of rank 0: its end was acknowledged
+    hello(restarted, second, tasks=[TaskRef(job_id=job, rank=1)])
+    (info,) = infos(restarted, [job])
+    assert info.state is JobState.RUNNING, info.reason
+    restarted.task_ended(TaskExit(node=second, job_id=job, rank=1, returncode=0))
+    assert infos(restarted, [job])[0].state is JobState.COMPLETED
+
+
+def test_a_rank_end_the_store_cannot_write_is_acknowledged_only_once_it_can(failing_store, clock):
+    core = driven_master(SETTINGS, ENDPOINTS, failing_store, clock)
+    hello(core, "n1")
+    hello(core, "n2")
+    job = submit(core, nodes=2)
+    first = core.table.jobs[job].node_names[0]
+    core.outbox.clear()
+    failing_store.full = True
+    assert core.task_ended(TaskExit(node=first, job_id=job, rank=0, returncode=0)) is None  # its node keeps it
+    quantum(core, clock, ("n1", "n2"))
+    assert [message for _, message in core.outbox if isinstance(message, ExitAck)] == []
+    failing_store.full = False
+    for _ in range(3):  # the next try, two quanta after the last
+        quantum(core, clock, ("n1", "n2"))
+    assert [(node, message.rank) for node, message in core.outbox if isinstance(message, ExitAck)] == [(first, 0)]
+    assert SqliteStore(failing_store.path).get(job).live_ranks == {1}

@@ -42,7 +42,7 @@ def exercise(store: JobStore) -> list[Any]:
     store.commit()
     answers.append((store.job_of_token("alice", "token-1"), store.job_of_token("alice", "nope"), store.next_job_id()))
     started = job(1, JobState.RUNNING, start_time=1010.0, node_names=["n1", "n2"], processors=[0, 1],
-                  launched_to={"n1": "a"}, cpu_ns=1 << 40, max_rss=1 << 33,
+                  launched_to={"n1": "a"}, cpu_ns=1 << 40, max_rss=1 << 33, live_ranks={1},
                   preemptions=[Preemption(by_job=7, start=1011.0, end=1012.5)])
     store.save(started)
     ended = job(2, JobState.COMPLETED, start_time=1020.0, end_time=1030.0, exit_code=0, ran_s=9.5)
@@ -118,8 +118,15 @@ def test_a_postgresql_store_that_cannot_be_used_is_refused_with_one_line(tmp_pat
     PostgresStore(database).close()
     with psycopg.connect(database, autocommit=True) as connection:
         connection.execute("UPDATE gangsched_schema SET version = 99")
-    with pytest.raises(StoreError, match="has schema version 99, this gangsched reads 12: give another --store"):
+    with pytest.raises(StoreError, match="has schema version 99, this gangsched reads 13: give another --store"):
         PostgresStore(database)
+    with psycopg.connect(database, autocommit=True) as connection:  # as version 12 made it
+        connection.execute("UPDATE gangsched_schema SET version = 12")
+        connection.execute("ALTER TABLE jobs DROP COLUMN live_ranks")
+    PostgresStore(database).close()  # migrated
+    with psycopg.connect(database, autocommit=True) as connection:
+        assert connection.execute("SELECT version FROM gangsched_schema").fetchone() == (13,)
+        connection.execute("SELECT live_ranks FROM jobs")
 
 
 @pytest.mark.live
