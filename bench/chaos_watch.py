@@ -7,7 +7,9 @@ second) and holds two things against what it read:
   while frozen, if it still lists them at the next look and none of them is exiting. (A task frozen
   as it exits, killed or at its end, runs its exit, 1-4 ms here, which counts in the group, and then
   leaves it: a look in the middle of that exit saw its processes still listed, twice in a 20-minute
-  run; on a slow day, once even at the look after, a process exiting.)
+  run; on a slow day, once even at the look after, a process exiting.) A look reads the group's
+  freezer state before and after its CPU time: the watch may wait for a core between its reads, and
+  a switch that thawed the group meanwhile had let it run, in its slot.
 * under strict gang scheduling a node runs at most one task a processor (paired, two): a node with
   more unfrozen groups that have a running process than that, at every look for longer than the
   node's own sampling interval (``WATCH_INTERVAL_S``: what a task that resumes itself may run where
@@ -68,9 +70,12 @@ class SlotWatch(threading.Thread):
             names: dict[str, list[str]] = {}
             for path, group in groups.items():
                 try:
-                    frozen = "frozen 1" in (path / "cgroup.events").read_text().splitlines()
+                    # frozen before and after its CPU is read: the three reads are not one, and this thread
+                    # may wait for a core between them while a switch thaws the group
+                    frozen = _frozen(path)
                     usage = _usage_ns(path)
                     processes = (path / "cgroup.procs").read_text()
+                    frozen = frozen and _frozen(path)
                 except (OSError, ValueError):
                     continue
                 before = frozen_before.pop(path, None)
@@ -88,7 +93,9 @@ class SlotWatch(threading.Thread):
                 if before is not None and before[0] == processes:
                     self.findings.frozen_looks += 1
                     if usage - before[1] > _RAN_NS:
-                        suspects[path] = processes, f"{group.task}: {(usage - before[1]) / 1e6:.1f} ms"
+                        # when, to be found in the daemons' logs (kept where an invariant breaks)
+                        at = time.strftime("%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
+                        suspects[path] = processes, f"{group.task}: {(usage - before[1]) / 1e6:.1f} ms by {at}"
                 frozen_before[path] = processes, usage
             self.findings.node_looks += len({group.node for group in groups.values()})
             now = time.monotonic()
@@ -113,6 +120,10 @@ class SlotWatch(threading.Thread):
                 found[path] = _Group(f"job {environment.get('GANG_JOB_ID')} rank {environment.get('GANG_RANK')}",
                                      path.parent.name)
         return found
+
+
+def _frozen(group: Path) -> bool:
+    return "frozen 1" in (group / "cgroup.events").read_text().splitlines()
 
 
 def _usage_ns(group: Path) -> int:
