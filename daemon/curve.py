@@ -14,12 +14,16 @@ cancel nor hear a switch. The master takes a client's user name from its key
 only their own jobs (``root`` anyone's).
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import zmq
+if TYPE_CHECKING:
+    # pyzmq only where keys are used: a client without keys (master/zmtp.py) starts without it
+    import zmq
 
-if TYPE_CHECKING:  # its thread module loads asyncio: only the master and relays, which serve keys, need it
+    # its thread module loads asyncio: only the master and relays, which serve keys, need it
     from zmq.auth.thread import ThreadAuthenticator
 
     from gangsched.daemon.zap import NamingAuthenticator
@@ -90,7 +94,7 @@ class KeyFolder:
         """The public key of what a node connects to: a relay (another node) or the master."""
         return _certificate(self.path / (f"{NODE_USER}.key" if relay else "master.key"))[0]
 
-    def relay_authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> "ThreadAuthenticator":
+    def relay_authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> ThreadAuthenticator:
         """Started: lets in only the nodes' key, on a relay's sockets."""
         from zmq.auth.thread import ThreadAuthenticator
 
@@ -105,7 +109,7 @@ class KeyFolder:
         authenticator.configure_curve_callback(domain="*", credentials_provider=NodesOnly())
         return authenticator
 
-    def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> "NamingAuthenticator":
+    def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> NamingAuthenticator:
         """Started: lets in the keys of ``authorized/``, each as the user its file is named after."""
         from gangsched.daemon.zap import NamingAuthenticator
 
