@@ -60,6 +60,8 @@ class ZmtpDealer:
                 self.close()
             try:
                 self._deliver(deadline)
+            except ZmtpError:
+                raise
             except OSError:  # no master there again by the deadline: no answer
                 return None
 

@@ -109,6 +109,28 @@ def test_a_ping_of_the_peer_is_answered_and_a_silent_peer_times_out(router, tmp_
     dealer.close()
 
 
+def test_a_master_that_comes_back_with_keys_gets_the_keys_line_not_no_answer(router, tmp_path):
+    endpoint = f"ipc://{tmp_path}/master.sock"
+    router.bind(endpoint)
+    serve(router, 1)
+    master = MasterConnection(endpoint, timeout_s=5)
+    assert master.exchange(pack({"type": "stats_query"}))["type"] == "stats_query"
+    router.unbind(endpoint)
+    router.close()  # gone; back on the same socket with keys
+    context = zmq.Context()
+    curve = context.socket(zmq.ROUTER)
+    curve.setsockopt(zmq.LINGER, 0)
+    curve.curve_server, curve.curve_secretkey = True, zmq.curve_keypair()[1]
+    curve.bind(endpoint)
+    try:
+        with pytest.raises(MasterUnreachable, match="a master with keys lets in only a client with keys"):
+            master.exchange(pack({"type": "stats_query"}))
+    finally:
+        master.close()
+        curve.close()
+        context.term()
+
+
 def test_a_request_whose_master_went_is_sent_again_to_the_master_that_comes_back(tmp_path):
     endpoint = f"ipc://{tmp_path}/master.sock"
     context = zmq.Context()
