@@ -148,7 +148,9 @@ class MasterCore:
             if job.state is not JobState.RUNNING:
                 pending.append(job)
                 continue
-            if not job.live_ranks:  # none ended: every rank, as a store of an earlier version has it
+            # none stored (a store before version 13, or a migration between its checkpoints and its restart):
+            # every rank is expected, and one no hello brings ends the job as vanished
+            if not job.live_ranks:
                 job.live_ranks = set(range(len(job.node_names)))
             table.started(job)
             if home is None:

@@ -56,15 +56,8 @@ class Endings:
         waits for the store (the job's close, or the job without the rank if others run), held until then."""
         job_id = job.job_id
         if job_id not in self._closing and job_id not in self._unwritten_ends:
-            if not job.live_ranks:
-                return ack  # its close is written (or a migration's restart, with new ranks)
-            try:
-                self._store.save(job)
+            if not job.live_ranks or self._saved(job, now):  # no rank left: its close is written (or a restart's)
                 return ack
-            except StoreWriteError as error:
-                delay = self._retry.failed(now.monotonic)
-                log.error("the job store cannot write the end of job %d rank %d (%s): its node keeps it, tried "
-                          "again in %.1f s", job_id, ack.rank, error, delay)
         self._unwritten_ends.setdefault(job_id, []).append((node, ack))
         return None
 
@@ -178,15 +171,20 @@ class Endings:
         has its ends acknowledged."""
         for job_id in [job_id for job_id in self._unwritten_ends if job_id not in self._closing]:
             job = self._table.jobs.get(job_id)
-            if job is not None:
-                try:
-                    self._store.save(job)
-                except StoreWriteError as error:
-                    delay = self._retry.failed(now.monotonic)
-                    log.error("the job store cannot write the rank ends of job %d (%s): tried again in %.1f s",
-                              job_id, error, delay)
-                    return
+            if job is not None and not self._saved(job, now):
+                return
             self._outbox.extend(self._unwritten_ends.pop(job_id))
+
+    def _saved(self, job: Job, now: Now) -> bool:
+        """The running ``job`` written with the ranks it has left; False if the store could not (tried again)."""
+        try:
+            self._store.save(job)
+        except StoreWriteError as error:
+            delay = self._retry.failed(now.monotonic)
+            log.error("the job store cannot write the rank ends of job %d (%s): their nodes keep them, tried "
+                      "again in %.1f s", job.job_id, error, delay)
+            return False
+        return True
 
     def _requeued(self, job: Job) -> Job:
         """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""

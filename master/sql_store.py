@@ -309,7 +309,6 @@ class SqlStore:
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
      rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions, hold, live_ranks) = row
-    node_names = json.loads(nodes)
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -318,7 +317,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         submit_time=submit,
         start_time=start,
         end_time=end,
-        node_names=node_names,
+        node_names=json.loads(nodes),
         processors=json.loads(processors),
         exit_code=exit_code,
         requeues=requeues,
@@ -332,7 +331,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         launched_to=json.loads(launched_to),
         preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
         hold=None if hold is None else Hold(hold),
-        live_ranks=set(range(len(node_names)) if live_ranks is None else json.loads(live_ranks)),
+        live_ranks=set(json.loads(live_ranks or "[]")),  # NULL before version 13: the restart takes every rank
     )
 
 
