@@ -91,10 +91,10 @@ class MasterConnection:
         self._reconnect()
 
     def _exchange_once(self, frame: bytes) -> dict[str, Any]:
-        deadline = time.monotonic() + self._timeout_ms / 1000
-        try:
-            self._socket.send(frame, deadline)
-            received = self._socket.receive(deadline)
+        timeout_s = self._timeout_ms / 1000
+        try:  # the timeout for the send (a connection made), and again for the answer, as pyzmq's DEALER has it
+            self._socket.send(frame, time.monotonic() + timeout_s)
+            received = self._socket.receive(time.monotonic() + timeout_s)
         except ZmtpError as error:  # not a master, or a master that wants keys
             self._reconnect()
             raise self.malformed(str(error)) from None
