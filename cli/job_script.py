@@ -1,7 +1,11 @@
 """What `gang submit` reads from text, as sbatch does: a script's ``#GANG`` directive lines,
 ``--dependency`` and ``--array``. Plain functions; a mistake is a ValueError that says where."""
 
-from pathlib import Path
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DIRECTIVE = "#GANG"
 

@@ -4,15 +4,14 @@
 
 Without click: the list commands (``listing``) parse their arguments with argparse."""
 
-import json
 import os
+import stat
 import sys
-from pathlib import Path
 
 from gangsched.daemon.cluster_file import ClusterFileError, configured_masters
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 from gangsched.deploy.home import cluster_master
-from gangsched.master.connection import RequestRefused
+from gangsched.master.connection import KeyFolderPath, RequestRefused
 
 
 class NoMaster(Exception):
@@ -22,9 +21,9 @@ class NoMaster(Exception):
 # long enough for a master to restart: its tries carry one token, so a retry never makes a second job
 SUBMIT_RETRY_S = 30.0
 
-def find_master(explicit: str | None, keys: Path | None) -> tuple[str, Path | None]:
+def find_master(explicit: str | None, keys: KeyFolderPath | None) -> tuple[str, KeyFolderPath | None]:
     """The master to talk to, and the CURVE keys to talk with."""
-    keys = keys or (Path(os.environ["GANG_KEYS"]) if os.environ.get("GANG_KEYS") else None)
+    keys = keys or os.environ.get("GANG_KEYS") or None
     if explicit:
         return explicit, keys
     if os.environ.get("GANG_MASTER"):
@@ -38,12 +37,19 @@ def find_master(explicit: str | None, keys: Path | None) -> tuple[str, Path | No
         raise NoMaster(str(error)) from None
     if configured is not None:
         return configured, keys
-    if Path(default_endpoint(MASTER_SOCKET).removeprefix("ipc://")).is_socket():
+    if _is_socket(default_endpoint(MASTER_SOCKET).removeprefix("ipc://")):
         return default_endpoint(MASTER_SOCKET), keys  # a `gang master` of this account's, with its defaults
     raise NoMaster(
         "no master: start one with `gang cluster up [--docker]` or `gang master`, or give --master / GANG_MASTER, "
         "or [cluster] masters in /etc/gangsched/gangsched.toml"
     )
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def error_code(error: Exception) -> str:
@@ -53,5 +59,7 @@ def error_code(error: Exception) -> str:
 
 def json_error(reason: str, code: str) -> None:
     """With --json, a script reads the error as it reads the answer: JSON, on stderr, and exit status 1."""
+    import json  # here: only --json needs it
+
     print(json.dumps({"error": reason, "code": code}), file=sys.stderr)
     raise SystemExit(1)

@@ -11,20 +11,23 @@ protocol's ``Submit`` as a plain map, with a token, so that a retry while the
 master restarts makes the jobs once.
 """
 
-import getpass
-import json
+from __future__ import annotations
+
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn
 
 from gangsched.cli.job_script import is_script
 from gangsched.cli.master_access import SUBMIT_RETRY_S, NoMaster, error_code, find_master, json_error
 from gangsched.daemon.curve import CurveError
-from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
+from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused, login_name
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.frames import pack
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 _VALUED = {"-n": "tasks", "--ntasks": "tasks", "-J": "name", "--name": "name", "-t": "estimate",
            "--estimate": "estimate", "-a": "array", "--array": "array", "-o": "output", "--output": "output",
@@ -74,7 +77,7 @@ def main(arguments: Sequence[str]) -> None:
         endpoint, keys = find_master(options.get("master"), None)
         if endpoint.startswith("ipc://") and not _found(command[0]):  # the nodes are this machine
             raise _Refused(f"command not found: {command[0]}")
-        spec = {"name": options.get("name") or os.path.basename(command[0]), "user": getpass.getuser(),
+        spec = {"name": options.get("name") or os.path.basename(command[0]), "user": login_name(),
                 "tasks": tasks, "argv": command, "env": {}, "estimate_s": estimate, "output": options.get("output"),
                 "partition": options.get("partition"), "reservation": options.get("reservation"),
                 "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd()}
@@ -90,6 +93,8 @@ def main(arguments: Sequence[str]) -> None:
         raise SystemExit(1) from None
     first, count = reply["job_id"], reply.get("count", 1)
     if as_json:
+        import json  # here: only --json needs it
+
         print(json.dumps({"job_id": first, "job_ids": list(range(first, first + count))}))
     else:
         print(f"submitted job {first}" + ("" if count == 1 else f" (array: jobs {first}-{first + count - 1})"))

@@ -8,11 +8,11 @@ checks this section with the same function, so a list means the same to every re
 
 import os
 import re
-from pathlib import Path
 
-DEFAULT_CONFIG = Path("/etc/gangsched/gangsched.toml")  # where a real host keeps it (docs/install.md)
+# where a real host keeps it (docs/install.md); a string: a job command loads no pathlib
+DEFAULT_CONFIG = "/etc/gangsched/gangsched.toml"
 CONFIG_VARIABLE = "GANG_CONFIG"  # names another file for the job commands
-_ENDPOINT = re.compile(r"(tcp|ipc)://[^,\s]+")
+_ENDPOINT = r"(tcp|ipc)://[^,\s]+"  # compiled at its first use: a job command reads no file
 
 Location = tuple[str | int, ...]
 
@@ -35,7 +35,7 @@ def masters_of(section: object) -> tuple[str | None, list[tuple[Location, str]]]
         return None, [*problems, (("cluster", "masters"), "a list of the masters' endpoints, or one string of "
                                   "them by commas: [\"tcp://m1:7070\", \"tcp://m2:7070\"]")]
     for index, endpoint in enumerate(listed):
-        if not isinstance(endpoint, str) or not _ENDPOINT.fullmatch(endpoint):
+        if not isinstance(endpoint, str) or not re.fullmatch(_ENDPOINT, endpoint):
             problems.append((("cluster", "masters", index), f"{endpoint!r} is not a master's endpoint: "
                              "tcp://HOST:PORT or ipc://PATH"))
     if len(set(listed)) < len(listed):
@@ -43,19 +43,20 @@ def masters_of(section: object) -> tuple[str | None, list[tuple[Location, str]]]
     return (None if problems else ",".join(listed)), problems
 
 
-def configured_masters(path: Path | None = None) -> str | None:
+def configured_masters(path: str | os.PathLike[str] | None = None) -> str | None:
     """The masters the configuration file lists, as a comma list: ``path``'s, else the file GANG_CONFIG
     names, else ``DEFAULT_CONFIG`` where it exists and this account may read it; None where there is no
     such file or it lists none.
     ``ClusterFileError`` where the file cannot be read or its ``[cluster]`` is wrong."""
-    named = path or (Path(os.environ[CONFIG_VARIABLE]) if os.environ.get(CONFIG_VARIABLE) else None)
+    named = path or os.environ.get(CONFIG_VARIABLE) or None
     if named is None and not os.access(DEFAULT_CONFIG, os.R_OK):
         return None  # none here, or one this account may not read (the masters' own): as if none
     chosen = named or DEFAULT_CONFIG
     import tomllib  # here, not above: most job commands find no file, and the parser is a tenth of their start
 
     try:
-        data = tomllib.loads(chosen.read_text())
+        with open(chosen) as file:
+            data = tomllib.loads(file.read())
     except OSError as error:
         raise ClusterFileError(f"{chosen}: cannot read it: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:

@@ -16,10 +16,12 @@ only their own jobs (``root`` anyone's).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
+# typing's flag without typing's import, nor pathlib's: a submission that reads no key loads this module
+# for CurveError alone (cli/quick_submit.py; docs/limits.md, "A submission's imports")
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     # pyzmq only where keys are used: a client without keys (master/zmtp.py) starts without it
     import zmq
 

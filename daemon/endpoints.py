@@ -1,9 +1,14 @@
 """ZeroMQ endpoint strings: from what a socket bound to what a peer connects to,
 and which binds are safe without keys."""
 
+from __future__ import annotations
+
 import os
 import stat
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _WILDCARDS = {"*", "0.0.0.0", "::", "[::]"}
 
@@ -27,13 +32,14 @@ def reachable_at(bound: str, host: str) -> str:
 
 
 # a master's default sockets: ipc in its own state folder, where nodes and clients of the
-# same account find them without being told (the state folder is 0700)
-DEFAULT_STATE_DIR = Path.home() / ".gangsched" / "master"
+# same account find them without being told (the state folder is 0700); a string, as a job command
+# reads it without pathlib
+DEFAULT_STATE_DIR = os.path.join(os.path.expanduser("~"), ".gangsched", "master")
 MASTER_SOCKET, SWITCH_SOCKET, REPORT_SOCKET = "master.sock", "switch.sock", "report.sock"
 
 
-def default_endpoint(socket: str, state_dir: Path = DEFAULT_STATE_DIR) -> str:
-    return f"ipc://{state_dir / socket}"
+def default_endpoint(socket: str, state_dir: str | os.PathLike[str] = DEFAULT_STATE_DIR) -> str:
+    return f"ipc://{os.path.join(state_dir, socket)}"
 
 
 class UnsafeBind(Exception):
@@ -52,9 +58,9 @@ def private_ipc(endpoint: str) -> None:
     if scheme != "ipc":
         raise UnsafeBind(f"{endpoint} lets in every account that reaches it: without --keys (make them with "
                          "`gang keygen`) the master binds only ipc:// sockets")
-    folder = Path(address).parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    status = folder.stat()
+    folder = os.path.dirname(address) or "."
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    status = os.stat(folder)
     if status.st_uid != os.geteuid() or status.st_mode & 0o077:
         raise UnsafeBind(f"{endpoint} is in {folder} (mode {stat.filemode(status.st_mode)}, uid {status.st_uid}), "
                          "which other accounts may enter: without --keys its folder must be this account's "

@@ -60,7 +60,7 @@ def project_dir() -> Path:
 
 class DockerCluster:
     def __init__(self, home: Path | None = None, port: int = 7070, project: str = PROJECT) -> None:
-        self.home = (home or default_home()).resolve()
+        self.home = Path(home or default_home()).resolve()
         self.port = port
         self.project = project
         self._state_file = self.home / DOCKER_STATE

@@ -77,7 +77,7 @@ class Confinement:
 
 class LocalCluster:
     def __init__(self, home: Path | None = None) -> None:
-        self.home = (home or default_home()).resolve()
+        self.home = Path(home or default_home()).resolve()
         self._state_file = self.home / LOCAL_STATE
         self.keys = self.home / KEYS  # CURVE keys of a cluster started with keys
 

@@ -187,7 +187,7 @@ def master_settings(flags: dict[str, Any]) -> MasterSettings:
     (``--config``, else ``DEFAULT_CONFIG`` where it exists), the defaults, in that order."""
     given = {name: value for name, value in flags.items() if value is not None}
     named = given.pop("config", None) or os.environ.get("GANG_MASTER_CONFIG")
-    path = Path(named) if named else DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None
+    path = Path(named) if named else Path(DEFAULT_CONFIG) if os.path.exists(DEFAULT_CONFIG) else None
     if path is None:
         return MasterSettings(**given)
     return read_config(path).master_settings(given)

@@ -14,16 +14,32 @@ Python (master/zmtp.py), which a command starts 40 ms sooner for on a slow day.
 
 from __future__ import annotations
 
-import getpass
+import os
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
 
 from gangsched.master.zmtp import ZmtpDealer, ZmtpError, routing_id
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import JOBS_PER_REPLY, pack, unpack
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any, Self
+
+# a CURVE key folder, as a job command finds it (cli/master_access.py: a string, without pathlib's import)
+KeyFolderPath = str | os.PathLike[str]
+
+
+def login_name() -> str:
+    """``getpass.getuser()``'s answer (the login name from the environment, else this account's), without
+    getpass's import: its password prompt's terminal module, a few milliseconds of a submission's start."""
+    for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if name := os.environ.get(variable):
+            return name
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
 
 
 class MasterUnreachable(Exception):
@@ -40,7 +56,7 @@ class RequestRefused(Exception):
 
 
 class MasterConnection:
-    def __init__(self, endpoint: str, timeout_s: float = 5.0, keys: Path | None = None,
+    def __init__(self, endpoint: str, timeout_s: float = 5.0, keys: KeyFolderPath | None = None,
                  user: str | None = None) -> None:
         """``keys``: a CURVE key folder; the client presents ``user``'s key (default: the login name)."""
         self.endpoint = endpoint
@@ -48,7 +64,7 @@ class MasterConnection:
         self._at = 0  # the master asked
         self._timeout_ms = int(timeout_s * 1000)
         self._keys = keys
-        self._user = user or getpass.getuser()
+        self._user = user or login_name()
         self._socket = self._connect()
 
     def another(self, timeout_s: float) -> Self:
@@ -184,7 +200,9 @@ class MasterConnection:
 class _CurveDealer:
     """pyzmq's DEALER, for a client with CURVE keys, which master/zmtp.py does not speak."""
 
-    def __init__(self, endpoint: str, keys: Path, user: str, timeout_ms: int) -> None:
+    def __init__(self, endpoint: str, keys: KeyFolderPath, user: str, timeout_ms: int) -> None:
+        from pathlib import Path
+
         import zmq  # only with keys: its import is most of a command's start
 
         from gangsched.daemon.curve import KeyFolder
@@ -196,7 +214,7 @@ class _CurveDealer:
         # DEALER with no connection blocks in send: a send deadline turns that into "no answer"
         self._socket.setsockopt(zmq.SNDTIMEO, timeout_ms)
         self._socket.setsockopt(zmq.ROUTING_ID, routing_id())
-        KeyFolder(keys).connect_as(self._socket, user)
+        KeyFolder(Path(keys)).connect_as(self._socket, user)
         self._socket.connect(endpoint)
 
     def send(self, frame: bytes, deadline: float) -> None:

@@ -44,7 +44,7 @@ class MasterSettings(BaseSettings):
         None, description="the cluster's configuration file (TOML: docs/configuration.md), read again on gang admin "
         "reconfigure; flags and variables win over its [master] keys [/etc/gangsched/gangsched.toml where it exists]"
     )
-    state_dir: Path = Field(DEFAULT_STATE_DIR, description="where the job store (SQLite) lives")
+    state_dir: Path = Field(Path(DEFAULT_STATE_DIR), description="where the job store (SQLite) lives")
     quantum_ms: int = Field(1000, ge=10, description="time slice; keep >= 100 for <1% overhead")
     heartbeat_ms: int = Field(500, ge=10, description="how often nodes must be heard from")
     heartbeat_misses: int = Field(3, ge=1, description="missed heartbeats before a node is down")

@@ -11,8 +11,10 @@ deadline, as a pyzmq socket reconnects; what the master sends that is not ZMTP e
 with ``ZmtpError``.
 """
 
+# the C module under socket.py: socket.py's import makes enums of all its constants and loads selectors,
+# a few milliseconds of every submission (docs/limits.md, "A submission's imports")
+import _socket
 import os
-import socket
 import struct
 import time
 
@@ -38,7 +40,7 @@ class ZmtpDealer:
     def __init__(self, endpoint: str, identity: bytes) -> None:
         """Connects at the first ``send``; ``identity``: the routing id the master's ROUTER knows it by."""
         self._endpoint, self._identity = endpoint, identity
-        self._socket: socket.socket | None = None
+        self._socket: _socket.socket | None = None
         self._request = b""  # the last message sent, framed: sent again on a new connection until answered
 
     def send(self, frame: bytes, deadline: float) -> None:
@@ -92,7 +94,7 @@ class ZmtpDealer:
             self._socket.close()
             self._socket = None
 
-    def _connect(self, deadline: float) -> socket.socket:
+    def _connect(self, deadline: float) -> _socket.socket:
         while True:
             try:
                 connection = _open(self._endpoint, max(0.0, deadline - time.monotonic()))
@@ -164,21 +166,35 @@ class ZmtpDealer:
         return b"".join(chunks)
 
 
-def _open(endpoint: str, timeout_s: float) -> socket.socket:
+def _open(endpoint: str, timeout_s: float) -> _socket.socket:
     transport, _, address = endpoint.partition("://")
-    if transport == "ipc":
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        connection.settimeout(timeout_s)
-        try:  # an abstract address is written with a leading @
-            connection.connect("\0" + address[1:] if address.startswith("@") else address)
-        except OSError:
-            connection.close()
-            raise
-        return connection
+    if transport == "ipc":  # an abstract address is written with a leading @
+        return _connected(_socket.AF_UNIX, 0, "\0" + address[1:] if address.startswith("@") else address, timeout_s)
     if transport == "tcp":
         host, _, port = address.rpartition(":")
-        return socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
+        name = host.strip("[]")
+        # an ASCII name as bytes: the resolver takes a string through the IDNA codec, whose import
+        # (unicodedata, stringprep) a submission to a master by address need not wait for
+        found = _socket.getaddrinfo(name.encode() if name.isascii() else name, int(port), 0, _socket.SOCK_STREAM)
+        for family, _, protocol, _, peer in found[:-1]:
+            try:  # each address the name has, in turn, as socket.create_connection tries them
+                return _connected(family, protocol, peer, timeout_s)
+            except OSError:
+                continue
+        family, _, protocol, _, peer = found[-1]  # getaddrinfo names at least one, or raises
+        return _connected(family, protocol, peer, timeout_s)
     raise ZmtpError(f"cannot reach {endpoint}: only ipc:// and tcp:// endpoints are known")
+
+
+def _connected(family: int, protocol: int, peer: str | tuple[object, ...], timeout_s: float) -> _socket.socket:
+    connection = _socket.socket(family, _socket.SOCK_STREAM, protocol)
+    connection.settimeout(timeout_s)
+    try:
+        connection.connect(peer)
+    except OSError:
+        connection.close()
+        raise
+    return connection
 
 
 def _header(flags: int, size: int) -> bytes:

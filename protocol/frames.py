@@ -6,12 +6,17 @@ plain maps, and pydantic's import alone would take most of their start-up.
 ``gangsched.protocol.codec`` adds the models' validation on top.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import msgpack
 
 from gangsched.protocol.errors import ErrorCode, ProtocolError
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL_VERSION = 22
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024

@@ -16,9 +16,28 @@ from gangsched.cli.main import LIST_COMMANDS
 
 def imported_by(*args: str) -> set[str]:
     """The modules a whole `gang` process imports for ``args``."""
+    return imports_of(*args)[0]
+
+
+def imports_of(*args: str) -> tuple[set[str], set[str]]:
+    """The modules a whole `gang` process imports for ``args``, and those of them that gangsched's own
+    code loaded, as it was imported or as it ran (not the interpreter's start: an editable install's
+    finder loads pathlib)."""
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "gangsched.cli", *args],
                             capture_output=True, text=True)
-    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    modules: set[str] = set()
+    own: set[str] = set()
+    pending: list[tuple[int, str]] = []  # importtime prints a module after those it imported, deeper
+    for line in result.stderr.splitlines():
+        if line.startswith("import time:"):
+            field = line.split("|")[-1]
+            name, depth = field.strip(), len(field) - len(field.lstrip())
+            if own or name.startswith("gangsched"):  # all from the first of gangsched's own on
+                own.add(name)
+                own.update(child for level, child in pending if level > depth)
+            modules.add(name)
+            pending = [(level, child) for level, child in pending if level <= depth] + [(depth, name)]
+    return modules, own
 
 
 def test_the_help_lines_are_the_commands_own():
@@ -59,12 +78,16 @@ def test_a_list_command_loads_neither_click_pydantic_nor_pyzmq():
 
 
 def test_an_ordinary_submission_loads_neither_click_pydantic_nor_pyzmq():
-    modules = imported_by("submit", "--master", "ipc:///nonexistent/master.sock", "-n", "2", "-a", "0-9%2", "--",
-                          "true")  # fails: no master there
+    modules, own = imports_of("submit", "--master", "tcp://127.0.0.1:1", "-n", "2", "-a", "0-9%2", "--",
+                                  "true")  # fails: no master there
     assert "gangsched.cli.quick_submit" in modules and "gangsched.master.connection" in modules
     # nor the parsers of a configuration file and of a script's directives, which it has none of
     assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq", "tomllib",
                                                             "shlex"))}
+    # nor what it can do without, each a few milliseconds of its start (docs/limits.md, "A submission's
+    # imports"): typing and pathlib for annotations and joins, json for --json alone, socket.py's enums
+    # over its C module, the IDNA codec for a name that is ASCII
+    assert not own & {"typing", "pathlib", "json", "socket", "selectors", "encodings.idna", "dataclasses"}
 
 
 def test_a_submission_with_other_options_or_a_script_goes_to_the_click_command(tmp_path):
