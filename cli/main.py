@@ -23,8 +23,10 @@ def main() -> None:
             from gangsched.cli import listing
 
             listing.main(sys.argv[1], sys.argv[2:])
+            _leave()
         elif len(sys.argv) > 1 and sys.argv[1] == "submit" and _quick_submit().handles(sys.argv[2:]):
             _quick_submit().main(sys.argv[2:])
+            _leave()
         else:
             from gangsched.cli.group import cli
 
@@ -35,6 +37,15 @@ def main() -> None:
         from gangsched.cli.pipes import quiet_pipe
 
         quiet_pipe()
+
+
+def _leave() -> None:
+    """End a list command or a quick submission that did its work, without the interpreter's finalization:
+    freeing every module's objects took 5 ms of a command that sweeps and loops run by the thousand, and
+    nothing of theirs is left to close (their connection was closed as they returned) but the output."""
+    sys.stdout.flush()  # a reader gone: BrokenPipeError, as from any write
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _quick_submit() -> ModuleType:
