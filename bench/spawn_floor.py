@@ -15,9 +15,12 @@ is capped by the second; one that starts a process per task, by the first.
 
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from gangsched.noded.cgroups import cgroup_of, node_root
 
@@ -31,28 +34,31 @@ def spawn_rate(seconds: float, in_cgroup: bool) -> float | None:
     parent = node_root(f"floor-{os.getpid()}", cgroup_of("self")) if in_cgroup else None
     if in_cgroup and parent is None:
         return None
-    # one forked loop per core, each writing its count to a pipe: a pool of multiprocessing's, forked
-    # from a process with threads of its own (the bench's cluster client), could hang on its locks
-    loops = []
-    for worker in range(os.cpu_count() or 1):
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(reader)
-                os.write(writer, str(_spawn_loop(seconds, parent, worker)).encode())
-            finally:
-                os._exit(0)
-        os.close(writer)
-        loops.append((pid, reader))
-    counts = []
-    for pid, reader in loops:
-        with os.fdopen(reader, "rb") as counted:
-            counts.append(int(counted.read() or b"0"))
-        os.waitpid(pid, 0)
+    # one loop per core, each in an interpreter of its own that loads this module alone: a fork copies
+    # its parent's page tables, and every page either side writes afterwards, so loops forked from the
+    # benchmark's own process (its cluster client, pydantic: 50 MB and more) measured that process, a
+    # third or less of what the machine does (docs/limits.md, "The floor, measured from a small process")
+    loop = f"from {__name__} import spawn_loop; import sys; print(spawn_loop(*sys.argv[1:]))"
+    workers = [subprocess.Popen([sys.executable, "-c", loop, str(seconds), str(parent or ""), str(worker)],
+                                stdout=subprocess.PIPE, text=True) for worker in range(os.cpu_count() or 1)]
+    counts = [int(worker.communicate()[0] or 0) for worker in workers]
     if parent is not None:
         parent.rmdir()
     return sum(counts) / seconds
+
+
+def floor_rows(seconds: float) -> list[dict[str, Any]]:
+    """`gang bench floor`'s rows of these: tasks started and waited for a second on every core, bare and in
+    a fresh cgroup each (where one can be made here), and fsync'd commits a second, each for ``seconds``."""
+    cores = os.cpu_count() or 1
+    rows: list[dict[str, Any]] = [
+        {"measure": f"spawn and wait of {TRUE}", "n": cores, "per_s": round(spawn_rate(seconds, False) or 0, 1)}]
+    in_cgroup = spawn_rate(seconds, True)
+    if in_cgroup is not None:
+        rows.append({"measure": f"spawn and wait of {TRUE}, a fresh cgroup each", "n": cores,
+                     "per_s": round(in_cgroup, 1)})
+    rows.append({"measure": "fsync'd SQLite commits", "n": 1, "per_s": round(commit_rate(seconds), 1)})
+    return rows
 
 
 def commit_rate(seconds: float, folder: Path | None = None) -> float:
@@ -72,12 +78,15 @@ def commit_rate(seconds: float, folder: Path | None = None) -> float:
     return count / seconds
 
 
-def _spawn_loop(seconds: float, parent: Path | None, worker: int) -> int:
-    count, deadline = 0, time.monotonic() + seconds
+def spawn_loop(seconds: str, parent: str, worker: str) -> int:
+    """One core's loop, as ``spawn_rate`` runs it in an interpreter of its own (its arguments as given on
+    the command line; ``parent``: "" for bare tasks): the tasks it started and waited for."""
+    group_parent = Path(parent) if parent else None
+    count, deadline = 0, time.monotonic() + float(seconds)
     while time.monotonic() < deadline:
         group = None
-        if parent is not None:
-            group = parent / f"w{worker}-t{count}"
+        if group_parent is not None:
+            group = group_parent / f"w{worker}-t{count}"
             group.mkdir()
         pid = os.fork()
         if pid == 0:  # the child: into its group, then the program
@@ -92,4 +101,3 @@ def _spawn_loop(seconds: float, parent: Path | None, worker: int) -> int:
             group.rmdir()
         count += 1
     return count
-

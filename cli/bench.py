@@ -303,11 +303,14 @@ def chaos(minutes: float, seed: int, mpi: bool, masters: int, csv_path: Path | N
 @click.option("--baseline-s", type=float, default=5.0, show_default=True,
               help="quantum: seconds unscheduled, before and after")
 @click.option("--nodes", type=click.IntRange(min=1), default=4, show_default=True, help="quantum: nodes")
+@click.option("--spawn-s", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="processes started and commits: seconds each")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 def floor(processes: str, rounds: int, subscribers: str, messages: int, quanta_ms: str, seconds: float,
-          baseline_s: float, nodes: int, csv_path: Path | None) -> None:
-    """The machine's limits the design rests on: signals, CPU clocks, ZeroMQ, the quantum's cost."""
+          baseline_s: float, nodes: int, spawn_s: float, csv_path: Path | None) -> None:
+    """The machine's limits the design rests on: signals, CPU clocks, ZeroMQ, processes, commits, the quantum."""
     from gangsched.bench import floor as measure
+    from gangsched.bench.spawn_floor import floor_rows
 
     tables = {"signals and CPU clocks (µs)":
               measure.signal_round_trips(_counts(processes), rounds) + measure.cpu_clock_steps(1.0)}
@@ -315,6 +318,7 @@ def floor(processes: str, rounds: int, subscribers: str, messages: int, quanta_m
     tables["ZeroMQ over loopback TCP (µs)"] = [
         row for busy, fifo in conditions for row in measure.pub_sub_latency(_counts(subscribers), messages, busy, fifo)
     ]
+    tables["processes started and waited for, and commits, a second"] = floor_rows(spawn_s)
     if quanta_ms:
         tables["job CPU lost to gang scheduling"] = measure.quantum_costs(_counts(quanta_ms), seconds, baseline_s,
                                                                           nodes)
