@@ -5,6 +5,7 @@ As installed, Python keeps the compiled bytecode of every module: the commands r
 bytecode writing on (whatever PYTHONDONTWRITEBYTECODE says here) and once untimed first."""
 
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -45,19 +46,31 @@ def command_latencies(master: str, runs: int) -> list[dict[str, Any]]:
     return rows
 
 
-def parallel_submissions(master: str, clients: int, each: int) -> dict[str, Any]:
+def parallel_submissions(master: str, clients: int, each: int) -> list[dict[str, Any]]:
     """``clients`` shell loops at once, each running ``gang submit`` ``each`` times in a row: the
-    submissions the master accepted a second, as a sweep's scripts see it."""
+    submissions the master accepted a second, as a sweep's scripts see it; beside it, the same loops of
+    the interpreter alone (``python -c pass``), a rate no command that starts this interpreter can pass."""
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     environment["GANG_MASTER"] = master
-    loop = "(" + " && ".join([" ".join([*_gang(), *SUBMIT])] * each) + ") > /dev/null"
+    return [parallel_runs(FLOOR, [sys.executable, "-c", "pass"], environment, clients, each),
+            parallel_runs(f"gang {' '.join(SUBMIT)}", [*_gang(), *SUBMIT], environment, clients, each)]
+
+
+def parallel_runs(name: str, command: list[str], environment: dict[str, str], clients: int,
+                  each: int) -> dict[str, Any]:
+    """``clients`` shell loops of ``command`` at once, ``each`` runs in a row each: runs a second; a run
+    that fails raises ``RuntimeError`` with what it wrote to its standard error."""
+    loop = "(" + " && ".join([shlex.join(command)] * each) + ") > /dev/null"
     start = time.perf_counter()
     running = [subprocess.Popen(["/bin/sh", "-c", loop], env=environment, stderr=subprocess.PIPE, text=True)
                for _ in range(clients)]
+    failures = []
     for process in running:
         _, errors = process.communicate()
         if process.returncode != 0:
-            raise RuntimeError(f"a client's gang submit failed: {errors.strip()}")
+            failures.append(errors.strip())
+    if failures:
+        raise RuntimeError(f"a client's {name} failed: {failures[0]}")
     seconds = time.perf_counter() - start
-    return {"command": f"{clients} clients x {each} gang submit", "runs": clients * each,
-            "submissions_per_s": round(clients * each / seconds, 1)}
+    return {"command": f"{clients} clients x {each} {name}", "runs": clients * each,
+            "runs_per_s": round(clients * each / seconds, 1)}

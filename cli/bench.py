@@ -369,7 +369,7 @@ def cli_latency(runs: int, job_count: int, csv_path: Path | None) -> None:
         rows = command_latencies(client.endpoint, runs)
         parallel = parallel_submissions(client.endpoint, clients=8, each=max(5, runs))
     print_rows(f"whole-process latency, median of {runs}", rows, csv_path)
-    print_rows("parallel clients of single submissions", [parallel], None)
+    print_rows("parallel clients of single submissions, and of the interpreter alone", parallel, None)
 
 
 def _cluster(config: ClusterConfig, docker: bool) -> AbstractContextManager[MasterClient]:

@@ -4,11 +4,14 @@ click nor pydantic nor pyzmq (without keys), nor a parser of files it was given 
 `gang bench cli`)."""
 
 import importlib
+import os
 import subprocess
 import sys
 
 import click
+import pytest
 
+from gangsched.bench.cli_latency import parallel_runs
 from gangsched.cli import listing, quick_submit
 from gangsched.cli.group import HELP_LIMIT, LISTING, LazyGroup
 from gangsched.cli.main import LIST_COMMANDS
@@ -108,3 +111,12 @@ def test_the_click_group_hands_a_list_command_to_argparse():
     assert shown.exit_code == 0 and "List jobs, like squeue" in shown.output and "--states" in shown.output
     refused = CliRunner().invoke(cli, ["nodes", "-o", "colour"])
     assert refused.exit_code == 2
+
+
+def test_parallel_loops_count_every_run_and_name_a_failure():
+    environment = dict(os.environ)
+    row = parallel_runs("python -c pass", [sys.executable, "-c", "pass"], environment, clients=2, each=3)
+    assert row["runs"] == 6 and row["runs_per_s"] > 0 and row["command"] == "2 clients x 3 python -c pass"
+    failing = [sys.executable, "-c", "import sys; sys.exit('no such thing')"]
+    with pytest.raises(RuntimeError, match="a client's python failed: no such thing"):
+        parallel_runs("python", failing, environment, clients=2, each=1)
