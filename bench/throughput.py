@@ -19,7 +19,10 @@ the first submission until the last job's COMPLETED is in the master's store
 * the jobs a second against the queue's depth, sampled as it drains (CSV, and a
   PNG beside it);
 * the machine's floor measured in the same run (bench/spawn_floor.py), and
-  the rate as a ratio to it.
+  the rate as a ratio to it; and, after the flood, what making one empty file
+  in the cluster's folder costs then, as each job's output was made (the
+  file system's state: docs/limits.md, "Each job's output, on a file system
+  without a journal").
 
 With ``emulated_nodes`` the cluster is a real master and that many emulated
 node daemons (bench/scale_agents.py), whose tasks end as soon as they run: the
@@ -41,7 +44,7 @@ from typing import Any
 import psutil
 
 from gangsched.bench.scale import emulated_cluster
-from gangsched.bench.spawn_floor import commit_rate, spawn_rate
+from gangsched.bench.spawn_floor import commit_rate, file_cost_us, spawn_rate
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_local_cluster
 from gangsched.master.client import MasterClient
@@ -71,6 +74,8 @@ class ThroughputRun:
     floor_spawn_per_s: float | None  # None: not measured (emulated nodes start no process)
     floor_spawn_cgroup_per_s: float | None
     floor_commits_per_s: float | None
+    output: str | None = None  # each job's output pattern; None: the node's spool, as `gang submit` gives it
+    output_file_us: float | None = None  # None: no output made here (emulated nodes, containers)
     nodes: "NodeCpu | None" = None  # None: no node daemon of this machine's to read (emulated, in containers)
     samples: list[dict[str, float]] = field(default_factory=list)  # queue depth and rate as it drained
 
@@ -98,6 +103,8 @@ class ThroughputRun:
             "floor_spawn_per_s": _round(self.floor_spawn_per_s),
             "floor_spawn_cgroup_per_s": _round(self.floor_spawn_cgroup_per_s),
             "floor_commits_per_s": _round(self.floor_commits_per_s),
+            "output": self.output or "the node's spool",
+            "output_file_us_after": _round(self.output_file_us),
         }
 
     def _per_job(self, seconds: float | None) -> float | None:
@@ -133,22 +140,23 @@ def _round(rate: float | None) -> float | None:
 
 def measure_throughput(config: ClusterConfig, jobs: int, arrays: int | None, clients: int | None,
                        command: list[str], floor_s: float = 3.0, emulated_nodes: int | None = None,
-                       docker: bool = False, store_url: str = "") -> ThroughputRun:
+                       docker: bool = False, store_url: str = "", output: str | None = None) -> ThroughputRun:
     """``arrays`` of jobs/arrays each, or ``clients`` submitting jobs/clients single jobs each, on a fresh
     cluster: the local one of ``config``, its compose cluster (``docker``), or ``emulated_nodes``;
-    ``store_url``: the PostgreSQL database its master keeps its jobs in (the config's), else its file."""
+    ``store_url``: the PostgreSQL database its master keeps its jobs in (the config's), else its file;
+    ``output``: each job's output pattern (`gang submit -o`), else the node's spool."""
     with _flooded_cluster(config, emulated_nodes, docker) as (client, store, node_daemons):
         return flood(client, store, jobs, arrays, clients, command, None if emulated_nodes else floor_s, store_url,
-                     node_daemons)
+                     node_daemons, output)
 
 
 def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clients: int | None,
           command: list[str], floor_s: float | None, store_url: str = "",
-          node_daemons: list[int] | None = None) -> ThroughputRun:
+          node_daemons: list[int] | None = None, output: str | None = None) -> ThroughputRun:
     """The flood on the cluster of ``client``, whose master's store is the file ``store`` (or the database
     ``store_url``); the floor beside it unless ``floor_s`` is None; the CPU of the node daemons of
-    ``node_daemons`` (pids on this machine) and of their tasks."""
-    spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={})
+    ``node_daemons`` (pids on this machine, in the folder of ``store``'s) and of their tasks."""
+    spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={}, output=output)
     floor: tuple[float | None, float | None, float | None] = (None, None, None)
     if floor_s is not None:
         # the commits on the file system of the master's store, as it commits
@@ -173,6 +181,8 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
     nodes = None if node_daemons is None or nodes_before is None else NodeCpu.read(node_daemons) - nodes_before
     flooded = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
     phases = watcher.phases()
+    # the local cluster's folder holds the master's store and the nodes' spools
+    output_file_us = None if node_daemons is None else file_cost_us(store.parent)
     return ThroughputRun(
         jobs=jobs, mode=f"{arrays} arrays" if arrays else f"{clients} clients", seconds=seconds,
         jobs_per_s=jobs / seconds, submit_s=submit_s,
@@ -181,7 +191,7 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
         switch_idle_p50_ms=_ms(idle, 0.5), switch_idle_p99_ms=_ms(idle, 0.99),
         switch_flood_p50_ms=_ms(flooded, 0.5), switch_flood_p99_ms=_ms(flooded, 0.99),
         floor_spawn_per_s=floor[0], floor_spawn_cgroup_per_s=floor[1], floor_commits_per_s=floor[2],
-        nodes=nodes, samples=watcher.samples,
+        output=output, output_file_us=output_file_us, nodes=nodes, samples=watcher.samples,
     )
 
 

@@ -16,6 +16,8 @@ from gangsched.deploy.config import ClusterConfig
 @click.option("--clients", type=click.IntRange(min=1), default=None,
               help="submitted as single jobs by this many clients in parallel instead")
 @click.option("--command", default="/bin/true", show_default=True, help="each job's command")
+@click.option("--output", default=None, metavar="PATTERN",
+              help="each job's output, as `gang submit -o` takes it (/dev/null: none) [the node's spool]")
 @click.option("--nodes", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--processors-per-node", "processors", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--quantum-ms", type=click.IntRange(min=10), default=100, show_default=True)
@@ -30,8 +32,8 @@ from gangsched.deploy.config import ClusterConfig
               "with no page open)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="the figures here, the queue's drain beside it (-drain.csv) and its plot (.png)")
-def throughput(jobs: int, arrays: int | None, clients: int | None, command: str, nodes: int, processors: int,
-               quantum_ms: int, emulated_nodes: int | None, docker: bool, store: str, web: bool,
+def throughput(jobs: int, arrays: int | None, clients: int | None, command: str, output: str | None, nodes: int,
+               processors: int, quantum_ms: int, emulated_nodes: int | None, docker: bool, store: str, web: bool,
                csv_path: Path | None) -> None:
     """N one-task jobs on a fresh local cluster, from the first submission until the last COMPLETED is
     written: jobs/s, the time of each phase, the master's CPU and memory, the switch during the flood
@@ -50,7 +52,7 @@ def throughput(jobs: int, arrays: int | None, clients: int | None, command: str,
         f"{nodes} {'node containers' if docker else 'nodes'} x {processors} processors"
     console.print(f"{jobs:,} jobs of {command!r} on {where}, {quantum_ms} ms quanta")
     run = measure_throughput(config, jobs, None if clients else arrays or 10, clients, shlex.split(command),
-                             emulated_nodes=emulated_nodes, docker=docker, store_url=store)
+                             emulated_nodes=emulated_nodes, docker=docker, store_url=store, output=output)
     print_figures("throughput, end to end", run.row(), csv_path)
     if csv_path:
         write_rows_csv(csv_path.with_name(f"{csv_path.stem}-drain.csv"), run.samples)

@@ -27,6 +27,7 @@ def test_the_floor_prints_and_writes_every_measure(tmp_path):
     assert ("CPU clock step, stopped every ~1 ms", "1") in measures
     rates = {row["measure"]: float(row["per_s"]) for row in rows if row["per_s"]}
     assert rates["spawn and wait of /bin/true"] > 0 and rates["fsync'd SQLite commits"] > 0
+    assert rates["empty files made in the temporary folder's file system, of a core's time"] > 0
     lost = [row for row in rows if row["measure"] == "job CPU lost to scheduling"]
     assert [row["quantum_ms"] for row in lost] == ["100"] and float(lost[0]["switch_p50_us"]) > 0
     assert float(lost[0]["daemons_pct"]) > 0  # the local cluster's daemons, found and measured
