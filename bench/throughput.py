@@ -155,7 +155,8 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
           node_daemons: list[int] | None = None, output: str | None = None) -> ThroughputRun:
     """The flood on the cluster of ``client``, whose master's store is the file ``store`` (or the database
     ``store_url``); the floor beside it unless ``floor_s`` is None; the CPU of the node daemons of
-    ``node_daemons`` (pids on this machine, in the folder of ``store``'s) and of their tasks."""
+    ``node_daemons`` (pids on this machine) and of their tasks; with them, what a file costs to make after
+    the flood, beside ``store`` (on the file system of the nodes' spools)."""
     spec = JobSpec(name="true", user=getpass.getuser(), tasks=1, argv=command, cwd="/", env={}, output=output)
     floor: tuple[float | None, float | None, float | None] = (None, None, None)
     if floor_s is not None:
@@ -181,7 +182,7 @@ def flood(client: MasterClient, store: Path, jobs: int, arrays: int | None, clie
     nodes = None if node_daemons is None or nodes_before is None else NodeCpu.read(node_daemons) - nodes_before
     flooded = client.switch_stats(max(1, after.quanta - before.quanta)).latencies_ns
     phases = watcher.phases()
-    # the local cluster's folder holds the master's store and the nodes' spools
+    # the store's folder is in the local cluster's home, as the nodes' spools are: the same file system
     output_file_us = None if node_daemons is None else file_cost_us(store.parent)
     return ThroughputRun(
         jobs=jobs, mode=f"{arrays} arrays" if arrays else f"{clients} clients", seconds=seconds,
