@@ -21,7 +21,13 @@ from collections.abc import Sequence
 from gangsched.cli.job_script import is_script
 from gangsched.cli.master_access import SUBMIT_RETRY_S, NoMaster, error_code, find_master, json_error
 from gangsched.daemon.curve import CurveError
-from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused, login_name
+from gangsched.master.connection import (
+    MasterConnection,
+    MasterUnreachable,
+    RequestRefused,
+    login_name,
+    submitter_umask,
+)
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.frames import pack
 
@@ -80,7 +86,8 @@ def main(arguments: Sequence[str]) -> None:
         spec = {"name": options.get("name") or os.path.basename(command[0]), "user": login_name(),
                 "tasks": tasks, "argv": command, "env": {}, "estimate_s": estimate, "output": options.get("output"),
                 "partition": options.get("partition"), "reservation": options.get("reservation"),
-                "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd()}
+                "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd(),
+                "umask": submitter_umask()}
         # the token as uuid4().hex makes it, without uuid's import (a twentieth of this command's start)
         request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit,
                    "hold": options.get("hold", False)}

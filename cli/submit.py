@@ -20,6 +20,7 @@ from gangsched.cli.master_access import SUBMIT_RETRY_S
 from gangsched.cli.sizes import SIZE
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
 from gangsched.master.client import MasterClient
+from gangsched.master.connection import submitter_umask
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.messages import NodeList
 from gangsched.protocol.output_pattern import expand
@@ -224,6 +225,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             after_any=after_any,
             partition=options["partition"],
             reservation=options["reservation"],
+            umask=submitter_umask(),
         )
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None

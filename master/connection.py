@@ -42,6 +42,13 @@ def login_name() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
 
 
+def submitter_umask() -> int:
+    """This process's umask, which a job's tasks make their files with (sbatch passes it as SLURM_UMASK)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 class MasterUnreachable(Exception):
     pass
 

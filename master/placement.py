@@ -113,6 +113,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         checkpoint=checkpoint_path(job, rank, checkpoint_dir),
         restore=restore,
         memory_limit=task_memory(job.spec, ranks_per_node[nodes_order.index(processor.node)]),
+        umask=0o022 if job.spec.umask is None else job.spec.umask,
     ), run_in=run_in)) for rank, processor in enumerate(processors)]
 
 

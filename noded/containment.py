@@ -46,6 +46,7 @@ from pathlib import Path
 from gangsched.noded.cgroups import cgroup_of, into_leaf, node_root, read_kernel_file
 from gangsched.noded.holding import supports_freezing
 from gangsched.noded.memory import MemoryControl, TaskMemory
+from gangsched.noded.pids import PidsControl
 from gangsched.noded.task_groups import (
     CgroupGroup,
     FrozenCgroupGroup,
@@ -104,7 +105,16 @@ class Containment(ABC):
     @property
     def description(self) -> str:
         return self.kind + (f" ({self.root})" if self.root else ": a subreaper and its sweeps") + \
-            f"; memory limits: {self.memory.kind}; descheduled tasks " + ("frozen" if self.freezes else "watched")
+            f"; memory limits: {self.memory.kind}; process limits: {self._pids_kind}; descheduled tasks " + \
+            ("frozen" if self.freezes else "watched")
+
+    @property
+    def _pids_kind(self) -> str:
+        return "none"
+
+    def _v1_folders(self) -> list[str]:
+        """The node's cgroup v1 folders (memory, pids) its watchdog removes with the task groups in them."""
+        return [str(self.memory.root)] if self.memory.version == 1 else []
 
     def close(self) -> None:
         """At a clean exit: the watchdog sweeps what is left (nothing, normally) and ends."""
@@ -140,9 +150,8 @@ class Containment(ABC):
                 return
 
     def _start_watchdog(self) -> "subprocess.Popen[bytes]":
-        memory = [str(self.memory.root)] if self.memory.version == 1 else []
         return subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_WATCHDOG), self.kind, self._watchdog_target(), *memory],
+            [sys.executable, "-I", "-S", str(_WATCHDOG), self.kind, self._watchdog_target(), *self._v1_folders()],
             stdin=subprocess.PIPE, start_new_session=True, env={},
         )
 
@@ -150,8 +159,9 @@ class Containment(ABC):
 class CgroupContainment(Containment):
     kind = "cgroup"
 
-    def __init__(self, node_id: str, root: Path, freeze: bool) -> None:
+    def __init__(self, node_id: str, root: Path, freeze: bool, pids_max: int) -> None:
         self.root = self._root = root
+        self.pids = PidsControl(node_id, root, pids_max)
         self.freezes = freeze and supports_freezing(root)
         self._group_class = FrozenCgroupGroup if self.freezes else WatchedCgroupGroup
         self._made = itertools.count(1)
@@ -171,7 +181,7 @@ class CgroupContainment(Containment):
             group.reuse(job_id, rank)
             return group, memory
         name = f"task-{next(self._made)}"
-        group = self._group_class(job_id, rank, self._root / name)
+        group = self._group_class(job_id, rank, self._root / name, self.pids)
         # the memory folder is the node's, not this daemon's: named for the daemon, for the groups an earlier
         # one left there
         return group, self.memory.task(f"{self._root.name}.{name}", memory_limit, group.path)
@@ -187,6 +197,13 @@ class CgroupContainment(Containment):
 
     def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
         """Nothing: a task's group holds every process it started, and is killed whole."""
+
+    @property
+    def _pids_kind(self) -> str:
+        return self.pids.kind if not self.pids.limit else f"{self.pids.limit} a task ({self.pids.kind})"
+
+    def _v1_folders(self) -> list[str]:
+        return super()._v1_folders() + ([str(self.pids.v1_root)] if self.pids.v1_root is not None else [])
 
     def _watchdog_target(self) -> str:
         return str(self._root)
@@ -260,10 +277,11 @@ class ProcessTreeContainment(Containment):
 
 
 def choose_containment(node: str, spool: Path, wanted: str = "auto", freeze: bool = True,
-                       parent: Path | None = None, delegated: bool = False) -> Containment:
+                       parent: Path | None = None, delegated: bool = False, pids_max: int = 0) -> Containment:
     """``wanted``: auto, cgroup or process-tree; ``parent``: the cgroup v2 folder to make the node's groups
     below (None: the daemon's own group); ``delegated``: the daemon's own group is its to manage (it
-    moves itself into a leaf of it first: noded/cgroups.py)."""
+    moves itself into a leaf of it first: noded/cgroups.py); ``pids_max``: the processes and threads a task
+    may have at once, where its group can say (0: no limit)."""
     if delegated and parent is None:
         own = cgroup_of("self")
         try:
@@ -277,7 +295,7 @@ def choose_containment(node: str, spool: Path, wanted: str = "auto", freeze: boo
     instance = f"{node_id}-{secrets.token_hex(4)}"
     root = None if wanted == "process-tree" else node_root(instance, parent or cgroup_of("self"))
     if root is not None:
-        return CgroupContainment(node_id, root, freeze)
+        return CgroupContainment(node_id, root, freeze, pids_max)
     if wanted == "cgroup":
         below = parent or "the daemon's group"
         raise ContainmentError(f"no cgroup v2 folder can be made below {below} on this node")

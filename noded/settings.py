@@ -90,6 +90,10 @@ class NodeSettings(BaseSettings):
         True, description="freeze a descheduled task's cgroup (v2) after its stop signal, so that no signal "
         "resumes it; false: watch it as by process tree (docs/architecture.md, 'Descheduled means not running')"
     )
+    task_pids_max: int = Field(
+        4096, ge=0, le=4_194_304, description="processes and threads a task may have at once (cgroup pids.max), "
+        "where its group can say: a fork bomb fails its own forks, not the node's; 0: no limit"
+    )
     kill_grace_s: float = Field(5.0, ge=0, description="SIGTERM to SIGKILL when ending a task")
     realtime_priority: int = Field(
         30, ge=0, le=99, description="SCHED_FIFO priority of the daemon; 0 keeps normal priority"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gangsched.noded.holding import ESCAPE_NS, Freezer, cpu_ns_of
+from gangsched.noded.pids import PidsControl
 
 
 class TaskGroup(ABC):
@@ -132,10 +133,11 @@ class CgroupGroup(TaskGroup):
     ``cgroup.kill`` race-free, and counted in ``cpu.stat``. Its files stay open: a look is one read. Once
     its task ended whole, it may hold another (``emptied``, ``reuse``; noded/containment.py)."""
 
-    def __init__(self, job_id: int, rank: int, path: Path) -> None:
+    def __init__(self, job_id: int, rank: int, path: Path, pids: PidsControl) -> None:
         super().__init__(job_id, rank)
         self.path = path
         path.mkdir(exist_ok=True)
+        self._pids = pids.task(f"{path.parent.name}.{path.name}", path)
         self._procs_fd: int | None = os.open(path / "cgroup.procs", os.O_RDWR | os.O_CLOEXEC)
         self._stat_fd: int | None = os.open(path / "cpu.stat", os.O_RDONLY | os.O_CLOEXEC)
         self._kill_fd: int | None = os.open(path / "cgroup.kill", os.O_WRONLY | os.O_CLOEXEC)
@@ -145,7 +147,7 @@ class CgroupGroup(TaskGroup):
     def emptied(self) -> bool:
         """Whether its task ended whole (no process is left in it); if so, it is ready for another task
         (``reuse``): thawed, and nothing of the last one remembered but the CPU it used."""
-        if self._listing():
+        if self._listing() or not self._pids.emptied():
             return False
         for pid in list(self._members):
             os.close(self._members.pop(pid))
@@ -161,6 +163,7 @@ class CgroupGroup(TaskGroup):
     def _join(self, leader: int) -> None:
         assert self._procs_fd is not None
         os.write(self._procs_fd, str(leader).encode())
+        self._pids.join(leader)
 
     def pids(self) -> list[int]:
         return [int(pid) for pid in self._listing().split()]
@@ -199,13 +202,14 @@ class CgroupGroup(TaskGroup):
             if fd is not None:
                 os.close(fd)
         self._procs_fd = self._stat_fd = self._kill_fd = None
+        pids_released = self._pids.release()
         try:
             self._group.rmdir()
         except FileNotFoundError:
-            return True
+            return pids_released
         except OSError:
             return False
-        return True
+        return pids_released
 
     @property
     def _group(self) -> Path:
@@ -220,8 +224,8 @@ class CgroupGroup(TaskGroup):
 class FrozenCgroupGroup(CgroupGroup):
     """Descheduled, its group is frozen: no signal resumes it, and what it forks is frozen with it."""
 
-    def __init__(self, job_id: int, rank: int, path: Path) -> None:
-        super().__init__(job_id, rank, path)
+    def __init__(self, job_id: int, rank: int, path: Path, pids: PidsControl) -> None:
+        super().__init__(job_id, rank, path, pids)
         self._freezer: Freezer | None = Freezer(self._group)
 
     def keep_stopped(self) -> None:

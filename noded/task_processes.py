@@ -12,6 +12,7 @@ by up to 9 points; that clock counts every thread of the first process, and
 processes it forks once it reaps them.
 """
 
+import contextlib
 import os
 import pwd
 import signal
@@ -226,9 +227,7 @@ def start(
         folders.run if account is None else _user_folder(folders.run, account.pw_name, account)
     stem = f"job-{spec.job_id}.{spec.rank}"
     progress_path = counters / f"{stem}.progress"
-    progress_path.write_bytes(bytes(PROGRESS_BYTES))
-    if account is not None:
-        os.chown(progress_path, account.pw_uid, account.pw_gid)
+    progress_fd = _new_progress_file(progress_path, account)
     if spec.checkpoint:  # CHECKPOINT_DIR/USER/job-J/rank-R: the user's folder is theirs alone
         _user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
     environment = _environment(spec, node, progress_path, containment.session, account)
@@ -244,17 +243,20 @@ def start(
         Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
     plan = StartPlan(
         argv=spec.argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder), output=output,
-        cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),))
+        cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),),
+        umask=spec.umask)
     try:
         held = spawn_task(plan)
         try:
-            task = _hold(held, spec, group, memory, progress_path, account, ours)
+            task = _hold(held, spec, group, memory, progress_path, progress_fd, account, ours)
         except BaseException:
             held.abandon()
             raise
     except BaseException:
         if ours is not None:
             ours.close()
+        os.close(progress_fd)
+        progress_path.unlink(missing_ok=True)
         group.release()
         memory.release()
         raise
@@ -265,7 +267,7 @@ def start(
 
 
 def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, progress_path: Path,
-          account: pwd.struct_passwd | None, pmi: socket.socket | None) -> Task:
+          progress_fd: int, account: pwd.struct_passwd | None, pmi: socket.socket | None) -> Task:
     """The task of a first process held at its gate, contained before it may exec."""
     group.adopt(held.pid)
     memory.join(held.pid)
@@ -277,7 +279,7 @@ def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, 
         group=group,
         status_fd=held.status_fd,
         progress_path=progress_path,
-        progress_fd=os.open(progress_path, os.O_RDONLY),
+        progress_fd=progress_fd,
         uid=os.getuid() if account is None else account.pw_uid,
         pmi=pmi,
         schedstat_fd=os.open(f"/proc/{held.pid}/schedstat", os.O_RDONLY),
@@ -308,13 +310,42 @@ def task_account(user: str, node: str) -> pwd.struct_passwd | None:
 
 def _user_folder(parent: Path, user: str, account: pwd.struct_passwd | None) -> Path:
     """``parent/user``, a folder only that user may enter (0700, theirs where the task runs as them);
-    others may pass through ``parent`` but not list it (0711)."""
+    others may pass through ``parent`` but not list it (0711). Handed over by its descriptor: a link
+    planted in its place is refused, never followed."""
     parent.mkdir(mode=0o711, parents=True, exist_ok=True)
     folder = parent / user
-    folder.mkdir(mode=0o700, exist_ok=True)
-    if account is not None:
-        os.chown(folder, account.pw_uid, account.pw_gid)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise LaunchError(f"{folder} is not a folder ({error.strerror}): nothing is started in it") from None
+    try:
+        if account is not None:
+            os.fchown(fd, account.pw_uid, account.pw_gid)
+    finally:
+        os.close(fd)
     return folder
+
+
+def _new_progress_file(path: Path, account: pwd.struct_passwd | None) -> int:
+    """The task's progress counter, made new (zero) and given to its user: a descriptor the daemon reads
+    it through. Made with O_EXCL|O_NOFOLLOW, so that whatever a user left at its name (a link to a file of
+    root's, above all) is removed, never opened, truncated or handed over."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:  # a leftover, or planted: its name goes, whatever it names
+        path.unlink()
+        fd = os.open(path, flags, 0o600)
+    try:
+        os.ftruncate(fd, PROGRESS_BYTES)
+        if account is not None:
+            os.fchown(fd, account.pw_uid, account.pw_gid)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _drop_stale_output(path: Path, account: pwd.struct_passwd) -> None:

@@ -10,20 +10,25 @@ is done by small programs every Linux host has, none of them the user's:
 1. the daemon spawns it in a session of its own with every signal at its
    default and none blocked (SIGPIPE, which Python ignores, included), its
    standard streams on ``/dev/null`` and nothing of the daemon's open but
-   the gate (fd 3), the status pipe (fd 4) and the task's own descriptors
-   (an MPI task's PMI socket; everything the daemon opens is close-on-exec),
-   at the lowest real-time priority until its exec where the daemon has a
-   real-time one (``_realtime_child``), and at normal priority from the
-   spawn's return on;
+   the gate (fd 3), the status pipe (fd 4), the task's environment (fd 5)
+   and the task's own descriptors (an MPI task's PMI socket; everything the
+   daemon opens is close-on-exec), at the lowest real-time priority until
+   its exec where the daemon has a real-time one (``_realtime_child``), and
+   at normal priority from the spawn's return on. Its environment is the
+   system's ``PATH`` alone: nothing a user exports (``LD_PRELOAD``,
+   ``LD_LIBRARY_PATH``, ``GCONV_PATH``, ``GLIBC_TUNABLES``, ...) reaches a
+   program that runs with the daemon's rights;
 2. ``/bin/sh`` waits at the gate while the daemon puts it in the task's
    cgroup (or process tree), pins it to the task's cores and stops it if the
    task's row is not the one running; then the daemon opens the gate, so no
    code of the user's runs outside the group or its slot. For another
    user's task the shell at the gate runs as the daemon's user and only
    then ``setpriv`` (util-linux) takes the user's groups, gid and uid;
-3. the shell gives up if the daemon is already gone (its parent is another),
-   enters the working folder (else the spool) and opens the output with the
-   user's rights;
+3. the shell, with the user's rights, gives up if the daemon is already gone
+   (its parent is another), takes the submitter's umask, enters the working
+   folder (else the spool), opens the output, and only then reads the task's
+   environment from fd 5 (a memfd of ``export NAME='value'`` lines the daemon
+   wrote, quoted so that nothing in a value is ever run);
 4. closes the status pipe and execs the command, found on the task's PATH.
 
 What ends a task whose daemon dies: at the gate, the gate itself (the shell
@@ -45,6 +50,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import re
 import select
 import shutil
 import signal
@@ -54,20 +60,28 @@ from dataclasses import dataclass
 from gangsched.daemon.realtime import realtime_priority
 from gangsched.noded.spawn import FileAction, spawn
 
-GATE_FD, STATUS_FD = 3, 4
+GATE_FD, STATUS_FD, ENVIRONMENT_FD = 3, 4, 5
 _GO = b"g\n"
 SHELL = "/bin/sh"
+# the whole environment of what runs before the task's own (the gate, setpriv): the system's programs
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+# what /bin/sh can export; a name it cannot is dropped by it in any case (a spec's names are all of these)
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 "wait" to wait at the gate here; then argv
+# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 "wait" to wait at the gate here,
+# $6 umask; then argv. The task's environment comes last, so that none of its names is one of these.
 _BECOME = r"""
-daemon=$1 cwd=$2 fallback=$3 out=$4 gate=$5
-shift 5
+daemon=$1 cwd=$2 fallback=$3 out=$4 gate=$5 mask=$6
+shift 6
 if [ "$gate" = wait ]; then read -r go <&3 || exit 127; fi
 exec 3<&-
 [ "$PPID" = "$daemon" ] || { printf 'the node daemon is gone' >&4; exit 127; }
+umask "$mask"
 cd -- "$cwd" 2>/dev/null || cd -- "$fallback" 2>/dev/null || { printf 'cannot enter %s' "$fallback" >&4; exit 127; }
 command exec >>"$out" 2>&1 || { printf 'cannot open the output %s: %s' "$out" \
     "$( (: >>"$out") 2>&1 | sed 's/.*: //')" >&4; exit 127; }
+. /dev/fd/5
+exec 5<&-
 command -v -- "$1" >/dev/null || { printf 'command not found on this node: %s' "$1" >&4; exit 127; }
 exec 4>&-
 exec "$@"
@@ -99,6 +113,7 @@ class StartPlan:
     cores: list[int] | None
     user: Account | None  # None: the daemon's own
     passed_fds: tuple[int, ...]  # the task's own descriptors (an MPI task's PMI socket)
+    umask: int = 0o022  # the submitter's
 
 
 class HeldTask:
@@ -157,33 +172,42 @@ def close_inherited_on_exec() -> None:
                 pass
 
 
+def environment_script(environment: dict[str, str]) -> bytes:
+    """``environment`` as lines /bin/sh sources: ``export NAME='value'``, a value's quotes escaped, so that
+    no value is ever more than text to the shell."""
+    quoted = {name: value.replace("'", "'\\''") for name, value in environment.items() if _SHELL_NAME.fullmatch(name)}
+    return "".join(f"export {name}='{value}'\n" for name, value in quoted.items()).encode()
+
+
 def spawn_task(plan: StartPlan) -> HeldTask:
     """Spawn the task's first process; it waits at the gate until ``open_gate``."""
-    if any(fd <= STATUS_FD for fd in plan.passed_fds):
-        raise ValueError(f"a task's own descriptors must be above {STATUS_FD}: {plan.passed_fds}")
+    if any(fd <= ENVIRONMENT_FD for fd in plan.passed_fds):
+        raise ValueError(f"a task's own descriptors must be above {ENVIRONMENT_FD}: {plan.passed_fds}")
     become = [SHELL, "-c", _BECOME, "gangsched-task", str(os.getpid()), plan.cwd, plan.fallback_cwd, plan.output]
     if plan.user is None:
-        argv = [*become, "wait", *plan.argv]
+        argv = [*become, "wait", f"{plan.umask:03o}", *plan.argv]
     else:
         user = plan.user
         groups = ["--groups", ",".join(map(str, user.groups))] if user.groups else ["--clear-groups"]
         argv = [SHELL, "-c", _GATE, "gangsched-gate", setpriv(), f"--reuid={user.uid}", f"--regid={user.gid}",
-                *groups, "--", *become, "go", *plan.argv]
-    gate_read, gate_write = _above_status(os.pipe2(os.O_CLOEXEC))
-    status_read, status_write = _above_status(os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
+                *groups, "--", *become, "go", f"{plan.umask:03o}", *plan.argv]
+    gate_read, gate_write = _above_fixed(os.pipe2(os.O_CLOEXEC))
+    status_read, status_write = _above_fixed(os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
+    (environment,) = _above_fixed((_environment_file(plan),))
     try:
         actions: list[FileAction] = [
             (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-        actions += [(os.POSIX_SPAWN_DUP2, gate_read, GATE_FD), (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD)]
+        actions += [(os.POSIX_SPAWN_DUP2, gate_read, GATE_FD), (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD),
+                    (os.POSIX_SPAWN_DUP2, environment, ENVIRONMENT_FD)]
         actions += [(os.POSIX_SPAWN_DUP2, fd, fd) for fd in plan.passed_fds]  # the same number, kept across exec
         with _realtime_child() as scheduler:
-            pid = spawn(argv, plan.env, actions, scheduler)
+            pid = spawn(argv, {"PATH": SYSTEM_PATH}, actions, scheduler)
     except BaseException:
-        for fd in (gate_read, gate_write, status_read, status_write):
+        for fd in (gate_read, gate_write, status_read, status_write, environment):
             os.close(fd)
         raise
-    os.close(gate_read)
-    os.close(status_write)
+    for fd in (gate_read, status_write, environment):
+        os.close(fd)
     held = HeldTask(pid, status_read, gate_write)
     try:
         if scheduler is not None:  # normal priority before the gate opens
@@ -226,14 +250,29 @@ def _realtime_child() -> Iterator[tuple[int, os.sched_param] | None]:
         os.sched_setscheduler(0, policy, param)
 
 
-def _above_status(pipe: tuple[int, int]) -> tuple[int, int]:
-    """The two ends moved above the numbers they are given in the child, so that no move overwrites
-    another (a process that closed its standard streams gets pipes from 0 up)."""
+def _environment_file(plan: StartPlan) -> int:
+    """A memfd holding the task's environment as the shell sources it, readable by the task's user alone
+    (it opens it again as /dev/fd/5, past its gate and its change of user)."""
+    fd = os.memfd_create("gangsched-task-environment", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, environment_script(plan.env))
+        if plan.user is not None:
+            os.fchown(fd, plan.user.uid, plan.user.gid)
+        os.fchmod(fd, 0o400)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _above_fixed(fds: tuple[int, ...]) -> tuple[int, ...]:
+    """The descriptors moved above the numbers they are given in the child, so that no move overwrites
+    another (a process that closed its standard streams gets descriptors from 0 up)."""
     moved = []
-    for fd in pipe:
-        if fd <= STATUS_FD:
-            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, STATUS_FD + 1)
+    for fd in fds:
+        if fd <= ENVIRONMENT_FD:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, ENVIRONMENT_FD + 1)
             os.close(fd)
             fd = high
         moved.append(fd)
-    return moved[0], moved[1]
+    return tuple(moved)

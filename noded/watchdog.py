@@ -10,9 +10,10 @@ tasks and ends:
 * ``process-tree``: TARGET is the daemon's session mark; every process whose
   environment carries it is killed, until none is left.
 
-A third argument names the node's cgroup v1 memory folder, where it has one
-(noded/memory.py): its task groups, empty once the tasks are killed, and the
-folder itself are removed.
+Further arguments name the node's cgroup v1 folders, where it has them (its
+memory groups, noded/memory.py; its pids groups, noded/pids.py): their task
+groups, empty once the tasks are killed, and the folders themselves are
+removed.
 
 Standard library only, so it starts in milliseconds and holds no sockets. A
 node daemon that starts calls the same two functions on what an earlier
@@ -37,8 +38,8 @@ def main() -> None:
         kill_cgroups(target)
     else:
         kill_marked(target)
-    if len(sys.argv) > 3:
-        remove_groups(sys.argv[3])
+    for v1_folder in sys.argv[3:]:
+        remove_groups(v1_folder)
 
 
 def kill_cgroups(root: str) -> int:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A su
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL_VERSION = 22
+PROTOCOL_VERSION = 23
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # a JobList's page: a job's spec is at most MAX_COMMAND_BYTES plus two paths, and this many fit in a frame
 JOBS_PER_REPLY = 100

@@ -139,6 +139,8 @@ class JobSpec(WireModel):
     partition: PartitionNames | None = None
     # Slurm's --reservation: it runs only on the reservation's nodes, in its window
     reservation: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    # the submitter's umask, which the tasks create their files with (sbatch passes SLURM_UMASK); None: 022
+    umask: int | None = Field(default=None, ge=0, le=0o777)
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
@@ -226,6 +228,7 @@ class TaskSpec(WireModel):
     checkpoint: str | None = None  # where this rank saves its state when the job migrates
     restore: bool = False  # restarted from that state
     memory_limit: int | None = Field(default=None, ge=1, le=LARGEST)  # bytes: its share of the job's request
+    umask: int = Field(default=0o022, ge=0, le=0o777)  # what its files are made with: the submitter's
 
 
 class TaskSample(NamedTuple):

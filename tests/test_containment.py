@@ -155,6 +155,21 @@ def test_a_task_that_exits_takes_what_it_started_with_it(start_cluster, containm
     wait_until(lambda: not task_processes(cluster.home, job), 10, "what its tasks started to end with them")
 
 
+def test_a_fork_bomb_fails_its_own_forks_past_its_tasks_process_limit(start_cluster, monkeypatch):
+    monkeypatch.setenv("GANG_NODE_TASK_PIDS_MAX", "40")
+    cluster = start_cluster(nodes=1)
+    bomb = "n=0; while [ $n -lt 200 ]; do sleep 30 & n=$((n+1)); done"
+    job = cluster.client.submit(JobSpec(name="bomb", user=getpass.getuser(), tasks=1, argv=["sh", "-c", bomb]))
+    info = wait_until(lambda: (info := cluster.client.job(job)).state.is_final and info, 30, "the bomb to end")
+    assert info.state is JobState.FAILED, info.reason
+    output = (cluster.home / "nodes" / "node1" / f"job-{job}.0.out").read_text()
+    assert "fork" in output.lower(), output
+    wait_until(lambda: not task_processes(cluster.home, job), 10, "what it forked to end with it")
+    healthy = cluster.client.submit(JobSpec(name="after", user=getpass.getuser(), tasks=1, argv=["true"]))
+    ended = wait_until(lambda: (info := cluster.client.job(healthy)).state.is_final and info, 30, "the next job")
+    assert ended.state is JobState.COMPLETED, ended.reason
+
+
 def test_a_killed_node_daemon_leaves_nothing_running_or_stopped(start_cluster, containment):
     cluster = start_cluster(nodes=2, quantum_ms=200)
     jobs = [cluster.client.submit(escaping_job(2)) for _ in range(2)]  # one runs, one is stopped

@@ -1,0 +1,112 @@
+"""What a root node daemon does for another user's task, tried as that user would attack it: nothing the
+user exports reaches a program of the daemon's rights, no file operation of the daemon's follows a link
+the user planted, and the task makes its files with the submitter's umask."""
+
+import os
+import pwd
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gangsched.deploy.local import progress_folder
+from gangsched.protocol.records import JobSpec, JobState
+from tests.conftest import ended, unix_account
+
+pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs a root daemon")]
+
+USER = "gangtest"
+
+# a library every dynamic program loads first under LD_PRELOAD: it writes who runs it, and as which program
+_PROBE = r"""
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void probe(void) {
+    char name[64] = "?";
+    FILE *comm = fopen("/proc/self/comm", "r");
+    if (comm) { if (!fgets(name, sizeof name, comm)) name[0] = 0; fclose(comm); }
+    FILE *log = fopen(LOG, "a");
+    if (log) { fprintf(log, "%d %d %s", (int)getuid(), (int)geteuid(), name); fclose(log); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def account() -> pwd.struct_passwd:
+    made = unix_account(USER)
+    assert made is not None
+    return made
+
+
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder every account may read and write (pytest's own is root's alone)."""
+    with tempfile.TemporaryDirectory(prefix="gang-rights-") as folder:
+        os.chmod(folder, 0o777)
+        yield Path(folder)
+
+
+def test_nothing_a_user_exports_reaches_a_program_of_the_daemons_rights(start_cluster, account, shared_folder):
+    log = shared_folder / "loaded"
+    library = shared_folder / "probe.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", f'-DLOG="{log}"', "-o", str(library), "-x", "c", "-"],
+                   input=_PROBE, text=True, check=True)
+    cluster = start_cluster(nodes=1)
+    spec = JobSpec(name="preload", user=USER, tasks=1, argv=["/bin/true"],
+                   env={"LD_PRELOAD": str(library), "LD_LIBRARY_PATH": str(shared_folder)})
+    info = ended(cluster, cluster.client.submit(spec))
+    assert info.state is JobState.COMPLETED, info.reason
+    loaded = [line.split() for line in log.read_text().splitlines()]
+    # the task itself loads it, as the user: the variable reached it, and nothing else of the start
+    assert loaded and all(int(uid) == int(euid) == account.pw_uid for uid, euid, _ in loaded), loaded
+    assert ["true"] == [name for _, _, name in loaded]
+
+
+def test_a_values_quotes_and_expansions_reach_the_task_as_text(start_cluster, account, shared_folder):
+    cluster = start_cluster(nodes=1)
+    tricky = {"QUOTES": "it's \"quoted\" '' \\", "EXPANSION": "$(touch /tmp/gang-x) `id` ${HOME} $0",
+              "LINES": "one\ntwo\n", "EMPTY": ""}
+    script = "for name in QUOTES EXPANSION LINES EMPTY; do printenv $name; echo .; done"
+    info = ended(cluster, cluster.client.submit(JobSpec(name="env", user=USER, tasks=1, env=tricky,
+                                                        argv=["sh", "-c", script])))
+    assert info.state is JobState.COMPLETED, info.reason
+    output = (cluster.user_spool / "node1" / USER / f"job-{info.job_id}.0.out").read_text()
+    assert output == "".join(f"{value}\n.\n" for value in tricky.values())
+    assert not Path("/tmp/gang-x").exists()
+
+
+def test_a_link_planted_at_a_progress_files_name_is_removed_never_followed(start_cluster, account, shared_folder):
+    cluster = start_cluster(nodes=1)
+    first = ended(cluster, cluster.client.submit(JobSpec(name="first", user=USER, tasks=1, argv=["true"])))
+    folder = progress_folder(cluster.home) / "node1" / USER  # the user's own: they may write in it
+    assert folder.stat().st_uid == account.pw_uid
+    target = shared_folder / "roots-file"
+    target.write_text("precious\n")
+    target.chmod(0o600)
+    missing = Path("/etc") / f"gangsched-probe-{os.getpid()}"
+    # what the user may do in their own folder: a link at the names of their next jobs' progress files
+    for job_id in range(first.job_id + 1, first.job_id + 6):
+        link = folder / f"job-{job_id}.0.progress"
+        subprocess.run(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
+                        "ln", "-s", str(target if job_id % 2 else missing), str(link)], check=True)
+    for _ in range(4):
+        info = ended(cluster, cluster.client.submit(JobSpec(name="after", user=USER, tasks=1, argv=["true"])))
+        assert info.state is JobState.COMPLETED, info.reason
+    assert target.read_text() == "precious\n"
+    assert (target.stat().st_uid, target.stat().st_mode & 0o777) == (0, 0o600)
+    assert not missing.exists()
+
+
+def test_a_task_makes_its_files_with_the_submitters_umask(start_cluster, account):
+    cluster = start_cluster(nodes=1)
+    modes = {}
+    for umask in (0o077, None):
+        spec = JobSpec(name="mask", user=USER, tasks=1, argv=["sh", "-c", "umask; : > made"], umask=umask,
+                       cwd=str(cluster.user_spool / "node1" / USER))
+        info = ended(cluster, cluster.client.submit(spec))
+        assert info.state is JobState.COMPLETED, info.reason
+        output = cluster.user_spool / "node1" / USER / f"job-{info.job_id}.0.out"
+        modes[umask] = output.read_text().strip(), output.stat().st_mode & 0o777
+    assert modes == {0o077: ("0077", 0o600), None: ("0022", 0o644)}
