@@ -19,6 +19,7 @@ from gangsched.master.starting import Starts
 from gangsched.master.tiers import Tiers
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.exits import CHECKPOINTED
+from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.messages import (
     ErrorReply,
     ExitAck,
@@ -41,6 +42,10 @@ from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
 
+
+# what a fence's answer (every node's puts and blobs) may hold: a message, less the room its fields take
+MAX_FENCE_BYTES = MAX_MESSAGE_BYTES - 64 * 1024
+_PACKED_ENTRY_BYTES = 10  # what msgpack adds to a key and its value, at most, in the answer's map
 
 class NodeEndpoints(NamedTuple):
     """Where the nodes connect for the switches and the reports, as the master bound them."""
@@ -190,8 +195,9 @@ class NodeEvents:
             node.util_pct = min(100.0, 100.0 * used_ns / (quantum_ms * 1e6 * node.cpu_share))
         return self._hello_if_owed(report.node)
 
-    def pmi_fence(self, fence: PmiFence) -> ErrorReply | None:
-        """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put."""
+    def pmi_fence(self, fence: PmiFence, now: Now) -> ErrorReply | None:
+        """A node's ranks of a job entered a PMI barrier: when every node of the job has, all get every put,
+        if it fits in a message (else the job fails: its nodes' ranks put more than a fence carries)."""
         job = self._table.running_on(fence.job_id, fence.node)
         if job is None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
@@ -201,6 +207,14 @@ class NodeEvents:
         if len(entered) < len(nodes):
             return None
         del job.fences[fence.epoch]
+        size = sum(len(each.data) + sum(len(key) + len(value) + _PACKED_ENTRY_BYTES for key, value in each.kvs.items())
+                   for each in entered.values())
+        if size > MAX_FENCE_BYTES:
+            reason = f"its nodes' PMI key-value spaces together hold {size} bytes at fence {fence.epoch}, more " \
+                f"than a fence carries ({MAX_FENCE_BYTES})"
+            self._endings.decide_end(job, JobState.FAILED, reason, now)
+            self._tiers.settle(now)
+            return None
         done = PmiFenceDone(job_id=job.job_id, epoch=fence.epoch,
                             kvs={key: value for node in nodes for key, value in entered[node].kvs.items()},
                             data=b"".join(entered[node].data for node in nodes))

@@ -201,7 +201,7 @@ class NodeCore:
                 self._new_processes_of.add(key)
             case task_events.ForMaster(message):
                 self._for_master(message)
-            case task_events.FailedByProcessManager(key):
+            case task_events.Failed(key):
                 self.end(key, now)
 
     def _launched(self, key: TaskKey, runnable: bool, started_ns: int, now: float) -> None:

@@ -40,7 +40,7 @@ from gangsched.noded.switching import SwitchPlan
 from gangsched.noded.task_events import (
     Escaped,
     Exited,
-    FailedByProcessManager,
+    Failed,
     ForMaster,
     Launched,
     MemoryRead,
@@ -70,7 +70,7 @@ class TaskExecutor:
         self.starting: tuple[Launch, TaskWiring | None] | None = None  # a start under way beside the loop
         self.process_managers = ProcessManagers(
             settings, host.runs_mpi, poller, self.tasks, lambda message: self.events.append(ForMaster(message)),
-            lambda task: self.events.append(FailedByProcessManager(TaskKey(task.job_id, task.rank))))
+            lambda task: self.events.append(Failed(TaskKey(task.job_id, task.rank))))
 
     @property
     def start_fd(self) -> int | None:
@@ -95,7 +95,13 @@ class TaskExecutor:
         for record in plan.ran:
             task = tasks[record.key]
             cpu_ns = task.take_cpu_ns()
-            readings.append((cpu_ns, task.take_waited_ns(), task.read_progress() if record.key.rank == 0 else 0))
+            progress = 0
+            if record.key.rank == 0:
+                failed = task.failure
+                progress = task.read_progress()
+                if task.failure is not failed:  # it wrote a count beyond what one may be
+                    self.events.append(Failed(record.key))
+            readings.append((cpu_ns, task.take_waited_ns(), progress))
         for record in plan.stop:  # off the switch's path: the stop signal holds them meanwhile
             tasks[record.key].keep_stopped()
         return applied_ns, readings

@@ -67,10 +67,11 @@ class ForMaster:
 
 
 @dataclass(frozen=True, slots=True)
-class FailedByProcessManager:
-    """A process-manager interface failed the task's job (its ``failure`` says why): it is ended."""
+class Failed:
+    """The task's job failed (its ``failure`` says why: its process-manager interface failed it, or it gave
+    a value beyond what it may): it is ended."""
 
     key: TaskKey
 
 
-TaskEvent = Launched | NotStarted | Exited | Escaped | MemoryRead | StillForking | ForMaster | FailedByProcessManager
+TaskEvent = Launched | NotStarted | Exited | Escaped | MemoryRead | StillForking | ForMaster | Failed

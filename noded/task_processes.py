@@ -32,7 +32,7 @@ from gangsched.noded.task_start import Account, HeldTask, StartPlan, spawn_task,
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
-from gangsched.protocol.records import TaskSpec
+from gangsched.protocol.records import MAX_PROGRESS, TaskSpec
 
 PROGRESS_BYTES = 8
 
@@ -74,6 +74,7 @@ class Task:
     failure: str | None = None  # why the task failed, when it is not its exit status that says so
     memory: TaskMemory = field(default_factory=lambda: TaskMemory(None, 0, None))
     command_started: bool = False  # its first process passed its gate and exec'd (as last seen)
+    progress: int = 0  # its progress counter at the last reading
 
     def read_memory(self) -> MemoryReading:
         """Its peak so far, and whether it passed its limit."""
@@ -116,10 +117,19 @@ class Task:
         return max(0, taken)
 
     def read_progress(self) -> int:
+        """Its progress counter, as it wrote it; one beyond ``MAX_PROGRESS`` fails its job (``failure``, once),
+        the last count it gave standing."""
         try:
-            return int.from_bytes(os.pread(self.progress_fd, PROGRESS_BYTES, 0), "little")
+            counted = int.from_bytes(os.pread(self.progress_fd, PROGRESS_BYTES, 0), "little")
         except OSError:
-            return 0
+            return self.progress
+        if counted > MAX_PROGRESS:
+            if self.failure is None:
+                self.failure = f"wrote {counted} to its progress counter ({task_environment.PROGRESS_FILE}): " \
+                    f"a count is at most {MAX_PROGRESS}"
+            return self.progress
+        self.progress = counted
+        return counted
 
     def stop(self) -> None:
         self.group.stop()

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from gangsched.protocol.leadership_messages import FromLeader
 from gangsched.protocol.records import (
+    MAX_PROGRESS,
     MpiKind,
     PeerEndpoint,
     RelayEndpoints,
@@ -38,7 +39,7 @@ class TaskExit(WireModel):
     returncode: int | None  # negative: killed by that signal; None: never started
     error: str | None = None
     cpu_ns: int = 0  # CPU time since the last quantum report
-    progress: int = 0  # the task's final progress counter
+    progress: int = Field(default=0, ge=0, le=MAX_PROGRESS)  # the task's final progress counter
     memory_peak: int = 0  # bytes: the most its processes held resident at once (Slurm's MaxRSS)
     out_of_memory: bool = False  # it passed its memory limit and was killed for it
 

@@ -29,6 +29,7 @@ class WireModel(BaseModel):
 MAX_COMMAND_BYTES = 64 * 1024  # argv and environment together, as they reach execve
 MAX_PATH_BYTES = 4096  # PATH_MAX
 MAX_DEPENDENCIES = 64
+MAX_PROGRESS = 2**63 - 1  # a task's progress counter: what a store's INTEGER holds (SQLite's, PostgreSQL's BIGINT)
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")  # what useradd takes
 
@@ -243,7 +244,8 @@ class TaskSample(NamedTuple):
     rank: int
     cpu_ns: int  # CPU time consumed while runnable in the quantum
     runnable_ns: int  # wall time it was runnable
-    progress: int  # the task's own progress counter (barriers, for rank 0)
+    # the task's own progress counter (barriers, for rank 0): a node fails a task that writes more
+    progress: Annotated[int, Field(ge=0, le=MAX_PROGRESS)]
     # of runnable_ns, how long it waited on a run queue for a core another process held: time it
     # wanted to run, which a busy host's other processes took, not idleness
     waited_ns: int = 0

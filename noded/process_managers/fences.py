@@ -16,10 +16,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 PROCESS_MAPPING = "PMI_process_mapping"
+# What one job's ranks on one node may put in its key-value space (keys and values, over every fence), and
+# what one node's side of a fence may carry: a node's memory is not a job's to fill, and a fence's answer
+# (every node's side) must fit in a message (the master fails a job whose nodes' sides together do not)
+KVS_MAX_BYTES = 4 << 20
 
 
 class PmiError(Exception):
     """Input that is not the protocol; the reason is one line of words."""
+
+
+class PmiLimit(PmiError):
+    """Input of the protocol beyond a bound the node keeps; the reason is the whole sentence."""
+
+
+def failure_reason(error: PmiError, what: str) -> str:
+    """Why ``error`` fails a job, whose ranks sent ``what`` (a PMI line, a PMI-2 command)."""
+    return str(error) if isinstance(error, PmiLimit) else f"sent a malformed {what}: {error}"
 
 
 @dataclass(frozen=True)
@@ -98,9 +111,17 @@ class JobKvs:
         self._puts: dict[str, str] = {}  # since the last fence, to send with the next
         self._entered: set[int] = set()
         self._fence_sent: Fence | None = None  # until the master answers it
+        self._put_bytes = 0  # what the ranks here put, all fences (a key put again counts once)
 
     def put(self, key: str, value: str) -> None:
+        self.charge(len(key) + len(value) - (len(key) + len(self._kvs[key]) if key in self._kvs else 0))
         self._kvs[key] = self._puts[key] = value
+
+    def charge(self, size: int) -> None:
+        """``size`` more bytes this job's ranks hold here; PmiLimit past KVS_MAX_BYTES."""
+        if self._put_bytes + size > KVS_MAX_BYTES:
+            raise PmiLimit(f"put more than {KVS_MAX_BYTES} bytes in its PMI key-value space on one node")
+        self._put_bytes += size
 
     def get(self, key: str) -> str | None:
         return self._kvs.get(key)

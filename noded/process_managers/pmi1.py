@@ -20,7 +20,14 @@ gets an error reply and ``Failure``; so does ``abort``.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.noded.process_managers.fences import Failure, Outcome, PmiError, Reply, WireJobState
+from gangsched.noded.process_managers.fences import (
+    Failure,
+    Outcome,
+    PmiError,
+    Reply,
+    WireJobState,
+    failure_reason,
+)
 
 KVSNAME_MAX = 256
 KEYLEN_MAX = 256
@@ -70,7 +77,7 @@ class Pmi1Job(WireJobState):
         try:
             lines = self._lines.setdefault(rank, LineReader()).feed(data)
         except PmiError as error:
-            return [Outcome(failure=Failure(rank, f"sent a malformed PMI line: {error}"))]
+            return [Outcome(failure=Failure(rank, failure_reason(error, "PMI line")))]
         return [self.handle(rank, line) for line in lines]
 
     def handle(self, rank: int, line: bytes) -> Outcome:
@@ -78,9 +85,8 @@ class Pmi1Job(WireJobState):
             name, fields = parse(line)
             return self._command(rank, name, fields)
         except PmiError as error:
-            reason = f"sent a malformed PMI line: {error}"
             return Outcome([Reply(rank, format_line("error", rc=-1, msg=_word(str(error))))],
-                           failure=Failure(rank, reason))
+                           failure=Failure(rank, failure_reason(error, "PMI line")))
 
     def fence_done(self, epoch: int, kvs: dict[str, str]) -> Outcome:
         """The master's answer to our fence: every node's puts; the barrier is over."""

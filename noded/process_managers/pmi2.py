@@ -26,6 +26,7 @@ from gangsched.noded.process_managers.fences import (
     PmiError,
     Reply,
     WireJobState,
+    failure_reason,
 )
 
 LENGTH_DIGITS = 6
@@ -124,7 +125,7 @@ class Pmi2Job(WireJobState):
             first = not reader.initialized
             commands = reader.feed(data)
         except PmiError as error:
-            return [Outcome(failure=Failure(rank, f"sent a malformed PMI-2 command: {error}"))]
+            return [Outcome(failure=Failure(rank, failure_reason(error, "PMI-2 command")))]
         outcomes = []
         for index, command in enumerate(commands):
             outcomes.append(self._init(rank, command) if first and index == 0 else self.handle(rank, command))
@@ -136,7 +137,7 @@ class Pmi2Job(WireJobState):
             return self._command(rank, name, fields)
         except PmiError as error:
             return Outcome([Reply(rank, frame("error", rc=-1, errmsg=str(error)[:200]))],
-                           failure=Failure(rank, f"sent a malformed PMI-2 command: {error}"))
+                           failure=Failure(rank, failure_reason(error, "PMI-2 command")))
 
     def fence_done(self, epoch: int, kvs: dict[str, str]) -> Outcome:
         return self._fence_out(self.kvs.done(epoch, kvs))
@@ -161,8 +162,9 @@ class Pmi2Job(WireJobState):
             value = self.kvs.get(PROCESS_MAPPING) if _key(fields) == PROCESS_MAPPING else None
             return _found(rank, "info-getjobattr-response", value)
         if name == "info-putnodeattr":
-            key = _key(fields)
-            self._node_attributes[key] = _value(fields)
+            key, value = _key(fields), _value(fields)
+            self.kvs.charge(len(key) + len(value))
+            self._node_attributes[key] = value
             replies = [Reply(rank, frame("info-putnodeattr-response", rc=0))]
             for waiting in [waiting for waiting in self._waiting if waiting.key == key]:
                 self._waiting.remove(waiting)

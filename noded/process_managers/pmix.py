@@ -32,7 +32,7 @@ from gangsched.jobs.mpi_environments import mpi_home
 from gangsched.noded.hosts import NodeTask
 from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers import libpmix
-from gangsched.noded.process_managers.fences import kvs_name
+from gangsched.noded.process_managers.fences import KVS_MAX_BYTES, kvs_name
 from gangsched.noded.process_managers.interface import NodeServices, ProcessManagerUnavailable, exit_failure
 from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
 from gangsched.noded.process_managers.wiring import TaskWiring
@@ -194,6 +194,10 @@ class PmixService:
             self._reply(request, status, b"")
 
     def _reply(self, request: PmixModexRequest, status: int, data: bytes) -> None:
+        job = self._jobs.get(request.job_id)
+        if len(data) > KVS_MAX_BYTES and job is not None:
+            self._fail(job, f"rank {request.rank}'s PMIx data is {len(data)} bytes, over {KVS_MAX_BYTES}")
+            status, data = libpmix.PMIX_ERR_OUT_OF_RESOURCE, b""
         self._node.send(PmixModexReply(node=self._node.node, asker=request.node, job_id=request.job_id,
                                        rank=request.rank, request=request.request, status=status, data=data))
 
@@ -388,9 +392,20 @@ class PmixService:
             task.failure = task.failure or reason
             self._node.fail(task)
 
+    def _fail(self, job: _Job, reason: str) -> None:
+        """Fail ``job`` through its tasks here, ``reason`` the first's."""
+        log.warning("job %d: %s", job.job_id, reason)
+        for task in [task for task in self._node.tasks.values() if task.job_id == job.job_id]:
+            task.failure = task.failure or reason
+            self._node.fail(task)
+
     def _fence(self, job: _Job, blob: bytes, callback: int, cbdata: int) -> None:
         if not job.spans_nodes:  # the library completes these itself: answer as it would
             self._complete((callback, cbdata), libpmix.PMIX_SUCCESS, blob)
+            return
+        if len(blob) > KVS_MAX_BYTES:
+            self._fail(job, f"its PMIx fence on one node carries {len(blob)} bytes, over {KVS_MAX_BYTES}")
+            self._complete((callback, cbdata), libpmix.PMIX_ERR_OUT_OF_RESOURCE, b"")
             return
         epoch, job.epoch = job.epoch, job.epoch + 1
         job.fences[epoch] = (callback, cbdata)
