@@ -25,7 +25,7 @@ from gangsched.master.migrations import Migrations
 from gangsched.master.pending import Queues
 from gangsched.master.placement import where
 from gangsched.master.starting import CannotStart, Starts
-from gangsched.master.store import JobStore, StoreWriteError
+from gangsched.master.store import JobStore, RecordRefused, StoreWriteError
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.protocol.messages import ExitAck, KillTask, Message
 from gangsched.protocol.records import JobState
@@ -142,7 +142,13 @@ class Endings:
                     used = self._table.account(job.spec.user)
                     account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
             try:
-                self._store.closed(written, account)
+                try:
+                    self._store.closed(written, account)
+                except RecordRefused as refused:  # this job's record alone: written failed, without its measures
+                    job.reason, job.ending = self._refused(job, refused), JobState.FAILED
+                    close = self._closing[job_id] = Close(JobState.FAILED, close.end_time)
+                    written = dataclasses.replace(job, state=JobState.FAILED, end_time=close.end_time)
+                    self._store.closed(written, account)
             except StoreWriteError as error:
                 delay = self._retry.failed(now.monotonic)
                 log.error("the job store cannot write job %d's %s (%s): %d wait, tried again in %.1f s", job_id,
@@ -158,7 +164,8 @@ class Endings:
                 self._queues.of(written).resubmit(written, now)
                 continue
             del self._table.jobs[job_id]
-            job.state, job.end_time, job.exit_code = written.state, written.end_time, written.exit_code
+            job.state, job.end_time, job.exit_code, job.reason = written.state, written.end_time, written.exit_code, \
+                written.reason
             if account is not None:
                 self._table.accounts[account.user] = account
             log.info("job %d %s", job_id, close.state)
@@ -178,13 +185,27 @@ class Endings:
     def _saved(self, job: Job, now: Now) -> bool:
         """The running ``job`` written with the ranks it has left; False if the store could not (tried again)."""
         try:
-            self._store.save(job)
+            try:
+                self._store.save(job)
+            except RecordRefused as refused:
+                job.ending = None  # the first cause decides how a job ends: this one comes before the rest
+                self.decide_end(job, JobState.FAILED, self._refused(job, refused), now)
+                self._store.save(job)
         except StoreWriteError as error:
             delay = self._retry.failed(now.monotonic)
             log.error("the job store cannot write the rank ends of job %d (%s): their nodes keep them, tried "
                       "again in %.1f s", job.job_id, error, delay)
             return False
         return True
+
+    @staticmethod
+    def _refused(job: Job, refused: RecordRefused) -> str:
+        """The store cannot hold ``job``'s record as it is: its measures (what its tasks gave) are dropped, and
+        the reason it fails; the writes of every other job go on in their order."""
+        log.error("the job store cannot hold job %d's record (%s): it ends failed, its measures dropped",
+                  job.job_id, refused)
+        job.barriers, job.cpu_ns, job.max_rss = 0, 0, None
+        return f"its record could not be stored: {refused}"
 
     def _requeued(self, job: Job) -> Job:
         """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""

@@ -32,7 +32,7 @@ from gangsched.master.sql_schema import (
     TOKEN_INSERT,
 )
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
-from gangsched.master.store import StoreWriteError
+from gangsched.master.store import RecordRefused, StoreWriteError
 from gangsched.protocol.admin_messages import AdminAction
 from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, UserLimits
 from gangsched.protocol.reservation_messages import ReservationInfo
@@ -224,6 +224,8 @@ class SqlStore:
                     raise
         except self._db.errors as error:
             raise StoreWriteError(str(error)) from error
+        except (OverflowError, ValueError, TypeError) as error:  # what binding a value the engine cannot hold raises
+            raise RecordRefused(f"{type(error).__name__}: {error}") from error
         self._unwritten += self._unit
 
     def _execute(self, statement: str, parameters: tuple[Any, ...]) -> None:

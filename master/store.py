@@ -33,6 +33,11 @@ class StoreWriteError(Exception):
     """A write the store could not take (a full disk, a lost database): nothing of it was kept."""
 
 
+class RecordRefused(Exception):
+    """A record the engine cannot hold (a number past its column's type): nothing of the write was kept,
+    and it is not worth trying again as it is; the store writes others as before."""
+
+
 class JobStore(Protocol):
     write_time: Timings  # of each commit
 

@@ -151,6 +151,25 @@ def test_a_failing_rank_fails_the_job_and_kills_the_others(tmp_path, clock):
     assert info.state is JobState.FAILED and info.exit_code == 3 and "rank 1 on n2" in info.reason
 
 
+def test_a_record_the_store_cannot_hold_fails_its_job_alone_and_the_ends_behind_it_are_written(tmp_path, clock):
+    core = make_core(tmp_path, clock)
+    first, second = submit(core, nodes=2), submit(core, nodes=2)
+    sent(core, LaunchTask)
+    core.table.jobs[first].barriers = 2**64  # past SQLite's INTEGER: what no bound let in, had one missed it
+    for job in (first, second):
+        for rank, node in enumerate(core.table.jobs[job].node_names):
+            core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+    bad, good = infos(core, [first, second])
+    assert bad.state is JobState.FAILED and "could not be stored" in bad.reason and bad.barriers == 0
+    assert good.state is JobState.COMPLETED
+    alone = submit(core, nodes=1)  # a job of one rank: its record goes with its close
+    sent(core, LaunchTask)
+    core.table.jobs[alone].cpu_ns = 2**64
+    core.task_ended(TaskExit(node=core.table.jobs[alone].node_names[0], job_id=alone, rank=0, returncode=0))
+    (info,) = infos(core, [alone])
+    assert info.state is JobState.FAILED and "could not be stored" in info.reason
+
+
 def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clock):
     core = make_core(tmp_path, clock)
     kept, lost = submit(core, requeue=True), submit(core)
