@@ -26,7 +26,7 @@ import zmq
 
 from gangsched.bench.isolation import Namespace
 from gangsched.bench.restarts import wait_for_ends
-from gangsched.daemon.curve import KeyFolder
+from gangsched.daemon.curve import NODE_USER, KeyFolder
 from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.master.client import MasterClient
 from gangsched.protocol.codec import decode
@@ -87,8 +87,8 @@ class SwitchWatch:
         self._socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
         self._socket.setsockopt(zmq.SUBSCRIBE, b"")
         self._socket.setsockopt(zmq.LINGER, 0)
-        if keys is not None:
-            KeyFolder(keys).connect_as(self._socket, getpass.getuser())
+        if keys is not None:  # only the nodes' key hears the switches: the cluster's owner holds it
+            KeyFolder(keys).connect_as(self._socket, NODE_USER)
         for endpoint in endpoints:
             self._socket.connect(endpoint)
         self._heard: list[tuple[float, int]] = []

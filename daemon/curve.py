@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gangsched.daemon.zap import NamingAuthenticator
 
 NODE_USER = "node"
+NODES_DOMAIN = "nodes"  # the ZAP domain of a master's sockets only nodes may reach: its switch and report sockets
 
 
 class CurveError(Exception):
@@ -76,12 +77,15 @@ class KeyFolder:
         if not (path / "master.key").exists():
             raise CurveError(f"{path} holds no master.key: make the keys with `gang keygen {path}`")
 
-    def serve(self, socket: zmq.Socket[bytes], name: str = "master") -> None:
+    def serve(self, socket: zmq.Socket[bytes], name: str = "master", nodes_only: bool = False) -> None:
         """Make ``socket`` a CURVE server with ``name``'s key (before it binds): the master's, or the
-        nodes' on a node relaying for others."""
+        nodes' on a node relaying for others; ``nodes_only``: a handshake with any key but the nodes' fails
+        (the master's switch and report sockets, against ``authenticator``)."""
         public, secret = self._pair(self.path / f"{name}.key_secret")
         socket.curve_publickey, socket.curve_secretkey = public, secret
         socket.curve_server = True
+        if nodes_only:
+            socket.zap_domain = NODES_DOMAIN.encode()
 
     def connect_as(self, socket: zmq.Socket[bytes], name: str) -> None:
         """Make ``socket`` a CURVE client presenting ``name``'s key (before it connects)."""
@@ -112,15 +116,15 @@ class KeyFolder:
         return authenticator
 
     def authenticator(self, context: zmq.Context[zmq.Socket[bytes]]) -> NamingAuthenticator:
-        """Started: lets in the keys of ``authorized/``, each as the user its file is named after."""
+        """Started: lets in the keys of ``authorized/``, each as the user its file is named after, and on
+        the sockets served ``nodes_only`` the nodes' key alone."""
         from gangsched.daemon.zap import NamingAuthenticator
 
         names = {}
         for key_file in sorted((self.path / "authorized").glob("*.key")):
             names[_certificate(key_file)[0]] = key_file.stem
-        authenticator = NamingAuthenticator(names, context)
+        authenticator = NamingAuthenticator(names, context, NODE_USER, NODES_DOMAIN)
         authenticator.start()
-        authenticator.configure_curve(domain="*", location=str(self.path / "authorized"))
         return authenticator
 
     @staticmethod

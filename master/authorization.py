@@ -95,10 +95,11 @@ def as_sender(message: Message, user: str | None) -> Message:
     return message
 
 
-def node_refusal(identity: bytes, message: PmiFence | PmixModexRequest | PmixModexReply) -> ErrorReply | None:
-    """Why a node may not send what a process manager of ``message.node`` sends, if it may not: every
-    node's routing id is its name, and a node speaks only for itself."""
-    if identity != message.node.encode():
+def node_refusal(identity: bytes, message: PmiFence | PmixModexRequest | PmixModexReply,
+                 registered: bytes | None) -> ErrorReply | None:
+    """Why a node may not send what a process manager of ``message.node`` sends, if it may not: a node
+    speaks only for itself, from the route its hello registered (``registered``; None: it has none)."""
+    if identity != registered:
         return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {message.node} speaks for itself")
     return None
 

@@ -11,6 +11,8 @@ owner may lower its time limit, only root raise it or set its priority.
 import dataclasses
 import logging
 
+from pydantic import ValidationError
+
 from gangsched.master.client_requests import ClientRequests
 from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
@@ -55,7 +57,12 @@ class JobUpdates:
         if refusal is not None:
             code = ErrorCode.PERMISSION_DENIED if "only" in refusal else ErrorCode.INVALID_SPEC
             return ErrorReply.nothing_changed(code, refusal)
-        spec = job.spec.model_copy(update=changes)
+        try:  # the whole request as it would be, checked as a submission is (a copy would check nothing)
+            spec = JobSpec.model_validate({**job.spec.model_dump(), **changes})
+        except ValidationError as error:
+            problem = error.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "the job"
+            return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"{where}: {problem['msg']}")
         if job.state is JobState.PENDING and ({"partition", "estimate_s"} & changes.keys()):
             chosen = self._client_requests.partition_for(spec, now)
             if isinstance(chosen, ErrorReply):

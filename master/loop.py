@@ -65,6 +65,7 @@ from gangsched.protocol.frames import MAX_MESSAGE_BYTES
 from gangsched.protocol.messages import (
     ErrorReply,
     Message,
+    NodeHello,
     Reconfigure,
     Reconfigured,
 )
@@ -94,14 +95,17 @@ class MasterDaemon:
             keys = KeyFolder(settings.keys)
             self._authenticator = keys.authenticator(self._context)
             keys.serve(self._router)
-            keys.serve(self._pub)
-            keys.serve(self._pull)
+            keys.serve(self._pub, nodes_only=True)  # the switches are the nodes' alone to hear
+            keys.serve(self._pull, nodes_only=True)
             log.info("CURVE on: only the keys in %s may connect", settings.keys / "authorized")
         else:
             for bind in (settings.bind, settings.switch_bind, settings.report_bind):
                 private_ipc(bind)
             log.info("no keys: only this account (uid %d) reaches %s", os.geteuid(), settings.bind)
         self._bad_frame = ThrottledWarning(log)
+        # each node's route as its daemon's last hello came (kept across leads: a core that takes the lead again
+        # in this process must be able to ask the nodes it does not know yet for their hello)
+        self._node_routes: dict[str, bytes] = {}
         self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._router.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a restarted node takes its name back
         self._router.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
@@ -320,8 +324,9 @@ class MasterDaemon:
                                 message.type, user or "none")
                 continue
             reply = self._answer(self._node_handlers[type(message)], b"", message, now)
-            if reply is not None:  # every node's routing id is its name
-                self._outgoing.reply([message.node.encode()], reply)
+            route = self._node_routes.get(message.node)
+            if reply is not None and route is not None:  # else it cannot be told: its next connection brings a hello
+                self._outgoing.reply([route], reply)
         try:  # one scheduling pass for every end the drain brought: in a flood of small jobs, one a job before
             self._core.tiers.settle(now)
         finally:
@@ -331,10 +336,14 @@ class MasterDaemon:
         envelope, message, refusal = request(frames, user)
         if message is None:
             assert refusal is not None
-            if refusal.code is not ErrorCode.PERMISSION_DENIED:  # a bad frame, not a refused sender
+            if refusal.code is ErrorCode.PERMISSION_DENIED:  # a key that spoke for a node: an impostor
+                self._bad_frame("refused a message from %r (key: %s): %s", envelope[0], user, refusal.reason)
+            else:
                 self._bad_frame("bad message from %r: %s", envelope[0], refusal.reason)
             self._outgoing.reply(envelope, refusal)
             return
+        if isinstance(message, NodeHello):  # a node's key said it: where that daemon is, for this process's life
+            self._node_routes[message.node] = envelope[0]
         handler = self._handlers.get(type(message))
         if handler is None:
             reason = f"the master does not take {message.type!r} messages"

@@ -15,7 +15,7 @@ from gangsched.master.store import StoreError
 APPLICATION_NAME = "gangsched store"
 _VERSION_TABLE = "CREATE TABLE gangsched_schema (version INTEGER NOT NULL)"
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
-_MIGRATIONS: dict[int, list[str]] = {12: [LIVE_RANKS_COLUMN]}
+_MIGRATIONS: dict[int, list[str]] = {12: [LIVE_RANKS_COLUMN], 13: statements("quarantined_jobs")}
 
 
 class _Postgres:

@@ -66,9 +66,11 @@ def request_routes(core: MasterCore, lead: Lead, reconfigure: Callable[[Reconfig
     nodes, clients, record = core.node_events, core.client_requests, core.command_record
     return {
         NodeHello: nodes.hello,
-        PmiFence: lambda identity, m, now: node_refusal(identity, m) or nodes.pmi_fence(m, now),
-        PmixModexRequest: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_request(m),
-        PmixModexReply: lambda identity, m, _: node_refusal(identity, m) or nodes.pmix_modex_reply(m),
+        PmiFence: lambda identity, m, now: node_refusal(identity, m, nodes.route(m.node)) or nodes.pmi_fence(m, now),
+        PmixModexRequest: lambda identity, m, _: node_refusal(identity, m, nodes.route(m.node))
+        or nodes.pmix_modex_request(m),
+        PmixModexReply: lambda identity, m, _: node_refusal(identity, m, nodes.route(m.node))
+        or nodes.pmix_modex_reply(m),
         Submit: lambda _, m, now: clients.submit(m, now),
         Cancel: lambda _, m, now: clients.cancel(m, now),
         JobQuery: lambda _, m, now: clients.query_jobs(m, now),

@@ -74,9 +74,17 @@ CREATE TABLE IF NOT EXISTS admin_log (
 );
 -- a client's token for each command: a retry after a lost reply finds the first one's record
 CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token);
+-- job records this gangsched would refuse (written by another version, or mended by hand), moved out of
+-- jobs as the store read them, with why: the master leads without them
+CREATE TABLE IF NOT EXISTS quarantined_jobs (
+    job_id INTEGER PRIMARY KEY,
+    record TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    time DOUBLE PRECISION NOT NULL
+);
 """
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 # what version 13 added: the ranks of a job that have not ended (NULL in a job of an earlier version: every rank)
 LIVE_RANKS_COLUMN = "ALTER TABLE jobs ADD COLUMN live_ranks TEXT"
 
@@ -110,3 +118,4 @@ LIMITS_UPSERT = upsert("user_limits", '"user", partition, limits', '"user", part
 RESERVATION_UPSERT = upsert("reservations", "name, reservation", "name")
 TOKEN_INSERT = 'INSERT INTO submissions ("user", token, job_id) VALUES (?, ?, ?)'
 ACTION_INSERT = f"INSERT INTO admin_log ({ACTION_COLUMNS}) VALUES (?,?,?,?,?,?)"
+QUARANTINE_INSERT = "INSERT INTO quarantined_jobs (job_id, record, reason, time) VALUES (?, ?, ?, ?)"

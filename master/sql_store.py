@@ -13,6 +13,8 @@ written.
 """
 
 import json
+import logging
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
@@ -28,6 +30,7 @@ from gangsched.master.sql_schema import (
     JOB_UPSERT,
     LIMITS_UPSERT,
     MARK_UPSERT,
+    QUARANTINE_INSERT,
     RESERVATION_UPSERT,
     TOKEN_INSERT,
 )
@@ -36,6 +39,8 @@ from gangsched.master.store import RecordRefused, StoreWriteError
 from gangsched.protocol.admin_messages import AdminAction
 from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, UserLimits
 from gangsched.protocol.reservation_messages import ReservationInfo
+
+log = logging.getLogger("gangsched.master")
 
 _ACTIVE = (JobState.PENDING.value, JobState.RUNNING.value)
 
@@ -71,7 +76,9 @@ class SqlStore:
         self._unwritten: list[tuple[str, tuple[Any, ...]]] = []  # statements since the last commit, in order
         self._unit: list[tuple[str, tuple[Any, ...]]] = []  # those of the write under way
         self._replay = False  # the writes since the last commit could not be run again: kept, not run
-        (highest,) = self._db.execute("SELECT COALESCE(MAX(job_id), 0) FROM jobs").fetchone()
+        (highest,) = self._db.execute(  # a quarantined job's number is not given again
+            "SELECT MAX(highest) FROM (SELECT COALESCE(MAX(job_id), 0) AS highest FROM jobs"
+            " UNION ALL SELECT COALESCE(MAX(job_id), 0) FROM quarantined_jobs) AS ids").fetchone()
         self._next_job_id = int(highest) + 1  # held here: a submission not yet committed has its numbers
         (last,) = self._db.execute("SELECT COALESCE(MAX(number), 0) FROM admin_log").fetchone()
         self._next_action = int(last) + 1
@@ -176,14 +183,14 @@ class SqlStore:
         rows = self._db.execute(
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE state IN (?, ?) ORDER BY job_id", _ACTIVE
         )
-        return [_job(row) for row in rows]
+        return self._jobs(rows)
 
     def finished(self, limit: int) -> list[Job]:
         rows = self._db.execute(
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE state NOT IN (?, ?) ORDER BY job_id DESC LIMIT ?",
             (*_ACTIVE, limit),
         )
-        return [_job(row) for row in reversed(list(rows))]
+        return self._jobs(reversed(list(rows)))
 
     def ended_since(self, since: float, after_id: int, limit: int) -> list[Job]:
         """The first ``limit`` finished jobs above ``after_id`` that ended at ``since`` or later."""
@@ -192,11 +199,40 @@ class SqlStore:
             " ORDER BY job_id LIMIT ?",
             (*_ACTIVE, since, after_id, limit),
         )
-        return [_job(row) for row in rows]
+        return self._jobs(rows)
 
     def get(self, job_id: int) -> Job | None:
         row = self._db.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-        return _job(row) if row else None
+        found = self._jobs([row] if row else [])
+        return found[0] if found else None
+
+    def _jobs(self, rows: Iterable[tuple[Any, ...]]) -> list[Job]:
+        """The jobs of ``rows``; a record this gangsched would refuse is quarantined (moved to
+        quarantined_jobs with why, written with the turn's writes) and left out."""
+        jobs = []
+        for row in list(rows):
+            try:
+                jobs.append(_job(row))
+            except (ValueError, TypeError, KeyError) as error:  # pydantic's ValidationError is a ValueError
+                self._quarantine(row, error)
+        return jobs
+
+    def _quarantine(self, row: tuple[Any, ...], error: Exception) -> None:
+        reason = " ".join(f"{type(error).__name__}: {error}".split())[:500]
+        log.error("job %s's stored record is not one this gangsched takes (%s): quarantined in quarantined_jobs, "
+                  "the master goes on without it", row[0], reason)
+        record = json.dumps(dict(zip([name.strip() for name in JOB_COLUMNS.split(",")], row, strict=True)))
+        try:
+            with self._transaction():
+                self._execute(QUARANTINE_INSERT, (row[0], record, reason, time.time()))
+                self._execute("DELETE FROM jobs WHERE job_id = ?", (row[0],))
+        except StoreWriteError as failed:  # left where it is: the next read finds it again
+            log.error("job %s's record could not be quarantined (%s)", row[0], failed)
+
+    def quarantined(self) -> list[tuple[int, str]]:
+        """The records quarantined so far: each job's id and why."""
+        rows = self._db.execute("SELECT job_id, reason FROM quarantined_jobs ORDER BY job_id")
+        return [(int(job_id), str(reason)) for job_id, reason in rows]
 
     def save_account(self, account: Account) -> None:
         with self._transaction():

@@ -23,7 +23,8 @@ _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAUL
                10: statements("reservations"),
                11: ["ALTER TABLE admin_log ADD COLUMN token TEXT",
                     'CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token)'],
-               12: [LIVE_RANKS_COLUMN]}
+               12: [LIVE_RANKS_COLUMN],
+               13: statements("quarantined_jobs")}
 
 
 class _Sqlite:

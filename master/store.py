@@ -74,6 +74,10 @@ class JobStore(Protocol):
 
     def get(self, job_id: int) -> Job | None: ...
 
+    def quarantined(self) -> list[tuple[int, str]]:
+        """The job records the store set aside as it read them (ones this gangsched would refuse): each id
+        and why."""
+
     def accounts(self) -> list[Account]: ...
 
     def save_node_marks(self, marks: dict[str, NodeMark | None]) -> None:

@@ -391,6 +391,14 @@ class NodeCore:
         else:
             log.warning("the master refused a message: %s: %s", error.code, error.reason)
 
+    def connected(self, now: float) -> None:
+        """The DEALER connected to the master anew: one that restarted knows nothing of this node, and one
+        that lost the connection for a moment may have missed what it sent; the master routes to this
+        daemon only once a hello said where it is. A hello at once, as when the master says it does not
+        know this node (a repeated hello of the same daemon is taken as such)."""
+        self.registered = False
+        self.deadlines.set(Timer.HEARTBEAT, now)
+
     def _not_leader(self, answer: NotLeader, now: float) -> None:
         if self.registered:
             log.warning("%s stands by: looking for the leader", answer.master)

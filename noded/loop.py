@@ -104,6 +104,8 @@ class NodeDaemon:
         # each step alone: one that fails is logged, and the others and the loop go on;
         # the master's messages first, as a new column goes out before the switch that needs it
         link, executor = self._link, self._executor
+        if link.connections in ready and link.connected():
+            survive(log, "a new connection to the master", lambda: self._core.connected(time.monotonic()))
         if link.dealer in ready or self._waiting:
             survive(log, "reading the master's messages", self._receive_all)
         if link.sub in ready:

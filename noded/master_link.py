@@ -6,6 +6,7 @@ a node the master makes a relay forwards switches and the other nodes' messages.
 """
 
 import logging
+import secrets
 from collections.abc import Iterator
 
 import zmq
@@ -38,7 +39,13 @@ class MasterLink:
         self._context = context
         self._keys = KeyFolder(settings.keys) if settings.keys is not None else None
         self.dealer = self._socket(zmq.DEALER)
-        self.dealer.setsockopt(zmq.ROUTING_ID, settings.name.encode())  # the master's name for it
+        # The master's route to this daemon: the master learns it from the hello, which only the nodes' key
+        # may send, and sends this node's orders to it alone. A route named after the node was a user's to
+        # take: a client of the master's ROUTER that named itself so received the node's launches
+        # (handover, which a restarted daemon needs, lets a new connection take a routing id).
+        self.dealer.setsockopt(zmq.ROUTING_ID, f"{settings.name}.{secrets.token_hex(16)}".encode())
+        # each (re)connection: the master may have restarted, or missed what it sent meanwhile (a hello then)
+        self.connections = self.dealer.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.dealer.connect(self._master)
         # the master's welcome says where to connect these two
         self.sub = self._socket(zmq.SUB)
@@ -58,10 +65,19 @@ class MasterLink:
 
     @property
     def sockets(self) -> tuple[zmq.Socket[bytes], ...]:
-        """The sockets to poll: the master's messages, switches, and nodes' messages to relay."""
+        """The sockets to poll: the master's messages, switches, new connections to the master, and nodes'
+        messages to relay."""
         if self._relay is None:
-            return self.dealer, self.sub
-        return self.dealer, self.sub, self._relay.pull
+            return self.dealer, self.sub, self.connections
+        return self.dealer, self.sub, self.connections, self._relay.pull
+
+    def connected(self) -> bool:
+        """Whether the DEALER completed a connection to the master since the last call."""
+        found = False
+        while has_message(self.connections):
+            self.connections.recv_multipart()
+            found = True
+        return found
 
     @property
     def relay_endpoints(self) -> RelayEndpoints | None:
@@ -131,6 +147,8 @@ class MasterLink:
         self._push.close(linger=_LAST_EXITS_LINGER_MS)
         for socket in self.sockets:
             self._poller.unregister(socket)
+        self.dealer.disable_monitor()
+        self.connections.close()
         self.dealer.close()
         self.sub.close()
         if self._relay is not None:

@@ -1,5 +1,6 @@
 """CURVE between master, nodes and clients: real daemons on loopback TCP, real keys."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -31,6 +32,7 @@ class Secured:
 
     endpoint: str
     reports: str
+    switches: str
     keys: Path
     foreign: Path
     log: Path  # the master's
@@ -50,7 +52,7 @@ def secured(tmp_path):
                     "--log-file", str(tmp_path / "master.log"))
     bound = wait_until(lambda: bound_endpoints(tmp_path / "state"), 15, "the master to bind")
     assert isinstance(bound, BoundEndpoints)
-    cluster = Secured(bound.client, bound.report, keys, foreign, tmp_path / "master.log", [master])
+    cluster = Secured(bound.client, bound.report, bound.switch, keys, foreign, tmp_path / "master.log", [master])
     try:
         yield cluster
     finally:
@@ -104,6 +106,7 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
     forged = zmq.Context.instance().socket(zmq.PUSH)
     forged.setsockopt(zmq.LINGER, 0)
     KeyFolder(keys).connect_as(forged, "gangalice")
+    forged_events = forged.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH)
     forged.connect(secured.reports)
     try:
         with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:
@@ -121,13 +124,57 @@ def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
             )
             with pytest.raises(RequestRefused, match="only a node's key registers a node"):
                 gangalice.request(fake, NodeWelcome)
-            forged.send(encode(TaskExit(node="trusted", job_id=job_id, rank=0, returncode=1)))
-            wait_until(lambda: "ignored a task_exit message on the report socket" in secured.log.read_text(), 10,
-                       "the master to ignore the forged exit")
+            with contextlib.suppress(zmq.Again):  # it has nowhere to go: no handshake completes
+                forged.send(encode(TaskExit(node="trusted", job_id=job_id, rank=0, returncode=1)), zmq.NOBLOCK)
+            wait_until(lambda: refused_handshake(forged_events), 10, "the report socket to refuse a user's key")
             assert gangalice.job(job_id).state is JobState.RUNNING, "a user's key ended a task"
             assert [n.name for n in gangalice.nodes()] == ["trusted"]
     finally:
+        forged_events.close()
         forged.close()
+
+
+def refused_handshake(events: zmq.Socket[bytes]) -> bool:
+    """Whether a socket's monitor (EVENT_HANDSHAKE_FAILED_AUTH) told of a handshake the server refused."""
+    return bool(events.poll(0)) and bool(events.recv_multipart())
+
+
+def test_a_users_key_that_names_itself_as_a_node_gets_nothing_and_leaves_the_node_undisturbed(secured, tmp_path):
+    endpoint, keys = secured.endpoint, secured.keys
+    secured.started.append(node(endpoint, keys, "trusted", tmp_path))
+    context = zmq.Context.instance()
+    impostor = context.socket(zmq.DEALER)
+    impostor.setsockopt(zmq.LINGER, 0)
+    impostor.setsockopt(zmq.ROUTING_ID, b"trusted")  # the node's name: the route it had before
+    KeyFolder(keys).connect_as(impostor, "gangalice")
+    listener = context.socket(zmq.SUB)  # the switches, which only nodes hear
+    listener.setsockopt(zmq.LINGER, 0)
+    listener.setsockopt(zmq.SUBSCRIBE, b"")
+    KeyFolder(keys).connect_as(listener, "gangalice")
+    listener_events = listener.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+    try:
+        with MasterClient(endpoint, keys=keys, user="gangbob") as gangbob:
+            wait_until(lambda: gangbob.nodes(), 15, "the node")
+            impostor.connect(endpoint)
+            listener.connect(secured.switches)
+            job_id = gangbob.submit(spec("gangbob").model_copy(update={"env": {"API_TOKEN": "bob's secret"}}))
+            wait_until(lambda: gangbob.job(job_id).state is JobState.RUNNING, 15, "the job to start on the node")
+            wait_until(lambda: refused_handshake(listener_events), 10, "the switch to refuse a user's key")
+            assert not impostor.poll(1000), "a user's key received a node's order"
+            assert not listener.poll(0), "a user's key heard a switch"
+            impostor.send(encode(NodeHello(memory=1 << 30, host_memory=1 << 32, node="trusted", cpu_share=1.0, pid=1,
+                                           incarnation="forged", peer=PeerEndpoint(transport="ipc", host="/tmp"))))
+            assert impostor.poll(5000) and b"only a node's key registers a node" in impostor.recv()
+            wait_until(lambda: "refused a message from b'trusted' (key: gangalice)" in secured.log.read_text(), 10,
+                       "the master to log the impostor")
+            impostor.close()
+            gangbob.cancel(job_id, "gangbob")  # it reaches the node: the impostor took nothing of its route
+            wait_until(lambda: gangbob.job(job_id).state is JobState.CANCELLED, 15, "the job to be cancelled")
+            assert [n.name for n in gangbob.nodes()] == ["trusted"]
+    finally:
+        impostor.close()
+        listener_events.close()
+        listener.close()
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])

@@ -10,6 +10,7 @@ import pytest
 
 from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
+from gangsched.master.sql_schema import SCHEMA_VERSION
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import StoreWriteError
 from gangsched.protocol.messages import ErrorReply, ExitAck, Heartbeat, LaunchTask, Submit, TaskExit
@@ -258,7 +259,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     store = SqliteStore(path)
     store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (13,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert {"node_marks", "admin_log", "user_limits", "reservations"} <= tables
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [

@@ -296,6 +296,27 @@ def test_a_pending_job_is_updated_by_its_owner_within_their_rights_and_by_root_b
     assert len(refused) == 7 and refused[0].command == f"update {pending} TimeLimit=11:40"
 
 
+def test_an_update_is_checked_whole_as_a_submission_is_and_a_record_refused_since_is_quarantined(tmp_path, clock):
+    core = make(tmp_path, clock, GANGS.model_copy(update={"mpl": 1}), nodes=("n1",))
+    running, pending = submit(core, 1), submit(core, 1)
+    for changes in ({"name": "\x1b[31mforged\nline"}, {"dependency": (list(range(1, 101)), [])}):
+        refused = update(core, pending, **changes)
+        assert isinstance(refused, ErrorReply) and refused.reason.startswith(("name", "after_ok")), refused.reason
+        assert info(core, pending).spec.name == "j" and info(core, pending).spec.after_ok == []
+    # a record mended by hand, or written by another version, that this gangsched would refuse
+    core.store.commit()
+    with core.store._db.batch():  # the store's own connection: what a hand at the database does
+        core.store._db.execute("UPDATE jobs SET spec = ? WHERE job_id = ?",
+                               (info(core, pending).spec.model_dump_json().replace('"j"', '"\\u001b[2J"'), pending))
+    again = restart(core, tmp_path, clock)
+    hello(again, "n1", tasks=[TaskRef(job_id=running, rank=0)])
+    again.store.commit()
+    assert [job_id for job_id, _ in again.store.quarantined()] == [pending]
+    assert "control character" in again.store.quarantined()[0][1]
+    assert info(again, running).state is JobState.RUNNING  # the master leads without it
+    assert submit(again, 1) == pending + 1  # its number is not given again
+
+
 def limit(core: DrivenMaster, user: str = "alice", admin: str = "root", **limits):
     return administer(core, SetLimits(admin=admin, user=user, **limits))
 

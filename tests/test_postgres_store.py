@@ -12,6 +12,7 @@ from gangsched.master.accounts import Account
 from gangsched.master.job_record import Job
 from gangsched.master.nodes import NodeMark
 from gangsched.master.postgres_store import PostgresStore
+from gangsched.master.sql_schema import SCHEMA_VERSION
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import JobStore, StoreError, StoreWriteError
 from gangsched.protocol.messages import Heartbeat, JobQuery, Submit, TaskExit
@@ -118,14 +119,14 @@ def test_a_postgresql_store_that_cannot_be_used_is_refused_with_one_line(tmp_pat
     PostgresStore(database).close()
     with psycopg.connect(database, autocommit=True) as connection:
         connection.execute("UPDATE gangsched_schema SET version = 99")
-    with pytest.raises(StoreError, match="has schema version 99, this gangsched reads 13: give another --store"):
+    with pytest.raises(StoreError, match=f"has schema version 99, this gangsched reads {SCHEMA_VERSION}: give"):
         PostgresStore(database)
     with psycopg.connect(database, autocommit=True) as connection:  # as version 12 made it
         connection.execute("UPDATE gangsched_schema SET version = 12")
         connection.execute("ALTER TABLE jobs DROP COLUMN live_ranks")
     PostgresStore(database).close()  # migrated
     with psycopg.connect(database, autocommit=True) as connection:
-        assert connection.execute("SELECT version FROM gangsched_schema").fetchone() == (13,)
+        assert connection.execute("SELECT version FROM gangsched_schema").fetchone() == (SCHEMA_VERSION,)
         connection.execute("SELECT live_ranks FROM jobs")
 
 
