@@ -229,12 +229,13 @@ class ClientRequests:
                 reason=f"job {job.job_id} belongs to {job.spec.user}, not {message.user}",
             )
         reason = f"cancelled by {message.user}"
-        if job.state is JobState.PENDING:
-            self._endings.withdraw(job, reason, now)
-        else:
+        running = job.state is not JobState.PENDING
+        if running:
             self._endings.decide_end(job, JobState.CANCELLED, reason, now)
+        else:
+            self._endings.withdraw(job, reason, now)
         self._tiers.settle(now)
-        return Cancelled(job_id=job.job_id, state=job.ending or job.state)
+        return Cancelled(job_id=job.job_id, state=job.ending or job.state, killed=running)
 
     def query_jobs(self, message: JobQuery, now: Now) -> JobList:
         if message.job_ids is not None:

@@ -251,7 +251,7 @@ class MasterDaemon:
     def _switch(self) -> None:
         self._core.tick(read_clock())
         switch = self._core.switch(time.monotonic_ns())
-        self._outgoing.send_to_nodes(only_columns=True)  # the columns of a new layout before the switch naming it
+        self._outgoing.send_to_nodes(before_commit=True)  # the columns of a new layout before the switch naming it
         self._pub.send(encode(switch, self._lead.epoch))
         self._outgoing.end_turn(boundary=True)
 

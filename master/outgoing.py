@@ -5,9 +5,22 @@ A reply to a client or a node, and an order to a node, may tell of a change a
 crash could undo (a job id, a launch, an exit acknowledged) until the store
 has committed it. So each turn of the loop ends with ``end_turn``: one commit,
 then everything the turn produced, in order. While the store cannot commit,
-it is held, in order, and the commit is tried again at each quantum boundary;
-only the node columns go out meanwhile (they tell no change, and the switch
-that names their rows must find them there), so the nodes keep time-sharing.
+it is held, in order, and the commit is tried again at each quantum boundary.
+What is safe before its commit goes out meanwhile:
+
+* the node columns: they tell no change, and the switch that names their rows
+  must find them there, so the nodes keep time-sharing;
+* the kills (a cancel, a time limit, a job that failed): a kill can only end
+  the tasks of a job whose end is decided in memory. If the master dies before
+  the commit, the store still holds the job as running; the restarted master
+  finds its tasks gone (the nodes' exits, or hellos without them) and ends it,
+  failed instead of cancelled or timed out, but ended either way: nothing runs
+  that the store does not know of, and no processor is counted twice. Held,
+  a job that fills the store's own file system could be neither cancelled nor
+  timed out, and its frozen task kept what it wrote open;
+* the answer to a cancel that killed a running job (``Cancelled.killed``), for
+  the same reason: the job ends whatever the store keeps. A pending job's
+  cancel waits for its commit: a crash would undo it, and the job would run.
 """
 
 import logging
@@ -22,7 +35,7 @@ from gangsched.master.core import MasterCore
 from gangsched.master.leadership import Lead
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.protocol.codec import encode
-from gangsched.protocol.messages import Message, NodeColumn
+from gangsched.protocol.messages import Cancelled, KillTask, LaunchTask, Message, NodeColumn
 
 log = logging.getLogger("gangsched.master")
 
@@ -56,22 +69,34 @@ class Outgoing:
                     log.info("the job store commits again: what was held goes out")
                 self._failing = False
         if store.pending:
-            self.send_to_nodes(only_columns=True)
+            self.send_to_nodes(before_commit=True)
+            waiting: deque[tuple[list[bytes], Message]] = deque()
+            while self._replies:
+                envelope, reply = self._replies.popleft()
+                if isinstance(reply, Cancelled) and reply.killed:
+                    self._send_reply(envelope, reply)
+                else:
+                    waiting.append((envelope, reply))
+            self._replies = waiting
             return
         while self._replies:
             self._send_reply(*self._replies.popleft())
         self.send_to_nodes()
 
-    def send_to_nodes(self, only_columns: bool = False) -> None:
-        """The core's orders to nodes, in order; ``only_columns``: only the node columns, which tell no
-        change a crash could undo (the rest keep their order)."""
+    def send_to_nodes(self, before_commit: bool = False) -> None:
+        """The core's orders to nodes, in order; ``before_commit``: only those safe to send before the
+        turn's writes are committed, node columns and kills (the rest keep their order)."""
         outbox = self._core.outbox
         if not self._lead.holds(time.monotonic()):
             return  # held: this master is about to find it no longer leads
         held: deque[tuple[str, Message]] = deque()
+        launches_held: set[int] = set()  # a kill never overtakes its job's launch: it would find no task
         while outbox:
             name, message = outbox.popleft()
-            if only_columns and not isinstance(message, NodeColumn):
+            if before_commit and not isinstance(message, NodeColumn) and \
+                    (not isinstance(message, KillTask) or message.job_id in launches_held):
+                if isinstance(message, LaunchTask):
+                    launches_held.add(message.task.job_id)
                 held.append((name, message))
                 continue
             node = self._core.node_events.node(name)

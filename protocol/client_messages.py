@@ -71,6 +71,9 @@ class Cancelled(WireModel):
     type: Literal["cancelled"] = "cancelled"
     job_id: int
     state: JobState
+    # its running tasks were ordered killed: the job ends whatever becomes of the store's writes, so the
+    # answer goes out even while the store cannot commit (master/outgoing.py)
+    killed: bool = False
 
 
 class JobQuery(WireModel):
