@@ -176,7 +176,8 @@ def agent_name(index: int) -> str:
 
 def run_agents(master: str, first: int, count: int, spool: Path, instant: bool = False) -> None:
     context = SendNotingContext()  # which sockets were sent on, for the poller's recheck
-    context.set(zmq.MAX_SOCKETS, 6 * count + 64)  # five sockets a daemon (three, and two to relay), and room
+    # seven sockets a daemon (three, two to relay, and the two of its DEALER's monitor), and room
+    context.set(zmq.MAX_SOCKETS, 8 * count + 64)
     poller = EpollPoller()  # a poll over every daemon's sockets would cost more than the switch
     owners: dict[object, NodeDaemon] = {}
     daemons = []

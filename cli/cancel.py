@@ -25,7 +25,7 @@ def cancel(client: MasterClient, job_ids: tuple[int, ...], as_json: bool) -> Non
         except RequestRefused as error:
             failures.append(error)
     if as_json:
-        click.echo(json.dumps([reply.model_dump(mode="json", exclude={"type"}) for reply in cancelled]))
+        click.echo(json.dumps([reply.model_dump(mode="json", exclude={"type", "killed"}) for reply in cancelled]))
     if failures:
         reason = "; ".join(failure.reason for failure in failures)
         if as_json:

@@ -35,7 +35,7 @@ NODES_DOMAIN = "nodes"  # the ZAP domain of a master's sockets only nodes may re
 
 
 class CurveError(Exception):
-    """A key folder that is missing a file it needs."""
+    """A key folder that is missing a file it needs, or a key file that cannot be read."""
 
 
 RESERVED = ("master", NODE_USER)

@@ -100,7 +100,6 @@ class LocalCluster:
         # the sockets in here are the only gate on who may submit and cancel
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.home.chmod(0o700)
-        io_addr = self._ipc("io.sock")
         (self.home / "logs").mkdir(exist_ok=True)
         if config.keys:
             keygen(self.keys, [getpass.getuser()])  # adds to keys made before, replaces none
@@ -114,8 +113,15 @@ class LocalCluster:
             config = config.replace(store=self._start_postgres())
         if config.masters > 1 and not config.store.startswith("postgres"):
             raise ClusterError(f"{config.masters} masters share a store in PostgreSQL: give --store postgresql://...")
+        # the tasks' folder on a tmpfs, which every account may pass through: every user's jobs reach the I/O
+        # server's socket there (a write carries its job's token, made with the key only the daemons read)
         run = self._new_run_folder()
-        commands = {"ioserver": ["ioserver", "--bind", io_addr, *config.arguments("io")]}
+        io_addr = f"ipc://{run}/io.sock" if run is not None else self._ipc("io.sock")
+        io_key = self.home / "io.key"
+        if not io_key.exists():
+            io_key.touch(mode=0o600)
+            io_key.write_bytes(os.urandom(32))
+        commands = {"ioserver": ["ioserver", "--bind", io_addr, "--key", str(io_key), *config.arguments("io")]}
         masters = [_master_name(number) for number in range(1, config.masters + 1)]
         prefixes = {} if confined is None else {"master": confined.prefix}
         for name in masters:
@@ -132,7 +138,7 @@ class LocalCluster:
                 bind = switch = report = "tcp://127.0.0.1:*"
             commands[name] = [
                 "master", "--bind", bind, "--switch-bind", switch, "--report-bind", report, *with_keys,
-                "--state-dir", str(self.home / name), "--io-addr", io_addr,
+                "--state-dir", str(self.home / name), "--io-addr", io_addr, "--io-key", str(io_key),
                 "--checkpoint-dir", str(self.home / "checkpoints"), *arguments,
                 *(["--config", config.config_file] if config.config_file else []),
             ]

@@ -2,8 +2,9 @@
 
 The node daemon tells each task about itself in its environment:
 GANG_JOB_ID, GANG_RANK, GANG_SIZE, GANG_NODE, GANG_BARRIER_ADDR (rank 0 also
-GANG_BARRIER_BIND), GANG_PROGRESS_FILE and, when the cluster has one,
-GANG_IO_ADDR. Waits block in the kernel, never spin, so they show as non-CPU
+GANG_BARRIER_BIND), GANG_JOB_TOKEN (what rank 0's barrier checks its peers by),
+GANG_PROGRESS_FILE and, when the cluster has one, GANG_IO_ADDR and
+GANG_IO_TOKEN. Waits block in the kernel, never spin, so they show as non-CPU
 time in the utilization the node daemon measures.
 
 Migration is checkpoint and restart. A task that can save its state says so
@@ -15,6 +16,7 @@ rank 0, asked, answers the barrier with "checkpoint", every rank writes
 GANG_RESTORE=1, the task reads its state back with ``restored()``.
 """
 
+import hmac
 import mmap
 import os
 import signal
@@ -27,6 +29,7 @@ import zmq
 
 from gangsched.protocol import task_environment
 from gangsched.protocol.exits import CHECKPOINTED
+from gangsched.protocol.job_tokens import IO_SERVED
 
 
 def rank() -> int:
@@ -47,12 +50,15 @@ _GO, _CHECKPOINT = b"", b"c"
 class Barrier:
     """Every rank sends to rank 0 and blocks for its reply; rank 0 replies once all arrived.
 
-    ``wait`` returns whether the job checkpoints at this barrier: rank 0 decides, from ``asked``.
+    ``wait`` returns whether the job checkpoints at this barrier: rank 0 decides, from ``asked``. A rank
+    arrives with the launch's ``token``: rank 0 counts each peer once a barrier, and drops whatever else
+    reaches its socket (over TCP anyone may connect), unanswered.
     """
 
-    def __init__(self, my_rank: int, job_size: int, address: str, bind: str | None) -> None:
+    def __init__(self, my_rank: int, job_size: int, address: str, bind: str | None, token: bytes = b"") -> None:
         self._rank = my_rank
         self._others = job_size - 1
+        self._token = token
         self._socket: zmq.Socket[bytes] | None = None
         if self._others == 0:
             return
@@ -69,9 +75,13 @@ class Barrier:
         if self._socket is None:
             return asked
         if self._rank != 0:
-            self._socket.send(_GO)
+            self._socket.send(self._token)
             return self._socket.recv() == _CHECKPOINT
-        arrived = [self._socket.recv_multipart()[0] for _ in range(self._others)]
+        arrived: list[bytes] = []
+        while len(arrived) < self._others:
+            frames = self._socket.recv_multipart()
+            if len(frames) == 2 and hmac.compare_digest(frames[1], self._token) and frames[0] not in arrived:
+                arrived.append(frames[0])
         answer = _CHECKPOINT if asked else _GO
         for identity in arrived:
             self._socket.send_multipart([identity, answer])
@@ -97,16 +107,19 @@ class Progress:
 
 
 class IoClient:
-    """Synchronous writes to the cluster's one I/O server: each blocks until it is served."""
+    """Synchronous writes to the cluster's one I/O server: each blocks until it is served. Each carries the
+    job's id and its token for the server (jobs/ioserver.py)."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, job: int, token: str) -> None:
         self._socket: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.REQ)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.connect(address)
+        self._credentials = [str(job).encode(), token.encode()]
 
     def write(self, data: bytes) -> None:
-        self._socket.send(data)
-        self._socket.recv()
+        self._socket.send_multipart([*self._credentials, data])
+        if self._socket.recv() != IO_SERVED:
+            raise RuntimeError("the I/O server refused the write: this job's GANG_IO_TOKEN is not its")
 
 
 @cache
@@ -114,7 +127,8 @@ def _barrier() -> Barrier:
     address = os.environ.get(task_environment.BARRIER_ADDR, "")
     if size() > 1 and not address:
         raise RuntimeError("GANG_BARRIER_ADDR is not set: is this running under gangsched?")
-    return Barrier(rank(), size(), address, os.environ.get(task_environment.BARRIER_BIND))
+    return Barrier(rank(), size(), address, os.environ.get(task_environment.BARRIER_BIND),
+                   os.environ.get(task_environment.JOB_TOKEN, "").encode())
 
 
 @cache
@@ -178,7 +192,7 @@ def _io_client() -> IoClient:
     address = os.environ.get(task_environment.IO_ADDR)
     if not address:
         raise RuntimeError("GANG_IO_ADDR is not set: the cluster has no I/O server")
-    return IoClient(address)
+    return IoClient(address, job_id(), os.environ.get(task_environment.IO_TOKEN, ""))
 
 
 def io_write(data: bytes) -> None:

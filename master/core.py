@@ -88,9 +88,10 @@ Administered = (NodeUpdate | JobControl | JobUpdate | SetLimits | SetUser | Rese
 
 class MasterCore:
     def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, store: JobStore, now: Now,
-                 partitions: list[tuple[Partition, MasterSettings]] | None = None) -> None:
+                 partitions: list[tuple[Partition, MasterSettings]] | None = None, io_key: bytes | None = None) -> None:
         """``partitions``: each partition with its matrix's settings (master/config_file.py); none: one over
-        every node with ``settings``."""
+        every node with ``settings``; ``io_key``: the I/O server's (``--io-key``), which jobs' tokens for it are
+        made with."""
         self.settings = settings
         self.outbox: deque[tuple[str, Message]] = deque()  # (node, message) for the loop to send, in order
         self._store = store
@@ -101,7 +102,7 @@ class MasterCore:
         self.admission = Admission(store.user_limits())
         self.broadcast = Broadcast(settings, self.outbox)
         self.starts = Starts(settings, store, self._nodes, self.table, self.queues, self.store_retry, self.outbox,
-                             self.broadcast)
+                             self.broadcast, io_key)
         self.migrations = Migrations(self.queues, self.outbox)
         self.endings = Endings(store, self.table, self.queues, self.starts, self.migrations, self.store_retry,
                                self.outbox)

@@ -102,6 +102,11 @@ class MasterDaemon:
             for bind in (settings.bind, settings.switch_bind, settings.report_bind):
                 private_ipc(bind)
             log.info("no keys: only this account (uid %d) reaches %s", os.geteuid(), settings.bind)
+        try:
+            self._io_key = None if settings.io_key is None else settings.io_key.read_bytes()
+        except OSError as error:
+            raise CurveError(f"--io-key {settings.io_key}: {error.strerror}: the I/O server's key cannot be read") \
+                from None
         self._bad_frame = ThrottledWarning(log)
         # each node's route as its daemon's last hello came (kept across leads: a core that takes the lead again
         # in this process must be able to ask the nodes it does not know yet for their hello)
@@ -140,7 +145,8 @@ class MasterDaemon:
         """This master leads: its state read from the store, as after a restart."""
         settings = self._settings
         self._store = store = open_store(settings)
-        self._core = core = MasterCore(settings, self._endpoints, store, read_clock(), partition_plan(settings))
+        self._core = core = MasterCore(settings, self._endpoints, store, read_clock(), partition_plan(settings),
+                                       self._io_key)
         self._outgoing = Outgoing(self._router, core, store, self._bad_frame, self._lead)
         self._growth = GrowthFreezer(len(core.table.jobs))
         self._node_handlers = node_report_routes(core)

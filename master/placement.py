@@ -77,17 +77,20 @@ def array_parts(spec: JobSpec) -> tuple[dict[str, str], str | None]:
 
 @dataclass(frozen=True)
 class Rendezvous:
-    """Where a job's ranks meet: rank 0's barrier address and bind, and MASTER_ADDR:MASTER_PORT."""
+    """Where a job's ranks meet: rank 0's barrier address and bind, and MASTER_ADDR:MASTER_PORT; and the
+    launch's secret, which rank 0 checks what reaches it by."""
 
     barrier_addr: str
     barrier_bind: str | None
     master: str | None
+    token: str
 
 
-def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: str, io_addr: str | None,
+def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: str, io: tuple[str, str | None] | None,
              checkpoint_dir: Path | None, restore: bool, run_in: int | None) -> list[tuple[str, LaunchTask]]:
-    """The launch of each task of ``job`` on ``processors``, by node; ``run_in``: the switch in whose idle
-    processors its tasks start running (None: they start as the switch in force says)."""
+    """The launch of each task of ``job`` on ``processors``, by node; ``io``: the I/O server's address and
+    the job's token for it; ``run_in``: the switch in whose idle processors its tasks start running (None:
+    they start as the switch in force says)."""
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
     nodes = list(dict.fromkeys(processor.node for processor in processors)) if job.spec.mpi is MpiKind.PMIX else []
@@ -108,7 +111,9 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         env=environment,
         barrier_addr=meet.barrier_addr,
         barrier_bind=meet.barrier_bind,
-        io_addr=io_addr,
+        job_token=meet.token,
+        io_addr=None if io is None else io[0],
+        io_token=None if io is None else io[1],
         output=output,
         checkpoint=checkpoint_path(job, rank, checkpoint_dir),
         restore=restore,

@@ -129,6 +129,10 @@ class MasterSettings(BaseSettings):
         20.0, ge=0, description="utilization jump (points) that makes a job run alone; 0: off"
     )
     io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
+    io_key: Path | None = Field(
+        None, description="the key file the I/O server checks writes with (gang ioserver --key): each job's tasks "
+        "get its HMAC of the job's id, GANG_IO_TOKEN; none: the server checks nothing"
+    )
     http_bind: str = Field(
         "", description="HOST:PORT where a child process serves the metrics (/metrics) and the web view; "
         "off when empty; port 0 takes any free port, written to STATE_DIR/web-address. Off loopback, it asks "

@@ -23,6 +23,7 @@ from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Processor
+from gangsched.protocol.job_tokens import io_token
 from gangsched.protocol.messages import LaunchTask, Message
 from gangsched.protocol.records import JobState
 
@@ -35,9 +36,12 @@ class CannotStart(Exception):
 
 class Starts:
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 queues: Queues, retry: StoreRetry, outbox: deque[tuple[str, Message]], broadcast: Broadcast) -> None:
-        """``broadcast``: the number of the switch in force, which a launch that runs at once names."""
+                 queues: Queues, retry: StoreRetry, outbox: deque[tuple[str, Message]], broadcast: Broadcast,
+                 io_key: bytes | None = None) -> None:
+        """``broadcast``: the number of the switch in force, which a launch that runs at once names; ``io_key``:
+        the I/O server's, which each job's token for it is made with."""
         self._settings = settings
+        self._io_key = io_key
         self._store = store
         self._nodes = nodes
         self._table = table
@@ -66,7 +70,7 @@ class Starts:
         try:
             if rank0 is None or rank0.peer is None:
                 raise NoFreePort(f"node {first} has not said where tasks may bind")
-            address, bind, port = self._barriers.allocate(job.job_id, first, rank0.peer)
+            address, bind, port = self._barriers.allocate(job.job_id, first, rank0.peer, job.spec.user)
             try:
                 rendezvous = self._barriers.rendezvous(first, rank0.peer)
             except NoFreePort:
@@ -93,9 +97,10 @@ class Starts:
         # MPICH names its shared memory after the key-value space, and a killed job leaves its
         # segments behind: a name never used before keeps a later job from opening them
         kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
-        meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0])
-        for node_name, launch in launches(job, processors, meet, kvsname, self._settings.io_addr,
-                                          self._settings.checkpoint_dir, restore,
+        meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0], secrets.token_hex(16))
+        io_addr, key = self._settings.io_addr, self._io_key
+        io = None if io_addr is None else (io_addr, None if key is None else io_token(key, job.job_id))
+        for node_name, launch in launches(job, processors, meet, kvsname, io, self._settings.checkpoint_dir, restore,
                                           self._broadcast.quantum if run_now else None):
             node = self._nodes.get(node_name)
             self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)

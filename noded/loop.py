@@ -234,7 +234,9 @@ class NodeDaemon:
         settings = self._settings
         low, _, high = settings.peer_ports.partition("-")
         ports = (int(low), int(high or low))
-        peer = PeerEndpoint(transport="ipc", host=str(settings.spool()), ports=ports) \
+        # ipc: a folder every account may pass through (the run folder, where it has one), in which each
+        # job's user has a folder of their own for its rank 0's sockets
+        peer = PeerEndpoint(transport="ipc", host=str(settings.run_dir or settings.spool()), ports=ports) \
             if settings.peer_transport == "ipc" else PeerEndpoint(transport="tcp", host=settings.peer_host, ports=ports)
         host = host_memory()
         return NodeHello(node=self.name, cpu_share=settings.cpu_share, processors=settings.processors, pid=os.getpid(),

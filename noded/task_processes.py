@@ -240,6 +240,8 @@ def start(
     progress_fd = _new_progress_file(progress_path, account)
     if spec.checkpoint:  # CHECKPOINT_DIR/USER/job-J/rank-R: the user's folder is theirs alone
         _user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
+    if spec.rank == 0 and spec.barrier_bind.startswith("ipc://"):  # PEER/USER/job-J.barrier, bound as the user
+        _user_folder(Path(spec.barrier_bind.removeprefix("ipc://")).parents[1], spec.user, account)
     environment = _environment(spec, node, progress_path, containment.session, account)
     output = str(folder / f"{stem}.out") if spec.output is None else \
         expand(spec.output, {"j": spec.job_id, "t": spec.rank}, final=True)
@@ -403,8 +405,11 @@ def _environment(
         environment.update(MASTER_ADDR=host, MASTER_PORT=port)
     if spec.rank == 0:
         environment[task_environment.BARRIER_BIND] = spec.barrier_bind
+    environment[task_environment.JOB_TOKEN] = spec.job_token
     if spec.io_addr:
         environment[task_environment.IO_ADDR] = spec.io_addr
+    if spec.io_token:
+        environment[task_environment.IO_TOKEN] = spec.io_token
     if spec.checkpoint:
         environment[task_environment.CHECKPOINT] = spec.checkpoint
     if spec.restore:

@@ -224,7 +224,9 @@ class TaskSpec(WireModel):
     env: dict[str, str]
     barrier_addr: str  # every rank connects here, rank 0 binds
     barrier_bind: str  # what rank 0 binds (differs from barrier_addr for tcp)
+    job_token: str = Field(default="", max_length=64)  # the launch's secret, which its barrier checks
     io_addr: str | None  # the I/O server the synthetic I/O jobs write to
+    io_token: str | None = Field(default=None, max_length=64)  # what that server checks this job's writes by
     output: str | None
     checkpoint: str | None = None  # where this rank saves its state when the job migrates
     restore: bool = False  # restarted from that state

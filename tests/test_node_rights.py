@@ -5,6 +5,7 @@ the user planted, and the task makes its files with the submitter's umask."""
 import os
 import pwd
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from gangsched.deploy.local import progress_folder
+from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import ended, unix_account
 
 pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs a root daemon")]
 
 USER = "gangtest"
+ROOT = Path(__file__).resolve().parent.parent
 
 # a library every dynamic program loads first under LD_PRELOAD: it writes who runs it, and as which program
 _PROBE = r"""
@@ -110,3 +113,36 @@ def test_a_task_makes_its_files_with_the_submitters_umask(start_cluster, account
         output = cluster.user_spool / "node1" / USER / f"job-{info.job_id}.0.out"
         modes[umask] = output.read_text().strip(), output.stat().st_mode & 0o777
     assert modes == {0o077: ("0077", 0o600), None: ("0022", 0o644)}
+
+
+@pytest.fixture(scope="module")
+def task_python(account, debian) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """An interpreter the account may run the job runtime with, and what the task's environment needs for it:
+    this one where the account can run it, else Debian's with its pyzmq and the project's folders on
+    PYTHONPATH (an interpreter below /root, as pyenv's here, is root's alone: docs/install.md)."""
+    probe = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups"]
+    if subprocess.run([*probe, "/bin/sh", "-c", '"$0" -c "import gangsched.jobs.runtime"', sys.executable],
+                      capture_output=True, cwd="/").returncode == 0:
+        yield [sys.executable], {}
+        return
+    debian.install("python3-zmq")
+    with tempfile.TemporaryDirectory(prefix="gang-layout-") as folder:  # not pytest's: root's alone
+        layout = Path(folder)
+        layout.chmod(0o755)
+        (layout / "gangsched").mkdir(mode=0o755)
+        for package in ("jobs", "protocol"):
+            (layout / "gangsched" / package).symlink_to(ROOT / package)
+        yield ["/usr/bin/python3"], {"PYTHONPATH": str(layout)}
+
+
+@pytest.mark.parametrize("kind", ["compute", "io"])
+def test_another_users_job_reaches_its_own_barrier_and_the_io_server_on_a_root_cluster(start_cluster, account, kind,
+                                                                                       task_python):
+    cluster = start_cluster(nodes=2)
+    interpreter, environment = task_python
+    program = SyntheticJob(kind, iterations=20, compute_ms=1, io_writes=2, io_bytes=512)
+    spec = JobSpec(name=kind, user=USER, tasks=2, argv=[*interpreter, *program.argv()[1:]], env=environment)
+    info = ended(cluster, cluster.client.submit(spec), 60)
+    outputs = [cluster.user_spool / node / USER / f"job-{info.job_id}.{rank}.out"
+               for rank, node in enumerate(info.node_names)]
+    assert info.state is JobState.COMPLETED and info.barriers == 20, (info.reason, [p.read_text() for p in outputs])
