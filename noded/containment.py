@@ -15,9 +15,14 @@ a cgroup where the node can make one, else its process tree.
 * ``ProcessTreeContainment`` (elsewhere, e.g. in a container whose cgroups are
   read only): the daemon is a child subreaper, so a process orphaned inside a
   task becomes the daemon's child instead of init's. A task's processes are
-  its first process's descendants, plus the daemon's orphaned children that
-  carry the task's GANG_JOB_ID and GANG_RANK; an orphan that carries none is
-  killed (``ProcessTreeGroup``, watched).
+  its first process's descendants, plus the daemon's orphaned children (and
+  theirs) that are in the task's session (the daemon spawns each task's first
+  process a session of its own, and no process can join a session it was not
+  born in) or that a look found among the task's before; an orphan of neither
+  is killed (``ProcessTreeGroup``, watched). Nothing a process says of itself
+  counts: marks in its environment are anyone's to write (another account's
+  orphan that named a victim's job had it failed for running descheduled,
+  and survived its own cancel).
 
 Either way a watchdog process (``noded/watchdog.py``) waits on a pipe only
 the daemon holds: when the daemon dies, even by ``kill -9``, it kills what
@@ -55,7 +60,6 @@ from gangsched.noded.task_groups import (
     WatchedCgroupGroup,
 )
 from gangsched.noded.watchdog import kill_cgroups, kill_marked
-from gangsched.protocol import task_environment
 
 log = logging.getLogger("gangsched.noded")
 
@@ -225,47 +229,50 @@ class ProcessTreeContainment(Containment):
     def __init__(self, node_id: str) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        self._leaders: set[int] = set()
+        self._groups: dict[int, ProcessTreeGroup] = {}  # by the pid of each task's first process: its session
         super().__init__(node_id)
 
     def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
         return ProcessTreeGroup(job_id, rank, self), self.memory.task(f"job-{job_id}.{rank}", memory_limit, None)
 
-    def started(self, leader: int) -> None:
-        self._leaders.add(leader)
+    def started(self, group: ProcessTreeGroup) -> None:
+        self._groups[group.leader] = group
 
-    def ended(self, leader: int) -> None:
-        self._leaders.discard(leader)
+    def ended(self, group: ProcessTreeGroup) -> None:
+        self._groups.pop(group.leader, None)
 
     def tree_of(self, group: ProcessTreeGroup) -> list[int]:
-        """The task's processes, found from its first process and among the daemon's orphans."""
+        """The task's processes: its first process's descendants, and the daemon's orphans of its own."""
         found = _descendants(group.leader) if group.leader else []
-        for orphan in _children(os.getpid()):
-            if orphan in self._leaders or orphan == self._watchdog.pid:
-                continue
-            mark = _marks(orphan)
-            if mark == (group.job_id, group.rank):
+        for orphan in self._orphans():
+            if self._owner(orphan) is group:
                 found += [orphan, *_descendants(orphan)]
         return found
 
     def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
-        """Kill orphans of no task running here (they cleared their marks, or outlived it); reap dead ones."""
+        """Kill orphans of no task running here (they left its session unseen, or outlived it); reap dead ones."""
         with self._replacing:
-            self._reap_strays(tasks)
-
-    def _reap_strays(self, tasks: set[tuple[int, int]]) -> None:
-        for orphan in _children(os.getpid()):
-            if orphan in self._leaders or orphan == self._watchdog.pid:
-                continue
-            try:
-                if os.waitpid(orphan, os.WNOHANG)[0]:
+            for orphan in self._orphans():
+                try:
+                    if os.waitpid(orphan, os.WNOHANG)[0]:
+                        continue
+                except ChildProcessError:
                     continue
-            except ChildProcessError:
-                continue
-            mark = _marks(orphan)
-            if mark not in tasks:
-                log.warning("killed process %d: orphaned by a task, and of no task running here", orphan)
-                _kill(orphan, signal.SIGKILL)
+                if self._owner(orphan) is None:
+                    log.warning("killed process %d: orphaned by a task, and of no task running here", orphan)
+                    _kill(orphan, signal.SIGKILL)
+
+    def _orphans(self) -> list[int]:
+        """The daemon's children that are neither a task's first process nor its watchdog."""
+        return [child for child in _children(os.getpid())
+                if child not in self._groups and child != self._watchdog.pid]
+
+    def _owner(self, orphan: int) -> ProcessTreeGroup | None:
+        """The task an orphan is of: its session's, else the one a look found it in before."""
+        group = self._groups.get(_session(orphan))
+        if group is not None:
+            return group
+        return next((group for group in self._groups.values() if group.knows(orphan)), None)
 
     def _watchdog_target(self) -> str:
         return self.session
@@ -321,22 +328,11 @@ def _children(pid: int) -> list[int]:
     return children
 
 
-def _marks(pid: int) -> tuple[int, int] | None:
-    """The (job, rank) a process's environment names, if it names one."""
-    environment = _environment(pid)
-    try:
-        return int(environment[task_environment.JOB_ID]), int(environment[task_environment.RANK])
-    except (KeyError, ValueError):
-        return None
-
-
-def _environment(pid: int) -> dict[str, str]:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
-    return {key.decode(errors="replace"): value.decode(errors="replace") for key, _, value in pairs}
+def _session(pid: int) -> int:
+    """The session a process is in (0 where it is gone): the sixth field of its stat, after its name."""
+    stat = read_kernel_file(f"/proc/{pid}/stat")
+    fields = stat[stat.rfind(")") + 2:].split()
+    return int(fields[3]) if len(fields) > 3 else 0
 
 
 def _kill(pid: int, sig: signal.Signals) -> None:

@@ -283,13 +283,13 @@ class ProcessTree(Protocol):
     """The node's knowledge of its tasks' process trees (noded/containment.py)."""
 
     def tree_of(self, group: "ProcessTreeGroup") -> list[int]: ...
-    def started(self, leader: int) -> None: ...
-    def ended(self, leader: int) -> None: ...
+    def started(self, group: "ProcessTreeGroup") -> None: ...
+    def ended(self, group: "ProcessTreeGroup") -> None: ...
 
 
 class ProcessTreeGroup(_Watched):
-    """A task's processes as its first process's descendants and the node daemon's orphans that carry
-    the task's marks (``ProcessTree.tree_of``); the CPU counted is the first process's."""
+    """A task's processes as its first process's descendants and the node daemon's orphans of its session
+    or found in it before (``ProcessTree.tree_of``); the CPU counted is the first process's."""
 
     def __init__(self, job_id: int, rank: int, tree: ProcessTree) -> None:
         super().__init__(job_id, rank)
@@ -298,14 +298,26 @@ class ProcessTreeGroup(_Watched):
     def pids(self) -> list[int]:
         return self._tree.tree_of(self)
 
+    def knows(self, pid: int) -> bool:
+        """Whether a look found ``pid`` among the task's processes, and it is the same process still (its
+        pidfd says so: a pid used again is another process)."""
+        pidfd = self._members.get(pid)
+        if pidfd is None:
+            return False
+        try:
+            signal.pidfd_send_signal(pidfd, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
     def _current(self) -> set[int] | None:
         return set(self._tree.tree_of(self))
 
     def _join(self, leader: int) -> None:
-        self._tree.started(leader)
+        self._tree.started(self)
 
     def _remove(self) -> bool:
-        self._tree.ended(self.leader)
+        self._tree.ended(self)
         return True
 
     def kill(self) -> None:

@@ -10,6 +10,7 @@ import getpass
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 
 import psutil
@@ -168,6 +169,26 @@ def test_a_fork_bomb_fails_its_own_forks_past_its_tasks_process_limit(start_clus
     healthy = cluster.client.submit(JobSpec(name="after", user=getpass.getuser(), tasks=1, argv=["true"]))
     ended = wait_until(lambda: (info := cluster.client.job(healthy)).state.is_final and info, 30, "the next job")
     assert ended.state is JobState.COMPLETED, ended.reason
+
+
+def test_a_process_tree_takes_no_process_for_a_jobs_by_what_its_environment_says(start_cluster, monkeypatch):
+    """Another job's marks, forged in an orphan's environment: the orphan stays its own job's, which ends it
+    with itself, and the job it named is not failed for it."""
+    monkeypatch.setenv("GANG_NODE_CONTAINMENT", "process-tree")
+    cluster = start_cluster(nodes=1, quantum_ms=100)
+    user = getpass.getuser()
+    victim = cluster.client.submit(JobSpec(name="victim", user=user, tasks=1, argv=["sleep", "300"]))
+    wait_until(lambda: cluster.client.job(victim).state is JobState.RUNNING, 15, "the victim to run")
+    # the subshell exits at once: the loop is orphaned, the node daemon's child (a subreaper)
+    forged = f"(env -i GANG_JOB_ID={victim} GANG_RANK=0 GANG_PROGRESS_FILE=$GANG_PROGRESS_FILE sh -c " \
+        "'while :; do :; done' &); sleep 300"
+    attacker = cluster.client.submit(JobSpec(name="attacker", user=user, tasks=1, argv=["sh", "-c", forged]))
+    wait_until(lambda: len(task_processes(cluster.home, victim)) >= 2, 15, "the forged orphan to run")
+    time.sleep(3)  # a wait for what must not happen: dozens of the victim's stretches out of its slot
+    assert cluster.client.job(victim).state is JobState.RUNNING, cluster.client.job(victim).reason
+    cluster.client.cancel(attacker, user)
+    wait_until(lambda: len(task_processes(cluster.home, victim)) == 1, 15, "the orphan to end with its own job")
+    assert cluster.client.job(victim).state is JobState.RUNNING
 
 
 def test_a_killed_node_daemon_leaves_nothing_running_or_stopped(start_cluster, containment):
