@@ -89,6 +89,8 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
     if isinstance(message, (Cancel, JobControl, JobUpdate)):
         return message.model_copy(update={"user": user})
+    if isinstance(message, JobQuery):
+        return message.model_copy(update={"viewer": user})
     if isinstance(message, (SetUser, Reconfigure, NodeUpdate, SetLimits, ReservationCreate, ReservationUpdate,
                             ReservationDelete, Takeover)):
         return message.model_copy(update={"admin": user})

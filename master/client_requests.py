@@ -48,6 +48,7 @@ from gangsched.protocol.sizes import readable
 log = logging.getLogger("gangsched.master")
 
 _FINISHED_SHOWN = 200
+HIDDEN = "(hidden)"  # another user's command, as they are shown it
 
 
 class ClientRequests:
@@ -57,6 +58,7 @@ class ClientRequests:
                  endings: Endings, matrices: Matrices, tiers: Tiers, admission: Admission,
                  reservations: ReservationBook, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
+        self._private_details = settings.private_job_details
         self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
         self._store = store
         self._nodes = nodes
@@ -242,7 +244,8 @@ class ClientRequests:
             found = (self._table.find(job_id) for job_id in message.job_ids)
             asked = sorted((job for job in found if job is not None and job.job_id > message.after_id),
                            key=lambda job: job.job_id)[:JOBS_PER_REPLY + 1]
-            return JobList(jobs=self._infos(asked[:JOBS_PER_REPLY], now), more=len(asked) > JOBS_PER_REPLY)
+            return JobList(jobs=self._infos(asked[:JOBS_PER_REPLY], now, message.viewer),
+                           more=len(asked) > JOBS_PER_REPLY)
         finished: list[Job] = []
         if message.ended_after is not None:
             finished = self._store.ended_since(message.ended_after, message.after_id, JOBS_PER_REPLY + 1)
@@ -269,7 +272,7 @@ class ClientRequests:
                 page.append((job, None))
             elif pending[0] == job.spec.array_index:  # the array's first waiting job stands for them all
                 page.append((job, compact(pending)))
-        infos = self._infos([job for job, _ in page], now)
+        infos = self._infos([job for job, _ in page], now, message.viewer)
         return JobList(jobs=[info if array is None else info.model_copy(update={"array_pending": array})
                              for info, (_, array) in zip(infos, page, strict=True)], more=more)
 
@@ -283,12 +286,17 @@ class ClientRequests:
         return JobCounts(counts=[JobCount(state=state, partition=partition, reason=reason, count=count)
                                  for (state, partition, reason), count in sorted(counts.items())])
 
-    def _infos(self, jobs: list[Job], now: Now) -> list[JobInfo]:
-        """The jobs as a reply shows them, why each waiting one waits explained as far as the last of them."""
+    def _infos(self, jobs: list[Job], now: Now, viewer: str | None) -> list[JobInfo]:
+        """The jobs as a reply to ``viewer`` shows them, why each waiting one waits explained as far as the
+        last of them: another user's without what only its owner and root see (``private_job_details``)."""
         if jobs:
             for matrix in self._matrices:
                 matrix.decisions.explain_waiting(now, through=jobs[-1].job_id)
-        return [job.info() for job in jobs]
+        infos = [job.info() for job in jobs]
+        if viewer is None or viewer == "root" or not self._private_details:
+            return infos
+        return [info if info.spec.user == viewer else info.model_copy(update={"spec": private(info.spec)})
+                for info in infos]
 
     def query_nodes(self, now: Now) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
@@ -330,6 +338,12 @@ class ClientRequests:
 def _wanted(job: Job, query: JobQuery) -> bool:
     return ((query.states is None or job.state in query.states) and (query.user is None or job.spec.user == query.user)
             and (query.partition is None or job.spec.partition == query.partition))
+
+
+def private(spec: JobSpec) -> JobSpec:
+    """``spec`` as another user sees it, as Slurm's PrivateData=jobs keeps it: its owner, name, shape and
+    limits, not its command, environment or working folder (a secret in an exported variable, a path)."""
+    return spec.model_copy(update={"argv": [HIDDEN], "env": {}, "cwd": None})
 
 
 def _pending_arrays(jobs: Iterable[Job]) -> dict[int, list[int]]:

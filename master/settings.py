@@ -128,6 +128,11 @@ class MasterSettings(BaseSettings):
     sharp_change: float = Field(
         20.0, ge=0, description="utilization jump (points) that makes a job run alone; 0: off"
     )
+    private_job_details: bool = Field(
+        True, description="another user's job shows its owner, state and resources but not its command, "
+        "environment or working folder, except to root (as Slurm's PrivateData=jobs keeps others' jobs), where "
+        "the master has keys; false: everyone sees every job whole"
+    )
     io_addr: str | None = Field(None, description="I/O server handed to synthetic I/O jobs")
     io_key: Path | None = Field(
         None, description="the key file the I/O server checks writes with (gang ioserver --key): each job's tasks "

@@ -92,6 +92,9 @@ class JobQuery(WireModel):
     user: str | None = None
     partition: str | None = None
     arrays: bool = False
+    # who asks: with keys the master sets it to the key's user, whatever was sent; another user's job then
+    # shows them no environment, argv or working folder (the master's --private-job-details)
+    viewer: str | None = None
 
     @field_validator("job_ids")
     @classmethod

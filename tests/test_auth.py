@@ -16,7 +16,7 @@ from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefu
 from gangsched.master.published import BoundEndpoints, bound_endpoints
 from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode
-from gangsched.protocol.messages import NodeHello, NodeWelcome, TaskExit
+from gangsched.protocol.messages import JobList, JobQuery, NodeHello, NodeWelcome, TaskExit
 from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint
 
 from .conftest import unix_account, wait_until
@@ -98,6 +98,25 @@ def test_the_user_is_the_key_not_the_name_a_message_gives(secured, tmp_path):
         with pytest.raises(RequestRefused, match="belongs to gangbob"):
             gangalice.cancel(job_id, "gangbob")  # gangalice claims to be gangbob
         gangbob.cancel(job_id, "whoever")
+
+
+def test_another_users_job_shows_its_owner_and_shape_not_its_command_environment_or_folder(secured, tmp_path):
+    endpoint, keys = secured.endpoint, secured.keys
+    secured.started.append(node(endpoint, keys, "trusted", tmp_path))
+    with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice, \
+            MasterClient(endpoint, keys=keys, user="gangbob") as gangbob:
+        wait_until(lambda: gangalice.nodes(), 15, "the node")
+        secret = spec("gangalice").model_copy(update={"env": {"API_TOKEN": "alice's"}, "cwd": "/tmp"})
+        job_id = gangalice.submit(secret)
+        (own,) = gangalice.jobs([job_id])
+        assert (own.spec.env, own.spec.argv, own.spec.cwd) == ({"API_TOKEN": "alice's"}, ["sleep", "30"], "/tmp")
+        # bob asks for it by its id, lists every job, and names himself the viewer: the key says who he is
+        shown = [*gangbob.jobs([job_id]), *gangbob.jobs(), *gangbob.request(
+            JobQuery(job_ids=[job_id], viewer="gangalice"), JobList).jobs]
+        assert len(shown) == 3 and all(
+            (info.spec.user, info.spec.tasks, info.spec.env, info.spec.argv, info.spec.cwd) ==
+            ("gangalice", 1, {}, ["(hidden)"], None) for info in shown), shown
+        gangalice.cancel(job_id, "gangalice")
 
 
 def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
