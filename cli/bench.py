@@ -178,17 +178,22 @@ def migrate(runs: int, csv_path: Path | None) -> None:
 @click.option("--frames", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="fuzzed frames per socket: client, report, PMI channel")
 @click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--load-s", type=click.FloatRange(min=1), default=10.0, show_default=True,
+              help="each attack that is load (large messages, PMI floods, barrier floods) and the quiet window "
+                   "beside them: how long")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the results here")
 @cluster_options
-def hostile(flood_frames: int, flood_submissions: int, frames: int, seed: int, csv_path: Path | None,
+def hostile(flood_frames: int, flood_submissions: int, frames: int, seed: int, load_s: float, csv_path: Path | None,
             **shape: Any) -> None:
-    """Floods of junk frames and of submissions, and fuzzed frames on every socket: the switch's beat,
-    and the cluster after."""
+    """Floods of junk frames and of submissions, fuzzed frames on every socket, and attacks that are load: the
+    switch's beat, another client's queries, and the cluster after."""
     from gangsched.bench.hostile import drained, flood, fuzz_master, fuzz_pmi
+    from gangsched.bench.hostile_load import ATTACKS, run_attack
     from gangsched.protocol.records import MpiKind
 
     config = cluster_config(**shape)
     with temporary_local_cluster(config) as cluster:
+        loads = [run_attack(cluster, attack, load_s, config.quantum_ms) for attack in ATTACKS]
         floods = [flood(cluster, flood_frames, config.quantum_ms, seed),
                   flood(cluster, flood_submissions, config.quantum_ms, seed, submissions=True)]
         drained(cluster)  # the submissions' jobs, before the fuzzing
@@ -210,6 +215,15 @@ def hostile(flood_frames: int, flood_submissions: int, frames: int, seed: int, c
     console.print(table)
     for pmi in fuzzed[2:]:
         console.print(f"the {pmi.socket} fuzz jobs ended: {pmi.fuzz_jobs}; for example: {pmi.reason}")
+    quiet = loads[0]
+    print_rows(f"attacks that are load, {load_s:g} s each, {config.nodes} nodes, quantum {config.quantum_ms} ms", [
+        {"attack": load.attack, "sent": load.sent, "switch_p50_ms": load.switch_p50_ms,
+         "switch_p99_ms": load.switch_p99_ms, "switch_p99_vs_idle": _ratio(load.switch_p99_ms, quiet.switch_p99_ms),
+         "query_p50_ms": load.query_p50_ms, "query_p99_ms": load.query_p99_ms,
+         "query_p99_vs_idle": _ratio(load.query_p99_ms, quiet.query_p99_ms),
+         "attack_jobs": ",".join(f"{state}:{count}" for state, count in load.attack_jobs.items()) or "-",
+         "beside_it": load.victim or "-"} for load in loads],
+        None if csv_path is None else csv_path.with_name(f"{csv_path.stem}-load{csv_path.suffix}"))
     if csv_path:
         rows: list[dict[str, Any]] = [
             {"socket": f"flood of {flooded.kind}", "frames": flooded.frames, "seconds": round(flooded.seconds, 3),
@@ -218,6 +232,10 @@ def hostile(flood_frames: int, flood_submissions: int, frames: int, seed: int, c
                   "daemons_exited": len(result.daemons_exited), "queue_answers": result.queue_answers,
                   "new_job": result.new_job.value} for result in fuzzed]
         write_rows_csv(csv_path, rows)
+
+
+def _ratio(value: float, quiet: float) -> str:
+    return f"{value / quiet:.2f}" if quiet else "-"
 
 
 @bench.command()

@@ -53,7 +53,10 @@ def cluster_up(docker: bool, keys: bool, masters: int, **shape: Any) -> None:
     how = f"configured by {config.config_file}" if config.config_file else f"quantum {config.quantum_ms} ms"
     console.print(f"cluster up: {config.nodes} nodes, {how}, master at {state.master}; logs in {local.home}/logs")
     if config.http_bind:
-        console.print(f"metrics and web view: http://{config.http_bind}/ (metrics at /metrics)")
+        token_file = local.home / "master" / "web-token"
+        token = token_file.read_text().strip() if token_file.exists() else "TOKEN"
+        console.print(f"metrics and web view: http://{config.http_bind}/?token={token} (metrics at /metrics with "
+                      f"'Authorization: Bearer TOKEN'; the token is in {token_file})")
 
 
 @cluster.command("down")

@@ -8,6 +8,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 DIRECTIVE = "#GANG"
+# a directive line's length: options of a few words each, and a limit shlex's pure-Python split keeps within
+# milliseconds (a line of 10 MB had kept gang submit busy for minutes)
+DIRECTIVE_MAX = 4096
 
 
 def is_script(path: str) -> bool:
@@ -29,6 +32,9 @@ def directives(path: Path) -> list[str]:
         for number, line in enumerate(script, start=1):
             text = line.strip()
             if text.startswith(DIRECTIVE) and (len(text) == len(DIRECTIVE) or text[len(DIRECTIVE)].isspace()):
+                if len(text) > DIRECTIVE_MAX:
+                    raise ValueError(f"{path}:{number}: a {DIRECTIVE} line is at most {DIRECTIVE_MAX} characters, "
+                                     f"this one {len(text)}")
                 try:
                     options += shlex.split(text[len(DIRECTIVE):], comments=True)
                 except ValueError as error:

@@ -1,4 +1,5 @@
-"""Programs that try to run outside their gang's slot, for the enforcement tests and the chaos run.
+"""Programs that try to run outside their gang's slot, or to take more of a node than a job may, for the
+enforcement tests, the chaos run and `gang bench hostile`.
 
 Each is the text of a Python program (``python3 -c PROGRAM ARGS``)."""
 
@@ -58,4 +59,27 @@ while time.monotonic() < end:
         except OSError:
             pass
     time.sleep(0.005)
+"""
+
+# PMI-1 as MPICH speaks it: argv[1] puts of a 1,000-byte value (until the node refuses one, if none is given),
+# then a fence and finalize; a refused put ends it with status 3
+PMI_FLOOD = """
+import os, socket, sys
+connection = socket.socket(fileno=int(os.environ["PMI_FD"]))
+reader = connection.makefile("rb")
+def command(line):
+    connection.sendall(line.encode() + b"\\n")
+    return reader.readline().decode()
+command("cmd=init pmi_version=1 pmi_subversion=1")
+name = command("cmd=get_my_kvsname").split("kvsname=")[1].split()[0]
+puts = int(sys.argv[1]) if len(sys.argv) > 1 else None
+number = 0
+while puts is None or number < puts:
+    answer = command(f"cmd=put kvsname={name} key=k{os.environ['PMI_RANK']}-{number} value={'v' * 1000}")
+    if "rc=0" not in answer:
+        print("refused at", number, answer.strip(), flush=True)
+        sys.exit(3)
+    number += 1
+print(command("cmd=barrier_in").strip(), flush=True)
+command("cmd=finalize")
 """

@@ -4,8 +4,8 @@ Without keys, whoever reaches the master's sockets is its own account, and
 every message counts as sent. With keys, a message counts as sent by the user
 its key belongs to, whatever it says: a submission is that user's, a cancel
 is asked by that user, an administrator's word is that user's. Only the
-nodes' key registers a node, takes part in PMI or reports; a node speaks only
-for itself; the web view only reads.
+nodes' key registers a node, reports or takes part in PMI (the report socket
+takes only the nodes' key); the web view only reads.
 """
 
 from typing import TypeGuard
@@ -13,6 +13,7 @@ from typing import TypeGuard
 from gangsched.daemon.curve import NODE_USER
 from gangsched.protocol.codec import decode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
+from gangsched.protocol.frames import refuse_large_request
 from gangsched.protocol.messages import (
     AdminLogQuery,
     Cancel,
@@ -50,8 +51,8 @@ from gangsched.protocol.messages import (
 # what the web view may ask: it shows, it never changes
 READ_ONLY = (JobQuery, JobCountQuery, NodeQuery, MatrixQuery, StatsQuery, SwitchStatsQuery, UserQuery, AdminLogQuery,
              ReservationQuery, MastersQuery)
-NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit)  # what nodes send over the report socket
-FROM_PROCESS_MANAGERS = (PmiFence, PmixModexRequest, PmixModexReply)  # what a node's MPI interfaces send
+# what nodes send over the report socket: their reports, and what their MPI interfaces send the master
+NODE_REPORTS = (QuantumReport, Heartbeat, TaskExit, PmiFence, PmixModexRequest, PmixModexReply)
 
 
 def request(frames: list[bytes], user: str | None) -> tuple[list[bytes], Message | None, ErrorReply | None]:
@@ -59,6 +60,8 @@ def request(frames: list[bytes], user: str | None) -> tuple[list[bytes], Message
     the message as its key's ``user`` sent it or the error reply it gets (malformed, or not the sender's)."""
     envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
     try:
+        for frame in frames[len(envelope):]:
+            refuse_large_request(frame)
         message = one_message(frames[len(envelope):])
     except ProtocolError as error:
         return envelope, None, ErrorReply(code=error.code, reason=error.reason)
@@ -75,8 +78,8 @@ def one_message(body: list[bytes]) -> Message:
 
 def sender_refusal(message: Message, user: str | None) -> ErrorReply | None:
     """Why the key's ``user`` (None: no keys) may not send a message on the ROUTER, if it may not."""
-    if user is not None and isinstance(message, (NodeHello, *FROM_PROCESS_MANAGERS)) and user != NODE_USER:
-        reason = f"{user}'s key is a user's: only a node's key registers a node or takes part in PMI"
+    if user is not None and isinstance(message, NodeHello) and user != NODE_USER:
+        reason = f"{user}'s key is a user's: only a node's key registers a node"
         return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=reason)
     return None
 
@@ -97,18 +100,10 @@ def as_sender(message: Message, user: str | None) -> Message:
     return message
 
 
-def node_refusal(identity: bytes, message: PmiFence | PmixModexRequest | PmixModexReply,
-                 registered: bytes | None) -> ErrorReply | None:
-    """Why a node may not send what a process manager of ``message.node`` sends, if it may not: a node
-    speaks only for itself, from the route its hello registered (``registered``; None: it has none)."""
-    if identity != registered:
-        return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only node {message.node} speaks for itself")
-    return None
-
-
-def is_node_report(message: Message, user: str | None) -> TypeGuard[QuantumReport | Heartbeat | TaskExit]:
-    """Whether a message on the report socket is a node's report, heartbeat or exit, sent with the
-    nodes' key where there are keys."""
+def is_node_report(message: Message, user: str | None) -> TypeGuard[
+        QuantumReport | Heartbeat | TaskExit | PmiFence | PmixModexRequest | PmixModexReply]:
+    """Whether a message on the report socket is a node's (a report, heartbeat, exit, or its MPI interfaces'),
+    sent with the nodes' key where there are keys."""
     return isinstance(message, NODE_REPORTS) and user in (None, NODE_USER)
 
 

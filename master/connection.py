@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 
 from gangsched.master.zmtp import ZmtpDealer, ZmtpError, routing_id
 from gangsched.protocol.errors import ErrorCode, ProtocolError
-from gangsched.protocol.frames import JOBS_PER_REPLY, pack, unpack
+from gangsched.protocol.frames import JOBS_PER_REPLY, MAX_REQUEST_BYTES, pack, unpack
 
 TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
 if TYPE_CHECKING:
@@ -85,7 +85,11 @@ class MasterConnection:
         return _CurveDealer(endpoint, self._keys, self._user, self._timeout_ms)
 
     def exchange(self, frame: bytes) -> dict[str, Any]:
-        """The fields of the leading master's reply to ``frame``; RequestRefused if it is an error reply."""
+        """The fields of the leading master's reply to ``frame``; RequestRefused if it is an error reply, or a
+        request larger than the master takes (which it would not read: it closes the connection of its sender)."""
+        if len(frame) > MAX_REQUEST_BYTES:
+            raise RequestRefused(ErrorCode.TOO_LARGE, f"the request takes {len(frame)} bytes: the master takes at "
+                                 f"most {MAX_REQUEST_BYTES}")
         unanswered: list[str] = []
         leader: object = None
         # a leader and a standby each asked at most twice: one may take the lead meanwhile

@@ -86,6 +86,14 @@ Administered = (NodeUpdate | JobControl | JobUpdate | SetLimits | SetUser | Rese
                 | ReservationDelete)
 
 
+
+def reconfigure_refusal(admin: str) -> ErrorReply | None:
+    """Why ``admin`` may not have the master read its configuration file again, if they may not (asked
+    before the file is read: what it holds, and what is wrong with it, are root's)."""
+    if admin != "root":
+        return ErrorReply(code=ErrorCode.PERMISSION_DENIED, reason=f"only root reconfigures the master, not {admin}")
+    return None
+
 class MasterCore:
     def __init__(self, settings: MasterSettings, endpoints: NodeEndpoints, store: JobStore, now: Now,
                  partitions: list[tuple[Partition, MasterSettings]] | None = None, io_key: bytes | None = None) -> None:
@@ -188,9 +196,9 @@ class MasterCore:
         settings stay keeps its matrix as it is; any other gets a new one, its running jobs adopted where
         they run and its waiting jobs queued again in their order. ``restart_needed``: the master's own
         settings the file changed, which take effect when it next starts."""
-        if admin != "root":
-            return ErrorReply(code=ErrorCode.PERMISSION_DENIED,
-                              reason=f"only root reconfigures the master, not {admin}")
+        refused = reconfigure_refusal(admin)
+        if refused is not None:
+            return refused
         refusal = self._reconfigure_refusal(plan)
         if refusal is not None:
             return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"{config}: {refusal}")

@@ -48,7 +48,7 @@ from gangsched.master.authorization import (
 )
 from gangsched.master.clock import Now, read_clock
 from gangsched.master.config_file import ConfigError, master_settings, partition_plan
-from gangsched.master.core import MasterCore
+from gangsched.master.core import MasterCore, reconfigure_refusal
 from gangsched.master.leadership import Kept
 from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.outgoing import Outgoing
@@ -61,7 +61,7 @@ from gangsched.master.store_engines import open_lead, open_store
 from gangsched.master.viewer import WebServer, viewer_endpoint
 from gangsched.protocol.codec import encode
 from gangsched.protocol.errors import ErrorCode, ProtocolError
-from gangsched.protocol.frames import MAX_MESSAGE_BYTES
+from gangsched.protocol.frames import MAX_MESSAGE_BYTES, MAX_ROUTER_BYTES
 from gangsched.protocol.messages import (
     ErrorReply,
     Message,
@@ -113,7 +113,7 @@ class MasterDaemon:
         self._node_routes: dict[str, bytes] = {}
         self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._router.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a restarted node takes its name back
-        self._router.setsockopt(zmq.MAXMSGSIZE, 2 * MAX_MESSAGE_BYTES)
+        self._router.setsockopt(zmq.MAXMSGSIZE, MAX_ROUTER_BYTES)
         self._router.setsockopt(zmq.LINGER, 0)
         self._router.bind(settings.bind)
         self._pub.setsockopt(zmq.LINGER, 0)
@@ -241,6 +241,9 @@ class MasterDaemon:
     def _reconfigure(self, message: Reconfigure, now: Now) -> Reconfigured | ErrorReply:
         """Read the configuration file again: one that does not validate is refused, and the running
         configuration stays."""
+        refused = reconfigure_refusal(message.admin)
+        if refused is not None:
+            return refused
         path = self._settings.config
         if path is None:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="the master runs without a configuration file: "
@@ -375,6 +378,6 @@ def run_master(settings: MasterSettings, flags: dict[str, Any] | None = None) ->
         raise SystemExit(2) from None
     try:
         daemon.run()
-    except StoreError as error:  # the store cannot be read as this master takes the lead
+    except (StoreError, ConfigError) as error:  # the store, or the file's partitions, cannot be read as it leads
         log.error("%s", error)
         raise SystemExit(2) from None

@@ -243,11 +243,6 @@ class NodeEvents:
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
-    def route(self, name: str) -> bytes | None:
-        """The routing id node ``name``'s daemon said hello from: where its orders go, whence it speaks."""
-        node = self._nodes.get(name)
-        return None if node is None else node.identity
-
     def node_unreachable(self, name: str, now: Now) -> None:
         self.lose_node(name, f"node {name} became unreachable", now)
         self._tiers.settle(now)

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gangsched.master.authorization import node_refusal
 from gangsched.master.clock import Now
 from gangsched.master.core import MasterCore
 from gangsched.master.leadership import Lead
@@ -50,13 +49,17 @@ Handler = Callable[[bytes, Any, Now], Message | None]
 
 
 def node_report_routes(core: MasterCore) -> dict[type, Handler]:
-    """What the nodes send unasked, on the report socket. The ends of tasks are settled once after each
-    drain of it (master/loop.py), not each on its own."""
+    """What the nodes send unasked, on the report socket (only the nodes' key reaches it): reports, heartbeats,
+    exits, and what their MPI process managers exchange through the master, which may take a whole message.
+    The ends of tasks are settled once after each drain of it (master/loop.py), not each on its own."""
     nodes = core.node_events
     return {
         QuantumReport: lambda _, m, now: nodes.report(m, now),
         Heartbeat: lambda _, m, now: nodes.heartbeat(m, now),
         TaskExit: lambda _, m, now: nodes.ended(m, now),
+        PmiFence: lambda _, m, now: nodes.pmi_fence(m, now),
+        PmixModexRequest: lambda _, m, _now: nodes.pmix_modex_request(m),
+        PmixModexReply: lambda _, m, _now: nodes.pmix_modex_reply(m),
     }
 
 
@@ -66,11 +69,6 @@ def request_routes(core: MasterCore, lead: Lead, reconfigure: Callable[[Reconfig
     nodes, clients, record = core.node_events, core.client_requests, core.command_record
     return {
         NodeHello: nodes.hello,
-        PmiFence: lambda identity, m, now: node_refusal(identity, m, nodes.route(m.node)) or nodes.pmi_fence(m, now),
-        PmixModexRequest: lambda identity, m, _: node_refusal(identity, m, nodes.route(m.node))
-        or nodes.pmix_modex_request(m),
-        PmixModexReply: lambda identity, m, _: node_refusal(identity, m, nodes.route(m.node))
-        or nodes.pmix_modex_reply(m),
         Submit: lambda _, m, now: clients.submit(m, now),
         Cancel: lambda _, m, now: clients.cancel(m, now),
         JobQuery: lambda _, m, now: clients.query_jobs(m, now),

@@ -140,8 +140,8 @@ class MasterSettings(BaseSettings):
     )
     http_bind: str = Field(
         "", description="HOST:PORT where a child process serves the metrics (/metrics) and the web view; "
-        "off when empty; port 0 takes any free port, written to STATE_DIR/web-address. Off loopback, it asks "
-        "for the token in STATE_DIR/web-token"
+        "off when empty; port 0 takes any free port, written to STATE_DIR/web-address. It asks for the token "
+        "in STATE_DIR/web-token (loopback too: every account reaches it), and on loopback for a loopback Host:"
     )
     web_child: bool = Field(
         True, description="with --http-bind, serve the web view from a child process; false: only bind its "

@@ -13,7 +13,7 @@ import zmq
 
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
-from gangsched.master.authorization import request
+from gangsched.master.authorization import request, viewer_refusal
 from gangsched.master.leadership import Lead, LeadError
 from gangsched.protocol.codec import encode
 from gangsched.protocol.errors import ErrorCode
@@ -72,24 +72,27 @@ class Standby:
                 return False
             if self._router in ready and self._answer_all(self._router, self._receive):
                 next_try = time.monotonic()  # a takeover named this master: it tries at once
-            if self._viewer is not None and self._viewer in ready:  # the web view's: no keys, no user
-                self._answer_all(self._viewer, lambda socket, flags: (socket.recv_multipart(flags), None))
+            if self._viewer is not None and self._viewer in ready:  # the web view's: no keys, no user, only reads
+                self._answer_all(self._viewer, lambda socket, flags: (socket.recv_multipart(flags), None), True)
             while has_message(self._pull):  # a node's reports, for the leader it took this master for
                 self._pull.recv(zmq.NOBLOCK)
 
-    def _answer_all(self, socket: zmq.Socket[bytes], receive: Receive) -> bool:
-        """Answer what waits on ``socket``, read with ``receive``; whether a takeover named this master. A
-        failure is logged, and the master stands by on."""
+    def _answer_all(self, socket: zmq.Socket[bytes], receive: Receive, read_only: bool = False) -> bool:
+        """Answer what waits on ``socket``, read with ``receive`` (``read_only``: the web view's, which may only
+        ask); whether a takeover named this master. A failure is logged, and the master stands by on."""
         try:
-            return self._answer_waiting(socket, receive)
+            return self._answer_waiting(socket, receive, read_only)
         except Exception:
             log.exception("answering as a standby failed; the master stands by on")
             return False
 
-    def _answer_waiting(self, socket: zmq.Socket[bytes], receive: Receive) -> bool:
+    def _answer_waiting(self, socket: zmq.Socket[bytes], receive: Receive, read_only: bool) -> bool:
         named = False
         while has_message(socket):
             envelope, message, refusal = request(*receive(socket, zmq.NOBLOCK))
+            if read_only and message is not None:
+                refusal = viewer_refusal(message)
+                message = None if refusal is not None else message
             reply: Message
             if isinstance(message, (MastersQuery, Takeover)):
                 reply = leadership_answer(self._lead, message)

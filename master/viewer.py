@@ -29,7 +29,7 @@ def viewer_endpoint(state_dir: Path) -> str:
 
 
 def web_token(state_dir: Path) -> str:
-    """The token a browser or a scraper off this machine shows: made once, kept 0600 in the state folder."""
+    """The token a browser or a scraper shows: made once, kept 0600 in the state folder, its account's alone."""
     path = state_dir / "web-token"
     if not path.exists():
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -50,7 +50,7 @@ class WebServer:
              "--address-file", str(state_dir / WEB_ADDRESS_FILE)],
             env={**os.environ, "GANG_WEB_TOKEN": token}, stdin=subprocess.DEVNULL,
         )
-        log.info("metrics and web view at http://%s/ (pid %d; token in %s for other hosts)",
+        log.info("metrics and web view at http://%s/ (pid %d; its token in %s)",
                  bind, self._process.pid, state_dir / "web-token")
 
     def stop(self) -> None:

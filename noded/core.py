@@ -61,14 +61,20 @@ from gangsched.protocol.records import TaskRef
 log = logging.getLogger("gangsched.noded")
 
 _HELLO_HEARTBEAT_MS = 500  # until the master's welcome says otherwise
+# exits a hello carries, the first of those not acknowledged: a hello fits in what the master's ROUTER takes
+# (protocol/frames.py, MAX_ROUTER_BYTES) however many tasks ended while no master answered; the rest follow
+# the welcome on the report route
+HELLO_EXITS = 256
+_ERROR_CHARACTERS = 1000  # of why a task failed, in its exit
 # looks for a stopped task's new processes in one wake-up: a chain of forks that outruns them is
 # looked at again after the next switch, and its processes stay stopped as each look finds them
 LOOKS_PER_WAKE = 3
 
 
 class Route(Enum):
-    MASTER = "master"  # the DEALER: hellos and PMI fences, which the master answers
-    REPORTS = "reports"  # the PUSH: reports, heartbeats and exits, kept in the order sent
+    MASTER = "master"  # the DEALER: hellos, which the master answers; small, as the master's ROUTER takes them
+    # the PUSH: reports, heartbeats, exits and what process managers send (fences of megabytes), kept in order
+    REPORTS = "reports"
 
 
 class Timer(StrEnum):  # a str's hash, not Enum's in Python: the switch path sets timers
@@ -223,7 +229,8 @@ class NodeCore:
         if not any(other.job_id == key.job_id for other in self.tasks):
             self._fences.pop(key.job_id, None)  # the job's last task here: no barrier of it is waited for
         self._report_exit(TaskExit(node=self.name, job_id=key.job_id, rank=key.rank, returncode=exited.returncode,
-                                   error=task.violation or exited.error, cpu_ns=exited.cpu_ns,
+                                   error=(task.violation or exited.error or "")[:_ERROR_CHARACTERS] or None,
+                                   cpu_ns=exited.cpu_ns,
                                    progress=exited.progress, memory_peak=max(task.memory_peak, exited.memory.peak),
                                    out_of_memory=task.out_of_memory or exited.memory.out_of_memory), now)
 
@@ -279,7 +286,7 @@ class NodeCore:
         or a direct-modex request or reply, which it passes on to the node concerned."""
         if isinstance(message, PmiFence):
             self._fences[message.job_id] = message
-        self.outbox.append((Route.MASTER, message))
+        self.outbox.append((Route.REPORTS, message))
 
     def timers(self, now: float) -> None:
         """Whatever of the timers is due at ``now``."""
@@ -340,8 +347,8 @@ class NodeCore:
         heartbeat = self.deadlines.get(Timer.HEARTBEAT)
         if heartbeat is None or heartbeat > now + self._heartbeat_s:
             self.deadlines.set(Timer.HEARTBEAT, now + self._heartbeat_s)
-        self.orders.append(orders.Connect(welcome))
-        self.outbox.extend((Route.MASTER, fence) for fence in self._fences.values())
+        beyond = list(self._unacknowledged.values())[HELLO_EXITS:]  # the hello's room: the rest go this way
+        self.orders.append(orders.Connect(welcome, (*self._fences.values(), *beyond)))
 
     def _launch(self, message: LaunchTask, now: float) -> None:
         spec = message.task
@@ -432,7 +439,7 @@ class NodeCore:
     def _hello_now(self) -> NodeHello:
         return self._hello.model_copy(update={
             "tasks": [TaskRef(job_id=job_id, rank=rank) for job_id, rank in self.tasks],
-            "exits": list(self._unacknowledged.values()),
+            "exits": list(self._unacknowledged.values())[:HELLO_EXITS],
             "left_relay": self._upstream.left,
             "welcomed": self._welcomed,
         })

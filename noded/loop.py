@@ -31,7 +31,7 @@ from gangsched.daemon.realtime import freeze_start_up_objects, raise_priority, z
 from gangsched.daemon.signals import SignalEvents
 from gangsched.daemon.sockets import has_message
 from gangsched.noded.containment import ContainmentError
-from gangsched.noded.core import NodeCore
+from gangsched.noded.core import NodeCore, Route
 from gangsched.noded.executor import TaskExecutor
 from gangsched.noded.holding import WATCH_INTERVAL_S
 from gangsched.noded.hosts import ProcessHost, TaskHost
@@ -213,6 +213,8 @@ class NodeDaemon:
                 order = orders.popleft()
                 if isinstance(order, Connect):
                     self._link.connect(order.welcome)
+                    for message in order.then:
+                        self._link.send(Route.REPORTS, message)
                 elif isinstance(order, UseMaster):
                     self._link.use_master(order.endpoint)
                 else:

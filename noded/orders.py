@@ -6,7 +6,7 @@ An order names a task by its key, never by a process.
 from dataclasses import dataclass
 
 from gangsched.noded.task_record import TaskKey
-from gangsched.protocol.messages import NodeWelcome, PmiFenceDone, PmixModexReply, PmixModexRequest
+from gangsched.protocol.messages import Message, NodeWelcome, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import TaskSpec
 
 
@@ -66,9 +66,11 @@ class CheckDescheduled:
 
 @dataclass(frozen=True, slots=True)
 class Connect:
-    """Follow the endpoints a welcome names (the master's or a relay's), and relay if it says so."""
+    """Follow the endpoints a welcome names (the master's or a relay's), and relay if it says so; then send
+    ``then`` on the report route (what waits for the master there: fences, exits a hello had no room for)."""
 
     welcome: NodeWelcome
+    then: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

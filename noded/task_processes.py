@@ -240,8 +240,9 @@ def start(
     progress_fd = _new_progress_file(progress_path, account)
     if spec.checkpoint:  # CHECKPOINT_DIR/USER/job-J/rank-R: the user's folder is theirs alone
         _user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
-    if spec.rank == 0 and spec.barrier_bind.startswith("ipc://"):  # PEER/USER/job-J.barrier, bound as the user
-        _user_folder(Path(spec.barrier_bind.removeprefix("ipc://")).parents[1], spec.user, account)
+    barrier_folder = Path(spec.barrier_bind.removeprefix("ipc://")).parent
+    if spec.rank == 0 and spec.barrier_bind.startswith("ipc://") and barrier_folder.name == spec.user:
+        _user_folder(barrier_folder.parent, spec.user, account)  # PEER/USER/job-J.barrier, bound as the user
     environment = _environment(spec, node, progress_path, containment.session, account)
     output = str(folder / f"{stem}.out") if spec.output is None else \
         expand(spec.output, {"j": spec.job_id, "t": spec.rank}, final=True)

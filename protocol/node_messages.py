@@ -37,7 +37,7 @@ class TaskExit(WireModel):
     job_id: int
     rank: int
     returncode: int | None  # negative: killed by that signal; None: never started
-    error: str | None = None
+    error: str | None = Field(default=None, max_length=4096)  # why it failed, where its status does not say
     cpu_ns: int = 0  # CPU time since the last quantum report
     progress: int = Field(default=0, ge=0, le=MAX_PROGRESS)  # the task's final progress counter
     memory_peak: int = 0  # bytes: the most its processes held resident at once (Slurm's MaxRSS)

@@ -27,6 +27,7 @@ class WireModel(BaseModel):
 # huge command would swell every reply that shows it. A node refuses nothing
 # the master accepted for these reasons.
 MAX_COMMAND_BYTES = 64 * 1024  # argv and environment together, as they reach execve
+MAX_COMMAND_ITEMS = 4096  # arguments, and variables: each checked on its own, a cost the master's loop pays
 MAX_PATH_BYTES = 4096  # PATH_MAX
 MAX_DEPENDENCIES = 64
 MAX_PROGRESS = 2**63 - 1  # a task's progress counter: what a store's INTEGER holds (SQLite's, PostgreSQL's BIGINT)
@@ -118,9 +119,9 @@ class JobSpec(WireModel):
     mem_per_node: int | None = Field(default=None, ge=1, le=LARGEST)
     mem_per_cpu: int | None = Field(default=None, ge=1, le=LARGEST)
     mpi: MpiKind | None = None  # None: the master's --mpi-default, which it sets at submission
-    argv: list[NoNul] = Field(min_length=1)
+    argv: list[NoNul] = Field(min_length=1, max_length=MAX_COMMAND_ITEMS)
     cwd: PathText | None = None  # used where it exists on the node, else the node's spool folder
-    env: dict[str, NoNul] = {}
+    env: dict[str, NoNul] = Field(default={}, max_length=MAX_COMMAND_ITEMS)
     exclusive: bool = False  # never paired with another slot
     estimate_s: float | None = Field(default=None, gt=0)  # time limit; None: the master's default
     priority: float = Field(default=0.0, ge=0, le=1)  # the user's priority UP (slack backfilling)

@@ -295,3 +295,37 @@ def test_nodes_relay_for_each_other_over_tcp_with_keys(relay_fanout_one, secured
         # it completes once every rank's exit reached the master: the relayed node's through its relay
         info = wait_until(lambda: (job := gangalice.job(job_id)).state.is_final and job, 30, "the job to end")
         assert info.state is JobState.COMPLETED, info.reason
+
+
+@pytest.mark.live
+def test_a_users_reconfigure_is_refused_before_roots_configuration_file_is_read(tmp_path):
+    keys = tmp_path / "keys"
+    keygen(keys, ["gangalice", "root"])
+    config = tmp_path / "gangsched.toml"
+    config.write_text("[master]\nquantum_ms = 100\n")
+    any_port = "tcp://127.0.0.1:*"
+    master = daemon("master", "--bind", any_port, "--switch-bind", any_port, "--report-bind", any_port,
+                    "--state-dir", str(tmp_path / "state"), "--keys", str(keys), "--config", str(config))
+    try:
+        bound = wait_until(lambda: bound_endpoints(tmp_path / "state"), 15, "the master to bind")
+        assert isinstance(bound, BoundEndpoints)
+        with MasterClient(bound.client, keys=keys, user="gangalice") as gangalice, \
+                MasterClient(bound.client, keys=keys, user="root") as root:
+            wait_until(lambda: answered(root), 30, "the master to answer")  # it read the file whole by then
+            config.write_text("[master]\nsecret_setting_of_roots = 'root-only path /etc/shadow'\n")
+            with pytest.raises(RequestRefused) as refused:
+                gangalice.reconfigure()
+            assert "only root reconfigures" in refused.value.reason and "secret" not in refused.value.reason
+            with pytest.raises(RequestRefused, match="secret_setting_of_roots"):  # root is told what is wrong
+                root.reconfigure()
+    finally:
+        master.terminate()
+        master.communicate(timeout=15)
+
+
+def answered(client: MasterClient) -> bool:
+    """Whether the master answers ``client`` now (a master that just bound may not yet)."""
+    try:
+        return bool(client.nodes() is not None)
+    except MasterUnreachable:
+        return False

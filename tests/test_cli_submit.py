@@ -41,6 +41,9 @@ def test_directives_are_read_until_the_first_command_and_split_like_a_shell(tmp_
     assert job_script.is_script(str(tmp_path / "job.sh")) and not job_script.is_script("/nonexistent")
     with pytest.raises(ValueError, match=r"job.sh:2: No closing quotation"):
         job_script.directives(_script(tmp_path, "#!/bin/sh\n#GANG -J 'open\n"))
+    # a directive of 10 MB: refused at once, naming its line (shlex had split it for minutes)
+    with pytest.raises(ValueError, match=r"job.sh:3: a #GANG line is at most 4096 characters, this one 10000006"):
+        job_script.directives(_script(tmp_path, "#!/bin/sh\n#GANG -n 1\n#GANG " + "x" * 10_000_000 + "\n"))
 
 
 def test_dependencies_and_arrays_parse_as_slurms():

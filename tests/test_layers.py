@@ -111,7 +111,8 @@ def test_tests_take_no_helper_from_the_benchmarks():
 
 # the tests of a benchmark, and the benchmark's modules they test
 BENCHMARKS_TESTED = {
-    "test_bench_switch": ("switch",), "test_chaos": ("chaos", "chaos_checks"), "test_hostile": ("hostile",),
+    "test_bench_switch": ("switch",), "test_chaos": ("chaos", "chaos_checks"),
+    "test_hostile": ("hostile", "hostile_load"),
     "test_scale": ("scale",), "test_epoll_poller": ("epoll_poller",), "test_floor": ("floor", "spawn_floor"),
     "test_live": ("restarts",), "test_live_policies": ("migration",), "test_docker": ("migration", "throughput"),
     "test_memory_policies": ("event",), "test_throughput": ("throughput",), "test_partitions": ("preempt",),

@@ -305,11 +305,15 @@ def test_a_pmi_fence_is_sent_again_to_a_master_that_welcomes_the_node_anew_until
     launch(core, 7)
     fence = PmiFence(node="n1", job_id=7, epoch=0, kvs={"k": "v"})
     core.task_event(ForMaster(fence), 0.0)
-    assert taken(core.outbox) == [(Route.MASTER, fence)]
+    assert taken(core.outbox) == [(Route.REPORTS, fence)]  # a fence of megabytes: not the master's ROUTER
     core.message(welcome(), 1.0)  # a restarted master may never have heard of it
-    assert taken(core.outbox) == [(Route.MASTER, fence)]
+    (connect,) = taken(core.orders)
+    assert isinstance(connect, Connect) and connect.then == (fence,)  # once the report socket is followed
     core.message(PmiFenceDone(job_id=7, epoch=0, kvs={"k": "v"}), 1.1)
-    assert [type(order).__name__ for order in taken(core.orders)] == ["Connect", "ToProcessManager"]
+    assert [type(order).__name__ for order in taken(core.orders)] == ["ToProcessManager"]
+    core.message(welcome(), 2.0)
+    (connect,) = taken(core.orders)
+    assert isinstance(connect, Connect) and connect.then == ()  # answered: not sent again
     core.message(welcome(), 2.0)
     assert taken(core.outbox) == []
 

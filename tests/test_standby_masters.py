@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gangsched.master.client import MasterClient
+from gangsched.master.client import MasterClient, RequestRefused
 from gangsched.noded.masters import Masters
-from gangsched.protocol.leadership_messages import MasterRole
+from gangsched.protocol.leadership_messages import MasterRole, Takeover, TakeoverRequested
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import ended, wait_until
 
@@ -183,18 +183,25 @@ def test_an_mpi_job_runs_through_a_takeover_to_its_result(start_cluster, databas
 
 
 @pytest.mark.live
-def test_a_standby_s_metrics_answer_503_naming_the_leader_and_the_leader_s_its_series(start_cluster, database):
+def test_a_standby_s_metrics_answer_503_naming_the_leader_and_its_web_view_only_reads(start_cluster, database):
     from gangsched.master.published import web_address
     from tests.test_web import get
 
     cluster = start_cluster(nodes=1, masters=2, store=database, http_bind="127.0.0.1:0")
-    first = cluster.local.state().master.split(",")[0]
+    first, second = cluster.local.state().master.split(",")
     leading, standing = (wait_until(functools.partial(web_address, cluster.home / name), 20, f"{name}'s web view")
                          for name in ("master", "master2"))
-    status, text, _ = get(f"http://{leading}/metrics")
+    tokens = [{"Authorization": f"Bearer {(cluster.home / name / 'web-token').read_text().strip()}"}
+              for name in ("master", "master2")]
+    status, text, _ = get(f"http://{leading}/metrics", tokens[0])
     assert status == 200 and "gangsched_" in text
-    status, text, _ = get(f"http://{standing}/metrics")
+    status, text, _ = get(f"http://{standing}/metrics", tokens[1])
     assert status == 503 and f"stands by: the leader is {first}" in text, text
+    # what the web view's socket takes, a standby's too: only the read-only questions
+    with MasterClient(f"ipc://{cluster.home / 'master2' / 'viewer' / 'viewer.sock'}") as viewer:
+        with pytest.raises(RequestRefused, match="the web view only reads: not takeover"):
+            viewer.request(Takeover(admin="root", to=second), TakeoverRequested)
+    assert leader(cluster.client) == first
 
 
 @pytest.mark.live

@@ -52,7 +52,21 @@ def bound_address(state_dir: Path) -> str:
     return found
 
 
+_TOKENS: dict[str, str] = {}  # each web view's base URL, and its token: what ``get`` shows it unless told
+
+
+def web_base(cluster) -> str:
+    """The base URL of the cluster's web view, once it answers; its token is what ``get`` shows it."""
+    base = f"http://{bound_address(cluster.home / 'master')}"
+    _TOKENS[base] = (cluster.home / "master" / "web-token").read_text().strip()
+    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
+    return base
+
+
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
+    token = next((token for base, token in _TOKENS.items() if url.startswith(base)), None)
+    if headers is None and token is not None:
+        headers = {"Authorization": f"Bearer {token}"}
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -65,9 +79,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict
 def web_cluster(start_cluster):
     """A cluster whose master serves HTTP on a free loopback port; the base URL with it."""
     cluster = start_cluster(nodes=2, quantum_ms=200, http_bind="127.0.0.1:0")
-    base = f"http://{bound_address(cluster.home / 'master')}"
-    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
-    return cluster, base
+    return cluster, web_base(cluster)
 
 
 def _answers(base: str, statuses: tuple[int, ...]) -> bool:
@@ -109,6 +121,8 @@ def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path, debian):
           scrape_interval: 1s
         scrape_configs:
           - job_name: gangsched
+            authorization:
+              credentials: "{_TOKENS[base]}"
             static_configs:
               - targets: ["{base.removeprefix('http://')}"]
         """))
@@ -134,17 +148,21 @@ def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path, debian):
         server.wait(10)
 
 
-def test_off_loopback_every_path_needs_the_token(start_cluster):
-    cluster = start_cluster(nodes=1, http_bind="0.0.0.0:0")
+@pytest.mark.parametrize("bind", ["0.0.0.0:0", "127.0.0.1:0"])
+def test_every_path_needs_the_token_on_loopback_too_and_a_loopback_view_a_loopback_host(start_cluster, bind):
+    cluster = start_cluster(nodes=1, http_bind=bind)
     base = f"http://127.0.0.1:{bound_address(cluster.home / 'master').rpartition(':')[2]}"
     wait_until(lambda: _answers(base, (200, 401)), 30, "the web server to answer")
     token = (cluster.home / "master" / "web-token").read_text().strip()
     for path in ("/", "/metrics", "/api/state", "/static/view.js"):
-        assert get(base + path)[0] == 401
+        assert get(base + path, {})[0] == 401
         assert get(base + path, {"Authorization": "Bearer wrong"})[0] == 401
         assert get(base + path, {"Authorization": f"Bearer {token}"})[0] == 200
-    status, _, headers = get(f"{base}/?token={token}")
+    status, _, headers = get(f"{base}/?token={token}", {})
     assert status == 200 and "gang_web_token=" in headers.get("set-cookie", "")
+    # a page of another site whose name points here (DNS rebinding): refused on loopback, whatever it shows
+    rebound = get(base + "/api/state", {"Authorization": f"Bearer {token}", "Host": "evil.example"})[0]
+    assert rebound == (400 if bind.startswith("127.") else 200)
 
 
 def _ended(pid: int) -> bool:
@@ -154,14 +172,16 @@ def _ended(pid: int) -> bool:
         return True
 
 
-def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path):
+def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path, monkeypatch):
     """It sleeps between checks for its end (web/server.py): a signal, or its master's death, still ends it."""
+    monkeypatch.setenv("GANG_WEB_TOKEN", "a-token")  # the servers below take it from their environment
+
     def web(address_file: Path) -> list[str]:  # a master that never answers: the server runs all the same
         return [sys.executable, "-m", "gangsched.web", "--bind", "127.0.0.1:0", "--address-file", str(address_file),
                 "--master", f"ipc://{tmp_path}/no-master.sock"]
 
     def answers(address_file: Path) -> bool:
-        return address_file.exists() and _answers(f"http://{address_file.read_text().strip()}", (200,))
+        return address_file.exists() and _answers(f"http://{address_file.read_text().strip()}", (200, 401))
 
     first = tmp_path / "first-address"
     server = subprocess.Popen([*web(first), "--parent", str(os.getpid())])
@@ -256,7 +276,7 @@ def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browse
 
     cluster, base = web_cluster
     jobs = [cluster.client.submit(job_spec(FOREVER, 2)) for _ in range(2)]
-    browser.get(base + "/")
+    browser.get(f"{base}/?token={_TOKENS[base]}")  # its cookie then serves the page's own requests
 
     def cells() -> set[str]:
         # read in one script: the page redraws the matrix every quantum, so a cell found first may be gone
@@ -282,11 +302,10 @@ def test_the_page_shows_each_partitions_matrix(start_cluster, tmp_path, browser)
     config.write_text('[[nodes]]\nnames = "node[1-2]"\n[[partitions]]\nname = "batch"\nnodes = "node1"\n'
                       '[[partitions]]\nname = "debug"\nnodes = "node2"\n')
     cluster = start_cluster(config_file=config, http_bind="127.0.0.1:0")
-    base = f"http://{bound_address(cluster.home / 'master')}"
-    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
+    base = web_base(cluster)
     batch = cluster.client.submit(job_spec(FOREVER, 1))
     debug = cluster.client.submit(job_spec(FOREVER, 1).model_copy(update={"partition": "debug"}))
-    browser.get(base + "/")
+    browser.get(f"{base}/?token={_TOKENS[base]}")
 
     def shown() -> tuple[list[str], set[str]]:
         return tuple(browser.execute_script(  # type: ignore[return-value]
@@ -303,13 +322,12 @@ def test_the_page_shows_each_partitions_matrix(start_cluster, tmp_path, browser)
 @pytest.mark.skipif(os.geteuid() != 0, reason="draining and booking are root's")
 def test_the_page_shows_node_states_reasons_holds_and_reservations(start_cluster, browser):
     cluster = start_cluster(nodes=2, http_bind="127.0.0.1:0")
-    base = f"http://{bound_address(cluster.home / 'master')}"
-    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
+    base = web_base(cluster)
     client = cluster.client
     client.update_nodes("node2", NodeAction.DRAIN, "fan noise")
     client.create_reservation("maint", "node1", "now+1hours", "1:00:00", None, [])
     held = client.submit_jobs(job_spec(FOREVER, 1), None, hold=True)[0]
-    browser.get(base + "/")
+    browser.get(f"{base}/?token={_TOKENS[base]}")
 
     def table(name: str) -> list[list[str]]:
         return browser.execute_script(  # type: ignore[no-any-return]
@@ -321,8 +339,7 @@ def test_the_page_shows_node_states_reasons_holds_and_reservations(start_cluster
     wait_until(lambda: [row[0] for row in table("reservations")] == ["maint"], 30, "the reservation")
     wait_until(lambda: any(row[0] == str(held) and row[-1] == "(JobHeldUser)" for row in table("queue")), 30,
                "the held job and its reason")
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
-        text = response.read().decode()
+    text = get(base + "/metrics")[1]
     for name in ('gangsched_nodes{state="drained"} 1.0', 'gangsched_reservation_nodes{reservation="maint"} 1.0',
                  'gangsched_queue_jobs{reason="JobHeldUser"} 1.0'):
         assert name in text, name

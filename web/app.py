@@ -1,8 +1,10 @@
 """The HTTP side: the page, its event stream, the snapshot as JSON and /metrics (starlette on uvicorn).
 
-Off loopback every path asks for the token (``?token=``, ``Authorization:
-Bearer``, or the cookie a page opened with ``?token=`` gets), as Jupyter does:
-the page shows who runs what.
+Every path asks for the token (``?token=``, ``Authorization: Bearer``, or the
+cookie a page opened with ``?token=`` gets), as Jupyter does: the page shows
+who runs what, and loopback is every account's of the machine. Served on
+loopback, a request must name a loopback host (``Host:``): a page of another
+site whose name was made to point at 127.0.0.1 (DNS rebinding) is refused.
 """
 
 import asyncio
@@ -16,6 +18,7 @@ from pathlib import Path
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -31,9 +34,9 @@ COOKIE = "gang_web_token"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def create_app(watch: ClusterWatch, token: str | None, parent: int | None = None,
+def create_app(watch: ClusterWatch, token: str, host: str, parent: int | None = None,
                stop: Callable[[], None] = lambda: None) -> Starlette:
-    """``token``: None on loopback; ``parent``: the master's pid, whose end ends this server."""
+    """``host``: the one it serves on; ``parent``: the master's pid, whose end ends this server."""
     collector = MasterCollector()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
@@ -79,8 +82,9 @@ def create_app(watch: ClusterWatch, token: str | None, parent: int | None = None
         Route("/", page), Route("/metrics", metrics), Route("/api/state", state), Route("/events", events),
         Mount("/static", StaticFiles(directory=PAGE)),
     ], lifespan=lifespan)
-    if token is not None:
-        app.add_middleware(BaseHTTPMiddleware, dispatch=_token_check(token))
+    app.add_middleware(BaseHTTPMiddleware, dispatch=_token_check(token))
+    if host in LOOPBACK:  # the outermost check: a rebound name is refused before the token is looked at
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "::1", "[::1]"])
     return app
 
 
