@@ -163,9 +163,9 @@ class Containment(ABC):
 class CgroupContainment(Containment):
     kind = "cgroup"
 
-    def __init__(self, node_id: str, root: Path, freeze: bool, pids_max: int) -> None:
+    def __init__(self, node_id: str, root: Path, freeze: bool, pids_max: int, pids_v1: bool) -> None:
         self.root = self._root = root
-        self.pids = PidsControl(node_id, root, pids_max)
+        self.pids = PidsControl(node_id, root, pids_max, pids_v1)
         self.freezes = freeze and supports_freezing(root)
         self._group_class = FrozenCgroupGroup if self.freezes else WatchedCgroupGroup
         self._made = itertools.count(1)
@@ -284,11 +284,13 @@ class ProcessTreeContainment(Containment):
 
 
 def choose_containment(node: str, spool: Path, wanted: str = "auto", freeze: bool = True,
-                       parent: Path | None = None, delegated: bool = False, pids_max: int = 0) -> Containment:
+                       parent: Path | None = None, delegated: bool = False, pids_max: int = 0,
+                       pids_v1: bool = False) -> Containment:
     """``wanted``: auto, cgroup or process-tree; ``parent``: the cgroup v2 folder to make the node's groups
     below (None: the daemon's own group); ``delegated``: the daemon's own group is its to manage (it
     moves itself into a leaf of it first: noded/cgroups.py); ``pids_max``: the processes and threads a task
-    may have at once, where its group can say (0: no limit)."""
+    may have at once, where its group can say (0: no limit), in a cgroup v1 pids group of its own if
+    ``pids_v1``."""
     if delegated and parent is None:
         own = cgroup_of("self")
         try:
@@ -302,7 +304,7 @@ def choose_containment(node: str, spool: Path, wanted: str = "auto", freeze: boo
     instance = f"{node_id}-{secrets.token_hex(4)}"
     root = None if wanted == "process-tree" else node_root(instance, parent or cgroup_of("self"))
     if root is not None:
-        return CgroupContainment(node_id, root, freeze, pids_max)
+        return CgroupContainment(node_id, root, freeze, pids_max, pids_v1)
     if wanted == "cgroup":
         below = parent or "the daemon's group"
         raise ContainmentError(f"no cgroup v2 folder can be made below {below} on this node")

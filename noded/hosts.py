@@ -78,12 +78,13 @@ class ProcessHost:
     starts_beside = True
 
     def __init__(self, node: str, spool: Path, wanted: str, freeze: bool = True,
-                 cgroup_parent: Path | None = None, cgroup_delegated: bool = False, pids_max: int = 0) -> None:
+                 cgroup_parent: Path | None = None, cgroup_delegated: bool = False, pids_max: int = 0,
+                 pids_v1: bool = False) -> None:
         if os.geteuid() == 0:  # a root daemon runs other users' tasks, which need it (task_processes.task_account)
             setpriv()  # found now, so that a node without it says so as it starts, not at each such task
         close_inherited_on_exec()
         self._containment = choose_containment(node, spool, wanted, freeze, cgroup_parent, cgroup_delegated,
-                                               pids_max)
+                                               pids_max, pids_v1)
         # where descheduled tasks are not frozen, the node looks for those that run anyway
         self.watches_descheduled = not self._containment.freezes
         self._unreleased: list[TaskGroup] = []  # groups of ended tasks whose last processes are dying

@@ -58,7 +58,7 @@ class NodeDaemon:
             settings.run_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
         self._host = host or ProcessHost(self.name, settings.spool(), settings.containment,
                                          settings.freeze_descheduled, settings.cgroup_parent,
-                                         settings.cgroup_delegated, settings.task_pids_max)
+                                         settings.cgroup_delegated, settings.task_pids_max, settings.task_pids_v1)
         log.info("tasks are held by %s", self._host.description)
         priority = settings.realtime_priority
         realtime = priority > 0 and raise_priority(priority, log)

@@ -3,8 +3,10 @@ in cgroups: a fork bomb fails its own forks, and no other task or daemon of the 
 
 * cgroup v2, where the node's own group can give its children the pids controller: ``pids.max`` of the
   task's own group;
-* cgroup v1 (a pids hierarchy of its own, as on hosts whose cgroups are hybrid): a group of the task's
-  own in it, which its first process joins at its gate, as its v1 memory group (noded/memory.py).
+* cgroup v1 (a pids hierarchy of its own, as on hosts whose cgroups are hybrid), where asked
+  (``--task-pids-v1``): a group of the task's own in it, which its first process joins at its gate, as
+  its v1 memory group (noded/memory.py). A join is a cgroup migration, which takes the hierarchy's one
+  lock: a sixth of the rate of a flood of short jobs here (docs/limits.md).
 
 Elsewhere the limit is not kept: the node's log says so as it starts.
 """
@@ -55,9 +57,10 @@ class TaskPids:
 
 
 class PidsControl:
-    """The node's pids cgroups, found at start: in its v2 tasks' groups, in a v1 hierarchy, or none."""
+    """The node's pids cgroups, found at start: in its v2 tasks' groups, in a v1 hierarchy (``v1``: where
+    asked, at a cgroup migration more a task), or none."""
 
-    def __init__(self, node_id: str, v2_root: Path, limit: int) -> None:
+    def __init__(self, node_id: str, v2_root: Path, limit: int, v1: bool) -> None:
         self.limit = limit
         self._v1_root: Path | None = None
         self.kind = "none"
@@ -65,6 +68,8 @@ class PidsControl:
             self.kind = "none asked"
         elif _enable_v2(v2_root):
             self.kind = "cgroup v2"
+        elif not v1:
+            self.kind = "none: only cgroup v1 has the pids controller, and --task-pids-v1 is off"
         else:
             own = _own_v1_group()
             if own is not None and (own / "cgroup.procs").exists():

@@ -91,8 +91,14 @@ class NodeSettings(BaseSettings):
         "resumes it; false: watch it as by process tree (docs/architecture.md, 'Descheduled means not running')"
     )
     task_pids_max: int = Field(
-        4096, ge=0, le=4_194_304, description="processes and threads a task may have at once (cgroup pids.max), "
-        "where its group can say: a fork bomb fails its own forks, not the node's; 0: no limit"
+        4096, ge=0, le=4_194_304, description="processes and threads a task may have at once (pids.max of its "
+        "cgroup v2 group, where the node may give it the pids controller): a fork bomb fails its own forks, not "
+        "the node's; 0: no limit"
+    )
+    task_pids_v1: bool = Field(
+        False, description="keep --task-pids-max where only cgroup v1 has the pids controller (a hybrid host) too: "
+        "a pids group of each task's own, at one more cgroup migration a task (a sixth of the rate of a flood of "
+        "short jobs here: docs/limits.md)"
     )
     kill_grace_s: float = Field(5.0, ge=0, description="SIGTERM to SIGKILL when ending a task")
     realtime_priority: int = Field(

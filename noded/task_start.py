@@ -14,10 +14,12 @@ is done by small programs every Linux host has, none of them the user's:
    and the task's own descriptors (an MPI task's PMI socket; everything the
    daemon opens is close-on-exec), at the lowest real-time priority until
    its exec where the daemon has a real-time one (``_realtime_child``), and
-   at normal priority from the spawn's return on. Its environment is the
-   system's ``PATH`` alone: nothing a user exports (``LD_PRELOAD``,
-   ``LD_LIBRARY_PATH``, ``GCONV_PATH``, ``GLIBC_TUNABLES``, ...) reaches a
-   program that runs with the daemon's rights;
+   at normal priority from the spawn's return on. For another user's task
+   its environment is the system's ``PATH`` alone: nothing a user exports
+   (``LD_PRELOAD``, ``LD_LIBRARY_PATH``, ``GCONV_PATH``, ``GLIBC_TUNABLES``,
+   ...) reaches a program that runs with the daemon's rights; a task of the
+   daemon's own user gets its environment with the spawn, its account's to
+   give;
 2. ``/bin/sh`` waits at the gate while the daemon puts it in the task's
    cgroup (or process tree), pins it to the task's cores and stops it if the
    task's row is not the one running; then the daemon opens the gate, so no
@@ -26,9 +28,10 @@ is done by small programs every Linux host has, none of them the user's:
    then ``setpriv`` (util-linux) takes the user's groups, gid and uid;
 3. the shell, with the user's rights, gives up if the daemon is already gone
    (its parent is another), takes the submitter's umask, enters the working
-   folder (else the spool), opens the output, and only then reads the task's
-   environment from fd 5 (a memfd of ``export NAME='value'`` lines the daemon
-   wrote, quoted so that nothing in a value is ever run);
+   folder (else the spool), opens the output, and only then reads another
+   user's task's environment from fd 5 (a memfd of ``export NAME='value'``
+   lines the daemon wrote, quoted so that nothing in a value is ever run;
+   empty for the daemon's own user's);
 4. closes the status pipe and execs the command, found on the task's PATH.
 
 What ends a task whose daemon dies: at the gate, the gate itself (the shell
@@ -201,7 +204,9 @@ def spawn_task(plan: StartPlan) -> HeldTask:
                     (os.POSIX_SPAWN_DUP2, environment, ENVIRONMENT_FD)]
         actions += [(os.POSIX_SPAWN_DUP2, fd, fd) for fd in plan.passed_fds]  # the same number, kept across exec
         with _realtime_child() as scheduler:
-            pid = spawn(argv, {"PATH": SYSTEM_PATH}, actions, scheduler)
+            # the daemon's own user's task: its environment is this account's to give, so it comes with the
+            # spawn, as the cheapest way (dash sourcing it was a twentieth of a task's CPU in a flood)
+            pid = spawn(argv, plan.env if plan.user is None else {"PATH": SYSTEM_PATH}, actions, scheduler)
     except BaseException:
         for fd in (gate_read, gate_write, status_read, status_write, environment):
             os.close(fd)
@@ -255,7 +260,8 @@ def _environment_file(plan: StartPlan) -> int:
     (it opens it again as /dev/fd/5, past its gate and its change of user)."""
     fd = os.memfd_create("gangsched-task-environment", os.MFD_CLOEXEC)
     try:
-        os.write(fd, environment_script(plan.env))
+        if plan.user is not None:  # another user's: only past the change of user (the daemon's own: at the spawn)
+            os.write(fd, environment_script(plan.env))
         if plan.user is not None:
             os.fchown(fd, plan.user.uid, plan.user.gid)
         os.fchmod(fd, 0o400)

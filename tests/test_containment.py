@@ -158,6 +158,7 @@ def test_a_task_that_exits_takes_what_it_started_with_it(start_cluster, containm
 
 def test_a_fork_bomb_fails_its_own_forks_past_its_tasks_process_limit(start_cluster, monkeypatch):
     monkeypatch.setenv("GANG_NODE_TASK_PIDS_MAX", "40")
+    monkeypatch.setenv("GANG_NODE_TASK_PIDS_V1", "true")  # where only cgroup v1 has the controller (here)
     cluster = start_cluster(nodes=1)
     bomb = "n=0; while [ $n -lt 200 ]; do sleep 30 & n=$((n+1)); done"
     job = cluster.client.submit(JobSpec(name="bomb", user=getpass.getuser(), tasks=1, argv=["sh", "-c", bomb]))
