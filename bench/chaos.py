@@ -39,9 +39,9 @@ from gangsched.bench.chaos_checks import Invariants, check
 from gangsched.bench.chaos_mix import ChaosMix
 from gangsched.bench.chaos_watch import SlotFindings, SlotWatch
 from gangsched.bench.isolation import Namespace, shared_store
+from gangsched.client.connection import MasterUnreachable
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
-from gangsched.master.connection import MasterUnreachable
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobInfo, UserInfo
 

@@ -9,14 +9,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from gangsched.client.connection import MasterUnreachable, RequestRefused
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.local import progress_folder
 from gangsched.deploy.unix_accounts import remove_unix_account, unix_account
 from gangsched.jobs.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.jobs.mpi_environments import ensure
 from gangsched.jobs.mpi_programs import MpiUnavailable
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.master.client import MasterClient
-from gangsched.master.connection import MasterUnreachable, RequestRefused
 from gangsched.protocol.array_ranges import IndexRange
 from gangsched.protocol.records import JobInfo, JobSpec, MpiKind, UserInfo
 

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 
 from gangsched.bench.twin import ProgramCost, compute_program, measure_program, simulate_twin
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState
 from gangsched.sim.sim_job import SimJob
 from gangsched.workload.lublin import lublin_jobs

@@ -23,11 +23,11 @@ from matplotlib.figure import Figure
 from gangsched.bench.dynamic import measure_l4_program, run_l4_case
 from gangsched.bench.mix import run_mix, running
 from gangsched.bench.mpi_experiment import L6
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 
 NODES = 4

@@ -26,9 +26,9 @@ import zmq
 
 from gangsched.bench.isolation import Namespace
 from gangsched.bench.restarts import wait_for_ends
+from gangsched.client.master_client import MasterClient
 from gangsched.daemon.curve import NODE_USER, KeyFolder
 from gangsched.deploy.local import LocalCluster, task_processes
-from gangsched.master.client import MasterClient
 from gangsched.protocol.codec import decode
 from gangsched.protocol.leadership_messages import MasterInfo, MasterRole
 from gangsched.protocol.messages import SlotSwitch

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 import zmq
 
 from gangsched.bench.fuzz import client_messages, frames, node_messages, valid_frames
+from gangsched.client.master_client import RequestRefused
 from gangsched.deploy.local import ClusterState, LocalCluster
-from gangsched.master.client import RequestRefused
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import NodeQuery, SlotSwitch, Submit

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import zmq
 
+from gangsched.client.master_client import MasterClient
 from gangsched.daemon.realtime import raise_priority
 from gangsched.deploy.local import ClusterState, LocalCluster, task_processes
 from gangsched.jobs.adversaries import PMI_FLOOD
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.master.client import MasterClient
 from gangsched.protocol import task_environment
 from gangsched.protocol.frames import pack
 from gangsched.protocol.records import JobSpec, JobState, MpiKind

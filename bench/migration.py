@@ -11,9 +11,9 @@ checkpoint at a barrier and restart on the new node from their state.
 import time
 from dataclasses import dataclass
 
+from gangsched.client.master_client import MasterClient
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo, JobState
 
 NODES = 4

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from gangsched.client.master_client import MasterClient
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec
 
 

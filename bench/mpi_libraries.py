@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.mpi_environments import MpiEnvironment, ensure
 from gangsched.jobs.mpi_programs import build, mpi_tool
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo, JobSpec, JobState, MpiKind
 
 LIBRARIES = ("mpich", "openmpi", "intelmpi")

@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gangsched.bench.restarts import crash_halfway, wait_for_ends
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.local import LocalCluster
-from gangsched.master.client import MasterClient
 from gangsched.protocol.admin_messages import JobAction, JobControl, JobsControlled, JobUpdate, JobUpdated
 from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import psutil
 
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import task_processes, temporary_local_cluster
-from gangsched.master.client import MasterClient
 from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.records import JobSpec, JobState
 

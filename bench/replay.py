@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gangsched.client.master_client import MasterClient
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobInfo, JobState
 from gangsched.sim.prepare import prepare
 from gangsched.sim.sim_job import SimJob

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.local import LocalCluster
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState
 
 _RETRY_S = 60.0

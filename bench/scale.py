@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 import zmq
 
-from gangsched.master.client import MasterClient, MasterUnreachable
+from gangsched.client.master_client import MasterClient, MasterUnreachable
 from gangsched.protocol.messages import MasterStats
 from gangsched.protocol.records import JobSpec, NodeState
 

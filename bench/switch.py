@@ -22,9 +22,9 @@ from pathlib import Path
 import psutil
 
 from gangsched.bench.mix import running
+from gangsched.client.master_client import MasterClient
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient
 from gangsched.noded.task_processes import process_cpu_ns
 from gangsched.sim.report import percentile
 

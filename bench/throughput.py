@@ -45,9 +45,9 @@ import psutil
 
 from gangsched.bench.scale import emulated_cluster
 from gangsched.bench.spawn_floor import commit_rate, file_cost_us, spawn_rate
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_local_cluster
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec
 from gangsched.sim.report import percentile
 

@@ -17,9 +17,9 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.master.client import MasterClient
 from gangsched.master.settings import MasterSettings
 from gangsched.protocol.records import JobSpec, JobState
 from gangsched.sim.cpu import Cores, job_rates

@@ -21,7 +21,7 @@ from gangsched.cli.connect import with_master
 from gangsched.cli.console import command_console
 from gangsched.cli.job_control import resume, suspend
 from gangsched.cli.sizes import SIZE
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 from gangsched.protocol.records import UserInfo, UserLimits
 from gangsched.protocol.sizes import readable
 

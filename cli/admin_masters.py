@@ -8,7 +8,7 @@ import click
 
 from gangsched.cli.connect import with_master
 from gangsched.cli.table import Column, render
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 from gangsched.protocol.leadership_messages import MasterInfo
 
 _TAKEOVER_WAIT_S = 30.0

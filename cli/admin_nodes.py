@@ -8,7 +8,7 @@ import click
 
 from gangsched.cli.connect import with_master
 from gangsched.cli.table import Column, render
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 from gangsched.protocol.admin_messages import AdminAction, NodeAction
 from gangsched.protocol.times import format_time
 

@@ -7,7 +7,7 @@ import click
 
 from gangsched.cli.connect import with_master
 from gangsched.cli.table import Column, render
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.hostlists import collect_hostlist
 from gangsched.protocol.reservation_messages import ReservationFlag, ReservationInfo

@@ -19,10 +19,10 @@ from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
 from gangsched.cli.sizes import SIZE
+from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster, temporary_local_cluster
 from gangsched.jobs.synthetic import SyntheticJob
-from gangsched.master.client import MasterClient
 from gangsched.protocol.sizes import format_size
 
 

@@ -7,7 +7,7 @@ import click
 
 from gangsched.cli.connect import with_master
 from gangsched.cli.master_access import json_error
-from gangsched.master.client import MasterClient, RequestRefused
+from gangsched.client.master_client import MasterClient, RequestRefused
 
 
 @click.command()

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from gangsched.cli.master_access import NoMaster, error_code, find_master, json_error
+from gangsched.client.master_client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.daemon.curve import CurveError
-from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
 
 
 def with_master(command: Callable[..., Any]) -> Callable[..., Any]:

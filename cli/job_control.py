@@ -8,7 +8,7 @@ import click
 
 from gangsched.cli.connect import with_master
 from gangsched.cli.job_script import dependency
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 from gangsched.protocol.admin_messages import JobAction
 from gangsched.protocol.durations import parse_duration
 

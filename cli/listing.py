@@ -21,8 +21,8 @@ from typing import Any, NoReturn
 
 from gangsched.cli import table
 from gangsched.cli.master_access import NoMaster, error_code, find_master, json_error
+from gangsched.client.connection import MasterConnection, MasterUnreachable, RequestRefused
 from gangsched.daemon.curve import CurveError
-from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
 
 SUMMARIES = {  # `gang --help` lists these (gangsched.cli.group)
     "queue": "List jobs, like squeue: state, nodes, elapsed time, utilization, barriers/s.",

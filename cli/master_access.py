@@ -8,10 +8,10 @@ import os
 import stat
 import sys
 
+from gangsched.client.connection import KeyFolderPath, RequestRefused
 from gangsched.daemon.cluster_file import ClusterFileError, configured_masters
 from gangsched.daemon.endpoints import MASTER_SOCKET, default_endpoint
 from gangsched.deploy.home import cluster_master
-from gangsched.master.connection import KeyFolderPath, RequestRefused
 
 
 class NoMaster(Exception):

@@ -6,7 +6,7 @@ import time
 import click
 
 from gangsched.cli.connect import with_master
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 
 
 @click.command()

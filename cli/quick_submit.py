@@ -20,14 +20,14 @@ from collections.abc import Sequence
 
 from gangsched.cli.job_script import is_script
 from gangsched.cli.master_access import SUBMIT_RETRY_S, NoMaster, error_code, find_master, json_error
-from gangsched.daemon.curve import CurveError
-from gangsched.master.connection import (
+from gangsched.client.connection import (
     MasterConnection,
     MasterUnreachable,
     RequestRefused,
     login_name,
     submitter_umask,
 )
+from gangsched.daemon.curve import CurveError
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.frames import pack
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from gangsched.cli.connect import with_master
-from gangsched.master.client import MasterClient, RequestRefused
+from gangsched.client.master_client import MasterClient, RequestRefused
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.times import format_time
 

@@ -18,9 +18,9 @@ from gangsched.cli import job_script
 from gangsched.cli.connect import with_master
 from gangsched.cli.master_access import SUBMIT_RETRY_S
 from gangsched.cli.sizes import SIZE
+from gangsched.client.connection import submitter_umask
+from gangsched.client.master_client import MasterClient
 from gangsched.jobs.synthetic import KINDS, SyntheticJob
-from gangsched.master.client import MasterClient
-from gangsched.master.connection import submitter_umask
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.messages import NodeList
 from gangsched.protocol.output_pattern import expand

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    # pyzmq only where keys are used: a client without keys (master/zmtp.py) starts without it
+    # pyzmq only where keys are used: a client without keys (client/zmtp.py) starts without it
     import zmq
 
     # its thread module loads asyncio: only the master and relays, which serve keys, need it

@@ -18,12 +18,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gangsched.client.master_client import MasterClient, MasterUnreachable
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.home import DOCKER_STATE, KEYS, default_home
 from gangsched.deploy.image import build_image
 from gangsched.deploy.local import ClusterError
-from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.noded.cgroups import cgroup2_mount
 from gangsched.noded.memory import host_memory
 from gangsched.protocol.sizes import format_size

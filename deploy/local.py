@@ -33,11 +33,11 @@ from pathlib import Path
 
 import psutil
 
+from gangsched.client.master_client import MasterClient, MasterUnreachable
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.home import KEYS, LOCAL_STATE, default_home
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools
-from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.master.published import ENDPOINTS_FILE, BoundEndpoints, bound_endpoints
 from gangsched.noded.memory import host_memory
 from gangsched.policy.cores import even_share

@@ -18,13 +18,13 @@ from typing import Any
 import psutil
 import pytest
 
+from gangsched.client.master_client import MasterClient
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, progress_folder, task_processes
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools, running
 from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
-from gangsched.master.client import MasterClient
 from gangsched.master.clock import Now
 from gangsched.master.core import MasterCore
 from gangsched.master.store import JobStore, StoreWriteError

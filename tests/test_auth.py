@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import zmq
 
+from gangsched.client.master_client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.daemon.curve import NODE_USER, CurveError, KeyFolder, keygen
-from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.master.published import BoundEndpoints, bound_endpoints
 from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode

@@ -67,7 +67,7 @@ def test_gang_help_imports_no_command():
 
 def test_a_job_command_loads_no_cluster_code_nor_plots():
     modules = imported_by("cancel", "--master", "ipc:///nonexistent/master.sock", "--help")
-    assert "gangsched.master.client" in modules  # the job commands loaded
+    assert "gangsched.client.master_client" in modules  # the job commands loaded
     heavy = {name for name in modules
              if name.startswith(("matplotlib", "gangsched.deploy.local", "gangsched.deploy.config",
                                  "pydantic_settings", "asyncio", "gangsched.sim", "gangsched.policy"))}
@@ -76,14 +76,14 @@ def test_a_job_command_loads_no_cluster_code_nor_plots():
 
 def test_a_list_command_loads_neither_click_pydantic_nor_pyzmq():
     modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock")  # fails: no master there
-    assert "gangsched.master.connection" in modules  # it asked, through master/zmtp.py
+    assert "gangsched.client.connection" in modules  # it asked, through client/zmtp.py
     assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq"))}
 
 
 def test_an_ordinary_submission_loads_neither_click_pydantic_nor_pyzmq():
     modules, own = imports_of("submit", "--master", "tcp://127.0.0.1:1", "-n", "2", "-a", "0-9%2", "--",
                                   "true")  # fails: no master there
-    assert "gangsched.cli.quick_submit" in modules and "gangsched.master.connection" in modules
+    assert "gangsched.cli.quick_submit" in modules and "gangsched.client.connection" in modules
     # nor the parsers of a configuration file and of a script's directives, which it has none of
     assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq", "tomllib",
                                                             "shlex"))}

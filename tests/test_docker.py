@@ -24,13 +24,13 @@ import pytest
 
 from gangsched.bench.migration import run_migration
 from gangsched.bench.throughput import flood
+from gangsched.client.master_client import MasterClient
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.compose import DockerCluster, project_dir
 from gangsched.deploy.config import ClusterConfig
 from gangsched.jobs.adversaries import RESUMES_ITSELF
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState, MpiKind, NodeState
 
 from .conftest import unix_account, wait_until

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.master.client import MasterClient
+from gangsched.client.master_client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import wait_until
 

@@ -7,7 +7,7 @@ import zmq
 
 from gangsched.bench.hostile import drained, flood, fuzz_master, fuzz_pmi
 from gangsched.bench.hostile_load import ATTACKS, run_attack
-from gangsched.master.client import RequestRefused
+from gangsched.client.master_client import RequestRefused
 from gangsched.protocol.frames import pack
 from gangsched.protocol.records import JobState, MpiKind
 

@@ -13,9 +13,9 @@ import psutil
 import pytest
 import zmq
 
+from gangsched.client.master_client import MasterUnreachable, RequestRefused
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterUnreachable, RequestRefused
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, NodeQuery, NodeWelcome, SlotSwitch

@@ -17,9 +17,9 @@ import psycopg
 import pytest
 
 from gangsched.bench.isolation import HOST, INNER, Namespace, isolated
+from gangsched.client.master_client import MasterClient, MasterUnreachable
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.postgres_server import running
-from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.leadership_messages import MasterRole
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import wait_until

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gangsched.master.client import MasterClient, RequestRefused
+from gangsched.client.master_client import MasterClient, RequestRefused
 from gangsched.noded.masters import Masters
 from gangsched.protocol.leadership_messages import MasterRole, Takeover, TakeoverRequested
 from gangsched.protocol.records import JobSpec, JobState

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.client.master_client import MasterClient, MasterUnreachable
 from gangsched.deploy.local import progress_folder
-from gangsched.master.client import MasterClient, MasterUnreachable
 from gangsched.protocol.records import JobSpec, JobState
 from tests.conftest import ended, unix_account
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gangsched.client.master_client import MasterClient, RequestRefused
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.client import MasterClient, RequestRefused
 from gangsched.master.published import web_address
 from gangsched.protocol.admin_messages import NodeAction
 from gangsched.protocol.errors import ErrorCode

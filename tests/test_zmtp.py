@@ -1,4 +1,4 @@
-"""A client's socket in plain Python (master/zmtp.py) against real pyzmq sockets: a ROUTER answers it as it
+"""A client's socket in plain Python (client/zmtp.py) against real pyzmq sockets: a ROUTER answers it as it
 answers a pyzmq DEALER, on ipc and tcp; a master that comes up late is waited for; whatever is not a
 ZeroMQ socket without keys gets one clear line, and no answer gets "no answer"."""
 
@@ -9,8 +9,8 @@ import time
 import pytest
 import zmq
 
-from gangsched.master.connection import MasterConnection, MasterUnreachable
-from gangsched.master.zmtp import ZmtpDealer
+from gangsched.client.connection import MasterConnection, MasterUnreachable
+from gangsched.client.zmtp import ZmtpDealer
 from gangsched.protocol.frames import pack, unpack
 
 

@@ -24,7 +24,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gangsched.master.client import MasterUnreachable
+from gangsched.client.master_client import MasterUnreachable
 from gangsched.protocol.records import JobState
 from gangsched.web.metrics import MasterCollector
 from gangsched.web.watch import ClusterWatch

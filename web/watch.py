@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from gangsched.master.client import MasterClient, MasterUnreachable, RequestRefused
+from gangsched.client.master_client import MasterClient, MasterUnreachable, RequestRefused
 from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.messages import MatrixView, NodeList
 from gangsched.protocol.records import JobInfo, JobState

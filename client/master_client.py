@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from gangsched.master.connection import MasterConnection, MasterUnreachable, RequestRefused
+from gangsched.client.connection import MasterConnection, MasterUnreachable, RequestRefused
 from gangsched.protocol.admin_messages import (
     AdminAction,
     AdminLog,

@@ -9,7 +9,7 @@ No pydantic here: the list commands (`gang queue`, `gang history`, `gang nodes`)
 people run in loops, read their replies as maps. ``MasterClient`` builds on this with
 the protocol's models; tests/test_cli_lists.py checks that the maps are the models'.
 Nor pyzmq, but with CURVE keys: without, the socket is ZeroMQ's wire protocol in plain
-Python (master/zmtp.py), which a command starts 40 ms sooner for on a slow day.
+Python (client/zmtp.py), which a command starts 40 ms sooner for on a slow day.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 
-from gangsched.master.zmtp import ZmtpDealer, ZmtpError, routing_id
+from gangsched.client.zmtp import ZmtpDealer, ZmtpError, routing_id
 from gangsched.protocol.errors import ErrorCode, ProtocolError
 from gangsched.protocol.frames import JOBS_PER_REPLY, MAX_REQUEST_BYTES, pack, unpack
 
@@ -209,7 +209,7 @@ class MasterConnection:
 
 
 class _CurveDealer:
-    """pyzmq's DEALER, for a client with CURVE keys, which master/zmtp.py does not speak."""
+    """pyzmq's DEALER, for a client with CURVE keys, which client/zmtp.py does not speak."""
 
     def __init__(self, endpoint: str, keys: KeyFolderPath, user: str, timeout_ms: int) -> None:
         from pathlib import Path
