@@ -19,7 +19,6 @@ from gangsched.master.placement import Shape, committed_memory, describe_shape
 from gangsched.master.reservation_book import ReservationBook
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.master.tiers import Tiers
 from gangsched.master.user_limits import Admission
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.partitions import PartitionState
@@ -55,7 +54,7 @@ class ClientRequests:
     """What clients ask: submit, cancel, the queue, the nodes, the matrix."""
 
     def __init__(self, settings: MasterSettings, store: JobStore, nodes: NodeRegistry, table: JobTable,
-                 endings: Endings, matrices: Matrices, tiers: Tiers, admission: Admission,
+                 endings: Endings, matrices: Matrices, admission: Admission,
                  reservations: ReservationBook, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
         self._private_details = settings.private_job_details
@@ -65,7 +64,6 @@ class ClientRequests:
         self._table = table
         self._endings = endings
         self._matrices = matrices
-        self._tiers = tiers
         self._admission = admission
         self._reservations = reservations
         self._retry = retry
@@ -112,7 +110,6 @@ class ClientRequests:
             self._endings.enqueue(job, now)
         made = f"job {first}" if count == 1 else f"jobs {first}-{first + count - 1}"  # an array's: one line
         log.info("%s submitted by %s to %s: %s, %d tasks", made, spec.user, matrix.name, spec.name, spec.tasks)
-        self._tiers.settle(now)
         return Submitted(job_id=first, count=count)
 
     def partition_for(self, spec: JobSpec, now: Now) -> tuple[Matrix, JobSpec] | ErrorReply:
@@ -236,7 +233,6 @@ class ClientRequests:
             self._endings.decide_end(job, JobState.CANCELLED, reason, now)
         else:
             self._endings.withdraw(job, reason, now)
-        self._tiers.settle(now)
         return Cancelled(job_id=job.job_id, state=job.ending or job.state, killed=running)
 
     def query_jobs(self, message: JobQuery, now: Now) -> JobList:

@@ -122,12 +122,12 @@ class MasterCore:
         self.reservation_book = ReservationBook(store, self._nodes, self.matrices, self.table, self.node_events,
                                                 self.tiers, self.endings, settings.over_time_s, now)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
-                                              self.matrices, self.tiers, self.admission, self.reservation_book,
+                                              self.matrices, self.admission, self.reservation_book,
                                               self.store_retry)
-        self.users = Users(store, self.table, self.admission, self.matrices, self.endings, self.tiers)
-        self.node_service = NodeService(self._nodes, self.matrices, self.node_events, self.tiers, store)
+        self.users = Users(store, self.table, self.admission, self.matrices, self.endings)
+        self.node_service = NodeService(self._nodes, self.matrices, self.node_events, store)
         self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
-        self.job_updates = JobUpdates(self.table, self.queues, self.endings, self.tiers, self.client_requests, store)
+        self.job_updates = JobUpdates(self.table, self.queues, self.endings, self.client_requests, store)
         self.command_record = CommandRecord(store)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = now.wall
@@ -218,7 +218,6 @@ class MasterCore:
         self.broadcast.columns.forget(set(old) - {matrix.name for matrix in matrices})
         moved = [matrix for matrix in matrices if old.get(matrix.name) is not matrix]
         self._move_jobs({matrix.name for matrix in moved}, now)
-        self.tiers.settle(now)
         changes += [f"{name}: at the next start of the master" for name in restart_needed]
         log.info("reconfigured from %s: %s", config, "; ".join(changes) or "nothing changed")
         return Reconfigured(config=config, partitions=[matrix.name for matrix in matrices], changes=changes)
@@ -302,6 +301,13 @@ class MasterCore:
         """When the next quantum boundary of any matrix is due (monotonic seconds)."""
         return self.matrices.next_boundary()
 
+    def scheduling_pass(self, now: Now) -> None:
+        """One scheduling pass: every matrix decides what the events of the turn changed (arrivals, ends,
+        nodes come and gone, commands), highest tier first. The loop runs it once at the end of each turn,
+        after its events and before its commit (master/loop.py), and the quantum boundary runs its own
+        (``tick``): no handler runs it, so that a flood of events costs one pass, not one each."""
+        self.tiers.settle(now)
+
     def tick(self, now: Now) -> None:
         """A quantum boundary of the matrices whose boundary is due by ``now`` (at least the earliest's):
         drop silent nodes, enforce their time limits, settle, choose their rows; put the node columns new
@@ -325,7 +331,7 @@ class MasterCore:
         if self.store_retry.due(now.monotonic):
             self._retry_store(now)
         self.reservation_book.tick(now)
-        self.tiers.settle(now)
+        self.scheduling_pass(now)  # the boundary's own events decided before its rows are chosen
         running = self.table.running()
         for matrix in due:
             matrix.rotation.choose([job for job in running if job.spec.partition == matrix.name], now)

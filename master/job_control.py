@@ -67,7 +67,6 @@ class JobControls:
                 return ErrorReply.nothing_changed(ErrorCode.INTERNAL, f"the job store cannot write ({error})")
         for job in jobs:
             self._apply(job, user, action, now)
-        self._tiers.settle(now)
         log.info("jobs %s: %s by %s", ",".join(str(job.job_id) for job in jobs), action, user)
         return JobsControlled(action=action, jobs=[job.info() for job in jobs])
 

@@ -20,7 +20,6 @@ from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.pending import Queues
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.master.tiers import Tiers
 from gangsched.protocol.admin_messages import JobUpdate, JobUpdated
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.errors import ErrorCode
@@ -36,12 +35,11 @@ _LABELS = (("TimeLimit", ("estimate_s",)), ("Name", ("name",)), ("Dependency", (
 
 
 class JobUpdates:
-    def __init__(self, table: JobTable, queues: Queues, endings: Endings, tiers: Tiers,
+    def __init__(self, table: JobTable, queues: Queues, endings: Endings,
                  client_requests: ClientRequests, store: JobStore) -> None:
         self._table = table
         self._queues = queues
         self._endings = endings
-        self._tiers = tiers
         self._client_requests = client_requests
         self._store = store
 
@@ -83,7 +81,6 @@ class JobUpdates:
             self._endings.enqueue(job, now)
         else:
             job.spec = spec
-        self._tiers.settle(now)
         words = [f"{label} {_shown(label, before)} -> {_shown(label, spec)}" for label, keys in _LABELS
                  if changes.keys() & set(keys)]
         log.info("job %d updated by %s: %s", job.job_id, user, "; ".join(words))

@@ -11,7 +11,8 @@ and an exit is acted on within a few milliseconds. Every message is
 routed by its type through a table (master/routes.py) to the core's part that answers it, once
 master/authorization.py has said who sent it and whether they may; a bad frame
 or a failing handler gets an error reply or a log line, and the loop lives on.
-SIGTERM and SIGINT end it.
+SIGTERM and SIGINT end it. A turn's events are followed by one scheduling pass
+(``MasterCore.scheduling_pass``), whatever they were: no handler runs it.
 
 Group commit: each turn of the loop (a batch of client messages, a drain of
 the reports, a quantum boundary) ends with one commit of the store's writes,
@@ -271,6 +272,7 @@ class MasterDaemon:
                 break
             frames, user = self._receive(self._router)
             survive(log, "handling a client message", functools.partial(self._handle, frames, user))
+        survive(log, "the turn's scheduling pass", lambda: self._core.scheduling_pass(read_clock()))
         survive(log, "committing and sending", self._outgoing.end_turn)
         self._growth.turn_ended(len(self._core.table.jobs))
 
@@ -337,7 +339,7 @@ class MasterDaemon:
             if reply is not None and route is not None:  # else it cannot be told: its next connection brings a hello
                 self._outgoing.reply([route], reply)
         try:  # one scheduling pass for every end the drain brought: in a flood of small jobs, one a job before
-            self._core.tiers.settle(now)
+            self._core.scheduling_pass(now)
         finally:
             self._outgoing.end_turn()
 

@@ -97,10 +97,9 @@ class NodeEvents:
         self._nodes.register(hello, identity, now.monotonic, home.via)
         if previous is not None and previous.incarnation == hello.incarnation:
             self._outbox.extend((hello.node, message) for message in held)  # before anything this hello brings
-        self._take_exits(hello, now)  # settled below
+        self._take_exits(hello, now)
         self._reconcile_tasks(hello, now)
         self.follow_nodes(now)
-        self._tiers.settle(now)
         self._outbox.append((hello.node, self._broadcast.hello_column(hello.node)))
         relay = home.endpoints
         return NodeWelcome(
@@ -120,12 +119,10 @@ class NodeEvents:
         are facts, taken and acknowledged as ever."""
         log.info("node %s: a hello sent before its welcome arrived: only its exits taken", hello.node)
         self._take_exits(hello, now)
-        if hello.exits:
-            self._tiers.settle(now)
 
     def _take_exits(self, hello: NodeHello, now: Now) -> None:
         """The ends a hello brings, each acknowledged once the store has it; the decisions they bring left to
-        the caller's settle."""
+        the turn's scheduling pass."""
         for exit_ in hello.exits:
             ack = self.ended(exit_, now)
             if ack is not None:
@@ -140,8 +137,9 @@ class NodeEvents:
         return _say_hello(message.node)
 
     def ended(self, message: TaskExit, now: Now) -> ExitAck | None:
-        """A task's end, the decisions it may bring left to the caller's settle: one pass after a batch of
-        ends (a node's welcome, a drain of the report socket), not one for each end of a flood of small jobs.
+        """A task's end, the decisions it may bring left to the turn's scheduling pass (``MasterCore.scheduling_pass``):
+        one after a batch of ends (a node's welcome, a drain of the report socket), not one for each end of a flood
+        of small jobs.
         Its acknowledgement, or None while the store has not taken the end (master/ending.py: sent then)."""
         self._starts.arrived(message.job_id, message.rank)
         job = self._table.get(message.job_id)
@@ -213,7 +211,6 @@ class NodeEvents:
             reason = f"its nodes' PMI key-value spaces together hold {size} bytes at fence {fence.epoch}, more " \
                 f"than a fence carries ({MAX_FENCE_BYTES})"
             self._endings.decide_end(job, JobState.FAILED, reason, now)
-            self._tiers.settle(now)
             return None
         done = PmiFenceDone(job_id=job.job_id, epoch=fence.epoch,
                             kvs={key: value for node in nodes for key, value in entered[node].kvs.items()},
@@ -245,7 +242,6 @@ class NodeEvents:
 
     def node_unreachable(self, name: str, now: Now) -> None:
         self.lose_node(name, f"node {name} became unreachable", now)
-        self._tiers.settle(now)
 
     def undelivered(self, name: str, message: Message) -> None:
         """``message`` could not reach node ``name``: its daemon left this master's socket. It is not lost

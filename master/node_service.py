@@ -20,7 +20,6 @@ from gangsched.master.matrices import Matrices
 from gangsched.master.node_events import NodeEvents
 from gangsched.master.nodes import NodeMark, NodeRegistry
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.master.tiers import Tiers
 from gangsched.protocol.admin_messages import NodeAction, NodesUpdated, NodeUpdate
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.hostlists import expand_hostlist
@@ -34,12 +33,11 @@ MASTER_USER = "gangsched"  # who marks a node the master itself took out
 
 
 class NodeService:
-    def __init__(self, nodes: NodeRegistry, matrices: Matrices, node_events: NodeEvents, tiers: Tiers,
+    def __init__(self, nodes: NodeRegistry, matrices: Matrices, node_events: NodeEvents,
                  store: JobStore) -> None:
         self._nodes = nodes
         self._matrices = matrices
         self._node_events = node_events
-        self._tiers = tiers
         self._store = store
 
     def update(self, message: NodeUpdate, now: Now) -> NodesUpdated | ErrorReply:
@@ -101,7 +99,6 @@ class NodeService:
             if mark is not None and mark.state is NodeState.DOWN:
                 self._node_events.take_out(name, f"node {name} was taken down: {mark.reason.text}", now)
         self._node_events.follow_nodes(now)
-        self._tiers.settle(now)
 
     def not_responding(self, name: str, now: Now) -> None:
         """A node lost without word, where nodes do not return to service by themselves: marked down until

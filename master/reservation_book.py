@@ -209,7 +209,6 @@ class ReservationBook:
         """The schedulers see the reservations as they are now."""
         self._publish(now)
         self._node_events.follow_nodes(now)
-        self._tiers.settle(now)
 
     def _publish(self, now: Now) -> None:
         offset = now.monotonic - now.wall  # the schedulers' clock is the monotonic one

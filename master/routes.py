@@ -51,7 +51,8 @@ Handler = Callable[[bytes, Any, Now], Message | None]
 def node_report_routes(core: MasterCore) -> dict[type, Handler]:
     """What the nodes send unasked, on the report socket (only the nodes' key reaches it): reports, heartbeats,
     exits, and what their MPI process managers exchange through the master, which may take a whole message.
-    The ends of tasks are settled once after each drain of it (master/loop.py), not each on its own."""
+    The ends of tasks are decided in one scheduling pass after each drain of it (master/loop.py), not each
+    on its own."""
     nodes = core.node_events
     return {
         QuantumReport: lambda _, m, now: nodes.report(m, now),

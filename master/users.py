@@ -11,7 +11,6 @@ from gangsched.master.ending import Endings
 from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.master.tiers import Tiers
 from gangsched.master.user_limits import EVERY_PARTITION, Admission
 from gangsched.protocol.admin_messages import SetLimits
 from gangsched.protocol.errors import ErrorCode
@@ -23,13 +22,12 @@ log = logging.getLogger("gangsched.master")
 
 class Users:
     def __init__(self, store: JobStore, table: JobTable, admission: Admission, matrices: Matrices,
-                 endings: Endings, tiers: Tiers) -> None:
+                 endings: Endings) -> None:
         self._store = store
         self._table = table
         self._admission = admission
         self._matrices = matrices
         self._endings = endings
-        self._tiers = tiers
 
     def set_user(self, message: SetUser) -> UserList | ErrorReply:
         """The administrator's word on a user: it counts for the jobs they submit from now on."""
@@ -60,7 +58,6 @@ class Users:
             return ErrorReply.nothing_changed(ErrorCode.INTERNAL, f"the job store cannot write ({error})")
         for job in self._admission.set(message.user, limits):
             self._endings.enqueue(job, now)
-        self._tiers.settle(now)
         log.info("user %s: limits %s", message.user, limits.model_dump(exclude_none=True) or "none")
         return self.query_users()
 

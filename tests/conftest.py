@@ -52,11 +52,11 @@ def clock() -> FakeClock:
 
 class OnClock:
     """A part of a core whose events are each given the fake clock's reading at the call, as the
-    daemon's loop gives the real one's, and end with a commit of the store, as a turn of the loop does
-    (one that fails leaves the writes pending, for the next)."""
+    daemon's loop gives the real one's, and are each a turn of the loop: the event, the turn's scheduling
+    pass, and a commit of the store (one that fails leaves the writes pending, for the next)."""
 
-    def __init__(self, part: object, clock: FakeClock, store: JobStore) -> None:
-        self._part, self._clock, self._store = part, clock, store
+    def __init__(self, part: object, clock: FakeClock, store: JobStore, core: MasterCore) -> None:
+        self._part, self._clock, self._store, self._core = part, clock, store, core
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._part, name)
@@ -65,7 +65,9 @@ class OnClock:
         on_clock = "now" in inspect.signature(attribute).parameters
 
         def event(*args: Any, **kwargs: Any) -> Any:
-            result = attribute(*args, now=self._clock.read(), **kwargs) if on_clock else attribute(*args, **kwargs)
+            now = self._clock.read()
+            result = attribute(*args, now=now, **kwargs) if on_clock else attribute(*args, **kwargs)
+            self._core.scheduling_pass(now)
             with contextlib.suppress(StoreWriteError):
                 self._store.commit()
             return result
@@ -78,18 +80,13 @@ class DrivenMaster:
 
     def __init__(self, core: MasterCore, clock: FakeClock, store: JobStore) -> None:
         self.core, self.clock, self.store = core, clock, store
-        self.node_events = OnClock(core.node_events, clock, store)
-        self.clients = OnClock(core.client_requests, clock, store)
-        self.users = OnClock(core.users, clock, store)
+        self.node_events = OnClock(core.node_events, clock, store, core)
+        self.clients = OnClock(core.client_requests, clock, store, core)
+        self.users = OnClock(core.users, clock, store, core)
 
     def task_ended(self, message: TaskExit) -> ExitAck:
-        """A task's end as the master's loop takes it from a drain of the report socket: the end, the drain's
-        one scheduling pass, then the turn's commit."""
-        now = self.clock.read()
-        acknowledged = self.core.node_events.ended(message, now)
-        self.core.tiers.settle(now)
-        with contextlib.suppress(StoreWriteError):
-            self.store.commit()
+        """A task's end as the master's loop takes it from a drain of the report socket: a turn of its own."""
+        acknowledged: ExitAck = self.node_events.ended(message)
         return acknowledged
 
     def tick(self) -> Any:

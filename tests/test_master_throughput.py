@@ -111,7 +111,7 @@ def test_the_ends_one_drain_of_the_report_socket_brings_are_settled_in_one_sched
     for job in running:
         ended(b"", TaskExit(node=node_of(core, job), job_id=job, rank=0, returncode=0), now)
     assert launched(core) == {} and decisions.count == passes  # nothing decided yet
-    core.tiers.settle(now)  # as the loop does after the drain
+    core.scheduling_pass(now)  # as the loop does after the drain
     assert decisions.count == passes + 1
     assert sorted(launched(core)) == [first + index for index in range(4, 8)]
 

@@ -49,7 +49,7 @@ def restart(core: DrivenMaster, tmp_path: Path, clock: FakeClock, settings=GANGS
 
 
 def administer(core: DrivenMaster, message: NodeUpdate | JobControl):
-    return OnClock(core.core, core.clock, core.store).administer(message)
+    return OnClock(core.core, core.clock, core.store, core.core).administer(message)
 
 
 def nodes(core: DrivenMaster, names: str, action: NodeAction, reason: str | None = "fan", admin: str = "root"):
