@@ -106,7 +106,7 @@ class ClientRequests:
             return ErrorReply(code=ErrorCode.INTERNAL, reason=f"the job store cannot write ({error}): nothing was "
                               "submitted; try again later")
         for job in jobs:
-            self._table.jobs[job.job_id] = job
+            self._table.add(job)
             self._endings.enqueue(job, now)
         made = f"job {first}" if count == 1 else f"jobs {first}-{first + count - 1}"  # an array's: one line
         log.info("%s submitted by %s to %s: %s, %d tasks", made, spec.user, matrix.name, spec.name, spec.tasks)

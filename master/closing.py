@@ -52,5 +52,14 @@ class StoreRetry:
     def succeeded(self) -> None:
         self.next_at = None
 
+    def postpone(self, job_id: int) -> None:
+        """A job's start could not be written: placed again at the next try."""
+        self.postponed.append(job_id)
+
+    def take_postponed(self) -> list[int]:
+        """The jobs whose start waits for the next try, in order; none waits after."""
+        postponed, self.postponed = self.postponed, []
+        return postponed
+
     def due(self, now: float) -> bool:
         return self.next_at is not None and now >= self.next_at

@@ -146,34 +146,29 @@ class MasterCore:
         """Take back the jobs of a previous run; running ones wait for their nodes' hello."""
         table = self.table
         # a master that starts on a store of an earlier run: its nodes have rejoin_s to come back
-        table.rejoin_until = now.monotonic + (self.settings.rejoin_s if self._store.next_job_id() > 1 else 0.0)
+        table.rejoin_for(now.monotonic + (self.settings.rejoin_s if self._store.next_job_id() > 1 else 0.0))
         pending, homeless = [], []
         for job in self._store.active():
             home = self._home(job)
-            if home is not None:
-                job.spec = job.spec.model_copy(update={"partition": home.name})
-            job.predictor = table.predictor()
-            table.jobs[job.job_id] = job
+            job.restored(job.spec if home is None else job.spec.model_copy(update={"partition": home.name}),
+                         table.predictor())  # a rank no hello brings ends the job as vanished
+            table.add(job)
             if job.state is not JobState.RUNNING:
                 pending.append(job)
                 continue
-            # none stored (a store before version 13, or a migration between its checkpoints and its restart):
-            # every rank is expected, and one no hello brings ends the job as vanished
-            if not job.live_ranks:
-                job.live_ranks = set(range(len(job.node_names)))
             table.started(job)
             if home is None:
                 homeless.append(job)
                 continue
             self.queues.of(job).running(job)  # before the pending jobs: it counts against its array's throttle
-            table.unadopted[job.job_id] = job
+            table.awaits_nodes(job)
             for node in job.node_names:
                 self._nodes.expect(node, now.monotonic)
             self.starts.restored(job)
         for job in homeless:  # its tasks are killed as strays when their nodes say hello
-            job.reason = f"no partition of the configuration holds its nodes ({job.spec.partition} is gone)"
-            log.warning("job %d: %s: cancelled", job.job_id, job.reason)
-            self.endings.close(job, JobState.CANCELLED, now)
+            reason = f"no partition of the configuration holds its nodes ({job.spec.partition} is gone)"
+            log.warning("job %d: %s: cancelled", job.job_id, reason)
+            self.endings.close(job, JobState.CANCELLED, now, reason)
         for job in pending:
             self.endings.enqueue(job, now)
         if table.jobs:
@@ -349,11 +344,10 @@ class MasterCore:
         self.endings.write_closes(now)
         if not self.endings.waiting_for_store:
             self.store_retry.succeeded()  # nothing waits for the store now
-        postponed, self.store_retry.postponed = self.store_retry.postponed, []
-        for job_id in postponed:
+        for job_id in self.store_retry.take_postponed():
             job = self.table.get(job_id)
             if job is not None and job.state is JobState.PENDING:  # not cancelled meanwhile
-                job.wait = None  # it waits as any other now
+                job.waits(None)  # it waits as any other now
                 self.queues.of(job).resubmit(job, now)
         for queue in self.queues:
             queue.event()

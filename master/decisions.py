@@ -60,7 +60,7 @@ class Decisions:
             job = self._table.get(job_id)
             if job is None or job.state is not JobState.RUNNING or job.suspended:
                 continue  # a suspended job's time does not count against its limit
-            job.ran_s += elapsed
+            job.ran(elapsed)
             limit = self._table.time_limit(job)
             if job.ending is None and job.ran_s > limit + self._settings.over_time_s:
                 self._endings.decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s",
@@ -75,10 +75,8 @@ class Decisions:
         if not queue.decide_again:
             return
         while queue.decide_again:
-            queue.decide_again = False
             with Stopwatch(self.decision_time):
-                changes = queue.scheduler.schedule(now.monotonic)
-            queue.wake_at = changes.wake_at
+                changes = queue.decide(now.monotonic)
             for job_id, nodes in changes.starts.items():
                 self._start(self._table.jobs[job_id], nodes, now)
             for job_id, nodes in changes.moves.items():
@@ -89,9 +87,8 @@ class Decisions:
         self._explanation = None
 
     def _start(self, job: Job, processors: list[Processor], now: Now) -> None:
+        job.started(now.wall)
         self._table.started(job)
-        job.start_time = now.wall
-        job.reason, job.wait = "", None
         try:
             run_now = self._rotation.starts_now(job.job_id, processors)
             if self._starts.launch(job, processors, restore=False, now=now, run_now=run_now):
@@ -128,15 +125,15 @@ class Decisions:
                 detail = f"{describe_shape(job.spec)}, {up} processors up"
                 if now.monotonic < table.rejoin_until:
                     detail += " (nodes rejoining after a master restart)"
-                job.wait = Wait(WaitKind.NODES, detail)
+                job.waits(Wait(WaitKind.NODES, detail))
             elif job.wait is None or not job.wait.keeps_its_turn:
                 reserved = scheduler.window_in_the_way(job.job_id) if scheduler.reservations else None
                 if reserved is not None:
-                    job.wait = Wait(WaitKind.RESERVATION if reserved == job.spec.reservation else WaitKind.RESERVED,
-                                    reserved)
+                    job.waits(Wait(WaitKind.RESERVATION if reserved == job.spec.reservation else WaitKind.RESERVED,
+                                   reserved))
                 elif memory is not None and not memory(table.policy_job(job, now)):
-                    job.wait = Wait(WaitKind.RESOURCES_MEMORY)
+                    job.waits(Wait(WaitKind.RESOURCES_MEMORY))
                 else:
-                    job.wait = Wait(WaitKind.RESOURCES if first else WaitKind.PRIORITY)
+                    job.waits(Wait(WaitKind.RESOURCES if first else WaitKind.PRIORITY))
                 first = False
             yield job_id

@@ -26,7 +26,6 @@ from gangsched.master.pending import Queues
 from gangsched.master.placement import where
 from gangsched.master.starting import CannotStart, Starts
 from gangsched.master.store import JobStore, RecordRefused, StoreWriteError
-from gangsched.master.waiting import Wait, WaitKind
 from gangsched.protocol.messages import ExitAck, KillTask, Message
 from gangsched.protocol.records import JobState
 
@@ -66,25 +65,21 @@ class Endings:
         never will."""
         never = self._queues.of(job).enqueue(job, now)
         if never is not None:
-            job.reason = f"DependencyNeverSatisfied: {never}"
-            self.close(job, JobState.CANCELLED, now)
+            self.close(job, JobState.CANCELLED, now, f"DependencyNeverSatisfied: {never}")
 
     def withdraw(self, job: Job, reason: str, now: Now) -> None:
         """A pending job leaves the queue for good (cancelled)."""
         self._queues.of(job).withdraw(job, now)
-        job.reason = reason
-        self.close(job, JobState.CANCELLED, now)
+        self.close(job, JobState.CANCELLED, now, reason)
 
     def cannot_start(self, job: Job, failure: CannotStart, now: Now) -> None:
-        job.reason = str(failure)
-        self.close(job, JobState.FAILED, now)
+        self.close(job, JobState.FAILED, now, str(failure))
 
-    def decide_end(self, job: Job, state: JobState, reason: str, now: Now) -> None:
-        """The first cause decides how a running job ends: it leaves the policy, its other tasks are killed."""
-        if job.ending is not None:
+    def decide_end(self, job: Job, state: JobState, reason: str, now: Now, overriding: bool = False) -> None:
+        """The first cause decides how a running job ends (unless ``overriding``: its record cannot be
+        stored): it leaves the policy, its other tasks are killed."""
+        if not job.end_decided(state, reason, overriding):
             return
-        job.ending, job.reason = state, reason
-        job.migration = None
         log.info("job %d ends as %s: %s", job.job_id, state, reason)
         self._queues.of(job).left_the_policy(job, now)
         for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
@@ -93,15 +88,14 @@ class Endings:
     def ranks_gone(self, job: Job, ranks: set[int], ending: tuple[JobState, str] | None, now: Now,
                    exit_code: int | None = None) -> None:
         """Tasks of ``job`` exited or were lost; ``ending`` says if that ends the job."""
-        job.live_ranks -= ranks
+        job.ranks_gone(ranks, exit_code if ending is not None else None)
         for rank in ranks:
             self._starts.arrived(job.job_id, rank)
-        if ending is not None and job.ending is None:
-            job.exit_code = exit_code
+        if ending is not None:
             self.decide_end(job, *ending, now)
         if job.live_ranks:
             return
-        self._table.unadopted.pop(job.job_id, None)
+        self._table.adopted(job)
         self._starts.release_ports(job)
         target = self._migrations.to_restart(job)
         if target is not None:
@@ -119,11 +113,11 @@ class Endings:
         else:
             self.close(job, job.ending or JobState.COMPLETED, now)
 
-    def close(self, job: Job, state: JobState, now: Now) -> None:
-        """The job ended ``state``: it is closed once the store has its end (master/closing.py)."""
+    def close(self, job: Job, state: JobState, now: Now, reason: str | None = None) -> None:
+        """The job ended ``state`` (for ``reason``, if given): it is closed once the store has its end
+        (master/closing.py)."""
         self._closing[job.job_id] = Close(state, now.wall)
-        job.ending = job.ending or state  # nothing ends it again meanwhile
-        job.wait = None  # its reason says why it ended
+        job.closing(state, reason)
         self.write_closes(now)
 
     def write_closes(self, now: Now) -> None:
@@ -134,10 +128,9 @@ class Endings:
             job = self._table.jobs[job_id]
             account = None
             if close.state is JobState.PENDING:
-                written = self._requeued(job)
+                written = job.requeued(self._table.predictor())
             else:
-                written = dataclasses.replace(job, state=close.state, end_time=close.end_time,
-                                              exit_code=0 if close.state is JobState.COMPLETED else job.exit_code)
+                written = job.as_closed(close.state, close.end_time)
                 if job.ran_s:
                     used = self._table.account(job.spec.user)
                     account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
@@ -145,9 +138,9 @@ class Endings:
                 try:
                     self._store.closed(written, account)
                 except RecordRefused as refused:  # this job's record alone: written failed, without its measures
-                    job.reason, job.ending = self._refused(job, refused), JobState.FAILED
+                    job.end_decided(JobState.FAILED, self._refused(job, refused), overriding=True)
                     close = self._closing[job_id] = Close(JobState.FAILED, close.end_time)
-                    written = dataclasses.replace(job, state=JobState.FAILED, end_time=close.end_time)
+                    written = job.as_closed(JobState.FAILED, close.end_time)
                     self._store.closed(written, account)
             except StoreWriteError as error:
                 delay = self._retry.failed(now.monotonic)
@@ -160,14 +153,13 @@ class Endings:
             self._outbox.extend(self._unwritten_ends.pop(job_id, ()))
             self._queues.of(job).event()
             if close.state is JobState.PENDING:
-                self._table.jobs[job_id] = written
+                self._table.replace(written)
                 self._queues.of(written).resubmit(written, now)
                 continue
-            del self._table.jobs[job_id]
-            job.state, job.end_time, job.exit_code, job.reason = written.state, written.end_time, written.exit_code, \
-                written.reason
+            self._table.remove(job)
+            job.closed(written)
             if account is not None:
-                self._table.accounts[account.user] = account
+                self._table.account_written(account)
             log.info("job %d %s", job_id, close.state)
             for released in [*self._queues.dependents_of(job_id), *self._queues.of(job).left(job)]:
                 self.enqueue(released, now)
@@ -187,9 +179,8 @@ class Endings:
         try:
             try:
                 self._store.save(job)
-            except RecordRefused as refused:
-                job.ending = None  # the first cause decides how a job ends: this one comes before the rest
-                self.decide_end(job, JobState.FAILED, self._refused(job, refused), now)
+            except RecordRefused as refused:  # this cause comes before the rest
+                self.decide_end(job, JobState.FAILED, self._refused(job, refused), now, overriding=True)
                 self._store.save(job)
         except StoreWriteError as error:
             delay = self._retry.failed(now.monotonic)
@@ -204,13 +195,5 @@ class Endings:
         the reason it fails; the writes of every other job go on in their order."""
         log.error("the job store cannot hold job %d's record (%s): it ends failed, its measures dropped",
                   job.job_id, refused)
-        job.barriers, job.cpu_ns, job.max_rss = 0, 0, None
+        job.measures_dropped()
         return f"its record could not be stored: {refused}"
-
-    def _requeued(self, job: Job) -> Job:
-        """``job`` as it goes back to the queue: no nodes, nothing measured, one more requeue."""
-        return dataclasses.replace(
-            job, state=JobState.PENDING, ending=None, requeues=job.requeues + 1, node_names=[], processors=[],
-            start_time=None, barrier_port=None, rendezvous_port=None, util_pct=None, quantum_utils={}, ran_s=0.0,
-            barriers=0, progress_history=None, predictor=self._table.predictor(),
-            reason="", wait=Wait(WaitKind.REQUEUED, job.reason), live_ranks=set(), fences={})

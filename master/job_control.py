@@ -75,12 +75,12 @@ class JobControls:
         match action:
             case JobAction.HOLD:
                 queue.withdraw(job, now)
-                job.hold = Hold.ADMIN if user == "root" else Hold.USER
+                job.held(by_root=user == "root")
                 for released in queue.left(job):  # the throttle of its array lets the next one in
                     self._endings.enqueue(released, now)
                 self._endings.enqueue(job, now)  # held there, with its reason
             case JobAction.RELEASE:
-                job.hold = None
+                job.released()
                 self._endings.enqueue(job, now)
             case JobAction.SUSPEND:
                 self._tiers.suspend(job, Preemption(by_user=user, start=now.wall), now)

@@ -1,16 +1,44 @@
-"""A job as the master tracks it, from submission to its final state."""
+"""A job as the master tracks it, from submission to its final state, and the one owner of its life.
 
+No other part of the master assigns a job's fields (tests/test_ownership.py holds it): they ask for a
+transition by name, and each is checked against where the job is. A job is PENDING (held or not), then
+RUNNING (suspended or not; its end possibly decided while its tasks still exit, ``ending``), then in a
+final state; a requeue makes a new PENDING record of it, reset in one place (``requeued``).
+
+    submitted -> [held <-> released] -> started -> placed -> [suspended <-> resumed] -> ranks gone
+              -> closed                            (or requeued -> PENDING again)
+    a start the store cannot write: start_postponed -> PENDING; one that cannot start: unplaced -> closed
+
+An illegal transition is a bug of the master: tests raise it (``raise_illegal_transitions``); a running
+master logs it and refuses it, the job left as it was.
+"""
+
+import dataclasses
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 
-from gangsched.master.waiting import Wait
+from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import PmiFence
 from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, Preemption
 
+log = logging.getLogger("gangsched.master")
+
 _RATE_WINDOW_S = 10.0
 _READINGS_KEPT = 256
+_raising = False
+
+
+class IllegalTransition(Exception):
+    """A transition a job's life does not have from where the job is."""
+
+
+def raise_illegal_transitions() -> None:
+    """From now on an illegal transition raises (the tests), instead of being logged and refused."""
+    global _raising
+    _raising = True
 
 
 @dataclass
@@ -68,6 +96,199 @@ class Job:
     progress_history: deque[tuple[float, int]] | None = None
     quantum_utils: dict[int, list[float]] = field(default_factory=dict)
     predictor: UtilizationPredictor = field(default_factory=UtilizationPredictor)
+
+    # The transitions of its life (the module's docstring). Each checks where the job is first.
+
+    def _may(self, transition: str, allowed: bool) -> bool:
+        if allowed:
+            return True
+        where = self.state.value + (f", ending {self.ending.value}" if self.ending is not None else "")
+        error = IllegalTransition(f"job {self.job_id}: {transition} while {where}")
+        if _raising:
+            raise error
+        log.error("%s: refused", error)
+        return False
+
+    @property
+    def _open(self) -> bool:
+        """Pending or running: not closed."""
+        return not self.state.is_final
+
+    def waits(self, wait: Wait | None) -> None:
+        """Why a pending job waits, as the part that holds it back says (None: nothing holds it back)."""
+        if self._may("waits", self.state is JobState.PENDING):
+            self.wait = wait
+
+    def queued(self) -> None:
+        """A pending job went to its partition's policy: nothing holds it back, nor did anything end it."""
+        if self._may("queued", self.state is JobState.PENDING and self.ending is None):
+            self.reason, self.wait = "", None
+
+    def held(self, by_root: bool) -> None:
+        if self._may("held", self.state is JobState.PENDING):
+            self.hold = Hold.ADMIN if by_root else Hold.USER
+
+    def released(self) -> None:
+        if self._may("released", self.state is JobState.PENDING and self.hold is not None):
+            self.hold = None
+
+    def respecified(self, spec: JobSpec) -> None:
+        """What was asked of it changed (``gang update``; its partition, as a restart finds the configuration)."""
+        if self._may("respecified", self._open and self.ending is None):
+            self.spec = spec
+
+    def restored(self, spec: JobSpec, predictor: UtilizationPredictor) -> None:
+        """Taken back from the store by a master that starts: in its partition as the configuration has it,
+        a new predictor; a running job stored without the ranks it had left (a store before version 13, or a
+        migration between its checkpoints and its restart) expects every rank."""
+        if self._may("restored", self._open):
+            self.spec, self.predictor = spec, predictor
+            if self.state is JobState.RUNNING and not self.live_ranks:
+                self.live_ranks = set(range(len(self.node_names)))
+
+    def started(self, wall: float) -> None:
+        """The policy placed it: it runs from now on, its tasks placed next (``placed``)."""
+        if self._may("started", self.state is JobState.PENDING and self.ending is None):
+            self.state, self.start_time = JobState.RUNNING, wall
+            self.reason, self.wait = "", None
+
+    def placed(self, processors: list[Processor], incarnations: dict[str, str], barrier_port: int | None,
+               rendezvous_port: int | None) -> None:
+        """Its tasks go to ``processors`` (at its start, or its restart after a migration), rank r to the r-th,
+        to the node daemons of ``incarnations``, with its barrier's port and MASTER_PORT on rank 0's node."""
+        if self._may("placed", self.state is JobState.RUNNING and not self.live_ranks):
+            self.node_names = [processor.node for processor in processors]
+            self.processors = [processor.number for processor in processors]
+            self.launched_to = incarnations
+            self.live_ranks = set(range(len(processors)))
+            self.barrier_port, self.rendezvous_port = barrier_port, rendezvous_port
+            self.fences = {}
+
+    def unplaced(self) -> None:
+        """Placed, it cannot start (no port for its barrier): no task was sent; it fails next."""
+        if self._may("unplaced", self.state is JobState.RUNNING):
+            self.node_names, self.processors, self.live_ranks = [], [], set()
+
+    def start_postponed(self) -> None:
+        """The store could not write its start: it did not happen, and the job waits for the store."""
+        if self._may("start postponed", self.state is JobState.RUNNING and self.ending is None):
+            self.state, self.start_time, self.node_names, self.processors, self.live_ranks = \
+                JobState.PENDING, None, [], [], set()
+            self.barrier_port = self.rendezvous_port = None
+            self.wait = Wait(WaitKind.START_POSTPONED)
+
+    def ran(self, elapsed_s: float) -> None:
+        """It ran in a quantum of ``elapsed_s``: what its time limit counts."""
+        if self._may("ran", self.state is JobState.RUNNING):
+            self.ran_s += elapsed_s
+
+    def suspended_by(self, record: Preemption) -> None:
+        """Frozen whole, out of its matrix's rotation, by a job of a higher tier or an administrator."""
+        if self._may("suspended", self.state is JobState.RUNNING and not self.suspended):
+            self.preemptions = [*self.preemptions, record]
+
+    def resumed(self, wall: float) -> None:
+        if self._may("resumed", self.state is JobState.RUNNING and self.suspended):
+            self.preemptions = [*self.preemptions[:-1], self.preemptions[-1].model_copy(update={"end": wall})]
+
+    def migrating(self, target: list[Processor], asked: float) -> bool:
+        """The policy moves it to ``target``: True if its tasks are to checkpoint now, False if a move not yet
+        begun (its tasks not restarted yet) is only given a new target."""
+        if not self._may("migrating", self.state is JobState.RUNNING and self.ending is None):
+            return False
+        if self.migration is not None and not self.migration.restarted:
+            self.migration.target = target
+            return False
+        self.migration = Migration(target=target, asked=asked)
+        return True
+
+    def checkpointed(self, rank: int) -> None:
+        if self._may("checkpointed", self.migration is not None and not self.migration.restarted):
+            assert self.migration is not None
+            self.migration.checkpointed.add(rank)
+
+    def restarting(self) -> list[Processor] | None:
+        """Every rank of a migrating job saved its state: where it starts again, its saved barriers noted."""
+        migration = self.migration
+        if migration is None or migration.restarted or len(migration.checkpointed) != len(self.node_names):
+            return None
+        migration.saved = self.barriers
+        return migration.target
+
+    def migrated(self, progress: int, now: float) -> float | None:
+        """Rank 0 reported ``progress``: past the barrier it saved at, the move is over; what it cost (None if
+        it is not over)."""
+        migration = self.migration
+        if migration is None or migration.saved is None or progress <= migration.saved:
+            return None
+        cost = now - migration.asked
+        self.migration = None
+        self.migration_s.append(cost)
+        return cost
+
+    def fence_entered(self, fence: PmiFence) -> list[PmiFence] | None:
+        """A node's ranks entered PMI barrier ``fence.epoch``: once every node of the job has, the fences of
+        all of them, in the job's node order (the barrier is then over), else None."""
+        if not self._may("fence entered", self.state is JobState.RUNNING):
+            return None
+        entered = self.fences.setdefault(fence.epoch, {})
+        entered[fence.node] = fence
+        nodes = list(dict.fromkeys(self.node_names))
+        if len(entered) < len(nodes):
+            return None
+        del self.fences[fence.epoch]
+        return [entered[node] for node in nodes]
+
+    def end_decided(self, state: JobState, reason: str, overriding: bool = False) -> bool:
+        """How it ends is decided: the first cause wins (False if one came before), unless ``overriding``
+        (its record cannot be stored: it fails, whatever came first). A move in flight is dropped."""
+        if not self._may("end decided", self._open) or (self.ending is not None and not overriding):
+            return False
+        self.ending, self.reason = state, reason
+        self.migration = None
+        return True
+
+    def ranks_gone(self, ranks: set[int], exit_code: int | None) -> None:
+        """Tasks exited or were lost; ``exit_code``: the one its end reports, if this ends it."""
+        if self._may("ranks gone", self.state is JobState.RUNNING):
+            self.live_ranks -= ranks
+            if exit_code is not None and self.ending is None:
+                self.exit_code = exit_code
+
+    def closing(self, state: JobState, reason: str | None = None) -> None:
+        """It is to end ``state`` (unless its end was decided before) once the store has it: nothing ends it
+        again meanwhile; its reason (if given) says why, not why it waited."""
+        if self._may("closing", self._open):
+            self.ending = self.ending or state
+            if reason is not None:
+                self.reason = reason
+            self.wait = None
+
+    def as_closed(self, state: JobState, end_time: float) -> "Job":
+        """The record of its close, for the store: this job is not changed until the store has it (``closed``)."""
+        return dataclasses.replace(self, state=state, end_time=end_time,
+                                   exit_code=0 if state is JobState.COMPLETED else self.exit_code)
+
+    def closed(self, written: "Job") -> None:
+        """The store took its close ``written``: the job is over."""
+        if self._may("closed", self._open and written.state.is_final):
+            self.state, self.end_time, self.exit_code, self.reason = \
+                written.state, written.end_time, written.exit_code, written.reason
+
+    def measures_dropped(self) -> None:
+        """What its tasks gave could not be stored: dropped, as the job fails."""
+        self.barriers, self.cpu_ns, self.max_rss = 0, 0, None
+
+    def requeued(self, predictor: UtilizationPredictor) -> "Job":
+        """The record of the job as it goes back to its queue, for the store: no nodes, nothing measured, one
+        more requeue, waiting for the reason it ended with (this record is left as it was)."""
+        if not self._may("requeued", self.state is JobState.RUNNING):
+            return self
+        return dataclasses.replace(
+            self, state=JobState.PENDING, ending=None, requeues=self.requeues + 1, node_names=[], processors=[],
+            start_time=None, barrier_port=None, rendezvous_port=None, util_pct=None, quantum_utils={}, ran_s=0.0,
+            barriers=0, progress_history=None, predictor=predictor,
+            reason="", wait=Wait(WaitKind.REQUEUED, self.reason), live_ranks=set(), fences={})
 
     @property
     def suspended(self) -> bool:

@@ -42,10 +42,37 @@ class JobTable:
         job = self.find(job_id)
         return None if job is None else job.state
 
+    def add(self, job: Job) -> None:
+        """A job submitted, or taken back from the store."""
+        self.jobs[job.job_id] = job
+
+    def replace(self, job: Job) -> None:
+        """A job's new record (requeued) in place of its old one."""
+        self.jobs[job.job_id] = job
+
+    def remove(self, job: Job) -> None:
+        """A job closed: the store's from now on."""
+        del self.jobs[job.job_id]
+
     def started(self, job: Job) -> None:
         """``job`` runs from now on (or ran before a restart, and is taken back)."""
-        job.state = JobState.RUNNING
         self._started[job.job_id] = job
+
+    def awaits_nodes(self, job: Job) -> None:
+        """A job that ran before a restart waits for its nodes' hello (``adopt``)."""
+        self.unadopted[job.job_id] = job
+
+    def adopted(self, job: Job) -> None:
+        """A restored job no longer waits for its nodes (its ranks are all gone)."""
+        self.unadopted.pop(job.job_id, None)
+
+    def rejoin_for(self, until: float) -> None:
+        """The nodes of a master restarted on an earlier run's store may come back until ``until``."""
+        self.rejoin_until = until
+
+    def account_written(self, account: Account) -> None:
+        """A user's account as the store has it now (a job's use charged, the administrator's word)."""
+        self.accounts[account.user] = account
 
     def running(self) -> list[Job]:
         """The running jobs, in job order. A job requeued (a new record) or ended (the table's no longer) is

@@ -77,10 +77,10 @@ class JobUpdates:
             return ErrorReply.nothing_changed(ErrorCode.INTERNAL, f"the job store cannot write ({error})")
         if job.state is JobState.PENDING:
             self._queues.of(job).withdraw(job, now)
-            job.spec = spec
+            job.respecified(spec)
             self._endings.enqueue(job, now)
         else:
-            job.spec = spec
+            job.respecified(spec)
         words = [f"{label} {_shown(label, before)} -> {_shown(label, spec)}" for label, keys in _LABELS
                  if changes.keys() & set(keys)]
         log.info("job %d updated by %s: %s", job.job_id, user, "; ".join(words))

@@ -9,7 +9,7 @@ import logging
 from collections import deque
 
 from gangsched.master.clock import Now
-from gangsched.master.job_record import Job, Migration
+from gangsched.master.job_record import Job
 from gangsched.master.pending import Queues
 from gangsched.master.placement import processors_of, where
 from gangsched.master.stats import MIGRATION_BOUNDS_S, Timings
@@ -26,30 +26,22 @@ class Migrations:
         self.costs = Timings(MIGRATION_BOUNDS_S)
 
     def migrate(self, job: Job, processors: list[Processor], now: Now) -> None:
-        if job.migration is not None and not job.migration.restarted:  # moved again before it left
-            job.migration.target = processors
+        before = processors_of(job)
+        if not job.migrating(processors, now.monotonic):  # moved again before it left
             return
-        log.info("job %d migrates from %s to %s", job.job_id, where(processors_of(job)), where(processors))
-        job.migration = Migration(target=processors, asked=now.monotonic)
+        log.info("job %d migrates from %s to %s", job.job_id, where(before), where(processors))
         for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
             self._outbox.append((node, CheckpointTask(job_id=job.job_id)))
 
     def to_restart(self, job: Job) -> list[Processor] | None:
         """Every rank of a migrating job saved its state: where it starts again (its saved barriers noted)."""
-        migration = job.migration
-        if migration is None or migration.restarted or len(migration.checkpointed) != len(job.node_names):
-            return None
-        migration.saved = job.barriers
-        return migration.target
+        return job.restarting()
 
     def progressed(self, job: Job, progress: int, now: Now) -> None:
         """Rank 0 reported ``progress``: past the checkpoint, the migration is over and its cost known."""
-        migration = job.migration
-        if migration is None or migration.saved is None or progress <= migration.saved:
+        cost = job.migrated(progress, now.monotonic)
+        if cost is None:
             return
-        cost = now.monotonic - migration.asked
-        job.migration = None
-        job.migration_s.append(cost)
         self.costs.observe(cost)
         for queue in self._queues:  # a measure of the machine, not of one partition
             queue.scheduler.set_migration_cost(self.costs.mean())

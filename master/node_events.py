@@ -132,7 +132,7 @@ class NodeEvents:
         if self._nodes.seen(message.node, now.monotonic):
             node = self._nodes.get(message.node)
             if node is not None:
-                node.stale_refused = message.stale_refused
+                node.refused_stale(message.stale_refused)
             return self._hello_if_owed(message.node)
         return _say_hello(message.node)
 
@@ -150,7 +150,7 @@ class NodeEvents:
             ending = None
             migration = job.migration
             if migration and not migration.restarted and message.error is None and message.returncode == CHECKPOINTED:
-                migration.checkpointed.add(message.rank)
+                job.checkpointed(message.rank)
             elif message.out_of_memory:
                 ending = (JobState.OUT_OF_MEMORY, f"rank {message.rank} on {message.node} passed its memory limit "
                           f"of {readable(limit_of(job, message.rank))} (peak {readable(message.memory_peak)})")
@@ -190,7 +190,7 @@ class NodeEvents:
         if node is not None:
             used_ns = sum(sample.cpu_ns for sample in newest.samples)
             quantum_ms = self._matrices.shortest_quantum_ms()  # about the time between two switches
-            node.util_pct = min(100.0, 100.0 * used_ns / (quantum_ms * 1e6 * node.cpu_share))
+            node.used(min(100.0, 100.0 * used_ns / (quantum_ms * 1e6 * node.cpu_share)))
         return self._hello_if_owed(report.node)
 
     def pmi_fence(self, fence: PmiFence, now: Now) -> ErrorReply | None:
@@ -199,23 +199,20 @@ class NodeEvents:
         job = self._table.running_on(fence.job_id, fence.node)
         if job is None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no running job {fence.job_id} on {fence.node}")
-        entered = job.fences.setdefault(fence.epoch, {})
-        entered[fence.node] = fence
-        nodes = list(dict.fromkeys(job.node_names))  # in the job's node order
-        if len(entered) < len(nodes):
+        entered = job.fence_entered(fence)  # in the job's node order
+        if entered is None:
             return None
-        del job.fences[fence.epoch]
         size = sum(len(each.data) + sum(len(key) + len(value) + _PACKED_ENTRY_BYTES for key, value in each.kvs.items())
-                   for each in entered.values())
+                   for each in entered)
         if size > MAX_FENCE_BYTES:
             reason = f"its nodes' PMI key-value spaces together hold {size} bytes at fence {fence.epoch}, more " \
                 f"than a fence carries ({MAX_FENCE_BYTES})"
             self._endings.decide_end(job, JobState.FAILED, reason, now)
             return None
         done = PmiFenceDone(job_id=job.job_id, epoch=fence.epoch,
-                            kvs={key: value for node in nodes for key, value in entered[node].kvs.items()},
-                            data=b"".join(entered[node].data for node in nodes))
-        for node in sorted(nodes):
+                            kvs={key: value for each in entered for key, value in each.kvs.items()},
+                            data=b"".join(each.data for each in entered))
+        for node in sorted(each.node for each in entered):
             self._outbox.append((node, done))
         return None
 

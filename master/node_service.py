@@ -91,10 +91,7 @@ class NodeService:
     def _apply(self, marks: dict[str, NodeMark | None], now: Now) -> None:
         """The marks, written, take effect: the matrices follow the nodes in service and those closed."""
         for name, mark in marks.items():
-            if mark is None:
-                self._nodes.marks.pop(name, None)
-            else:
-                self._nodes.marks[name] = mark
+            self._nodes.mark(name, mark)
         for name, mark in marks.items():
             if mark is not None and mark.state is NodeState.DOWN:
                 self._node_events.take_out(name, f"node {name} was taken down: {mark.reason.text}", now)
@@ -109,4 +106,4 @@ class NodeService:
         except StoreWriteError as error:
             log.error("the job store cannot write node %s's mark (%s): it returns to service when back", name, error)
             return
-        self._nodes.marks[name] = mark
+        self._nodes.mark(name, mark)

@@ -36,6 +36,14 @@ class Node:
     welcomes: int = 0  # this master's welcomes to its daemon (this incarnation): NodeHello.welcomed
     reported: float = -math.inf  # monotonic seconds: its last report or heartbeat since it registered
 
+    def used(self, pct: float) -> None:
+        """Its tasks' CPU over the last quantum it reported, of its CPU share."""
+        self.util_pct = pct
+
+    def refused_stale(self, count: int) -> None:
+        """Its daemon says it refused ``count`` messages of an older leader's epoch."""
+        self.stale_refused = count
+
     @property
     def expected_back(self) -> bool:
         """It ran tasks before the master restarted, and has not said hello to this master yet."""
@@ -56,6 +64,13 @@ class NodeRegistry:
         node.welcomes += 1  # the caller answers with a welcome
         self._nodes[hello.node] = node
         return node
+
+    def mark(self, name: str, mark: NodeMark | None) -> None:
+        """An administrator's mark on a node (drained, down), as written; None: back in service."""
+        if mark is None:
+            self.marks.pop(name, None)
+        else:
+            self.marks[name] = mark
 
     def expect(self, name: str, now: float) -> None:
         """A node that ran tasks before the master restarted: up until it fails to say hello in time."""

@@ -19,7 +19,7 @@ from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.user_limits import Admission
 from gangsched.master.waiting import Wait, WaitKind
-from gangsched.policy.live_scheduler import LiveScheduler
+from gangsched.policy.live_scheduler import Changes, LiveScheduler
 from gangsched.protocol.records import Hold
 
 
@@ -39,12 +39,19 @@ class PendingQueue:
         """A scheduling event happened: the policy decides again at the next settle."""
         self.decide_again = True
 
+    def decide(self, now: float) -> Changes:
+        """The policy decides on what the events since it last did changed; when it asked to be woken."""
+        self.decide_again = False
+        changes = self.scheduler.schedule(now)
+        self.wake_at = changes.wake_at
+        return changes
+
     def enqueue(self, job: Job, now: Now) -> str | None:
         """The job goes to the policy once it is released and its dependencies allow; why they never will,
         if so (the caller cancels it)."""
         if job.hold is not None:
             self.held[job.job_id] = job
-            job.wait = Wait(WaitKind.HELD_USER if job.hold is Hold.USER else WaitKind.HELD_ADMIN)
+            job.waits(Wait(WaitKind.HELD_USER if job.hold is Hold.USER else WaitKind.HELD_ADMIN))
             return None
         self.held.pop(job.job_id, None)
         waiting, never, _ = dependencies(job.spec, self._table.state_of)
@@ -53,14 +60,14 @@ class PendingQueue:
             return never
         if waiting:
             self.dependent[job.job_id] = job
-            job.wait = Wait(WaitKind.DEPENDENCY, ",".join(map(str, waiting)))
+            job.waits(Wait(WaitKind.DEPENDENCY, ",".join(map(str, waiting))))
         elif not self._admission.admit(job):
             pass  # it waits for its user's jobs to end, with the limit's reason
         elif not self._admit(job):
             self.throttled.setdefault(job.spec.array_job_id or 0, {})[job.job_id] = job
-            job.wait = Wait(WaitKind.ARRAY_LIMIT)
+            job.waits(Wait(WaitKind.ARRAY_LIMIT))
         else:
-            job.reason, job.wait = "", None
+            job.queued()
             self.scheduler.submit(self._table.policy_job(job, now), now.monotonic, job.spec.reservation)
             self.decide_again = True
         return None
@@ -121,7 +128,7 @@ class PendingQueue:
         """A pending job leaves the queue for good."""
         self.scheduler.withdraw(job.job_id, now.monotonic)
         self.held.pop(job.job_id, None)
-        self._admission.waiting.pop(job.job_id, None)
+        self._admission.withdrawn(job)
         self.dependent.pop(job.job_id, None)
         self.throttled.get(job.spec.array_job_id or 0, {}).pop(job.job_id, None)
         self.decide_again = True

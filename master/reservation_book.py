@@ -212,8 +212,8 @@ class ReservationBook:
 
     def _publish(self, now: Now) -> None:
         offset = now.monotonic - now.wall  # the schedulers' clock is the monotonic one
-        self._tiers.reservations = tuple(Reservation(each.name, frozenset(each.nodes), each.start + offset,
-                                                     each.end + offset) for _, each in sorted(self.booked.items()))
+        self._tiers.book(tuple(Reservation(each.name, frozenset(each.nodes), each.start + offset, each.end + offset)
+                               for _, each in sorted(self.booked.items())))
 
 
 def _refused(reason: str, code: ErrorCode = ErrorCode.INVALID_SPEC) -> ErrorReply:

@@ -24,7 +24,11 @@ class SlotRotation:
         self.ran: set[int] = set()  # the jobs the last switch ran, and those started running since
         self._occupied: dict[Processor, int] = {}  # the job whose task runs on each processor this quantum
         self._under_way = False  # whether a quantum runs the selection (between ``choose`` and its end)
-        self.foreign: set[str] = set()  # nodes where gangs of other tiers run now (master/tiers.py)
+        self._foreign: set[str] = set()  # nodes where gangs of other tiers run now (master/tiers.py)
+
+    def shares_with_others(self, nodes: set[str]) -> None:
+        """Gangs of other tiers run on ``nodes`` now: a start there waits for its row."""
+        self._foreign = nodes
 
     def choose(self, running: list[Job], now: Now) -> None:
         """The rows (and alternates) of the matrix's next quantum among its ``running`` jobs."""
@@ -54,7 +58,7 @@ class SlotRotation:
         row (docs/limits.md, "Throughput"); the next switch treats the job as any other of its row. It
         counts as run by this quantum. Rows are not compared: the policy may renumber them when one
         empties."""
-        if not self._under_way or any(processor.node in self.foreign for processor in processors):
+        if not self._under_way or any(processor.node in self._foreign for processor in processors):
             return False
         occupied = self._occupied
         for processor in processors:

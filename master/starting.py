@@ -21,11 +21,9 @@ from gangsched.master.pending import Queues
 from gangsched.master.placement import Rendezvous, launches
 from gangsched.master.settings import MasterSettings
 from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Processor
 from gangsched.protocol.job_tokens import io_token
 from gangsched.protocol.messages import LaunchTask, Message
-from gangsched.protocol.records import JobState
 
 log = logging.getLogger("gangsched.master")
 
@@ -77,16 +75,12 @@ class Starts:
                 self._barriers.release(first, port)
                 raise
         except NoFreePort as error:
-            job.node_names, job.processors, job.live_ranks = [], [], set()
+            job.unplaced()
             self._queues.of(job).left_the_policy(job, now)
             raise CannotStart(f"could not start: {error}") from None
-        job.node_names = [processor.node for processor in processors]
-        job.launched_to = {name: node.incarnation for name in job.node_names if (node := self._nodes.get(name))}
-        job.processors = [processor.number for processor in processors]
-        job.live_ranks = set(range(len(processors)))
-        job.barrier_port = port
-        job.rendezvous_port = None if rendezvous is None else rendezvous[1]
-        job.fences = {}
+        names = dict.fromkeys(processor.node for processor in processors)
+        job.placed(processors, {name: node.incarnation for name in names if (node := self._nodes.get(name))}, port,
+                   None if rendezvous is None else rendezvous[1])
         try:
             self._store.save(job)
         except StoreWriteError as error:
@@ -115,11 +109,8 @@ class Starts:
         delay = self._retry.failed(now.monotonic)
         log.error("the job store cannot write job %d's start (%s): it waits, tried again in %.1f s",
                   job.job_id, error, delay)
-        job.state, job.start_time, job.node_names, job.processors, job.live_ranks = \
-            JobState.PENDING, None, [], [], set()
-        job.barrier_port = job.rendezvous_port = None
-        job.wait = Wait(WaitKind.START_POSTPONED)
-        self._retry.postponed.append(job.job_id)
+        job.start_postponed()
+        self._retry.postpone(job.job_id)
         # the policy's layout without it; it is not in the policy, so it is not placed again
         self._queues.of(job).left_the_policy(job, now)
 

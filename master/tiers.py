@@ -45,6 +45,10 @@ class Tiers:
         self.reservations: tuple[Reservation, ...] = ()  # on the monotonic clock (master/reservation_book.py)
         self.reshape()
 
+    def book(self, reservations: tuple[Reservation, ...]) -> None:
+        """The reservations as they are now, on the monotonic clock."""
+        self.reservations = reservations
+
     def reshape(self) -> None:
         """The partitions changed (a reconfiguration): which share nodes between tiers, in which order."""
         matrices = list(self._matrices)
@@ -88,9 +92,9 @@ class Tiers:
             booked = tuple(each for each in self.reservations if any(holds(node) for node in each.nodes))
             # a gang restored suspended stays out of its matrix until it resumes
             back = [job for job in [*adopted, *resumed] if job.spec.partition == matrix.name and not job.suspended]
-            matrix.rotation.foreign = {node for node, there in gangs.items()
-                                       if any(placed[gang.job_id][1].spec.partition != matrix.name
-                                              and not gang.suspended for gang in there)}
+            matrix.rotation.shares_with_others({node for node, there in gangs.items()
+                                                if any(placed[gang.job_id][1].spec.partition != matrix.name
+                                                       and not gang.suspended for gang in there)})
             scheduler = matrix.queue.scheduler
             if list(view.items()) == list(scheduler.node_shapes().items()) and not back and closed == scheduler.closed \
                     and booked == scheduler.reservations:
@@ -141,7 +145,7 @@ class Tiers:
     def suspend(self, job: Job, record: Preemption, now: Now) -> None:
         """A running gang leaves its matrix, its tasks frozen where they are as any descheduled gang's, its
         memory kept; ``record`` says by what."""
-        job.preemptions = [*job.preemptions, record]
+        job.suspended_by(record)
         self._matrices.of(job).queue.left_the_policy(job, now)
         self._save(job)
 
@@ -151,8 +155,7 @@ class Tiers:
 
     def end_suspension(self, job: Job, now: Now) -> None:
         """A suspended job's record closed: the caller puts it back into its matrix (or requeues it)."""
-        last = job.preemptions[-1]
-        job.preemptions = [*job.preemptions[:-1], last.model_copy(update={"end": now.wall})]
+        job.resumed(now.wall)
         self._save(job)
 
     def _save(self, job: Job) -> None:

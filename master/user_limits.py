@@ -82,10 +82,14 @@ class Admission:
         blocking = self._blocking(job)
         if blocking is not None:
             self.waiting[job.job_id] = job
-            job.wait = Wait(blocking)
+            job.waits(Wait(blocking))
             return False
         self.count(job)
         return True
+
+    def withdrawn(self, job: Job) -> None:
+        """A pending job left its queue for good: it no longer waits for its user's limits."""
+        self.waiting.pop(job.job_id, None)
 
     def count(self, job: Job) -> None:
         """The job holds its share of its user's limits (admitted, or restored running)."""

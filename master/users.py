@@ -2,6 +2,7 @@
 slack-based backfilling prices jobs by (master/accounts.py), and the limits of what a user may have
 at once (master/user_limits.py); and their listing, with what each used."""
 
+import dataclasses
 import logging
 import pwd
 
@@ -36,10 +37,11 @@ class Users:
                               reason=f"only root sets users' priorities and quotas, not {message.admin}")
         account = self._table.account(message.user)
         if message.political_priority is not None:
-            account.political_priority = message.political_priority
+            account = dataclasses.replace(account, political_priority=message.political_priority)
         if message.quota_node_s is not None or message.clear_quota:
-            account.quota_node_s = message.quota_node_s
+            account = dataclasses.replace(account, quota_node_s=message.quota_node_s)
         self._store.save_account(account)
+        self._table.account_written(account)
         log.info("user %s: political priority %g, quota %s node-s", account.user, account.political_priority,
                  account.quota_node_s)
         return self.query_users()

@@ -27,10 +27,13 @@ from gangsched.deploy.unix_accounts import remove_unix_account
 from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
 from gangsched.master.clock import Now
 from gangsched.master.core import MasterCore
+from gangsched.master.job_record import raise_illegal_transitions
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.messages import ExitAck, TaskExit
 from gangsched.protocol.records import JobInfo
+
+raise_illegal_transitions()  # a transition a job's life does not have fails the test that makes it
 
 _made_accounts: list[str] = []
 
