@@ -1,6 +1,7 @@
 """Fixtures that start real local clusters, helpers to wait on and inspect them, and the fake clock
 the daemons' cores are driven on."""
 
+import _posixsubprocess  # type: ignore[import-not-found]
 import contextlib
 import inspect
 import itertools
@@ -141,6 +142,31 @@ def _test_machine_state() -> Iterator[None]:
     shutil.rmtree(spool, ignore_errors=True)
     for name in _made_accounts:
         remove_unix_account(name)
+
+
+class ProcessInFastTier(Exception):
+    """A test of the fast tier started a process: it belongs to a tier that may (a mark of PROCESS_TIERS)."""
+
+
+PROCESS_TIERS = ("live", "docker", "mpi")
+# every way Python starts a process: subprocess and asyncio's through _fork_exec, multiprocessing's
+# spawn through _posixsubprocess, its fork, pty and os.system
+_PROCESS_STARTS = [(subprocess, "_fork_exec"), (_posixsubprocess, "fork_exec"), (os, "fork"), (os, "forkpty"),
+                   (os, "posix_spawn"), (os, "posix_spawnp"), (os, "system")]
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast tier starts no process (docs/architecture.md, "Tests in tiers"): a test that does fails, with
+    the reason, unless marked for a tier that may."""
+    if any(request.node.get_closest_marker(tier) for tier in PROCESS_TIERS):
+        return
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise ProcessInFastTier(f"{request.node.nodeid} starts a process: mark it {' or '.join(PROCESS_TIERS)}")
+
+    for module, name in _PROCESS_STARTS:
+        monkeypatch.setattr(module, name, refused)
 
 
 class DebianPackages:

@@ -71,6 +71,7 @@ def spec(user: str) -> JobSpec:
     return JobSpec(name="sleep", user=user, tasks=1, argv=["sleep", "30"], cwd="/", env={})
 
 
+@pytest.mark.live
 def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered(secured, tmp_path):
     endpoint, keys, foreign, started = secured.endpoint, secured.keys, secured.foreign, secured.started
     started += [node(endpoint, keys, "trusted", tmp_path), node(endpoint, foreign, "intruder", tmp_path),
@@ -87,6 +88,7 @@ def test_only_authorized_nodes_register_and_only_authorized_clients_are_answered
         assert [n.name for n in gangalice.nodes()] == ["trusted"], "an unauthorized node registered"
 
 
+@pytest.mark.live
 def test_the_user_is_the_key_not_the_name_a_message_gives(secured, tmp_path):
     endpoint, keys = secured.endpoint, secured.keys
     secured.started.append(node(endpoint, keys, "trusted", tmp_path))
@@ -100,6 +102,7 @@ def test_the_user_is_the_key_not_the_name_a_message_gives(secured, tmp_path):
         gangbob.cancel(job_id, "whoever")
 
 
+@pytest.mark.live
 def test_another_users_job_shows_its_owner_and_shape_not_its_command_environment_or_folder(secured, tmp_path):
     endpoint, keys = secured.endpoint, secured.keys
     secured.started.append(node(endpoint, keys, "trusted", tmp_path))
@@ -119,6 +122,7 @@ def test_another_users_job_shows_its_owner_and_shape_not_its_command_environment
         gangalice.cancel(job_id, "gangalice")
 
 
+@pytest.mark.live
 def test_only_a_nodes_key_registers_a_node_or_reports(secured, tmp_path):
     endpoint, keys = secured.endpoint, secured.keys
     secured.started.append(node(endpoint, keys, "trusted", tmp_path))
@@ -158,6 +162,7 @@ def refused_handshake(events: zmq.Socket[bytes]) -> bool:
     return bool(events.poll(0)) and bool(events.recv_multipart())
 
 
+@pytest.mark.live
 def test_a_users_key_that_names_itself_as_a_node_gets_nothing_and_leaves_the_node_undisturbed(secured, tmp_path):
     endpoint, keys = secured.endpoint, secured.keys
     secured.started.append(node(endpoint, keys, "trusted", tmp_path))
@@ -196,6 +201,7 @@ def test_a_users_key_that_names_itself_as_a_node_gets_nothing_and_leaves_the_nod
         listener.close()
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])
 def test_a_master_without_keys_refuses_tcp_even_on_loopback(tmp_path, host):
     master = daemon("master", "--bind", f"tcp://{host}:*", "--state-dir", str(tmp_path / "state"))
@@ -203,6 +209,7 @@ def test_a_master_without_keys_refuses_tcp_even_on_loopback(tmp_path, host):
     assert master.returncode == 2 and "lets in every account that reaches it: without --keys" in log, log
 
 
+@pytest.mark.live
 def test_a_master_without_keys_refuses_an_ipc_socket_others_may_reach(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o755)
@@ -212,6 +219,7 @@ def test_a_master_without_keys_refuses_an_ipc_socket_others_may_reach(tmp_path):
     assert master.returncode == 2 and "which other accounts may enter" in log, log
 
 
+@pytest.mark.live
 @pytest.mark.skipif(os.geteuid() != 0, reason="a second account needs root to make and to become")
 def test_another_account_cannot_reach_a_master_without_keys(start_cluster):
     """The default master (ipc sockets in a 0700 folder): another account's connect is refused by the kernel."""
@@ -282,6 +290,7 @@ def relay_fanout_one(monkeypatch):
     monkeypatch.setenv("GANG_MASTER_RELAY_FANOUT", "1")
 
 
+@pytest.mark.live
 def test_nodes_relay_for_each_other_over_tcp_with_keys(relay_fanout_one, secured, tmp_path):
     endpoint, keys = secured.endpoint, secured.keys
     with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:

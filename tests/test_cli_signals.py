@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import IO
 
 import psutil
+import pytest
 
 from gangsched.deploy.local import progress_folder
 from tests.conftest import wait_until
 
 
+@pytest.mark.live
 def test_a_benchmark_killed_with_sigterm_brings_its_cluster_down(tmp_path):
     errors = (tmp_path / "stderr").open("w+b")
     # faulthandler: a benchmark that does not end is made to print where each thread of it is (SIGABRT)
@@ -94,6 +96,7 @@ def test_once_a_sigterm_unwinds_a_command_a_second_one_cannot_cut_its_cleanup_sh
         signal.signal(signal.SIGTERM, before)
 
 
+@pytest.mark.live
 def test_a_cluster_start_ended_by_sigterm_half_way_leaves_no_daemon_behind(tmp_path):
     # SIGTERM once the master runs and before the nodes do: nothing a later `gang cluster down` reads
     # names them yet, so the start itself stops what it started

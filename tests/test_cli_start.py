@@ -58,6 +58,7 @@ def test_the_group_lists_as_list_commands_those_main_runs_without_click():
     assert {name for name, (target, _) in LazyGroup.lazy.items() if target == LISTING} == set(LIST_COMMANDS)
 
 
+@pytest.mark.live
 def test_gang_help_imports_no_command():
     modules = imported_by("--help")
     assert "click" in modules
@@ -65,6 +66,7 @@ def test_gang_help_imports_no_command():
         "gangsched.cli.main", "gangsched.cli.group"}
 
 
+@pytest.mark.live
 def test_a_job_command_loads_no_cluster_code_nor_plots():
     modules = imported_by("cancel", "--master", "ipc:///nonexistent/master.sock", "--help")
     assert "gangsched.client.master_client" in modules  # the job commands loaded
@@ -74,12 +76,14 @@ def test_a_job_command_loads_no_cluster_code_nor_plots():
     assert not heavy, sorted(heavy)
 
 
+@pytest.mark.live
 def test_a_list_command_loads_neither_click_pydantic_nor_pyzmq():
     modules = imported_by("queue", "--master", "ipc:///nonexistent/master.sock")  # fails: no master there
     assert "gangsched.client.connection" in modules  # it asked, through client/zmtp.py
     assert not {name for name in modules if name.startswith(("click", "pydantic", "rich", "zmq"))}
 
 
+@pytest.mark.live
 def test_an_ordinary_submission_loads_neither_click_pydantic_nor_pyzmq():
     modules, own = imports_of("submit", "--master", "tcp://127.0.0.1:1", "-n", "2", "-a", "0-9%2", "--",
                                   "true")  # fails: no master there
@@ -113,6 +117,7 @@ def test_the_click_group_hands_a_list_command_to_argparse():
     assert refused.exit_code == 2
 
 
+@pytest.mark.live
 def test_parallel_loops_count_every_run_and_name_a_failure():
     environment = dict(os.environ)
     row = parallel_runs("python -c pass", [sys.executable, "-c", "pass"], environment, clients=2, each=3)

@@ -160,6 +160,7 @@ def test_times_read_as_sacct_reads_them():
     assert parse_time("9:30") == datetime.datetime.combine(today, datetime.time(9, 30)).timestamp()
 
 
+@pytest.mark.live
 def test_mpi_list_says_what_the_cluster_serves_and_the_default(gang):
     listed = gang("submit", "--mpi", "list")
     assert listed.returncode == 0, listed.stderr
@@ -176,6 +177,7 @@ def test_an_output_pattern_reads_as_slurms_and_a_doubled_percent_is_one():
     assert expand(array, {"j": 12, "t": 3}, final=True) == "out-10_2-%A-%j-12.3-%x%"  # the node's
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("command", [["queue", "--all"], ["submit", "--mpi", "list"], ["matrix"]])
 def test_a_command_whose_reader_went_away_ends_quietly_with_status_0(gang, command):
     """`gang queue | head -1` with more output than head reads: no traceback, status 0, as squeue's."""

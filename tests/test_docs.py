@@ -2,7 +2,6 @@
 cites a document that is not in it."""
 
 import re
-import subprocess
 import tomllib
 import typing
 from pathlib import Path
@@ -13,16 +12,23 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "traces" / "README.md"]
 
 
-def tracked_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [ROOT / name for name in listed.splitlines() if not name.endswith(".gz")]
+_NOT_THE_PROJECT = {"build", "__pycache__", "node_modules"}  # what an install or a run leaves beside it
+_HIDDEN_OF_THE_PROJECT = {".ci", ".github"}
+
+
+def project_files() -> list[Path]:
+    """The repository's files as a clone has them: no hidden folder but its own (.git, .venv), nothing built or
+    compressed."""
+    return [path for path in ROOT.rglob("*") if path.is_file() and path.suffix != ".gz"
+            and not any((part.startswith(".") and part not in _HIDDEN_OF_THE_PROJECT) or part in _NOT_THE_PROJECT
+                        or part.endswith(".egg-info") for part in path.relative_to(ROOT).parts[:-1])]
 
 
 def test_nothing_cites_a_document_outside_the_repository():
     # the names of documents outside the repository, spelt so that this line does not match them
     outside = re.compile(r"seed[s]? ?0{0,2}[0-4]\b|SPEC ?§|SPEC\.md|" + "MEASURE" + "MENTS", re.IGNORECASE)
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-             for path in tracked_files() if path.is_file()
+             for path in project_files()
              for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
              if outside.search(line)]
     assert not found, "\n".join(found)

@@ -21,6 +21,7 @@ UNITS = Path(__file__).resolve().parent.parent / "deploy" / "systemd"
 INSTALLED = "/opt/gangsched/bin"  # where docs/install.md puts the package's commands
 
 
+@pytest.mark.live
 def test_the_units_pass_systemd_analyze_verify(tmp_path, debian):
     analyze = debian.tool("systemd-analyze", "systemd")
     commands = tmp_path / "bin"  # the units' commands, here: this environment's
@@ -37,6 +38,7 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path, debian):
     assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("unit", ["gangsched-master.service", "gangsched-noded.service"])
 def test_a_unit_gives_its_daemon_only_flags_it_takes(unit):
     line = next(line for line in (UNITS / unit).read_text().splitlines() if line.startswith("ExecStart="))

@@ -3,6 +3,7 @@
 import csv
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gangsched.cli.group import cli
@@ -43,6 +44,7 @@ def test_every_policy_runs_a_model_workload():
         assert code == 0 and " 0 unfinished" in output, (policy, output)
 
 
+@pytest.mark.live
 def test_a_sweep_writes_one_point_per_policy_and_load(tmp_path):
     code, output = gang("sim", "sweep", "--model", "lublin", "--jobs", "200", "--procs", "32",
                         "--policy", "easy,gs", "--loads", "0.5,0.8", "--workers", "2", "--out", str(tmp_path))
@@ -80,6 +82,7 @@ def test_bad_input_is_one_clear_line(tmp_path):
     assert code == 2 and "unknown policy nope" in output
 
 
+@pytest.mark.live
 def test_an_experiment_writes_its_table_csv_and_plot(tmp_path):
     code, output = gang("experiment", "S3", "--jobs", "200", "--out", str(tmp_path))
     assert code == 0, output

@@ -67,6 +67,7 @@ def test_gang_sim_run_takes_the_partitions_of_a_configuration_file(tmp_path):
     assert result.exit_code == 2 and "the simulator suspends preempted gangs" in result.output
 
 
+@pytest.mark.live
 def test_experiment_s8_writes_its_table_csv_and_plot(tmp_path):
     text = S8.run(tmp_path, ExperimentOptions(jobs=300, workers=1), lambda _: None)
     assert "The first 300 jobs of KTH-SP2-1996-2.1-cln.swf.gz" in text and "| preemption | debug |" in text

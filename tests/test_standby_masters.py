@@ -109,6 +109,7 @@ def test_root_moves_the_lead_to_a_standby_and_the_gang_runs_on(start_cluster, da
     assert {m.endpoint: m.role for m in client.masters()} == {first: MasterRole.STANDBY, second: MasterRole.ACTIVE}
 
 
+@pytest.mark.live
 def test_a_master_whose_postgresql_cannot_be_reached_says_so_in_one_line_and_exits(tmp_path):
     master = subprocess.run([sys.executable, "-m", "gangsched.cli", "master", "--state-dir", str(tmp_path),
                              "--store", f"postgresql://gangsched@/postgres?host={tmp_path}&port=5432"],

@@ -7,9 +7,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.live
 def test_mypy_finds_no_errors(tmp_path):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     for package, folder in project["tool"]["setuptools"]["package-dir"].items():
@@ -22,6 +25,7 @@ def test_mypy_finds_no_errors(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.live
 def test_ruff_finds_nothing():
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], cwd=ROOT,
                             capture_output=True, text=True)

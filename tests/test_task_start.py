@@ -69,6 +69,7 @@ def ended(node: Node, task: Task) -> int:
     return exit_of(task)
 
 
+@pytest.mark.live
 def test_a_task_started_stopped_runs_nothing_of_its_own_until_continued(node):
     marker = node.spool / "ran"
     task = start(node, ["touch", str(marker)], runnable=False)
@@ -81,6 +82,7 @@ def test_a_task_started_stopped_runs_nothing_of_its_own_until_continued(node):
     assert marker.exists()
 
 
+@pytest.mark.live
 def test_a_first_process_whose_daemon_dies_at_its_gate_ends_without_running_the_command(tmp_path):
     # what ends it is the gate itself, whose other end only the daemon holds (past the gate, the node's
     # watchdog: tests/test_containment.py); here a process of its own stands for the daemon, killed -9
@@ -105,6 +107,7 @@ def test_a_first_process_whose_daemon_dies_at_its_gate_ends_without_running_the_
     assert not marker.exists()
 
 
+@pytest.mark.live
 def test_the_command_gets_default_signals_and_only_its_own_descriptors(node):
     # SIGPIPE is ignored in every Python process: a task must not inherit that, nor the daemon's sockets
     task = start(node, ["/bin/sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd"],
@@ -118,18 +121,21 @@ def test_the_command_gets_default_signals_and_only_its_own_descriptors(node):
     assert set(lines[4:]) <= {"0", "1", "2", "3"}  # 3: the listing's own folder
 
 
+@pytest.mark.live
 def test_a_command_not_found_fails_its_task_with_the_reason(node):
     task = start(node, ["no-such-command-here"], runnable=True)
     assert ended(node, task) == 127
     assert task.failure == "could not start: command not found on this node: no-such-command-here"
 
 
+@pytest.mark.live
 def test_a_working_folder_that_is_not_here_falls_back_to_the_spool(node):
     task = start(node, ["/bin/pwd"], runnable=True, cwd=tempfile.gettempdir() + "/no/such/folder", output="pwd")
     assert ended(node, task) == 0
     assert (node.spool / "pwd").read_text().strip() == str(node.spool)
 
 
+@pytest.mark.live
 def test_a_real_time_daemon_starts_its_tasks_at_normal_priority(node):
     # the first process runs at real-time priority until its exec (the daemon's spawn waits for it); the
     # command, and what it forks, must not
@@ -149,6 +155,7 @@ def test_a_real_time_daemon_starts_its_tasks_at_normal_priority(node):
     assert policies == [os.SCHED_OTHER, os.SCHED_OTHER], stats
 
 
+@pytest.mark.live
 def test_a_first_process_at_its_gate_is_not_counted_as_the_tasks_memory(node):
     task = start(node, ["/bin/true"], runnable=False)
     process = psutil.Process(task.pid)
@@ -163,6 +170,7 @@ def test_a_first_process_at_its_gate_is_not_counted_as_the_tasks_memory(node):
 BURNS = "import time\nheld = b'x' * (40 << 20)\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
 
 
+@pytest.mark.live
 def test_a_task_that_ended_whole_leaves_its_groups_to_the_next_which_counts_only_its_own(node):
     if node.containment.kind != "cgroup" or node.containment.memory.version == 2:
         pytest.skip("no task groups are kept here: tasks are held by process tree, or their own group counts "
@@ -186,6 +194,7 @@ def test_a_task_that_ended_whole_leaves_its_groups_to_the_next_which_counts_only
     assert limited.group.release() and limited.memory.release()
 
 
+@pytest.mark.live
 def test_a_group_frozen_when_its_task_was_killed_holds_the_next_task_thawed(node):
     if not node.containment.freezes or node.containment.memory.version == 2:
         pytest.skip("no frozen task groups are kept here")
@@ -198,6 +207,7 @@ def test_a_group_frozen_when_its_task_was_killed_holds_the_next_task_thawed(node
     assert exit_of_kept(node, after)[0] == 0  # it ran: its group was thawed
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("leaves", ["its page cache", "a kill for its memory limit"])
 def test_a_task_that_leaves_its_memory_group_counting_has_its_groups_removed_not_kept(node, leaves):
     if node.containment.kind != "cgroup" or node.containment.memory.version != 1:
