@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable
 
 import zmq
 
-from gangsched.noded.hosts import NodeTask, Starting, TaskHost
+from gangsched.noded.hosts import Starting, TaskHost
 from gangsched.noded.launch_thread import LaunchThread
+from gangsched.noded.node_task import NodeTask
 from gangsched.noded.orders import (
     CatchNewProcesses,
     CheckDescheduled,
@@ -48,7 +49,8 @@ from gangsched.noded.task_events import (
     StillForking,
     TaskEvent,
 )
-from gangsched.noded.task_processes import LaunchError, TaskFolders
+from gangsched.noded.task_identity import LaunchError
+from gangsched.noded.task_processes import TaskFolders
 from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.records import TaskSpec
 

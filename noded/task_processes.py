@@ -27,6 +27,7 @@ from gangsched.noded.containment import Containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
+from gangsched.noded.task_identity import LaunchError, place_in_block, task_account
 from gangsched.noded.task_record import MemoryReading
 from gangsched.noded.task_start import Account, HeldTask, StartPlan, spawn_task, started_command
 from gangsched.noded.watchdog import SESSION_VARIABLE
@@ -35,10 +36,6 @@ from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import MAX_PROGRESS, TaskSpec
 
 PROGRESS_BYTES = 8
-
-
-class LaunchError(Exception):
-    """A task that cannot start on this node, with the reason for its job."""
 
 
 class TaskFolders(NamedTuple):
@@ -298,27 +295,6 @@ def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, 
         schedstat_fd=os.open(f"/proc/{held.pid}/schedstat", os.O_RDONLY),
         memory=memory,
     )
-
-
-def place_in_block(spec: TaskSpec) -> tuple[int, int, int]:
-    """(which of the job's nodes this is, the rank among the job's ranks on it, how many there are)."""
-    first = 0
-    for index, count in enumerate(spec.block or [spec.size]):
-        if spec.rank < first + count:
-            return index, spec.rank - first, count
-        first += count
-    raise ValueError(f"rank {spec.rank} is beyond the job's layout {spec.block}")
-
-
-def task_account(user: str, node: str) -> pwd.struct_passwd | None:
-    """The account a root daemon runs ``user``'s task as; None: the daemon's own (it runs as that user,
-    or is not root and cannot change user)."""
-    if os.geteuid() != 0 or user == "root":
-        return None
-    try:
-        return pwd.getpwnam(user)
-    except KeyError:
-        raise LaunchError(f"user {user} has no account on node {node}") from None
 
 
 def _user_folder(parent: Path, user: str, account: pwd.struct_passwd | None) -> Path:

@@ -1,52 +1,32 @@
-"""Fixtures that start real local clusters, helpers to wait on and inspect them, and the fake clock
-the daemons' cores are driven on."""
+"""The suite's fixtures: real local clusters, Debian's packages, a PostgreSQL server, Unix accounts, the fake
+clock, and the fast tier's refusal to start a process. What tests share besides fixtures is in
+tests/helpers/, which no test reaches through this module."""
 
-import _posixsubprocess  # type: ignore[import-not-found]
-import contextlib
-import inspect
 import itertools
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
-from gangsched.client.master_client import MasterClient
 from gangsched.daemon.curve import keygen
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, progress_folder, task_processes
 from gangsched.deploy.postgres_server import PostgresServer, postgres_tools, running
 from gangsched.deploy.unix_accounts import remove_unix_account
-from gangsched.deploy.unix_accounts import unix_account as deploy_unix_account
-from gangsched.master.clock import Now
-from gangsched.master.core import MasterCore
 from gangsched.master.job_record import raise_illegal_transitions
-from gangsched.master.store import JobStore, StoreWriteError
-from gangsched.noded.cgroups import cgroup_of
-from gangsched.protocol.messages import ExitAck, TaskExit
-from gangsched.protocol.records import JobInfo
+from tests.helpers.accounts import made_accounts, unix_account
+from tests.helpers.clusters import Cluster, memory_groups, wait_until
+from tests.helpers.debian import DebianPackages
+from tests.helpers.driven_master import FakeClock
+from tests.helpers.tiers import PROCESS_STARTS, PROCESS_TIERS, ProcessInFastTier
 
 raise_illegal_transitions()  # a transition a job's life does not have fails the test that makes it
-
-_made_accounts: list[str] = []
-
-
-class FakeClock:
-    """The clocks a test sets by hand: the monotonic one and Unix time read the same."""
-
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def read(self) -> Now:
-        return Now.at(round(self.now * 1e9), self.now)
 
 
 @pytest.fixture
@@ -54,79 +34,11 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-class OnClock:
-    """A part of a core whose events are each given the fake clock's reading at the call, as the
-    daemon's loop gives the real one's, and are each a turn of the loop: the event, the turn's scheduling
-    pass, and a commit of the store (one that fails leaves the writes pending, for the next)."""
-
-    def __init__(self, part: object, clock: FakeClock, store: JobStore, core: MasterCore) -> None:
-        self._part, self._clock, self._store, self._core = part, clock, store, core
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._part, name)
-        if not callable(attribute):
-            return attribute
-        on_clock = "now" in inspect.signature(attribute).parameters
-
-        def event(*args: Any, **kwargs: Any) -> Any:
-            now = self._clock.read()
-            result = attribute(*args, now=now, **kwargs) if on_clock else attribute(*args, **kwargs)
-            self._core.scheduling_pass(now)
-            with contextlib.suppress(StoreWriteError):
-                self._store.commit()
-            return result
-
-        return event
-
-
-class DrivenMaster:
-    """A ``MasterCore`` driven on a fake clock: its events read the clock as the master's loop does."""
-
-    def __init__(self, core: MasterCore, clock: FakeClock, store: JobStore) -> None:
-        self.core, self.clock, self.store = core, clock, store
-        self.node_events = OnClock(core.node_events, clock, store, core)
-        self.clients = OnClock(core.client_requests, clock, store, core)
-        self.users = OnClock(core.users, clock, store, core)
-
-    def task_ended(self, message: TaskExit) -> ExitAck:
-        """A task's end as the master's loop takes it from a drain of the report socket: a turn of its own."""
-        acknowledged: ExitAck = self.node_events.ended(message)
-        return acknowledged
-
-    def tick(self) -> Any:
-        """A quantum boundary and the switch it sends."""
-        self.core.tick(self.clock.read())
-        switch = self.core.switch(self.clock.read().monotonic_ns)
-        with contextlib.suppress(StoreWriteError):
-            self.store.commit()
-        return switch
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.core, name)
-
-
-def driven_master(settings: Any, endpoints: Any, store: Any, clock: FakeClock, partitions: Any = None) -> DrivenMaster:
-    return DrivenMaster(MasterCore(settings, endpoints, store, clock.read(), partitions), clock, store)
-
-
 @pytest.fixture
 def alice_and_bob() -> None:
     """Two accounts the master's host knows (made where the tests run as root)."""
     if None in [unix_account(name) for name in ("alice", "bob")]:
         pytest.skip("the accounts alice and bob are made only where the tests run as root")
-
-
-def unix_account(name: str) -> pwd.struct_passwd | None:
-    """The account ``name``, made (no home, /bin/sh) where the tests run as root; None elsewhere.
-
-    Accounts made here are removed when the session ends (see ``_test_machine_state``)."""
-    found = deploy_unix_account(name)
-    if found is None:
-        return None
-    account, made = found
-    if made:
-        _made_accounts.append(name)
-    return account
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -140,19 +52,8 @@ def _test_machine_state() -> Iterator[None]:
     yield
     del os.environ["GANG_NODE_USER_SPOOL_DIR"]
     shutil.rmtree(spool, ignore_errors=True)
-    for name in _made_accounts:
+    for name in made_accounts:
         remove_unix_account(name)
-
-
-class ProcessInFastTier(Exception):
-    """A test of the fast tier started a process: it belongs to a tier that may (a mark of PROCESS_TIERS)."""
-
-
-PROCESS_TIERS = ("live", "docker", "mpi")
-# every way Python starts a process: subprocess and asyncio's through _fork_exec, multiprocessing's
-# spawn through _posixsubprocess, its fork, pty and os.system
-_PROCESS_STARTS = [(subprocess, "_fork_exec"), (_posixsubprocess, "fork_exec"), (os, "fork"), (os, "forkpty"),
-                   (os, "posix_spawn"), (os, "posix_spawnp"), (os, "system")]
 
 
 @pytest.fixture(autouse=True)
@@ -165,68 +66,13 @@ def _fast_tier_starts_no_process(request: pytest.FixtureRequest, monkeypatch: py
     def refused(*args: object, **kwargs: object) -> None:
         raise ProcessInFastTier(f"{request.node.nodeid} starts a process: mark it {' or '.join(PROCESS_TIERS)}")
 
-    for module, name in _PROCESS_STARTS:
+    for module, name in PROCESS_STARTS:
         monkeypatch.setattr(module, name, refused)
-
-
-class DebianPackages:
-    """What the tests need from Debian (chromium, prometheus, Slurm's PMI-2 library), installed where
-    missing: the tests run as root in CI and install what they need, with one package-list update a
-    session."""
-
-    def __init__(self) -> None:
-        self._updated = False
-
-    def install(self, package: str) -> None:
-        if not self._updated:
-            subprocess.run(["apt-get", "update", "-qq"], check=True)
-            self._updated = True
-        subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, capture_output=True,
-                       env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
-
-    def tool(self, command: str, package: str) -> str:
-        """The path of ``command``, installing ``package`` first where it is missing."""
-        found = shutil.which(command)
-        if found is None:
-            self.install(package)
-            found = shutil.which(command)
-        assert found is not None, f"{package} did not bring {command}"
-        return found
 
 
 @pytest.fixture(scope="session")
 def debian() -> DebianPackages:
     return DebianPackages()
-
-
-def wait_until(predicate: Callable[[], object], timeout_s: float, what: str) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def ended(cluster: "Cluster", job_id: int, timeout_s: float = 60) -> JobInfo:
-    """The job's info once it reached a final state."""
-    found = wait_until(lambda: next((info for info in cluster.client.jobs([job_id]) if info.state.is_final), None),
-                       timeout_s, f"job {job_id} to end")
-    assert isinstance(found, JobInfo)
-    return found
-
-
-def task_output(cluster: "Cluster", job_id: int, node: str, rank: int) -> str:
-    """What a task of a local cluster wrote to its output file, so far."""
-    path = cluster.home / "nodes" / node / f"job-{job_id}.{rank}.out"
-    return path.read_text() if path.exists() else ""
-
-
-class Cluster:
-    def __init__(self, local: LocalCluster, client: MasterClient, user_spool: Path) -> None:
-        self.local, self.client, self.home = local, client, local.home
-        self.user_spool = user_spool  # other users' outputs: NODE/USER/job-J.R.out
 
 
 @pytest.fixture
@@ -267,15 +113,6 @@ def start_cluster() -> Iterator[Callable[..., Cluster]]:
     wait_until(lambda: memory_groups() <= groups_before, 5, "the node daemons' memory cgroups to go")
 
 
-def memory_groups() -> set[Path]:
-    """The node daemons' cgroup v1 memory folders below this process's memory group, where it has one."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return set((Path("/sys/fs/cgroup/memory") / path.lstrip("/")).glob("gangsched-*"))
-    return set()
-
-
 @pytest.fixture
 def gang(start_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """`gang ARGS` as a user's shell runs it, against a 2-node FCFS cluster (a second wide job waits)."""
@@ -289,23 +126,6 @@ def gang(start_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch)
 
     run.client = cluster.client  # type: ignore[attr-defined]
     return run
-
-
-def is_held(process: psutil.Process) -> bool:
-    """Whether a task's process is held descheduled: stopped, or frozen in its cgroup (noded/holding.py:
-    a process frozen before its stop signal took effect sleeps, frozen, until thawed)."""
-    return process.status() == psutil.STATUS_STOPPED or cgroup_frozen(process.pid)
-
-
-def cgroup_frozen(pid: int) -> bool:
-    """Whether the process's cgroup v2 group says it is frozen."""
-    group = cgroup_of(str(pid))
-    if group is None:
-        return False
-    try:
-        return "frozen 1" in (group / "cgroup.events").read_text().splitlines()
-    except OSError:
-        return False
 
 
 _DATABASES = itertools.count(1)

@@ -18,8 +18,8 @@ from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode
 from gangsched.protocol.messages import JobList, JobQuery, NodeHello, NodeWelcome, TaskExit
 from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint
-
-from .conftest import unix_account, wait_until
+from tests.helpers.accounts import unix_account
+from tests.helpers.clusters import wait_until
 
 
 def daemon(*args: str) -> subprocess.Popen[str]:

@@ -14,7 +14,7 @@ from gangsched.protocol.codec import encode
 from gangsched.protocol.frames import unpack
 from gangsched.protocol.messages import JobList, NodeList
 from gangsched.protocol.records import JobInfo, JobSpec, JobState, NodeInfo
-from tests.conftest import wait_until
+from tests.helpers.clusters import wait_until
 
 
 def test_the_maps_the_list_commands_read_are_the_models():

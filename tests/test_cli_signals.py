@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from gangsched.deploy.local import progress_folder
-from tests.conftest import wait_until
+from tests.helpers.clusters import wait_until
 
 
 @pytest.mark.live

@@ -17,7 +17,7 @@ from gangsched.cli.listing import parse_time
 from gangsched.protocol.array_ranges import array_indices, array_size, compact, parse_array
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import wait_until
+from tests.helpers.clusters import wait_until
 
 SCRIPT = """#!/bin/sh
 # a job script: its options come first, as #GANG lines

@@ -16,9 +16,10 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from gangsched.deploy.local import task_processes
 from gangsched.noded.containment import choose_containment
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import Cluster, is_held, task_processes, wait_until
+from tests.helpers.clusters import Cluster, is_held, wait_until
 
 pytestmark = pytest.mark.live
 

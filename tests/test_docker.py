@@ -32,8 +32,8 @@ from gangsched.jobs.adversaries import RESUMES_ITSELF
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.protocol.records import JobSpec, JobState, MpiKind, NodeState
-
-from .conftest import unix_account, wait_until
+from tests.helpers.accounts import unix_account
+from tests.helpers.clusters import wait_until
 
 pytestmark = pytest.mark.docker
 

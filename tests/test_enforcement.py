@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.deploy.local import progress_folder
+from gangsched.deploy.local import progress_folder, task_processes
 from gangsched.jobs.adversaries import RESUMES_ITSELF, RESUMES_OTHERS
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import cgroup_frozen, task_processes, wait_until
+from tests.helpers.clusters import cgroup_frozen, wait_until
 
 pytestmark = pytest.mark.live
 

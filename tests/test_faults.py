@@ -9,7 +9,7 @@ import pytest
 
 from gangsched.client.master_client import MasterClient
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import wait_until
+from tests.helpers.clusters import wait_until
 
 pytestmark = pytest.mark.live
 PROJECT = Path(__file__).resolve().parents[1]

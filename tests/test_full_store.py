@@ -16,7 +16,7 @@ import pytest
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import LocalCluster, task_processes
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import wait_until
+from tests.helpers.clusters import wait_until
 
 pytestmark = [pytest.mark.live,
               pytest.mark.skipif(os.geteuid() != 0, reason="a small file system to fill: root mounts it")]

@@ -15,7 +15,7 @@ import pytest
 from gangsched.deploy.local import task_processes
 from gangsched.noded.cgroups import cgroup2_mount, cgroup_of
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import ended, wait_until
+from tests.helpers.clusters import ended, wait_until
 
 UNITS = Path(__file__).resolve().parent.parent / "deploy" / "systemd"
 INSTALLED = "/opt/gangsched/bin"  # where docs/install.md puts the package's commands

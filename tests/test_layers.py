@@ -41,13 +41,16 @@ def package_imports() -> dict[str, set[str]]:
 
 
 def module_imports(package: str) -> dict[str, set[str]]:
-    """Module of ``package`` -> the other modules of it that it imports."""
+    """Module of ``package`` -> the other modules of it that it imports; a sub-package counts as one module
+    (``noded/process_managers/`` is ``process_managers``), its modules' imports its own."""
     folder = ROOT / FOLDERS[f"gangsched.{package}"]
-    names = {path.stem for path in folder.glob("*.py")}
+    names = {path.relative_to(folder).parts[0].removesuffix(".py") for path in folder.rglob("*.py")}
     graph: dict[str, set[str]] = {}
-    for path in folder.glob("*.py"):
-        graph[path.stem] = {parts[1] for parts in imported(path)
-                            if len(parts) > 1 and parts[0] == package and parts[1] in names} - {path.stem}
+    for path in folder.rglob("*.py"):
+        name = path.relative_to(folder).parts[0].removesuffix(".py")
+        graph.setdefault(name, set()).update(parts[1] for parts in imported(path)
+                                             if len(parts) > 1 and parts[0] == package and parts[1] in names)
+        graph[name].discard(name)
     return graph
 
 
@@ -126,6 +129,24 @@ def test_the_modules_of_each_package_import_each_other_one_way():
     for package in (name.removeprefix("gangsched.") for name in FOLDERS):
         found = cycle(module_imports(package))
         assert found is None, f"{package}: " + " -> ".join(found or [])
+
+
+def test_a_sub_package_is_seen_as_a_module_of_its_package():
+    graph = module_imports("noded")
+    assert "process_managers" in graph and "pmi1" not in graph
+
+
+def test_no_test_takes_a_helper_from_the_conftest_or_another_test():
+    """What tests share is in tests/helpers/ (the conftest keeps the fixtures)."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
+                [f".{node.module or ''}"] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(ROOT)} imports {module}" for module in modules
+                      if re.fullmatch(r"(tests)?\.(conftest|test_\w+)", module)]
+    assert not found, found
 
 
 def test_the_cycle_finder_finds_a_cycle():

@@ -14,13 +14,14 @@ import pytest
 import zmq
 
 from gangsched.client.master_client import MasterUnreachable, RequestRefused
+from gangsched.deploy.local import task_processes
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.protocol.codec import decode, encode
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply, NodeQuery, NodeWelcome, SlotSwitch
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import is_held, task_processes, wait_until
+from tests.helpers.clusters import is_held, wait_until
 
 pytestmark = pytest.mark.live
 USER = getpass.getuser()

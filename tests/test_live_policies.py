@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from gangsched.bench.migration import run_migration
+from gangsched.deploy.local import task_processes
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.protocol.records import JobState
 from gangsched.workload.swf import modelled_job, read_swf, write_swf
-from tests.conftest import task_processes, wait_until
+from tests.helpers.clusters import wait_until
 
 pytestmark = pytest.mark.live
 

@@ -19,8 +19,8 @@ from gangsched.protocol.messages import LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec
 from gangsched.sim.runner import run_keeping_jobs
 from gangsched.sim.sim_job import SimJob
-from tests.conftest import FakeClock, driven_master
-from tests.test_master_core import hello
+from tests.helpers.driven_master import FakeClock, driven_master
+from tests.helpers.master_events import hello
 
 NODES = 8
 

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from gangsched.master.accounts import OVER_QUOTA, Account
-from gangsched.master.node_events import NodeEndpoints
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.codec import encode
@@ -15,11 +14,9 @@ from gangsched.protocol.messages import (
     ErrorReply,
     ExitAck,
     Heartbeat,
-    JobQuery,
     KillTask,
     LaunchTask,
     MatrixQuery,
-    Message,
     NodeColumn,
     NodeHello,
     NodeWelcome,
@@ -34,11 +31,8 @@ from gangsched.protocol.messages import (
     TaskExit,
 )
 from gangsched.protocol.records import JobSpec, JobState, MpiKind, PeerEndpoint, TaskRef, TaskSample
-from tests.conftest import DrivenMaster, FakeClock, driven_master
-
-SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=2,
-                          state_dir=Path("/nonexistent"))
-ENDPOINTS = NodeEndpoints(switch="ipc:///tmp/s", report="ipc:///tmp/r")
+from tests.helpers.driven_master import DrivenMaster, FakeClock, driven_master
+from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
 
 def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: MasterSettings = SETTINGS) -> DrivenMaster:
@@ -46,30 +40,6 @@ def make_core(tmp_path: Path, clock: FakeClock, nodes: int = 4, settings: Master
     for index in range(1, nodes + 1):
         hello(core, f"n{index}")
     return core
-
-
-def hello(core: DrivenMaster, node: str, tasks: list[TaskRef] = (), incarnation: str = "first",
-          mpi: tuple[MpiKind, ...] = (), welcomed: int = 0, exits: list[TaskExit] = ()) -> Message | None:
-    # memory enough that it never binds: these tests (and the master replaying the simulator) are of processors
-    return core.node_events.hello(node.encode(), NodeHello(
-        node=node, cpu_share=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
-        peer=PeerEndpoint(transport="ipc", host="/tmp"), mpi=list(mpi), memory=1 << 40, host_memory=1 << 40,
-        welcomed=welcomed, exits=list(exits)))
-
-
-def submit(core: DrivenMaster, nodes: int = 4, requeue: bool = False) -> int:
-    spec = JobSpec(name="j", user="alice", tasks=nodes, argv=["true"], requeue=requeue)
-    return core.clients.submit(Submit(spec=spec)).job_id
-
-
-def infos(core: DrivenMaster, job_ids: list[int]) -> list:
-    return core.clients.query_jobs(JobQuery(job_ids=job_ids)).jobs
-
-
-def sent(core: DrivenMaster, kind: type) -> list:
-    found = [(node, message) for node, message in core.outbox if isinstance(message, kind)]
-    core.outbox.clear()
-    return found
 
 
 def test_a_job_launches_one_task_per_node_and_completes(tmp_path, clock):

@@ -22,7 +22,7 @@ from gangsched.daemon.curve import keygen
 from gangsched.deploy.postgres_server import running
 from gangsched.protocol.leadership_messages import MasterRole
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import wait_until
+from tests.helpers.clusters import wait_until
 
 pytestmark = pytest.mark.live
 

@@ -18,8 +18,8 @@ from gangsched.protocol.messages import (
     Submit,
 )
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import DrivenMaster, FakeClock, driven_master
-from tests.test_master_core import ENDPOINTS, hello, sent
+from tests.helpers.driven_master import DrivenMaster, FakeClock, driven_master
+from tests.helpers.master_events import ENDPOINTS, hello, sent
 
 CONFIG = """\
 [master]

@@ -15,8 +15,8 @@ from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import StoreWriteError
 from gangsched.protocol.messages import ErrorReply, ExitAck, Heartbeat, LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec, JobState, TaskRef
-from tests.conftest import DrivenMaster, FakeClock, driven_master
-from tests.test_master_core import ENDPOINTS, SETTINGS, hello, infos, sent, submit
+from tests.helpers.driven_master import DrivenMaster, FakeClock, driven_master
+from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
 
 class FailingCommits:

@@ -15,8 +15,8 @@ from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.frames import JOBS_PER_REPLY
 from gangsched.protocol.messages import Cancel, ErrorReply, Heartbeat, JobQuery, LaunchTask, Submit, TaskExit
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import driven_master
-from tests.test_master_core import ENDPOINTS, hello, infos, sent
+from tests.helpers.driven_master import driven_master
+from tests.helpers.master_events import ENDPOINTS, hello, infos, sent
 
 SETTINGS = MasterSettings(quantum_ms=100, heartbeat_ms=100, heartbeat_misses=3, policy="gs", mpl=3,
                           state_dir=Path("/nonexistent"))

@@ -11,7 +11,7 @@ from gangsched.policy.matrix_policy import MatrixPolicy, matrix_policy
 from gangsched.policy.matrix_settings import MatrixPolicyKind, MatrixSettings
 from gangsched.sim.engine import simulate
 from gangsched.sim.sim_job import SimJob
-from tests.workloads import estimated, workloads
+from tests.helpers.workloads import estimated, workloads
 
 
 def table(policy: MatrixPolicy) -> list[list[int | None]]:

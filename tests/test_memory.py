@@ -12,9 +12,10 @@ import sys
 
 import pytest
 
+from gangsched.deploy.local import task_processes
 from gangsched.protocol.records import JobSpec, JobState
 from gangsched.protocol.sizes import parse_size
-from tests.conftest import task_processes, wait_until
+from tests.helpers.clusters import wait_until
 
 pytestmark = pytest.mark.live
 

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.deploy.local import task_processes
 from gangsched.jobs.mpi_programs import build, mpi_tool
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.admin_messages import JobAction
-from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import ended, is_held, task_output, task_processes, wait_until
-from tests.test_partitions import cpu_ns
+from gangsched.protocol.records import JobSpec, JobState
+from tests.helpers.cluster_commands import cpu_ns
+from tests.helpers.clusters import ended, is_held, task_output, wait_until
+from tests.helpers.mpi_jobs import mpi_job
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 
@@ -24,11 +26,6 @@ ITERATIONS = 2000
 @pytest.fixture(scope="module")
 def allreduce(tmp_path_factory) -> Path:
     return build("allreduce", tmp_path_factory.mktemp("mpi"))
-
-
-def mpi_job(argv: list[str], tasks: int, **placement: int) -> JobSpec:
-    return JobSpec(name="mpi", user=getpass.getuser(), tasks=tasks, mpi=MpiKind.PMI1, argv=argv, cwd="/",
-                   **placement)
 
 
 def python(code: str) -> list[str]:

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from gangsched.deploy.local import task_processes
 from gangsched.jobs.mpi_environments import MpiEnvironment, ensure
 from gangsched.jobs.mpi_programs import build
 from gangsched.noded.process_managers.served import pmi2_variables
 from gangsched.noded.process_managers.shared_memory import SHM
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import DebianPackages, ended, task_output, task_processes, wait_until
+from tests.helpers.clusters import ended, task_output, wait_until
+from tests.helpers.debian import DebianPackages
 
 pytestmark = [pytest.mark.live, pytest.mark.mpi]
 

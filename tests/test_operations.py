@@ -2,11 +2,9 @@
 jobs held, released, suspended, resumed and requeued; every command recorded, done or refused; and
 all of it kept across a master restart (docs/operations.md)."""
 
-from pathlib import Path
 
 import pytest
 
-from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.admin_messages import (
     JobAction,
     JobControl,
@@ -21,35 +19,16 @@ from gangsched.protocol.admin_messages import (
 from gangsched.protocol.messages import (
     ErrorReply,
     Heartbeat,
-    JobQuery,
     KillTask,
     LaunchTask,
     Submit,
     TaskExit,
     UserList,
 )
-from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, NodeState, TaskRef, UserLimits
-from tests.conftest import DrivenMaster, FakeClock, OnClock, driven_master
-from tests.test_master_core import ENDPOINTS, SETTINGS, hello, sent
-
-NODES = ("n1", "n2", "n3", "n4")
-GANGS = SETTINGS.model_copy(update={"mpl": 4})
-
-
-def make(tmp_path: Path, clock: FakeClock, settings=GANGS, nodes=NODES) -> DrivenMaster:
-    core = driven_master(settings, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
-    for node in nodes:
-        hello(core, node)
-    return core
-
-
-def restart(core: DrivenMaster, tmp_path: Path, clock: FakeClock, settings=GANGS) -> DrivenMaster:
-    core.store.close()
-    return driven_master(settings, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
-
-
-def administer(core: DrivenMaster, message: NodeUpdate | JobControl):
-    return OnClock(core.core, core.clock, core.store, core.core).administer(message)
+from gangsched.protocol.records import Hold, JobSpec, JobState, NodeState, TaskRef, UserLimits
+from tests.helpers.driven_master import DrivenMaster
+from tests.helpers.master_events import hello, sent
+from tests.helpers.operations import GANGS, NODES, administer, info, make, restart
 
 
 def nodes(core: DrivenMaster, names: str, action: NodeAction, reason: str | None = "fan", admin: str = "root"):
@@ -63,11 +42,6 @@ def jobs(core: DrivenMaster, action: JobAction, *job_ids: int, user: str = "root
 def submit(core: DrivenMaster, tasks: int, user: str = "alice", hold: bool = False, requeue: bool = False) -> int:
     spec = JobSpec(name="j", user=user, tasks=tasks, argv=["true"], requeue=requeue)
     return core.clients.submit(Submit(spec=spec, hold=hold)).job_id
-
-
-def info(core: DrivenMaster, job: int) -> JobInfo:
-    (found,) = core.clients.query_jobs(JobQuery(job_ids=[job])).jobs
-    return found
 
 
 def state_of(core: DrivenMaster, node: str) -> NodeState:

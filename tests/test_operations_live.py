@@ -10,8 +10,8 @@ import pytest
 
 from gangsched.deploy.local import task_processes
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import is_held, wait_until
-from tests.test_partitions import cpu_ns, gang
+from tests.helpers.cluster_commands import cpu_ns, gang
+from tests.helpers.clusters import is_held, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="gang admin is root's")]
 

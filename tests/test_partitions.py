@@ -11,9 +11,9 @@ import pytest
 
 from gangsched.bench.preempt import measure_preempt
 from gangsched.deploy.local import task_processes
-from gangsched.noded.cgroups import cgroup_of
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import is_held, wait_until
+from tests.helpers.cluster_commands import cpu_ns, gang
+from tests.helpers.clusters import is_held, wait_until
 
 CONFIG = """\
 [master]
@@ -35,12 +35,6 @@ nodes = "node[3-4]"
 quantum_ms = 50
 max_time = "5:00"
 """
-
-
-def gang(cluster, *args: str) -> "subprocess.CompletedProcess[str]":
-    """`gang ARGS` as a user's shell runs it, against ``cluster``."""
-    return subprocess.run([sys.executable, "-m", "gangsched.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
 
 
 def configured(start_cluster, tmp_path, text: str, **shape: str):
@@ -112,20 +106,6 @@ name = "debug"
 priority_tier = 2
 quantum_ms = 50
 """
-
-
-def cpu_ns(cluster, job: int) -> int:
-    """The CPU time of a job's tasks: their cgroups' where each has one, else their processes'."""
-    total = 0
-    for process in task_processes(cluster.home, job):
-        group = cgroup_of(str(process.pid))
-        stat = group / "cpu.stat" if group is not None else None
-        if stat is not None and stat.exists() and "gangsched" in str(group):
-            total += int(stat.read_text().split()[1]) * 1000  # usage_usec
-        else:
-            times = process.cpu_times()
-            total += int((times.user + times.system) * 1e9)
-    return total
 
 
 @pytest.mark.live

@@ -26,8 +26,8 @@ from gangsched.protocol.records import (
     UserLimits,
 )
 from gangsched.protocol.reservation_messages import ReservationInfo
-from tests.conftest import driven_master
-from tests.test_master_core import ENDPOINTS, SETTINGS, hello
+from tests.helpers.driven_master import driven_master
+from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello
 
 
 def job(job_id: int, state: JobState = JobState.PENDING, **fields: Any) -> Job:

@@ -22,8 +22,8 @@ from gangsched.protocol.messages import (
     TaskExit,
 )
 from gangsched.protocol.records import JobInfo, JobSpec, JobState, PeerEndpoint, TaskRef
-from tests.conftest import DrivenMaster, FakeClock, driven_master
-from tests.test_master_core import ENDPOINTS, sent
+from tests.helpers.driven_master import DrivenMaster, FakeClock, driven_master
+from tests.helpers.master_events import ENDPOINTS, sent
 
 MIB = 1 << 20
 

@@ -15,7 +15,7 @@ from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.records import JobInfo, JobState, NodeState
-from tests.conftest import Cluster, wait_until
+from tests.helpers.clusters import Cluster, wait_until
 
 pytestmark = pytest.mark.live
 

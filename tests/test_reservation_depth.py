@@ -12,7 +12,7 @@ from gangsched.policy.matrix_settings import MatrixPolicyKind
 from gangsched.policy.reservations import Reservations
 from gangsched.sim.engine import simulate
 from gangsched.sim.sim_job import SimJob
-from tests.workloads import estimated, workloads
+from tests.helpers.workloads import estimated, workloads
 
 BACKFILLING = [MatrixPolicyKind.BGS, MatrixPolicyKind.MBGS]
 

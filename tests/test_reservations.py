@@ -17,8 +17,8 @@ from gangsched.protocol.reservation_messages import (
     ReservationList,
     ReservationUpdate,
 )
-from tests.test_master_core import hello
-from tests.test_operations import GANGS, NODES, administer, info, make, restart
+from tests.helpers.master_events import hello
+from tests.helpers.operations import GANGS, NODES, administer, info, make, restart
 
 BGS = GANGS.model_copy(update={"policy": "bgs", "mpl": 2})
 pytestmark = pytest.mark.usefixtures("alice_and_bob")  # the reservations name them as their users

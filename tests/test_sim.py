@@ -15,7 +15,7 @@ from gangsched.sim.metrics import bounded_slowdown, confidence_interval, pyss_se
 from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.sim.sim_job import SimJob
 from gangsched.workload.swf import modelled_job
-from tests.workloads import estimated, workloads
+from tests.helpers.workloads import estimated, workloads
 
 
 def jobs_of(*rows: tuple[float, int, float, float]) -> list[SimJob]:

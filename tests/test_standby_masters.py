@@ -20,7 +20,9 @@ from gangsched.client.master_client import MasterClient, RequestRefused
 from gangsched.noded.masters import Masters
 from gangsched.protocol.leadership_messages import MasterRole, Takeover, TakeoverRequested
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import ended, wait_until
+from tests.helpers.clusters import ended, task_output, wait_until
+from tests.helpers.mpi_jobs import mpi_job
+from tests.helpers.web import get
 
 
 def test_a_node_obeys_only_the_newest_leader_epoch_it_has_seen_and_counts_the_rest():
@@ -166,8 +168,6 @@ def test_a_local_cluster_of_two_masters_starts_and_stops_a_postgresql_server_of_
 @pytest.mark.mpi
 def test_an_mpi_job_runs_through_a_takeover_to_its_result(start_cluster, database, tmp_path):
     from gangsched.jobs.mpi_programs import build
-    from tests.conftest import task_output
-    from tests.test_mpi import mpi_job
 
     allreduce = build("allreduce", tmp_path)
     iterations = 3000  # a millisecond of CPU each: seconds, past the takeover
@@ -186,7 +186,6 @@ def test_an_mpi_job_runs_through_a_takeover_to_its_result(start_cluster, databas
 @pytest.mark.live
 def test_a_standby_s_metrics_answer_503_naming_the_leader_and_its_web_view_only_reads(start_cluster, database):
     from gangsched.master.published import web_address
-    from tests.test_web import get
 
     cluster = start_cluster(nodes=1, masters=2, store=database, http_bind="127.0.0.1:0")
     first, second = cluster.local.state().master.split(",")

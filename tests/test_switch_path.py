@@ -10,10 +10,11 @@ import time
 import psutil
 import pytest
 
+from gangsched.deploy.local import task_processes
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import is_held, task_processes, wait_until
+from tests.helpers.clusters import is_held, wait_until
 
 pytestmark = pytest.mark.live
 USER = getpass.getuser()

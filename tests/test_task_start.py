@@ -20,7 +20,7 @@ from gangsched.noded.task_processes import Task, TaskFolders
 from gangsched.noded.task_processes import start as start_task
 from gangsched.noded.task_start import close_inherited_on_exec
 from gangsched.protocol.records import TaskSpec
-from tests.conftest import is_held, wait_until
+from tests.helpers.clusters import is_held, wait_until
 
 GLIBC_INTERNAL = (1 << 31) | (1 << 32)  # SigIgn's bits of signals 32 and 33
 

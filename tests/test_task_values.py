@@ -8,7 +8,7 @@ import pytest
 
 from gangsched.jobs.adversaries import PMI_FLOOD
 from gangsched.protocol.records import JobSpec, JobState, MpiKind
-from tests.conftest import ended
+from tests.helpers.clusters import ended
 
 pytestmark = pytest.mark.live
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ProcessInFastTier
+from tests.helpers.tiers import ProcessInFastTier
 
 
 @pytest.mark.parametrize("start", [

@@ -9,7 +9,8 @@ import pytest
 from gangsched.client.master_client import MasterClient, MasterUnreachable
 from gangsched.deploy.local import progress_folder
 from gangsched.protocol.records import JobSpec, JobState
-from tests.conftest import ended, unix_account
+from tests.helpers.accounts import unix_account
+from tests.helpers.clusters import ended
 
 pytestmark = [pytest.mark.live, pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs a root daemon")]
 

@@ -25,12 +25,11 @@ import pytest
 from gangsched.client.master_client import MasterClient, RequestRefused
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
-from gangsched.master.published import web_address
 from gangsched.protocol.admin_messages import NodeAction
 from gangsched.protocol.errors import ErrorCode
 from gangsched.web.watch import IDLE_PERIOD_S, ClusterWatch
-
-from .conftest import wait_until
+from tests.helpers.clusters import wait_until
+from tests.helpers.web import TOKENS, answers, bound_address, get, web_base
 
 pytestmark = pytest.mark.live
 
@@ -45,48 +44,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def bound_address(state_dir: Path) -> str:
-    """HOST:PORT the master's web view bound (``--http-bind HOST:0``), once it has."""
-    found = wait_until(lambda: web_address(state_dir), 30, "the web view to bind")
-    assert isinstance(found, str)
-    return found
-
-
-_TOKENS: dict[str, str] = {}  # each web view's base URL, and its token: what ``get`` shows it unless told
-
-
-def web_base(cluster) -> str:
-    """The base URL of the cluster's web view, once it answers; its token is what ``get`` shows it."""
-    base = f"http://{bound_address(cluster.home / 'master')}"
-    _TOKENS[base] = (cluster.home / "master" / "web-token").read_text().strip()
-    wait_until(lambda: _answers(base, (200,)), 30, "the web server to answer")
-    return base
-
-
-def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
-    token = next((token for base, token in _TOKENS.items() if url.startswith(base)), None)
-    if headers is None and token is not None:
-        headers = {"Authorization": f"Bearer {token}"}
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.read().decode(), dict(response.headers)
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode(), dict(error.headers)
-
-
 @pytest.fixture
 def web_cluster(start_cluster):
     """A cluster whose master serves HTTP on a free loopback port; the base URL with it."""
     cluster = start_cluster(nodes=2, quantum_ms=200, http_bind="127.0.0.1:0")
     return cluster, web_base(cluster)
-
-
-def _answers(base: str, statuses: tuple[int, ...]) -> bool:
-    try:
-        return get(base + "/")[0] in statuses
-    except OSError:
-        return False
 
 
 def metrics_with_jobs(cluster, base: str) -> str:
@@ -122,7 +84,7 @@ def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path, debian):
         scrape_configs:
           - job_name: gangsched
             authorization:
-              credentials: "{_TOKENS[base]}"
+              credentials: "{TOKENS[base]}"
             static_configs:
               - targets: ["{base.removeprefix('http://')}"]
         """))
@@ -152,7 +114,7 @@ def test_a_prometheus_server_scrapes_the_master(web_cluster, tmp_path, debian):
 def test_every_path_needs_the_token_on_loopback_too_and_a_loopback_view_a_loopback_host(start_cluster, bind):
     cluster = start_cluster(nodes=1, http_bind=bind)
     base = f"http://127.0.0.1:{bound_address(cluster.home / 'master').rpartition(':')[2]}"
-    wait_until(lambda: _answers(base, (200, 401)), 30, "the web server to answer")
+    wait_until(lambda: answers(base, (200, 401)), 30, "the web server to answer")
     token = (cluster.home / "master" / "web-token").read_text().strip()
     for path in ("/", "/metrics", "/api/state", "/static/view.js"):
         assert get(base + path, {})[0] == 401
@@ -181,7 +143,7 @@ def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path, monke
                 "--master", f"ipc://{tmp_path}/no-master.sock"]
 
     def answers(address_file: Path) -> bool:
-        return address_file.exists() and _answers(f"http://{address_file.read_text().strip()}", (200, 401))
+        return address_file.exists() and answers(f"http://{address_file.read_text().strip()}", (200, 401))
 
     first = tmp_path / "first-address"
     server = subprocess.Popen([*web(first), "--parent", str(os.getpid())])
@@ -276,7 +238,7 @@ def test_the_page_shows_the_matrix_live_in_headless_chromium(web_cluster, browse
 
     cluster, base = web_cluster
     jobs = [cluster.client.submit(job_spec(FOREVER, 2)) for _ in range(2)]
-    browser.get(f"{base}/?token={_TOKENS[base]}")  # its cookie then serves the page's own requests
+    browser.get(f"{base}/?token={TOKENS[base]}")  # its cookie then serves the page's own requests
 
     def cells() -> set[str]:
         # read in one script: the page redraws the matrix every quantum, so a cell found first may be gone
@@ -305,7 +267,7 @@ def test_the_page_shows_each_partitions_matrix(start_cluster, tmp_path, browser)
     base = web_base(cluster)
     batch = cluster.client.submit(job_spec(FOREVER, 1))
     debug = cluster.client.submit(job_spec(FOREVER, 1).model_copy(update={"partition": "debug"}))
-    browser.get(f"{base}/?token={_TOKENS[base]}")
+    browser.get(f"{base}/?token={TOKENS[base]}")
 
     def shown() -> tuple[list[str], set[str]]:
         return tuple(browser.execute_script(  # type: ignore[return-value]
@@ -327,7 +289,7 @@ def test_the_page_shows_node_states_reasons_holds_and_reservations(start_cluster
     client.update_nodes("node2", NodeAction.DRAIN, "fan noise")
     client.create_reservation("maint", "node1", "now+1hours", "1:00:00", None, [])
     held = client.submit_jobs(job_spec(FOREVER, 1), None, hold=True)[0]
-    browser.get(f"{base}/?token={_TOKENS[base]}")
+    browser.get(f"{base}/?token={TOKENS[base]}")
 
     def table(name: str) -> list[list[str]]:
         return browser.execute_script(  # type: ignore[no-any-return]

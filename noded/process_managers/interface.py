@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from gangsched.noded.hosts import NodeTask
+from gangsched.noded.node_task import NodeTask
 from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.wiring import TaskWiring

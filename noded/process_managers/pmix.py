@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gangsched.jobs.mpi_environments import mpi_home
-from gangsched.noded.hosts import NodeTask
+from gangsched.noded.node_task import NodeTask
 from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers import libpmix
 from gangsched.noded.process_managers.fences import KVS_MAX_BYTES, kvs_name
@@ -37,7 +37,7 @@ from gangsched.noded.process_managers.interface import NodeServices, ProcessMana
 from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.task_processes import place_in_block, task_account
+from gangsched.noded.task_identity import place_in_block, task_account
 from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.messages import PmiFence, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import UNSERVED_HINTS, MpiKind, TaskSpec

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import zmq
 
-from gangsched.noded.hosts import NodeTask
+from gangsched.noded.node_task import NodeTask
 from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers.interface import (
     NodeServices,

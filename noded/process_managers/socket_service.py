@@ -16,12 +16,12 @@ import socket
 from collections.abc import Sequence
 from typing import Protocol
 
-from gangsched.noded.hosts import NodeTask
+from gangsched.noded.node_task import NodeTask
 from gangsched.noded.orders import ProcessManagerMessage
 from gangsched.noded.process_managers.fences import Outcome, kvs_name
 from gangsched.noded.process_managers.interface import NodeServices, exit_failure
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.task_processes import place_in_block
+from gangsched.noded.task_identity import place_in_block
 from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.messages import PmiFence, PmiFenceDone
 from gangsched.protocol.records import TaskSpec
