@@ -12,7 +12,6 @@ import argparse
 import datetime
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,29 +22,19 @@ from gangsched.cli import table
 from gangsched.cli.master_access import NoMaster, error_code, find_master, json_error
 from gangsched.client.connection import MasterConnection, MasterUnreachable, RequestRefused
 from gangsched.daemon.curve import CurveError
+from gangsched.protocol import times
 
 SUMMARIES = {  # `gang --help` lists these (gangsched.cli.group)
     "queue": "List jobs, like squeue: state, nodes, elapsed time, utilization, barriers/s.",
     "history": "Jobs of today, or since -S, finished or not, like sacct: state, exit code, start, end.",
     "nodes": "List nodes, like sinfo: state, CPU share, jobs, last heard from.",
 }
-_RELATIVE = re.compile(r"now(?:-(\d+)([smhd]?))?")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 def parse_time(text: str) -> float:
-    """A time as sacct takes it: ``now[-N[s|m|h|d]]``, ``YYYY-MM-DD[THH:MM[:SS]]`` or ``HH:MM[:SS]`` today."""
-    text = text.strip()
-    if match := _RELATIVE.fullmatch(text):
-        return time.time() - int(match[1] or 0) * _UNITS[match[2] or ""]
+    """A time as sacct takes it, by the one grammar of times (protocol/times.py), against this machine's clock."""
     try:
-        if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", text):
-            clock = datetime.datetime.strptime(text, "%H:%M:%S" if text.count(":") == 2 else "%H:%M").time()
-            return datetime.datetime.combine(datetime.date.today(), clock).timestamp()
-        return datetime.datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: a time is now[-N[s|m|h|d]], YYYY-MM-DD[THH:MM[:SS]] or HH:MM[:SS]") from None
+        return times.parse_time(text, time.time())
+    except times.TimeError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class _Formatter(argparse.HelpFormatter):

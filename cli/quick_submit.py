@@ -1,8 +1,8 @@
 """`gang submit` of an ordinary job, without click or pydantic: a sweep's script runs it thousands of
 times, so it starts as quickly as `gang queue` (``listing``).
 
-It takes the options such a submission uses (tasks, name, time limit, array,
-output, working folder, partition, JSON) and a command; given any other option, a script
+It takes the options such a submission uses (the rows of the one table of job
+options marked ``quick``: cli/job_options.py) and a command; given any other option, a script
 (whose ``#GANG`` lines are options) or no command, ``handles`` says no and
 the click command (``submit``) runs instead, with all of them. The checks are
 the same: the numbers here, the array's ranges by the protocol's own parser,
@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from gangsched.cli.job_options import OPTIONS, converter
 from gangsched.cli.job_script import is_script
 from gangsched.cli.master_access import SUBMIT_RETRY_S, NoMaster, error_code, find_master, json_error
 from gangsched.client.connection import (
@@ -35,11 +36,11 @@ TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A su
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-_VALUED = {"-n": "tasks", "--ntasks": "tasks", "-J": "name", "--name": "name", "-t": "estimate",
-           "--estimate": "estimate", "-a": "array", "--array": "array", "-o": "output", "--output": "output",
-           "-D": "chdir", "--chdir": "chdir", "-p": "partition", "--partition": "partition", "--master": "master",
-           "--reservation": "reservation"}
-_FLAGS = {"--json": "as_json", "-H": "hold", "--hold": "hold"}
+_QUICK = [option for option in OPTIONS if option.quick]  # the one table's rows an ordinary submission uses
+_VALUED = {flag: option.name for option in _QUICK if option.kind != "flag" for flag in option.flags} | \
+    {"--master": "master"}
+_FLAGS = {flag: option.name for option in _QUICK if option.kind == "flag" for flag in option.flags} | \
+    {"--json": "as_json"}
 
 
 def parse(arguments: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
@@ -71,9 +72,10 @@ def main(arguments: Sequence[str]) -> None:
     parsed = parse(arguments)
     assert parsed is not None, "main runs what handles took"
     options, command = parsed
-    tasks = _number(options.get("tasks", "1"), int, "-n/--ntasks", "a whole number, 1 or more")
-    estimate = None if "estimate" not in options else \
-        _number(options["estimate"], float, "-t/--estimate", "seconds, more than 0")
+    try:
+        options = converted(options)
+    except ValueError as error:
+        _usage(str(error))
     try:
         array, limit = parse_array(options["array"]) if "array" in options else (None, None)
     except ValueError as error:
@@ -83,11 +85,7 @@ def main(arguments: Sequence[str]) -> None:
         endpoint, keys = find_master(options.get("master"), None)
         if endpoint.startswith("ipc://") and not _found(command[0]):  # the nodes are this machine
             raise _Refused(f"command not found: {command[0]}")
-        spec = {"name": options.get("name") or os.path.basename(command[0]), "user": login_name(),
-                "tasks": tasks, "argv": command, "env": {}, "estimate_s": estimate, "output": options.get("output"),
-                "partition": options.get("partition"), "reservation": options.get("reservation"),
-                "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else os.getcwd(),
-                "umask": submitter_umask()}
+        spec = spec_of(options, command, login_name(), os.getcwd(), submitter_umask())
         # the token as uuid4().hex makes it, without uuid's import (a twentieth of this command's start)
         request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit,
                    "hold": options.get("hold", False)}
@@ -105,6 +103,28 @@ def main(arguments: Sequence[str]) -> None:
         print(json.dumps({"job_id": first, "job_ids": list(range(first, first + count))}))
     else:
         print(f"submitted job {first}" + ("" if count == 1 else f" (array: jobs {first}-{first + count - 1})"))
+
+
+def converted(options: dict[str, Any]) -> dict[str, Any]:
+    """The options ``parse`` read, their values read as the table's rows say; a bad one raises ValueError."""
+    values = dict(options)
+    for option in _QUICK:
+        read = converter(option)
+        if read is not None and option.name in values:
+            try:
+                values[option.name] = read(values[option.name])
+            except ValueError as error:
+                raise ValueError(f"Invalid value for {'/'.join(option.flags)}: {error}") from None
+    return values
+
+
+def spec_of(options: dict[str, Any], command: list[str], user: str, cwd: str, umask: int) -> dict[str, Any]:
+    """The job's ``JobSpec`` as a plain map, from the options ``parse`` read (and their values converted)."""
+    return {"name": options.get("name") or os.path.basename(command[0]), "user": user,
+            "tasks": options.get("tasks", 1), "argv": command, "env": {}, "estimate_s": options.get("estimate"),
+            "output": options.get("output"), "partition": options.get("partition"),
+            "reservation": options.get("reservation"),
+            "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else cwd, "umask": umask}
 
 
 def _found(command: str) -> bool:
@@ -129,16 +149,6 @@ def _submit(master: MasterConnection, request: dict[str, Any]) -> dict[str, Any]
         except MasterUnreachable:
             if time.monotonic() >= deadline:
                 raise
-
-
-def _number(text: str, kind: type[int] | type[float], option: str, what: str) -> Any:
-    try:
-        value = kind(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        _usage(f"Invalid value for {option}: {text!r} is not {what}")
-    return value
 
 
 def _usage(reason: str) -> NoReturn:

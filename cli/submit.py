@@ -15,12 +15,12 @@ from click.core import ParameterSource
 from pydantic import ValidationError
 
 from gangsched.cli import job_script
+from gangsched.cli.click_job_options import job_options
 from gangsched.cli.connect import with_master
 from gangsched.cli.master_access import SUBMIT_RETRY_S
-from gangsched.cli.sizes import SIZE
 from gangsched.client.connection import submitter_umask
 from gangsched.client.master_client import MasterClient
-from gangsched.jobs.synthetic import KINDS, SyntheticJob
+from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.messages import NodeList
 from gangsched.protocol.output_pattern import expand
@@ -31,60 +31,7 @@ FOLLOW_OUTPUT = "gang-%j.%t.out"  # where --follow puts the output if --output d
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
-@click.option("-n", "--ntasks", "tasks", type=click.IntRange(min=1), default=None,
-              help="tasks, one per processor [-N x --ntasks-per-node, or -N, or 1]")
-@click.option("-N", "--nodes", type=click.IntRange(min=1), default=None,
-              help="spread the tasks over exactly this many nodes [as few as they fit on]")
-@click.option("--ntasks-per-node", "tasks_per_node", type=click.IntRange(min=1), default=None,
-              help="at most this many tasks on each node")
-@click.option("--mem", "mem_per_node", type=SIZE, default=None, metavar="SIZE",
-              help="memory on each node the job runs on, e.g. 300M or 2G (K, M, G, T; M if none), like sbatch's; "
-              "its tasks there share it [the master's --default-mem-per-cpu per task]")
-@click.option("--mem-per-cpu", "mem_per_cpu", type=SIZE, default=None, metavar="SIZE",
-              help="memory per task instead: each task's limit")
-@click.option("--mpi", type=click.Choice([*(kind.value for kind in MpiKind), "list"]), default=None,
-              help="the process-manager interface the tasks speak: pmi1 (MPICH, mpi4py), pmi2 (Intel MPI with "
-              "a PMI-2 library), pmix (Open MPI), none; list: what this cluster serves [the master's --mpi-default]")
-@click.option("-p", "--partition", default=None, metavar="NAME[,NAME...]",
-              help="the partition to run in; several by comma: the first that takes the job (gang nodes -s "
-              "lists them) [the default partition]")
-@click.option("-J", "--name", default=None, help="job name [the command's name]")
-@click.option("--exclusive", is_flag=True, help="never share a quantum with another slot")
-@click.option("-t", "--estimate", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="estimated run time in seconds, and its time limit: past it the job ends as TIMEOUT "
-              "[the master's --default-estimate-s]")
-@click.option("--priority", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="your priority for this job (slack-based backfilling's UP)")
-@click.option("--migratable", is_flag=True,
-              help="the command checkpoints at barriers (jobs/runtime.py on_checkpoint); synthetic jobs always do")
-@click.option("--requeue", is_flag=True, help="back to the queue if a node of the job is lost")
-@click.option("-o", "--output", default=None, help="stdout+stderr file per task, %j job, %t rank, %A array job, "
-              "%a array index, %% a % [the node's spool folder; with --follow gang-%j.%t.out]")
-@click.option("--export", "exports", multiple=True, metavar="KEY=VALUE", help="set in the tasks' environment")
-@click.option("-d", "--dependency", default=None, metavar="afterok:ID[:ID]|afterany:ID[:ID]",
-              help="start after these jobs completed (afterok) or ended (afterany), comma-separated; "
-              "cancelled if an afterok job fails")
-@click.option("-a", "--array", default=None, metavar="A-B[:STEP],...[%N]",
-              help="one job per index, like Slurm's (GANG_ARRAY_JOB_ID, GANG_ARRAY_TASK_ID; %A, %a in --output); "
-              "%N: at most N of them run at once")
-@click.option("--synthetic", type=click.Choice(KINDS), default=None,
-              help="run the papers' synthetic program instead of a command")
-@click.option("--iterations", type=int, default=250, show_default=True, help="synthetic: barriers; 0 = forever")
-@click.option("--compute-ms", type=float, default=10.0, show_default=True, help="synthetic: CPU ms per iteration")
-@click.option("--io-writes", type=int, default=20, show_default=True, help="synthetic: writes per iteration")
-@click.option("--io-bytes", type=int, default=8193, show_default=True, help="synthetic: bytes per write")
-@click.option("--wait-ms", type=float, default=0.0, show_default=True,
-              help="synthetic: blocking wait per iteration")
-@click.option("--phases", type=int, default=12, show_default=True, help="phased: compute phases")
-@click.option("--phase-iterations", type=int, default=20, show_default=True,
-              help="phased: iterations of a compute phase")
-@click.option("--run-ms", type=float, default=100.0, show_default=True,
-              help="timed: runnable ms per iteration")
-@click.option("-D", "--chdir", type=click.Path(file_okay=False), default=None,
-              help="the tasks' working folder (on the nodes) [the current folder]")
-@click.option("--reservation", default=None, metavar="NAME",
-              help="run only on the reservation's nodes, in its window (gang admin reservation list)")
-@click.option("-H", "--hold", is_flag=True, help="the jobs wait held until gang release (Slurm's -H)")
+@job_options
 @click.option("-W", "--wait", is_flag=True,
               help="wait for the job to end and exit with its exit code (1 if it ended without one), like sbatch's")
 @click.option("--follow", is_flag=True, help="wait, and print rank 0's output as it comes (it must be a file "
@@ -107,10 +54,10 @@ def submit(client: MasterClient, command: tuple[str, ...], **options: Any) -> No
         command = (os.path.abspath(command[0]), *command[1:])  # the tasks start in the job's folder
     if options["follow"] and (options["as_json"] or options["array"]):
         raise click.UsageError("--follow prints one job's output: not with --json or --array")
-    cwd = os.path.abspath(options["chdir"]) if options["chdir"] else os.getcwd()
+    cwd = job_folder(options, os.getcwd())
     if options["follow"] and options["output"] is None:
         options["output"] = FOLLOW_OUTPUT
-    spec = _spec(client, command, cwd, options)
+    spec = _spec(client, command, options)
     try:
         array, limit = parse_array(options["array"]) if options["array"] else (None, None)
     except ValueError as error:
@@ -175,7 +122,20 @@ def _with_directives(ctx: click.Context, script: Path, options: dict[str, Any]) 
             for name, value in options.items()}
 
 
-def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dict[str, Any]) -> JobSpec:
+def _spec(client: MasterClient, command: tuple[str, ...], options: dict[str, Any]) -> JobSpec:
+    if command and client.endpoint.startswith("ipc://") and not shutil.which(command[0]):
+        raise click.ClickException(f"command not found: {command[0]}")
+    return job_spec(options, command, os.getcwd(), getpass.getuser(), submitter_umask())
+
+
+def job_folder(options: dict[str, Any], here: str) -> str:
+    """The tasks' working folder: ``--chdir``'s, else the folder the command runs in."""
+    return os.path.abspath(options["chdir"]) if options["chdir"] else here
+
+
+def job_spec(options: dict[str, Any], command: tuple[str, ...], here: str, user: str, umask: int) -> JobSpec:
+    """The job the options (the one table's, cli/job_options.py, as click read them) and the command ask for,
+    submitted from the folder ``here``."""
     synthetic = options["synthetic"]
     if bool(command) == bool(synthetic):
         raise click.UsageError("give either a command after -- (or a script) or --synthetic KIND")
@@ -189,8 +149,6 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
         argv, migratable = program.argv(), program.migratable
     else:
         argv = list(command)
-        if client.endpoint.startswith("ipc://") and not shutil.which(argv[0]):
-            raise click.ClickException(f"command not found: {argv[0]}")
     env = {}
     for export in options["exports"]:
         key, sep, value = export.partition("=")
@@ -205,7 +163,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
     try:
         return JobSpec(
             name=options["name"] or synthetic or os.path.basename(argv[0]),
-            user=getpass.getuser(),
+            user=user,
             tasks=options["tasks"] or (nodes or 1) * (tasks_per_node or 1),
             nodes=nodes,
             tasks_per_node=tasks_per_node,
@@ -213,7 +171,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             mem_per_cpu=options["mem_per_cpu"],
             mpi=MpiKind(options["mpi"]) if options["mpi"] else None,
             argv=argv,
-            cwd=cwd,
+            cwd=job_folder(options, here),
             env=env,
             exclusive=options["exclusive"],
             estimate_s=options["estimate"],
@@ -225,7 +183,7 @@ def _spec(client: MasterClient, command: tuple[str, ...], cwd: str, options: dic
             after_any=after_any,
             partition=options["partition"],
             reservation=options["reservation"],
-            umask=submitter_umask(),
+            umask=umask,
         )
     except ValidationError as error:
         raise click.UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
