@@ -3,7 +3,7 @@ suspended and resumed, the record of these commands (cli/admin_nodes.py, cli/job
 docs/operations.md), the settings of users, like Slurm's sacctmgr, and the check of a configuration
 file (anyone, without a master).
 
-A user's political priority (0-1) and quota (node-seconds) feed slack-based
+A user's political priority (0-1) and quota (processor-seconds) feed slack-based
 backfilling: a user over quota gets PP = -1, so their new jobs have infinite
 slack and yield to everyone else's.
 """
@@ -74,18 +74,18 @@ def priority(client: MasterClient, user: str, priority: float) -> None:
 
 @admin.command()
 @click.argument("user")
-@click.argument("node_seconds")
+@click.argument("processor_seconds")
 @with_master
-def quota(client: MasterClient, user: str, node_seconds: str) -> None:
-    """Set USER's quota in node-seconds, or `none` to lift it."""
-    if node_seconds == "none":
+def quota(client: MasterClient, user: str, processor_seconds: str) -> None:
+    """Set USER's quota in processor-seconds, or `none` to lift it."""
+    if processor_seconds == "none":
         users = client.set_user(user, clear_quota=True)
     else:
         try:
-            value = float(node_seconds)
+            value = float(processor_seconds)
         except ValueError:
-            raise click.UsageError(f"a quota is node-seconds or none, not {node_seconds!r}") from None
-        users = client.set_user(user, quota_node_s=value)
+            raise click.UsageError(f"a quota is processor-seconds or none, not {processor_seconds!r}") from None
+        users = client.set_user(user, quota_processor_s=value)
     console.print(_users(users))
 
 
@@ -136,12 +136,12 @@ def _print_users(users: list[UserInfo], as_json: bool) -> None:
 
 def _users(users: list[UserInfo]) -> Table:
     table = Table(box=None, header_style="bold")
-    for column in ("USER", "PARTITION", "PP", "QUOTA(node-s)", "USED(node-s)", "STATE", "MAXSUBMIT", "MAXJOBS",
+    for column in ("USER", "PARTITION", "PP", "QUOTA(proc-s)", "USED(proc-s)", "STATE", "MAXSUBMIT", "MAXJOBS",
                    "MAXCPUS", "MAXMEM"):
         table.add_column(column)
     for user in users:
-        quota = "-" if user.quota_node_s is None else f"{user.quota_node_s:g}"
-        first = [user.user, "*", f"{user.political_priority:g}", quota, f"{user.used_node_s:.0f}",
+        quota = "-" if user.quota_processor_s is None else f"{user.quota_processor_s:g}"
+        first = [user.user, "*", f"{user.political_priority:g}", quota, f"{user.used_processor_s:.0f}",
                  "OVER QUOTA" if user.over_quota else "ok"]
         everywhere = next((each for each in user.limits if each.partition is None), UserLimits())
         table.add_row(*first, *_limit_cells(everywhere))

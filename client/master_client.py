@@ -111,10 +111,10 @@ class MasterClient(MasterConnection):
     def cancel(self, job_id: int, user: str) -> Cancelled:
         return self.request(Cancel(job_id=job_id, user=user), Cancelled)
 
-    def set_user(self, user: str, political_priority: float | None = None, quota_node_s: float | None = None,
+    def set_user(self, user: str, political_priority: float | None = None, quota_processor_s: float | None = None,
                  clear_quota: bool = False) -> list[UserInfo]:
         message = SetUser(admin=self._user, user=user, political_priority=political_priority,
-                          quota_node_s=quota_node_s, clear_quota=clear_quota)
+                          quota_processor_s=quota_processor_s, clear_quota=clear_quota)
         return self.request(message, UserList).users
 
     def users(self) -> list[UserInfo]:

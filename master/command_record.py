@@ -80,7 +80,8 @@ def words(command: Recorded) -> str:
         case SetUser():
             if command.political_priority is not None:
                 return f"admin priority {command.user} {command.political_priority:g}"
-            quota = "none" if command.clear_quota or command.quota_node_s is None else f"{command.quota_node_s:g}"
+            quota = "none" if command.clear_quota or command.quota_processor_s is None \
+                else f"{command.quota_processor_s:g}"
             return f"admin quota {command.user} {quota}"
         case Reconfigure():
             return "admin reconfigure"

@@ -60,7 +60,7 @@ class Decisions:
             job = self._table.get(job_id)
             if job is None or job.state is not JobState.RUNNING or job.suspended:
                 continue  # a suspended job's time does not count against its limit
-            job.ran(elapsed)
+            self._table.charge(job.spec.user, job.ran(elapsed))
             limit = self._table.time_limit(job)
             if job.ending is None and job.ran_s > limit + self._settings.over_time_s:
                 self._endings.decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s",

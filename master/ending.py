@@ -13,7 +13,6 @@ or back to PENDING if the user asked for requeue). A job leaves the policy as
 soon as its end is decided. A closed job's dependents are released.
 """
 
-import dataclasses
 import logging
 from collections import deque
 
@@ -131,9 +130,8 @@ class Endings:
                 written = job.requeued(self._table.predictor())
             else:
                 written = job.as_closed(close.state, close.end_time)
-                if job.ran_s:
-                    used = self._table.account(job.spec.user)
-                    account = dataclasses.replace(used, used_node_s=used.used_node_s + job.ran_s * job.spec.tasks)
+                if job.ran_s or job.cpu_ns:  # its user's use, charged as it accrued, written with its close
+                    account = self._table.account(job.spec.user)
             try:
                 try:
                     self._store.closed(written, account)
@@ -158,8 +156,6 @@ class Endings:
                 continue
             self._table.remove(job)
             job.closed(written)
-            if account is not None:
-                self._table.account_written(account)
             log.info("job %d %s", job_id, close.state)
             for released in [*self._queues.dependents_of(job_id), *self._queues.of(job).left(job)]:
                 self.enqueue(released, now)

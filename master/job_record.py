@@ -18,6 +18,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
+from gangsched.master.accounts import Use
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.predictor import UtilizationPredictor
@@ -177,10 +178,19 @@ class Job:
             self.barrier_port = self.rendezvous_port = None
             self.wait = Wait(WaitKind.START_POSTPONED)
 
-    def ran(self, elapsed_s: float) -> None:
-        """It ran in a quantum of ``elapsed_s``: what its time limit counts."""
-        if self._may("ran", self.state is JobState.RUNNING):
-            self.ran_s += elapsed_s
+    def ran(self, elapsed_s: float) -> Use:
+        """It ran in a quantum of ``elapsed_s``: what its time limit counts; what it held in it."""
+        if not self._may("ran", self.state is JobState.RUNNING):
+            return Use()
+        self.ran_s += elapsed_s
+        return Use(processor_s=elapsed_s * self.spec.tasks, memory_byte_s=elapsed_s * self.committed_memory())
+
+    def committed_memory(self) -> int:
+        """Bytes its tasks may commit where they run: per task, or per node of its placement."""
+        spec = self.spec
+        if spec.mem_per_cpu is not None:
+            return spec.mem_per_cpu * spec.tasks
+        return (spec.mem_per_node or 0) * len(set(self.node_names))
 
     def suspended_by(self, record: Preemption) -> None:
         """Frozen whole, out of its matrix's rotation, by a job of a higher tier or an administrator."""
@@ -312,11 +322,13 @@ class Job:
             return f"Suspended by {last.by_user}" if last.by_user is not None else f"Preempted by job {last.by_job}"
         return self.wait.text() if self.wait is not None else self.reason
 
-    def measured(self, cpu_ns: int, memory_peak: int) -> None:
-        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak."""
+    def measured(self, cpu_ns: int, memory_peak: int) -> Use:
+        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak; the
+        CPU time as use to charge."""
         self.cpu_ns += cpu_ns
         if memory_peak and (self.max_rss is None or memory_peak > self.max_rss):
             self.max_rss = memory_peak
+        return Use(cpu_s=cpu_ns / 1e9)
 
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).

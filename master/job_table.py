@@ -6,7 +6,7 @@ were running before a restart and wait for their nodes) and turns a job into
 what the policy sees of it.
 """
 
-from gangsched.master.accounts import Account
+from gangsched.master.accounts import Account, Use
 from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
 from gangsched.master.placement import memory_request
@@ -27,6 +27,7 @@ class JobTable:
         self._started: dict[int, Job] = {}
         self.unadopted: dict[int, Job] = {}  # running before a restart, until their nodes say hello
         self.accounts = {account.user: account for account in store.accounts()}
+        self._charged: set[str] = set()  # users whose use accrued since their account was last written
         # until then, the nodes of a master restarted on an earlier run's store may still come back
         self.rejoin_until = 0.0
 
@@ -106,6 +107,7 @@ class JobTable:
             political_priority=self.account(spec.user).priority_for_policy,
             migratable=spec.migratable and self._settings.checkpoint_dir is not None,
             memory=memory_request(spec),
+            user=spec.user,
         )
 
     def predictor(self) -> UtilizationPredictor:
@@ -114,6 +116,19 @@ class JobTable:
     def time_limit(self, job: Job) -> float:
         """The job's estimate, which is also its time limit."""
         return job.spec.estimate_s or self._settings.default_estimate_s
+
+    def charge(self, user: str, use: Use) -> None:
+        """What a job of ``user``'s used, as it accrued (a quantum it ran in, CPU time its nodes reported)."""
+        self.account(user).charge(use)
+        self._charged.add(user)
+
+    def charged_accounts(self) -> list[Account]:
+        """The accounts charged since they were last written (``charges_written``)."""
+        return [self.accounts[user] for user in sorted(self._charged)]
+
+    def charges_written(self) -> None:
+        """The store has every account's use as it is now."""
+        self._charged.clear()
 
     def account(self, user: str) -> Account:
         return self.accounts.setdefault(user, Account(user))

@@ -144,7 +144,7 @@ class NodeEvents:
         self._starts.arrived(message.job_id, message.rank)
         job = self._table.get(message.job_id)
         if job is not None and message.rank in job.live_ranks:
-            job.measured(message.cpu_ns, message.memory_peak)
+            self._table.charge(job.spec.user, job.measured(message.cpu_ns, message.memory_peak))
             if message.rank == 0:
                 job.record_progress(now.monotonic, now.wall, message.progress)
             ending = None
@@ -174,7 +174,7 @@ class NodeEvents:
                 job = self._table.get(sample.job_id)
                 if job is None or job.state is not JobState.RUNNING:
                     continue
-                job.measured(sample.cpu_ns, sample.memory_peak)
+                self._table.charge(job.spec.user, job.measured(sample.cpu_ns, sample.memory_peak))
                 if sample.runnable_ns > 0:
                     job.add_utilization(account.quantum, _utilization(sample, share))
                 if sample.rank == 0:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, statements
+from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, USE_COLUMNS, statements
 from gangsched.master.sql_store import Rows, SqlStore
 from gangsched.master.store import StoreError
 
@@ -15,7 +15,7 @@ from gangsched.master.store import StoreError
 APPLICATION_NAME = "gangsched store"
 _VERSION_TABLE = "CREATE TABLE gangsched_schema (version INTEGER NOT NULL)"
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
-_MIGRATIONS: dict[int, list[str]] = {12: [LIVE_RANKS_COLUMN], 13: statements("quarantined_jobs")}
+_MIGRATIONS: dict[int, list[str]] = {12: [LIVE_RANKS_COLUMN], 13: statements("quarantined_jobs"), 14: USE_COLUMNS}
 
 
 class _Postgres:

@@ -40,8 +40,10 @@ CREATE TABLE IF NOT EXISTS submissions (
 CREATE TABLE IF NOT EXISTS users (
     "user" TEXT PRIMARY KEY,
     political_priority DOUBLE PRECISION NOT NULL,
-    quota_node_s DOUBLE PRECISION,
-    used_node_s DOUBLE PRECISION NOT NULL
+    quota_processor_s DOUBLE PRECISION,
+    used_processor_s DOUBLE PRECISION NOT NULL,
+    used_cpu_s DOUBLE PRECISION NOT NULL DEFAULT 0,
+    used_memory_byte_s DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 -- nodes an administrator drained or took down, with why, who and since when
 CREATE TABLE IF NOT EXISTS node_marks (
@@ -84,7 +86,7 @@ CREATE TABLE IF NOT EXISTS quarantined_jobs (
 );
 """
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 # what version 13 added: the ranks of a job that have not ended (NULL in a job of an earlier version: every rank)
 LIVE_RANKS_COLUMN = "ALTER TABLE jobs ADD COLUMN live_ranks TEXT"
 
@@ -112,7 +114,14 @@ JOB_COLUMNS = (
 )
 ACTION_COLUMNS = 'number, time, "user", command, result, token'
 JOB_UPSERT = upsert("jobs", JOB_COLUMNS, "job_id")
-ACCOUNT_UPSERT = upsert("users", '"user", political_priority, quota_node_s, used_node_s', '"user"')
+ACCOUNT_UPSERT = upsert("users", '"user", political_priority, quota_processor_s, used_processor_s, used_cpu_s, '
+                        'used_memory_byte_s', '"user"')
+# version 15: a user's use named for what it counts (processor-seconds, not node-seconds), and what else it
+# accrues (CPU-seconds, memory byte-seconds)
+USE_COLUMNS = ["ALTER TABLE users RENAME COLUMN quota_node_s TO quota_processor_s",
+               "ALTER TABLE users RENAME COLUMN used_node_s TO used_processor_s",
+               "ALTER TABLE users ADD COLUMN used_cpu_s DOUBLE PRECISION NOT NULL DEFAULT 0",
+               "ALTER TABLE users ADD COLUMN used_memory_byte_s DOUBLE PRECISION NOT NULL DEFAULT 0"]
 MARK_UPSERT = upsert("node_marks", 'node, state, reason, "user", time', "node")
 LIMITS_UPSERT = upsert("user_limits", '"user", partition, limits', '"user", partition')
 RESERVATION_UPSERT = upsert("reservations", "name, reservation", "name")

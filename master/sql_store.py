@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
-from gangsched.master.accounts import Account
+from gangsched.master.accounts import Account, Use
 from gangsched.master.job_record import Job
 from gangsched.master.nodes import NodeMark
 from gangsched.master.sql_schema import (
@@ -272,13 +272,14 @@ class SqlStore:
     def _write_account(self, account: Account) -> None:
         self._execute(
             ACCOUNT_UPSERT,
-            (account.user, account.political_priority, account.quota_node_s, account.used_node_s),
+            (account.user, account.political_priority, account.quota_processor_s, account.used.processor_s,
+             account.used.cpu_s, account.used.memory_byte_s),
         )
 
     def accounts(self) -> list[Account]:
-        rows = self._db.execute('SELECT "user", political_priority, quota_node_s, used_node_s FROM users'
-                                ' ORDER BY "user"')
-        return [Account(*row) for row in rows]
+        rows = self._db.execute('SELECT "user", political_priority, quota_processor_s, used_processor_s, used_cpu_s,'
+                                ' used_memory_byte_s FROM users ORDER BY "user"')
+        return [Account(user, priority, quota, Use(*used)) for user, priority, quota, *used in rows]
 
     def save_node_marks(self, marks: dict[str, NodeMark | None]) -> None:
         with self._transaction():

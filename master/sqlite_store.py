@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, statements
+from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, USE_COLUMNS, statements
 from gangsched.master.sql_store import SqlStore
 from gangsched.master.store import StoreError
 
@@ -24,7 +24,8 @@ _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAUL
                11: ["ALTER TABLE admin_log ADD COLUMN token TEXT",
                     'CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token)'],
                12: [LIVE_RANKS_COLUMN],
-               13: statements("quarantined_jobs")}
+               13: statements("quarantined_jobs"),
+               14: USE_COLUMNS}
 
 
 class _Sqlite:

@@ -38,12 +38,12 @@ class Users:
         account = self._table.account(message.user)
         if message.political_priority is not None:
             account = dataclasses.replace(account, political_priority=message.political_priority)
-        if message.quota_node_s is not None or message.clear_quota:
-            account = dataclasses.replace(account, quota_node_s=message.quota_node_s)
+        if message.quota_processor_s is not None or message.clear_quota:
+            account = dataclasses.replace(account, quota_processor_s=message.quota_processor_s)
         self._store.save_account(account)
         self._table.account_written(account)
-        log.info("user %s: political priority %g, quota %s node-s", account.user, account.political_priority,
-                 account.quota_node_s)
+        log.info("user %s: political priority %g, quota %s processor-s", account.user, account.political_priority,
+                 account.quota_processor_s)
         return self.query_users()
 
     def set_limits(self, message: SetLimits, now: Now) -> UserList | ErrorReply:

@@ -39,6 +39,7 @@ class Job(Protocol):
     political_priority: float
     migratable: bool  # it can checkpoint and restart elsewhere; a policy never moves it otherwise
     memory: MemoryRequest  # what it commits on each node it is placed on (policy/memory.py)
+    user: str  # whose it is ("" unknown: a log without users): what fair share is to charge
 
 
 @dataclass

@@ -62,6 +62,7 @@ class PolicyJob:
     political_priority: float = 0.0
     migratable: bool = False
     memory: MemoryRequest = NO_MEMORY
+    user: str = ""
 
 
 @dataclass(frozen=True)

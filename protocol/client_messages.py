@@ -216,7 +216,7 @@ class SetUser(WireModel):
     admin: str
     user: str = Field(min_length=1, max_length=64)
     political_priority: float | None = Field(default=None, ge=0, le=1)
-    quota_node_s: float | None = Field(default=None, ge=0)
+    quota_processor_s: float | None = Field(default=None, ge=0)
     clear_quota: bool = False
 
 

@@ -365,7 +365,12 @@ class UserInfo(WireModel):
 
     user: str
     political_priority: float  # PP, in [0, 1]
-    quota_node_s: float | None  # node-seconds the user may use; None: no quota
-    used_node_s: float  # nodes x time run, of the user's ended jobs
+    quota_processor_s: float | None  # processor-seconds the user may hold; None: no quota
+    # what the user's jobs used, charged quantum by quantum as it accrued: processor-seconds held (processors x
+    # the quanta they ran in), CPU-seconds their tasks used (as the nodes reported), and byte-seconds of the
+    # memory they committed in those quanta
+    used_processor_s: float
+    used_cpu_s: float = 0.0
+    used_memory_byte_s: float = 0.0
     over_quota: bool  # then the user's new jobs get PP = -1: infinite slack
     limits: list[UserLimits] = []  # those of every partition first, then each partition's

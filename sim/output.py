@@ -22,8 +22,8 @@ def write_schedule(path: Path, jobs: list[SimJob], procs: int, note: str) -> Non
 
 
 def _scheduled(job: SimJob) -> SwfJob:
-    """The job as the schedule ran it: its wait filled in."""
+    """The job as the schedule ran it: its wait filled in, its user the log's."""
     wait = -1.0 if job.start is None else round(job.start - job.submit, 2)
     record = modelled_job(job.job_id, job.submit, job.run_time, job.procs)
-    return record._replace(wait=wait, req_time=job.estimate)
+    return record._replace(wait=wait, req_time=job.estimate, user=int(job.user) if job.user.isdigit() else -1)
 

@@ -67,9 +67,15 @@ def prepare(records: list[SwfJob], procs: int, memory_per_node: int | None = Non
             continue
         if record.status == 5:
             awkward["cancelled, kept as it ran"] += 1
-        jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size, memory=memory))
+        jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size, memory=memory,
+                           user=user_of(record)))
     dropped = sum(count for what, count in awkward.items() if what.startswith("dropped"))
     return Prepared(jobs, awkward, dropped)
+
+
+def user_of(record: SwfJob) -> str:
+    """The log's user id as a name; "" where the log has none (-1)."""
+    return "" if record.user < 0 else str(record.user)
 
 
 def memory_of(record: SwfJob) -> MemoryRequest:
@@ -91,7 +97,7 @@ def prepare_as_pyss(records: list[SwfJob], procs: int) -> Prepared:
     for record in records:
         if record.run_time <= 0 or record.procs <= 0 or record.submit < 0:
             awkward["pyss: a 1-second serial job"] += 1
-            jobs.append(SimJob(record.job_id, max(record.submit, 1), 1, 1, max(1, record.procs)))
+            jobs.append(SimJob(record.job_id, max(record.submit, 1), 1, 1, max(1, record.procs), user=user_of(record)))
             continue
         run_time = int(max(min(record.req_time, record.run_time), 1))
         if run_time < record.run_time:
@@ -99,5 +105,6 @@ def prepare_as_pyss(records: list[SwfJob], procs: int) -> Prepared:
         if record.procs > procs:
             awkward["pyss: narrowed to the machine"] += 1
         estimate = int(max(record.req_time, record.run_time, 1))
-        jobs.append(SimJob(record.job_id, record.submit, run_time, estimate, max(min(record.procs, procs), 1)))
+        jobs.append(SimJob(record.job_id, record.submit, run_time, estimate, max(min(record.procs, procs), 1),
+                           user=user_of(record)))
     return Prepared(jobs, awkward, 0)

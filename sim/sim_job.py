@@ -20,6 +20,7 @@ class SimJob:
     utilization: float = 100.0  # % of its processors' CPU it uses running alone (sim/cpu.py): paired gang scheduling
     memory: MemoryRequest = NO_MEMORY  # per task (the SWF's requested memory, or a model's): S7
     startup_s: float = 0.0  # the first seconds of run_time: a CPU-bound start on a whole core (sim/quanta.py)
+    user: str = ""  # the log's user id ("" where it has none, -1)
     start: float | None = None
     end: float | None = None
 

@@ -2,6 +2,7 @@
 clock, and the fast tier's refusal to start a process. What tests share besides fixtures is in
 tests/helpers/, which no test reaches through this module."""
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -24,7 +25,7 @@ from tests.helpers.accounts import made_accounts, unix_account
 from tests.helpers.clusters import Cluster, memory_groups, wait_until
 from tests.helpers.debian import DebianPackages
 from tests.helpers.driven_master import FakeClock
-from tests.helpers.tiers import PROCESS_STARTS, PROCESS_TIERS, ProcessInFastTier
+from tests.helpers.tiers import PROCESS_TIERS, no_process_started
 
 raise_illegal_transitions()  # a transition a job's life does not have fails the test that makes it
 
@@ -56,18 +57,25 @@ def _test_machine_state() -> Iterator[None]:
         remove_unix_account(name)
 
 
-@pytest.fixture(autouse=True)
-def _fast_tier_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fast tier starts no process (docs/architecture.md, "Tests in tiers"): a test that does fails, with
-    the reason, unless marked for a tier that may."""
-    if any(request.node.get_closest_marker(tier) for tier in PROCESS_TIERS):
-        return
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """The fast tier starts no process (docs/architecture.md, "Tests in tiers"), nor do the fixtures it sets up,
+    a session's among them: a test that does fails, with the reason, unless marked for a tier that may. (The
+    teardown is free: a session's fixtures end in whichever test comes last.)"""
+    with _fast_tier(item):
+        return (yield)
 
-    def refused(*args: object, **kwargs: object) -> None:
-        raise ProcessInFastTier(f"{request.node.nodeid} starts a process: mark it {' or '.join(PROCESS_TIERS)}")
 
-    for module, name in PROCESS_STARTS:
-        monkeypatch.setattr(module, name, refused)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _fast_tier(item):
+        return (yield)
+
+
+def _fast_tier(item: pytest.Item) -> contextlib.AbstractContextManager[None]:
+    if any(item.get_closest_marker(tier) for tier in PROCESS_TIERS):
+        return contextlib.nullcontext()
+    return no_process_started(item.nodeid)
 
 
 @pytest.fixture(scope="session")

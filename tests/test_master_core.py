@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from gangsched.master.accounts import OVER_QUOTA, Account
+from gangsched.master.accounts import OVER_QUOTA, Account, Use
 from gangsched.master.settings import MasterSettings
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.protocol.codec import encode
@@ -381,19 +381,39 @@ def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
     core = make_core(tmp_path, clock)
     refused = core.users.set_user(SetUser(admin="alice", user="alice", political_priority=1.0))
     assert isinstance(refused, ErrorReply) and refused.code is ErrorCode.PERMISSION_DENIED
-    core.users.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_node_s=2.0))
+    core.users.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_processor_s=2.0))
     job = submit(core, nodes=2)
     core.tick()
     clock.now += 0.25
-    core.tick()  # job ran 0.25 s on 2 nodes: half a node-second
+    core.tick()  # job ran 0.25 s on 2 processors: half a processor-second
     for rank, node in enumerate(["n1", "n2"]):
-        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0))
+        core.task_ended(TaskExit(node=node, job_id=job, rank=rank, returncode=0, cpu_ns=100_000_000))
     (alice,) = core.users.query_users().users
-    assert alice.used_node_s == pytest.approx(0.5) and not alice.over_quota
-    assert Account("alice", 0.5, 2.0, alice.used_node_s).priority_for_policy == 0.5
-    assert Account("alice", 0.5, 2.0, 2.0).priority_for_policy == OVER_QUOTA
+    assert alice.used_processor_s == pytest.approx(0.5) and not alice.over_quota
+    assert alice.used_cpu_s == pytest.approx(0.2)
+    assert Account("alice", 0.5, 2.0, Use(alice.used_processor_s)).priority_for_policy == 0.5
+    assert Account("alice", 0.5, 2.0, Use(2.0)).priority_for_policy == OVER_QUOTA
     restarted = make_core(tmp_path, clock, nodes=0)
     assert restarted.users.query_users().users == [alice]  # the store keeps it
+
+
+def test_use_is_charged_to_its_user_quantum_by_quantum_as_it_accrues(tmp_path, clock):
+    """Each quantum a job runs in charges its user the processors and the memory it held in it, and each report
+    the CPU time its tasks used: a user over quota is so while their job still runs, not once it ends."""
+    core = make_core(tmp_path, clock)
+    core.users.set_user(SetUser(admin="root", user="alice", political_priority=0.5, quota_processor_s=0.3))
+    spec = JobSpec(name="j", user="alice", tasks=2, argv=["true"], mem_per_cpu=1 << 20)
+    job = core.clients.submit(Submit(spec=spec)).job_id
+    core.tick()
+    used = []
+    for _ in range(2):  # within the nodes' heartbeats
+        clock.now += 0.1
+        core.tick()
+        used.append(core.users.query_users().users[0])
+    assert [each.used_processor_s for each in used] == pytest.approx([0.2, 0.4])
+    assert [each.used_memory_byte_s for each in used] == pytest.approx([0.1 * 2 * (1 << 20) * n for n in (1, 2)])
+    assert [each.over_quota for each in used] == [False, True]
+    assert infos(core, [job])[0].state is JobState.RUNNING
 
 
 def test_a_dependent_job_waits_out_a_master_restart_and_starts_when_its_dependency_completes(tmp_path, clock):

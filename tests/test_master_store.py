@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.master.accounts import Account
+from gangsched.master.accounts import Account, Use
 from gangsched.master.job_record import Job
 from gangsched.master.sql_schema import SCHEMA_VERSION
 from gangsched.master.sqlite_store import SqliteStore
@@ -100,7 +100,7 @@ def test_a_store_that_cannot_write_a_jobs_end_loses_nothing_and_releases_its_dep
     assert first.state is JobState.COMPLETED and started.state is JobState.RUNNING
     assert sorted(node for node, _ in sent(core, LaunchTask)) == ["n1", "n2"]
     assert SqliteStore(failing_store.path).get(job).state is JobState.COMPLETED
-    assert core.users.query_users().users[0].used_node_s > 0
+    assert core.users.query_users().users[0].used_processor_s > 0
 
 
 def test_a_start_the_store_cannot_write_does_not_happen_and_the_job_starts_once_it_can(failing_store, clock):
@@ -168,7 +168,7 @@ def test_a_commit_that_fails_in_the_middle_of_a_batch_keeps_nothing_of_it_and_wr
     failing_store.save(first)
     failing_store.submitted([second], "token-2")
     first.state, first.end_time = JobState.COMPLETED, 3.0
-    failing_store.closed(first, Account("alice", used_node_s=1.0))
+    failing_store.closed(first, ALICE)
     with pytest.raises(StoreWriteError):
         failing_store.commit()
     assert failing_store.pending
@@ -182,7 +182,7 @@ def test_a_commit_that_fails_in_the_middle_of_a_batch_keeps_nothing_of_it_and_wr
     failing_store.commit()  # everything, in order, at once
     assert not failing_store.pending
     assert (on_disk(failing_store, 1), on_disk(failing_store, 2)) == (JobState.COMPLETED, JobState.CANCELLED)
-    assert SqliteStore(failing_store.path).accounts() == [Account("alice", used_node_s=1.0)]
+    assert SqliteStore(failing_store.path).accounts() == [ALICE]
     assert SqliteStore(failing_store.path).job_of_token("alice", "token-2") == 2
 
 
@@ -192,7 +192,7 @@ def test_a_write_that_fails_in_a_batch_is_rolled_back_alone(failing_store):
     failing_store.submitted([first], None)
     failing_store.full = True
     with pytest.raises(StoreWriteError):
-        failing_store.closed(first, Account("alice", used_node_s=1.0))  # the job written, then its user fails
+        failing_store.closed(first, ALICE)  # the job written, then its user fails
     failing_store.full = False
     failing_store.submitted([second], None)
     failing_store.commit()
@@ -237,6 +237,12 @@ def test_a_launch_lost_with_the_master_is_queued_again_not_failed(tmp_path, cloc
     assert lost_launch in {message.task.job_id for _, message in sent(restarted, LaunchTask)}
 
 
+ALICE = Account("alice", used=Use(processor_s=1.0, cpu_s=0.5, memory_byte_s=7.0))
+# the users table before version 15
+OLD_USERS = ('CREATE TABLE users ("user" TEXT PRIMARY KEY, political_priority DOUBLE PRECISION NOT NULL,'
+             " quota_node_s DOUBLE PRECISION, used_node_s DOUBLE PRECISION NOT NULL)")
+
+
 def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     path = tmp_path / "jobs.db"
     SqliteStore(path).close()
@@ -250,6 +256,8 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     db.execute("DROP TABLE admin_log")
     db.execute("DROP TABLE user_limits")
     db.execute("DROP TABLE reservations")
+    db.execute("DROP TABLE users")
+    db.execute(OLD_USERS)
     db.execute("INSERT INTO jobs (job_id, spec, state, reason, submit_time, node_names, processors, requeues,"
                " barriers, cpu_ns, ran_s, migration_s) VALUES (1, '{}', 'completed', '', 0, '[]', '[]', 0, 0, 0, 0,"
                " '[]')")
@@ -267,6 +275,21 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     assert db.execute("SELECT job_id, state, preemptions, hold, live_ranks FROM jobs").fetchall() == [
         (1, "completed", "[]", None, None)]
     db.close()
+
+
+def test_a_store_of_version_14_keeps_its_users_use_under_the_names_of_what_it_counts(tmp_path):
+    path = tmp_path / "jobs.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)  # its users as version 14 had them: node-seconds by name, nothing else accrued
+    db.execute("DROP TABLE users")
+    db.execute(OLD_USERS)
+    db.execute("INSERT INTO users VALUES ('alice', 0.5, 100.0, 42.0)")
+    db.execute("PRAGMA user_version=14")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    assert store.accounts() == [Account("alice", 0.5, 100.0, Use(processor_s=42.0))]
+    store.close()
 
 
 def test_a_rank_end_acknowledged_before_a_restart_is_not_taken_for_a_vanished_rank(tmp_path, clock):

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from gangsched.master.accounts import Account
+from gangsched.master.accounts import Account, Use
 from gangsched.master.job_record import Job
 from gangsched.master.nodes import NodeMark
 from gangsched.master.postgres_store import PostgresStore
@@ -47,7 +47,7 @@ def exercise(store: JobStore) -> list[Any]:
                   preemptions=[Preemption(by_job=7, start=1011.0, end=1012.5)])
     store.save(started)
     ended = job(2, JobState.COMPLETED, start_time=1020.0, end_time=1030.0, exit_code=0, ran_s=9.5)
-    store.closed(ended, Account("alice", 0.5, 100.0, 19.0))
+    store.closed(ended, Account("alice", 0.5, 100.0, Use(19.0, 2.5, 1e9)))
     store.save_node_marks({"n3": NodeMark(NodeState.DRAINING, NodeReason(text="fan", user="root", time=5.0)),
                            "n4": NodeMark(NodeState.DOWN, NodeReason(text="psu", user="root", time=6.0))})
     store.save_node_marks({"n4": None})
@@ -66,6 +66,7 @@ def exercise(store: JobStore) -> list[Any]:
     return answers
 
 
+@pytest.mark.live
 def test_the_store_on_postgresql_answers_as_the_store_on_sqlite(tmp_path, database):
     sqlite, postgres = SqliteStore(tmp_path / "jobs.db"), PostgresStore(database)
     assert exercise(postgres) == exercise(sqlite)
@@ -75,6 +76,7 @@ def test_the_store_on_postgresql_answers_as_the_store_on_sqlite(tmp_path, databa
         store.close()
 
 
+@pytest.mark.live
 def test_a_failed_write_is_rolled_back_alone_and_the_commit_takes_the_others(database):
     store = PostgresStore(database)
     store.submitted([job(1)], "token-1")
@@ -89,6 +91,7 @@ def test_a_failed_write_is_rolled_back_alone_and_the_commit_takes_the_others(dat
     reopened.close()
 
 
+@pytest.mark.live
 def test_a_master_runs_its_jobs_and_restarts_on_postgresql(database, clock):
     core = driven_master(SETTINGS, ENDPOINTS, PostgresStore(database), clock)
     for node in ("n1", "n2", "n3", "n4"):
@@ -111,6 +114,7 @@ def test_a_master_runs_its_jobs_and_restarts_on_postgresql(database, clock):
     restarted.store.close()
 
 
+@pytest.mark.live
 def test_a_postgresql_store_that_cannot_be_used_is_refused_with_one_line(tmp_path, database):
     with pytest.raises(StoreError) as unreachable:
         PostgresStore(f"postgresql://gangsched:secret@/postgres?host={tmp_path}&port=5432")
@@ -124,10 +128,17 @@ def test_a_postgresql_store_that_cannot_be_used_is_refused_with_one_line(tmp_pat
     with psycopg.connect(database, autocommit=True) as connection:  # as version 12 made it
         connection.execute("UPDATE gangsched_schema SET version = 12")
         connection.execute("ALTER TABLE jobs DROP COLUMN live_ranks")
+        connection.execute("DROP TABLE users")
+        connection.execute('CREATE TABLE users ("user" TEXT PRIMARY KEY, political_priority DOUBLE PRECISION NOT NULL,'
+                           " quota_node_s DOUBLE PRECISION, used_node_s DOUBLE PRECISION NOT NULL)")
+        connection.execute("INSERT INTO users VALUES ('alice', 0.5, 100.0, 42.0)")
     PostgresStore(database).close()  # migrated
     with psycopg.connect(database, autocommit=True) as connection:
         assert connection.execute("SELECT version FROM gangsched_schema").fetchone() == (SCHEMA_VERSION,)
         connection.execute("SELECT live_ranks FROM jobs")
+    migrated = PostgresStore(database)
+    assert migrated.accounts() == [Account("alice", 0.5, 100.0, Use(processor_s=42.0))]
+    migrated.close()
 
 
 @pytest.mark.live

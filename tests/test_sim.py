@@ -12,9 +12,10 @@ from gangsched.policy.slack import SlackPolicy
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
 from gangsched.sim.engine import simulate
 from gangsched.sim.metrics import bounded_slowdown, confidence_interval, pyss_selection
+from gangsched.sim.output import write_schedule
 from gangsched.sim.prepare import prepare, prepare_as_pyss
 from gangsched.sim.sim_job import SimJob
-from gangsched.workload.swf import modelled_job
+from gangsched.workload.swf import modelled_job, read_swf, write_swf
 from tests.helpers.workloads import estimated, workloads
 
 
@@ -229,3 +230,14 @@ def test_a_confidence_interval_is_students_t_over_the_seeds():
     mean, half = confidence_interval([1.0, 2.0, 3.0])
     assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
     assert confidence_interval([5.0]) == (5.0, 0.0)
+
+
+def test_a_log_s_user_ids_go_with_its_jobs_through_the_simulator_and_out(tmp_path):
+    trace = tmp_path / "users.swf"
+    write_swf(trace, [modelled_job(1, 0.0, 10.0, 2)._replace(user=7, req_time=10.0),
+                      modelled_job(2, 1.0, 10.0, 2)._replace(req_time=10.0)], ["; MaxProcs: 4"])
+    jobs = prepare(read_swf(trace).jobs, 4).jobs
+    assert [job.user for job in jobs] == ["7", ""]
+    scheduled = tmp_path / "out.swf"
+    write_schedule(scheduled, jobs, 4, "test")
+    assert [record.user for record in read_swf(scheduled).jobs] == [7, -1]

@@ -1,8 +1,10 @@
 """The tiers of the suite (docs/architecture.md, "Tests in tiers"): the fast tier starts no process."""
 
-import _posixsubprocess
+import _posixsubprocess  # type: ignore[import-not-found]
+import contextlib
 import os
 import subprocess
+from collections.abc import Iterator
 
 
 class ProcessInFastTier(Exception):
@@ -16,3 +18,20 @@ PROCESS_TIERS = ("live", "docker", "mpi")
 # spawn through _posixsubprocess, its fork, pty and os.system
 PROCESS_STARTS = [(subprocess, "_fork_exec"), (_posixsubprocess, "fork_exec"), (os, "fork"), (os, "forkpty"),
                    (os, "posix_spawn"), (os, "posix_spawnp"), (os, "system")]
+
+
+@contextlib.contextmanager
+def no_process_started(test: str) -> Iterator[None]:
+    """While it lasts, every way of starting a process raises ``ProcessInFastTier``, naming ``test``."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise ProcessInFastTier(f"{test} starts a process: mark it {' or '.join(PROCESS_TIERS)}")
+
+    saved = [(module, name, getattr(module, name)) for module, name in PROCESS_STARTS]
+    for module, name, _ in saved:
+        setattr(module, name, refused)
+    try:
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
