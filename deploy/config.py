@@ -37,12 +37,12 @@ class Daemon:
 
 DAEMONS = (
     Daemon("master", MasterSettings, "", frozenset({
-        "bind", "switch_bind", "report_bind", "keys", "config", "state_dir", "io_addr", "checkpoint_dir",
+        "bind", "switch_bind", "report_bind", "keys", "config", "state_dir", "io_addr", "io_key", "checkpoint_dir",
         "log_file"})),
     Daemon("node", NodeSettings, "node_", frozenset({
         "master", "config", "keys", "name", "cpu_share", "processors", "memory", "cpu_list", "spool_dir",
         "run_dir", "peer_transport", "peer_host", "peer_ports", "log_file"})),
-    Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "log_file"})),
+    Daemon("io", IoServerSettings, "io_", frozenset({"bind", "path", "key", "log_file"})),
 )
 
 EXAMPLE_CONFIG = Path(__file__).with_name("gangsched.toml")  # a complete configuration file, for the local cluster

@@ -1,14 +1,17 @@
 """The configuration file: read and validated whole, every problem placed at its file, line and key,
 and the master's settings from flags, environment, file and defaults in that order."""
 
+import warnings
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
+from gangsched.cli.bench import bench
 from gangsched.cli.group import cli
 from gangsched.daemon.cluster_file import ClusterFileError, configured_masters
-from gangsched.deploy.config import EXAMPLE_CONFIG
+from gangsched.deploy.config import EXAMPLE_CONFIG, settable
 from gangsched.master.config_file import ConfigError, master_settings, read_config
 from gangsched.master.config_lines import key_lines
 from gangsched.policy.partitions import PartitionState, PreemptMode
@@ -166,3 +169,12 @@ def test_slurm_times_are_read_and_written_as_slurm_does(text, seconds):
 def test_a_time_slurm_would_not_read_is_refused(text):
     with pytest.raises(DurationError):
         parse_duration(text)
+
+
+def test_every_setting_a_cluster_may_be_given_has_a_flag_of_its_own():
+    """The master's io_key and the I/O server's key were both --io-key: click warned, and one of them won."""
+    flags = [name for name, _, _, _ in settable()]
+    assert len(flags) == len(set(flags)), sorted(name for name in flags if flags.count(name) > 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bench.get_command(click.Context(bench), "switch").get_params(click.Context(bench))
