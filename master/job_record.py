@@ -322,13 +322,11 @@ class Job:
             return f"Suspended by {last.by_user}" if last.by_user is not None else f"Preempted by job {last.by_job}"
         return self.wait.text() if self.wait is not None else self.reason
 
-    def measured(self, cpu_ns: int, memory_peak: int) -> Use:
-        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak; the
-        CPU time as use to charge."""
+    def measured(self, cpu_ns: int, memory_peak: int) -> None:
+        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak."""
         self.cpu_ns += cpu_ns
         if memory_peak and (self.max_rss is None or memory_peak > self.max_rss):
             self.max_rss = memory_peak
-        return Use(cpu_s=cpu_ns / 1e9)
 
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).
