@@ -1,7 +1,8 @@
 """Points in time as Slurm spells them (``sbatch --begin``, ``sacct -S``, ``scontrol create reservation
 StartTime=...``), the one grammar of them: ``now``, ``now+N`` or ``now-N`` with a unit (``seconds`` by
 default, ``minutes``, ``hours``, ``days``, ``weeks``; Slurm reads any prefix of them, so ``now-2h`` is two
-hours ago), ISO dates ``YYYY-MM-DD[THH:MM[:SS]]``, ``HH:MM[:SS]`` today, and ``today``, ``tomorrow``,
+hours ago), ISO dates ``YYYY-MM-DD[THH:MM[:SS[.FRACTION]]]`` (the fraction as isoformat() writes it;
+Slurm takes none), ``HH:MM[:SS]`` today, and ``today``, ``tomorrow``,
 ``midnight`` and ``noon``, in local time. Plain text, as ``durations`` is: the master reads them against
 its own clock, a command against the machine's."""
 
@@ -33,9 +34,16 @@ def parse_time(text: str, now: float) -> float:
     named = _named(spelled, now)
     if named is not None:
         return named
+    spelt = text.strip()
+    whole, dot, fraction = spelt.partition(".")  # a fraction of a second, as isoformat() writes it
+    if dot and fraction.isdigit():
+        try:
+            return time.mktime(time.strptime(whole, _ISO[0])) + float(f"0.{fraction}")
+        except ValueError:
+            pass
     for layout in _ISO:
         try:
-            return time.mktime(time.strptime(text.strip(), layout))
+            return time.mktime(time.strptime(spelt, layout))
         except ValueError:
             continue
     raise TimeError(f"{text!r} is not a time: now[+|-COUNT[minutes|hours|days|weeks]], YYYY-MM-DD[THH:MM[:SS]], "

@@ -149,7 +149,7 @@ def test_history_lists_the_jobs_of_a_time_window_like_sacct(gang):
     before = gang("history", "-E", datetime.datetime.fromtimestamp(between).isoformat(), "-o", "jobid")
     assert before.stdout.split() == ["JOBID", str(early)]
     bad = gang("history", "-S", "yesterday-ish")
-    assert bad.returncode == 2 and "a time is now[-N[s|m|h|d]]" in bad.stderr
+    assert bad.returncode == 2 and "is not a time: now[+|-COUNT[minutes|hours|days|weeks]]" in bad.stderr
 
 
 def test_times_read_as_sacct_reads_them():
