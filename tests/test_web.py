@@ -142,13 +142,13 @@ def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path, monke
         return [sys.executable, "-m", "gangsched.web", "--bind", "127.0.0.1:0", "--address-file", str(address_file),
                 "--master", f"ipc://{tmp_path}/no-master.sock"]
 
-    def answers(address_file: Path) -> bool:
+    def serving(address_file: Path) -> bool:
         return address_file.exists() and answers(f"http://{address_file.read_text().strip()}", (200, 401))
 
     first = tmp_path / "first-address"
     server = subprocess.Popen([*web(first), "--parent", str(os.getpid())])
     try:
-        wait_until(lambda: answers(first), 30, "the web server to answer")
+        wait_until(lambda: serving(first), 30, "the web server to answer")
         server.terminate()
         server.wait(10)
     finally:
@@ -166,7 +166,7 @@ def test_the_web_server_ends_on_sigterm_and_when_its_master_dies(tmp_path, monke
     try:
         assert master.stdout is not None
         orphan = int(master.stdout.readline())
-        wait_until(lambda: answers(second), 30, "the web server to answer")
+        wait_until(lambda: serving(second), 30, "the web server to answer")
         master.kill()
         master.wait()
         # within its check of the parent (1 s) and its last question to the master (5 s at most)
