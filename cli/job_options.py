@@ -39,7 +39,7 @@ class JobOption:
 
 
 def _synthetic(name: str, kind: str, default: object, text: str) -> JobOption:
-    return JobOption(name, (f"--{name.replace('_', '-')}",), None, kind, f"{text}", default)
+    return JobOption(name, (f"--{name.replace('_', '-')}",), None, kind, text, default)
 
 
 OPTIONS: tuple[JobOption, ...] = (

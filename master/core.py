@@ -46,7 +46,7 @@ from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
-from gangsched.master.store import JobStore, StoreWriteError
+from gangsched.master.store import JobStore
 from gangsched.master.tiers import Tiers
 from gangsched.master.user_limits import Admission
 from gangsched.master.users import Users
@@ -301,26 +301,9 @@ class MasterCore:
         nodes come and gone, commands), highest tier first. The loop runs it once at the end of each turn,
         after its events and before its commit (master/loop.py), and the quantum boundary runs its own
         (``tick``): no handler runs it, so that a flood of events costs one pass, not one each. Then the use
-        the turn charged goes with its writes (``_write_use``)."""
+        the turn charged goes with its writes (``JobTable.write_charges``)."""
         self.tiers.settle(now)
-        self._write_use()
-
-    def _write_use(self) -> None:
-        """The accounts whose use accrued, written with the turn's other writes: whenever a job's record is
-        committed, its user's use up to then is too, so no job is ever charged less than its record says it
-        ran, even after a crash; a turn that writes nothing else (a quantum, a report) costs no commit. Use
-        that accrued since the last write is lost with the master's memory, as a job's own time run is."""
-        if not self._store.pending:
-            return
-        try:
-            for account in self.table.charged_accounts():
-                self._store.save_account(account)
-        except StoreWriteError:
-            # each stays charged, written with the next turn that writes; the store's failure is the commit's
-            # to report (master/outgoing.py), once, not every turn's
-            return
-        else:
-            self.table.charges_written()
+        self.table.write_charges()
 
     def tick(self, now: Now) -> None:
         """A quantum boundary of the matrices whose boundary is due by ``now`` (at least the earliest's):

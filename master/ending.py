@@ -151,7 +151,7 @@ class Endings:
             self._outbox.extend(self._unwritten_ends.pop(job_id, ()))
             self._queues.of(job).event()
             if close.state is JobState.PENDING:
-                self._table.replace(written)
+                self._table.add(written)
                 self._queues.of(written).resubmit(written, now)
                 continue
             self._table.remove(job)

@@ -183,14 +183,10 @@ class Job:
         if not self._may("ran", self.state is JobState.RUNNING):
             return Use()
         self.ran_s += elapsed_s
-        return Use(processor_s=elapsed_s * self.spec.tasks, memory_byte_s=elapsed_s * self.committed_memory())
-
-    def committed_memory(self) -> int:
-        """Bytes its tasks may commit where they run: per task, or per node of its placement."""
         spec = self.spec
-        if spec.mem_per_cpu is not None:
-            return spec.mem_per_cpu * spec.tasks
-        return (spec.mem_per_node or 0) * len(set(self.node_names))
+        # its nodes counted only where memory is per node: this runs for every job at every boundary
+        memory = spec.memory_on(len(set(self.node_names)) if spec.mem_per_node else 0)
+        return Use(processor_s=elapsed_s * spec.tasks, memory_byte_s=elapsed_s * memory)
 
     def suspended_by(self, record: Preemption) -> None:
         """Frozen whole, out of its matrix's rotation, by a job of a higher tier or an administrator."""

@@ -11,7 +11,7 @@ from gangsched.master.clock import Now
 from gangsched.master.job_record import Job
 from gangsched.master.placement import memory_request
 from gangsched.master.settings import MasterSettings
-from gangsched.master.store import JobStore
+from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.policy.live_scheduler import PolicyJob
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.records import JobState
@@ -44,11 +44,7 @@ class JobTable:
         return None if job is None else job.state
 
     def add(self, job: Job) -> None:
-        """A job submitted, or taken back from the store."""
-        self.jobs[job.job_id] = job
-
-    def replace(self, job: Job) -> None:
-        """A job's new record (requeued) in place of its old one."""
+        """A job submitted, taken back from the store, or its new record as it is requeued (in its old's place)."""
         self.jobs[job.job_id] = job
 
     def remove(self, job: Job) -> None:
@@ -122,12 +118,20 @@ class JobTable:
         self.account(user).charge(use)
         self._charged.add(user)
 
-    def charged_accounts(self) -> list[Account]:
-        """The accounts charged since they were last written (``charges_written``)."""
-        return [self.accounts[user] for user in sorted(self._charged)]
-
-    def charges_written(self) -> None:
-        """The store has every account's use as it is now."""
+    def write_charges(self) -> None:
+        """The accounts whose use accrued, written with the turn's other writes: whenever a job's record is
+        committed, its user's use up to then is too, so no job is ever charged less than its record says it
+        ran, even after a crash; a turn that writes nothing else (a quantum, a report) costs no commit. Use
+        that accrued since the last write is lost with the master's memory, as a job's own time run is."""
+        if not self._store.pending:
+            return
+        try:
+            for user in sorted(self._charged):
+                self._store.save_account(self.accounts[user])
+        except StoreWriteError:
+            # each stays charged, written with the next turn that writes; the store's failure is the commit's
+            # to report (master/outgoing.py), once, not every turn's
+            return
         self._charged.clear()
 
     def account(self, user: str) -> Account:

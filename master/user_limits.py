@@ -29,9 +29,7 @@ class _Use:
 
 def job_memory(spec: JobSpec) -> int:
     """The most a job may commit, wherever it is placed (its nodes are not known before)."""
-    if spec.mem_per_cpu is not None:
-        return spec.mem_per_cpu * spec.tasks
-    return (spec.mem_per_node or 0) * (spec.nodes or spec.tasks)
+    return spec.memory_on(spec.nodes or spec.tasks)
 
 
 class Admission:

@@ -167,6 +167,12 @@ class JobSpec(WireModel):
             raise ValueError("--mem and --mem-per-cpu exclude each other: give one")
         return self
 
+    def memory_on(self, nodes: int) -> int:
+        """The bytes the job commits spread over ``nodes`` nodes: per task, or per node."""
+        if self.mem_per_cpu is not None:
+            return self.mem_per_cpu * self.tasks
+        return self.mem_per_node * nodes if self.mem_per_node else 0
+
 
 class TaskRef(WireModel):
     job_id: int
