@@ -4,6 +4,7 @@ the user planted, and the task makes its files with the submitter's umask."""
 
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -120,7 +121,8 @@ def test_a_task_makes_its_files_with_the_submitters_umask(start_cluster, account
 def task_python(account, debian) -> Iterator[tuple[list[str], dict[str, str]]]:
     """An interpreter the account may run the job runtime with, and what the task's environment needs for it:
     this one where the account can run it, else Debian's with its pyzmq and the project's folders on
-    PYTHONPATH (an interpreter below /root, as pyenv's here, is root's alone: docs/install.md)."""
+    PYTHONPATH (an interpreter below /root, as pyenv's here, is root's alone: docs/install.md), copied to a folder
+    the account may read."""
     probe = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups"]
     if subprocess.run([*probe, "/bin/sh", "-c", '"$0" -c "import gangsched.jobs.runtime"', sys.executable],
                       capture_output=True, cwd="/").returncode == 0:
@@ -131,8 +133,9 @@ def task_python(account, debian) -> Iterator[tuple[list[str], dict[str, str]]]:
         layout = Path(folder)
         layout.chmod(0o755)
         (layout / "gangsched").mkdir(mode=0o755)
-        for package in ("jobs", "protocol"):
-            (layout / "gangsched" / package).symlink_to(ROOT / package)
+        for package in ("jobs", "protocol"):  # copied: a clone may sit in a folder only root passes (mktemp -d)
+            shutil.copytree(ROOT / package, layout / "gangsched" / package,
+                            ignore=shutil.ignore_patterns("__pycache__"))
         yield ["/usr/bin/python3"], {"PYTHONPATH": str(layout)}
 
 
