@@ -32,7 +32,7 @@ from gangsched.noded.loop import NodeDaemon, poll_ms
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_processes import TaskFolders
-from gangsched.noded.task_record import MemoryReading
+from gangsched.noded.task_record import MemoryReading, TaskKey
 from gangsched.protocol.records import TaskSpec
 
 AGENT_PREFIX = "agent"
@@ -43,7 +43,7 @@ _REPORT_DELAY_MS = 30
 
 class EmulatedTask:
     def __init__(self, spec: TaskSpec, runnable: bool, instant: bool = False) -> None:
-        self.job_id, self.rank = spec.job_id, spec.rank
+        self.job_id, self.step, self.rank = spec.job_id, spec.step, spec.rank
         self.pidfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self.uid = os.getuid()
         self.failure: str | None = None
@@ -163,7 +163,7 @@ class EmulatedHost:
         assert isinstance(task, EmulatedTask)
         self._owners.pop(task.pidfd, None)
 
-    def sweep(self, live: set[tuple[int, int]]) -> None:
+    def sweep(self, live: set[TaskKey]) -> None:
         pass
 
     def close(self) -> None:

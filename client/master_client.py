@@ -54,7 +54,7 @@ from gangsched.protocol.messages import (
     UserList,
     UserQuery,
 )
-from gangsched.protocol.records import JobInfo, JobSpec, JobState, NodeInfo, UserInfo
+from gangsched.protocol.records import JobInfo, JobSpec, JobState, NodeInfo, StepSpec, UserInfo
 from gangsched.protocol.reservation_messages import (
     ReservationCreate,
     ReservationDelete,
@@ -64,6 +64,7 @@ from gangsched.protocol.reservation_messages import (
     ReservationQuery,
     ReservationUpdate,
 )
+from gangsched.protocol.step_messages import StartStep, StepStarted
 
 __all__ = ["MasterClient", "MasterUnreachable", "RequestRefused"]
 
@@ -110,6 +111,10 @@ class MasterClient(MasterConnection):
 
     def cancel(self, job_id: int, user: str) -> Cancelled:
         return self.request(Cancel(job_id=job_id, user=user), Cancelled)
+
+    def start_step(self, job_id: int, user: str, step: StepSpec) -> int:
+        """Start ``step`` in running job ``job_id``'s allocation: the step's id."""
+        return self.request(StartStep(job_id=job_id, user=user, step=step), StepStarted).step_id
 
     def set_user(self, user: str, political_priority: float | None = None, quota_processor_s: float | None = None,
                  clear_quota: bool = False) -> list[UserInfo]:

@@ -15,12 +15,13 @@ class BarrierEndpoints:
     def __init__(self) -> None:
         self._ports: dict[str, set[int]] = {}  # rank-0 node -> ports in use
 
-    def allocate(self, job_id: int, node: str, peer: PeerEndpoint, user: str) -> tuple[str, str, int | None]:
-        """(address every rank connects to, address rank 0 binds, port to release later). An ipc socket is in
+    def allocate(self, name: str, node: str, peer: PeerEndpoint, user: str) -> tuple[str, str, int | None]:
+        """(address every rank connects to, address rank 0 binds, port to release later) for the step ``name``
+        (protocol/records.py ``step_name``). An ipc socket is in
         the job's user's own folder of the node's (the node makes it theirs, 0700): rank 0, which runs as
         them, may make it there, and no other account may reach it."""
         if peer.transport == "ipc":
-            address = f"ipc://{peer.host}/{user}/job-{job_id}.barrier"
+            address = f"ipc://{peer.host}/{user}/{name}.barrier"
             return address, address, None
         port = self._take(node, peer.ports or (1, 0))  # the protocol requires ports for tcp
         return f"tcp://{peer.host}:{port}", f"tcp://*:{port}", port

@@ -297,7 +297,7 @@ class ClientRequests:
     def query_nodes(self, now: Now) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
         for job in self._table.jobs.values():
-            for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+            for node in job.running_nodes():
                 jobs_by_node.setdefault(node, []).append(job.job_id)
         in_turn: dict[str, int] = {}
         for matrix in self._matrices:

@@ -46,6 +46,7 @@ from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
 from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
+from gangsched.master.step_starts import StepStarts
 from gangsched.master.store import JobStore
 from gangsched.master.tiers import Tiers
 from gangsched.master.user_limits import Admission
@@ -129,6 +130,7 @@ class MasterCore:
         self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
         self.job_updates = JobUpdates(self.table, self.queues, self.endings, self.client_requests, store)
         self.command_record = CommandRecord(store)
+        self.step_starts = StepStarts(self.table, self.starts)
         self.report_drain_time = Timings(STEP_BOUNDS_S)  # the loop's reads of the node messages
         self._start_time = now.wall
         self._restore(now)

@@ -6,11 +6,13 @@ close, or, while other ranks of the job run, the job without the rank. Until
 then the node keeps the end and says it again in its next hello, so a master
 that restarts in between neither loses it nor takes the rank for vanished.
 
-A job: PENDING -> RUNNING -> a final state once every rank has exited. The
-final state is decided by the first thing that goes wrong (``Job.ending``): a
-rank that fails, a cancel, the time limit (TIMEOUT), a lost node (NODE_FAIL,
-or back to PENDING if the user asked for requeue). A job leaves the policy as
-soon as its end is decided. A closed job's dependents are released.
+A job: PENDING -> RUNNING -> a final state once every task of every step has
+exited. The final state is decided by the first thing that goes wrong
+(``Job.ending``): a rank of its step 0 that fails, a cancel, the time limit
+(TIMEOUT), a lost node (NODE_FAIL, or back to PENDING if the user asked for
+requeue); or by its step 0's end, which ends its other steps (master/job_steps.py).
+A task of another step that fails ends that step alone. A job leaves the policy
+as soon as its end is decided. A closed job's dependents are released.
 """
 
 import logging
@@ -19,6 +21,7 @@ from collections import deque
 from gangsched.master.clock import Now
 from gangsched.master.closing import Close, StoreRetry
 from gangsched.master.job_record import Job
+from gangsched.master.job_steps import TaskId
 from gangsched.master.job_table import JobTable
 from gangsched.master.migrations import Migrations
 from gangsched.master.pending import Queues
@@ -54,7 +57,7 @@ class Endings:
         waits for the store (the job's close, or the job without the rank if others run), held until then."""
         job_id = job.job_id
         if job_id not in self._closing and job_id not in self._unwritten_ends:
-            if not job.live_ranks or self._saved(job, now):  # no rank left: its close is written (or a restart's)
+            if not job.live_tasks() or self._saved(job, now):  # no rank left: its close is written (or a restart's)
                 return ack
         self._unwritten_ends.setdefault(job_id, []).append((node, ack))
         return None
@@ -81,21 +84,44 @@ class Endings:
             return
         log.info("job %d ends as %s: %s", job.job_id, state, reason)
         self._queues.of(job).left_the_policy(job, now)
-        for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
+        for node in job.running_nodes():
             self._outbox.append((node, KillTask(job_id=job.job_id, reason=reason)))
 
-    def ranks_gone(self, job: Job, ranks: set[int], ending: tuple[JobState, str] | None, now: Now,
+    def step_failed(self, job: Job, step_id: int, rank: int, reason: str, exit_code: int | None, now: Now) -> None:
+        """A task of a step other than the first failed: the step ends, its other tasks killed; the job goes on."""
+        job.ranks_gone(step_id, {rank}, exit_code)
+        step = job.steps[step_id]
+        log.info("job %d step %d ends: %s", job.job_id, step_id, reason)
+        for node in sorted({step.node_of(other, job.node_names) for other in step.live_ranks}):
+            self._outbox.append((node, KillTask(job_id=job.job_id, step=step_id, reason=reason)))
+        self._gone(job, step_id, {rank}, now)
+
+    def tasks_gone(self, job: Job, tasks: set[TaskId], ending: tuple[JobState, str] | None, now: Now) -> None:
+        """Tasks of ``job``, of any of its steps, were lost; ``ending`` says if that ends the job."""
+        for step_id in sorted({step for step, _ in tasks}):
+            self.ranks_gone(job, step_id, {rank for step, rank in tasks if step == step_id}, ending, now)
+
+    def ranks_gone(self, job: Job, step_id: int, ranks: set[int], ending: tuple[JobState, str] | None, now: Now,
                    exit_code: int | None = None) -> None:
-        """Tasks of ``job`` exited or were lost; ``ending`` says if that ends the job."""
-        job.ranks_gone(ranks, exit_code if ending is not None else None)
-        for rank in ranks:
-            self._starts.arrived(job.job_id, rank)
+        """Tasks of step ``step_id`` of ``job`` exited or were lost; ``ending`` says if that ends the job."""
+        job.ranks_gone(step_id, ranks, exit_code if ending is not None else None)
         if ending is not None:
             self.decide_end(job, *ending, now)
-        if job.live_ranks:
+        self._gone(job, step_id, ranks, now)
+
+    def _gone(self, job: Job, step_id: int, ranks: set[int], now: Now) -> None:
+        """What follows the end of tasks: their step's, once it has none left; the job's, once no step has."""
+        for rank in ranks:
+            self._starts.arrived(job.job_id, step_id, rank)
+        step = job.steps[step_id]
+        if step.live_ranks:
+            return
+        self._starts.release_ports(job, step)
+        if step_id == 0 and job.ending is None and job.live_tasks():  # its other steps end with it
+            self.decide_end(job, JobState.COMPLETED, "", now)
+        if job.live_tasks():
             return
         self._table.adopted(job)
-        self._starts.release_ports(job)
         target = self._migrations.to_restart(job)
         if target is not None:
             try:

@@ -7,6 +7,7 @@ final state; a requeue makes a new PENDING record of it, reset in one place (``r
 
     submitted -> [held <-> released] -> started -> placed -> [suspended <-> resumed] -> ranks gone
               -> closed                            (or requeued -> PENDING again)
+    placed -> step started -> ranks gone ...       (more steps while it runs: master/job_steps.py)
     a start the store cannot write: start_postponed -> PENDING; one that cannot start: unplaced -> closed
 
 An illegal transition is a bug of the master: tests raise it (``raise_illegal_transitions``); a running
@@ -19,11 +20,12 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gangsched.master.accounts import Use
+from gangsched.master.job_steps import Step, TaskId, first_step
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.predictor import UtilizationPredictor
 from gangsched.protocol.messages import PmiFence
-from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, Preemption
+from gangsched.protocol.records import Hold, JobInfo, JobSpec, JobState, Preemption, StepSpec
 
 log = logging.getLogger("gangsched.master")
 
@@ -66,12 +68,12 @@ class Job:
     reason: str = ""  # why it ended as it did (or, stored, why it waits: ``shown_reason``)
     start_time: float | None = None
     end_time: float | None = None
-    node_names: list[str] = field(default_factory=list)  # rank r runs on node_names[r]
-    processors: list[int] = field(default_factory=list)  # ... on that node's processor processors[r]
+    # its allocation: its rank r (step 0's, and the slot r other steps name) on node_names[r], on that node's
+    # processor processors[r]
+    node_names: list[str] = field(default_factory=list)
+    processors: list[int] = field(default_factory=list)
     exit_code: int | None = None
     requeues: int = 0
-    barrier_port: int | None = None
-    rendezvous_port: int | None = None  # MASTER_PORT on rank 0's node
     max_rss: int | None = None  # bytes: the largest peak of any of its tasks so far (Slurm's MaxRSS)
     # node -> the incarnation of its daemon the job's tasks were sent to (stored with its start): after a
     # master restart, a daemon of that incarnation with no trace of the job never got its launch
@@ -79,15 +81,12 @@ class Job:
     # each time a job of a higher tier or an administrator suspended it (the last one open while it is); stored
     preemptions: list[Preemption] = field(default_factory=list)
     hold: Hold | None = None  # pending and held back from its queue (gang hold), by its owner or root; stored
-    # the ranks that have not ended; stored, so that a master that restarts expects no hello to bring a rank
-    # whose end it acknowledged (master/ending.py)
-    live_ranks: set[int] = field(default_factory=set)
+    steps: dict[int, Step] = field(default_factory=dict)  # what runs in its allocation, by id; stored
     # What follows lives only while the master runs.
     wait: Wait | None = None  # why it waits, while pending
     ending: JobState | None = None  # the final state decided while tasks still exit
     ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
     migration: Migration | None = None
-    fences: dict[int, dict[str, PmiFence]] = field(default_factory=dict)  # PMI epoch -> node -> its fence
     migration_s: list[float] = field(default_factory=list)
     util_pct: float | None = None
     cpu_ns: int = 0
@@ -144,8 +143,10 @@ class Job:
         migration between its checkpoints and its restart) expects every rank."""
         if self._may("restored", self._open):
             self.spec, self.predictor = spec, predictor
-            if self.state is JobState.RUNNING and not self.live_ranks:
-                self.live_ranks = set(range(len(self.node_names)))
+            if self.state is JobState.RUNNING and not self.live_tasks():
+                old = self.steps.get(0)
+                ports = (None, None) if old is None else (old.barrier_port, old.rendezvous_port)
+                self.steps[0] = first_step(len(self.node_names), *ports)
 
     def started(self, wall: float) -> None:
         """The policy placed it: it runs from now on, its tasks placed next (``placed``)."""
@@ -157,25 +158,44 @@ class Job:
                rendezvous_port: int | None) -> None:
         """Its tasks go to ``processors`` (at its start, or its restart after a migration), rank r to the r-th,
         to the node daemons of ``incarnations``, with its barrier's port and MASTER_PORT on rank 0's node."""
-        if self._may("placed", self.state is JobState.RUNNING and not self.live_ranks):
+        if self._may("placed", self.state is JobState.RUNNING and not self.live_tasks()):
             self.node_names = [processor.node for processor in processors]
             self.processors = [processor.number for processor in processors]
             self.launched_to = incarnations
-            self.live_ranks = set(range(len(processors)))
-            self.barrier_port, self.rendezvous_port = barrier_port, rendezvous_port
-            self.fences = {}
+            self.steps[0] = first_step(len(processors), barrier_port, rendezvous_port)
 
     def unplaced(self) -> None:
         """Placed, it cannot start (no port for its barrier): no task was sent; it fails next."""
         if self._may("unplaced", self.state is JobState.RUNNING):
-            self.node_names, self.processors, self.live_ranks = [], [], set()
+            self.node_names, self.processors = [], []
+            self.steps.pop(0, None)
+
+    def step_started(self, spec: StepSpec, barrier_port: int | None, rendezvous_port: int | None) -> Step | None:
+        """A step starts in its allocation (its ``slots`` checked against it): the step, numbered after the
+        last; None if the job cannot take one (it is ending or moving)."""
+        if not self._may("step started", self.state is JobState.RUNNING and self.ending is None
+                         and self.migration is None and 0 in self.steps):
+            return None
+        slots = list(range(len(self.node_names))) if spec.slots is None else spec.slots
+        step = Step(self.next_step_id, slots, set(range(len(slots))), spec, barrier_port, rendezvous_port)
+        self.steps[step.step_id] = step
+        return step
+
+    def step_unstarted(self, step_id: int) -> None:
+        """The store could not write a step's start: it did not happen (no task of it was sent)."""
+        if self._may("step unstarted", self.state is JobState.RUNNING and step_id in self.steps and step_id != 0):
+            del self.steps[step_id]
+
+    @property
+    def next_step_id(self) -> int:
+        """The id its next step gets: one more than its last."""
+        return max(self.steps, default=-1) + 1
 
     def start_postponed(self) -> None:
         """The store could not write its start: it did not happen, and the job waits for the store."""
         if self._may("start postponed", self.state is JobState.RUNNING and self.ending is None):
-            self.state, self.start_time, self.node_names, self.processors, self.live_ranks = \
-                JobState.PENDING, None, [], [], set()
-            self.barrier_port = self.rendezvous_port = None
+            self.state, self.start_time, self.node_names, self.processors, self.steps = \
+                JobState.PENDING, None, [], [], {}
             self.wait = Wait(WaitKind.START_POSTPONED)
 
     def ran(self, elapsed_s: float) -> Use:
@@ -233,17 +253,13 @@ class Job:
         return cost
 
     def fence_entered(self, fence: PmiFence) -> list[PmiFence] | None:
-        """A node's ranks entered PMI barrier ``fence.epoch``: once every node of the job has, the fences of
-        all of them, in the job's node order (the barrier is then over), else None."""
-        if not self._may("fence entered", self.state is JobState.RUNNING):
+        """A node's ranks of a step entered PMI barrier ``fence.epoch``: once every node of the step has, the
+        fences of all of them, in the step's node order (the barrier is then over), else None."""
+        step = self.steps.get(fence.step)
+        if not self._may("fence entered", self.state is JobState.RUNNING and step is not None):
             return None
-        entered = self.fences.setdefault(fence.epoch, {})
-        entered[fence.node] = fence
-        nodes = list(dict.fromkeys(self.node_names))
-        if len(entered) < len(nodes):
-            return None
-        del self.fences[fence.epoch]
-        return [entered[node] for node in nodes]
+        assert step is not None
+        return step.fence_entered(fence, step.nodes(self.node_names))
 
     def end_decided(self, state: JobState, reason: str, overriding: bool = False) -> bool:
         """How it ends is decided: the first cause wins (False if one came before), unless ``overriding``
@@ -254,11 +270,14 @@ class Job:
         self.migration = None
         return True
 
-    def ranks_gone(self, ranks: set[int], exit_code: int | None) -> None:
-        """Tasks exited or were lost; ``exit_code``: the one its end reports, if this ends it."""
-        if self._may("ranks gone", self.state is JobState.RUNNING):
-            self.live_ranks -= ranks
-            if exit_code is not None and self.ending is None:
+    def ranks_gone(self, step_id: int, ranks: set[int], exit_code: int | None) -> None:
+        """Tasks of a step exited or were lost; ``exit_code``: the one its end reports, if this ends it (the
+        job, for step 0; the step, for another)."""
+        step = self.steps.get(step_id)
+        if self._may("ranks gone", self.state is JobState.RUNNING and step is not None):
+            assert step is not None
+            step.ranks_gone(ranks, exit_code)
+            if exit_code is not None and step_id == 0 and self.ending is None:
                 self.exit_code = exit_code
 
     def closing(self, state: JobState, reason: str | None = None) -> None:
@@ -292,9 +311,9 @@ class Job:
             return self
         return dataclasses.replace(
             self, state=JobState.PENDING, ending=None, requeues=self.requeues + 1, node_names=[], processors=[],
-            start_time=None, barrier_port=None, rendezvous_port=None, util_pct=None, quantum_utils={}, ran_s=0.0,
+            start_time=None, util_pct=None, quantum_utils={}, ran_s=0.0,
             barriers=0, progress_history=None, predictor=predictor,
-            reason="", wait=Wait(WaitKind.REQUEUED, self.reason), live_ranks=set(), fences={})
+            reason="", wait=Wait(WaitKind.REQUEUED, self.reason), steps={})
 
     @property
     def suspended(self) -> bool:
@@ -318,11 +337,34 @@ class Job:
             return f"Suspended by {last.by_user}" if last.by_user is not None else f"Preempted by job {last.by_job}"
         return self.wait.text() if self.wait is not None else self.reason
 
-    def measured(self, cpu_ns: int, memory_peak: int) -> None:
-        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak."""
+    def measured(self, step_id: int, cpu_ns: int, memory_peak: int) -> None:
+        """What a node measured of one of its tasks since the last sample: CPU time, and its memory peak, the
+        job's and its step's."""
         self.cpu_ns += cpu_ns
         if memory_peak and (self.max_rss is None or memory_peak > self.max_rss):
             self.max_rss = memory_peak
+        step = self.steps.get(step_id)
+        if step is not None:
+            step.measured(cpu_ns, memory_peak)
+
+    def live_tasks(self) -> set[TaskId]:
+        """Its tasks that have not ended, of every step."""
+        return {(step.step_id, rank) for step in self.steps.values() for rank in step.live_ranks}
+
+    def is_live(self, step_id: int, rank: int) -> bool:
+        step = self.steps.get(step_id)
+        return step is not None and rank in step.live_ranks
+
+    def live_on(self, node: str) -> set[TaskId]:
+        """Its tasks on ``node`` that have not ended."""
+        names = self.node_names
+        return {(step.step_id, rank) for step in self.steps.values() for rank in step.live_ranks
+                if names[step.slots[rank]] == node}
+
+    def running_nodes(self) -> list[str]:
+        """The nodes where a task of it has not ended, sorted."""
+        names = self.node_names
+        return sorted({names[step.slots[rank]] for step in self.steps.values() for rank in step.live_ranks})
 
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).

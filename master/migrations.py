@@ -14,7 +14,7 @@ from gangsched.master.pending import Queues
 from gangsched.master.placement import processors_of, where
 from gangsched.master.stats import MIGRATION_BOUNDS_S, Timings
 from gangsched.policy.live_scheduler import Processor
-from gangsched.protocol.messages import CheckpointTask, Message
+from gangsched.protocol.messages import CheckpointTask, KillTask, Message
 
 log = logging.getLogger("gangsched.master")
 
@@ -30,8 +30,11 @@ class Migrations:
         if not job.migrating(processors, now.monotonic):  # moved again before it left
             return
         log.info("job %d migrates from %s to %s", job.job_id, where(before), where(processors))
-        for node in sorted({job.node_names[rank] for rank in job.live_ranks}):
-            self._outbox.append((node, CheckpointTask(job_id=job.job_id)))
+        for step in job.steps.values():  # its first step moves; the others end (docs/architecture.md, 'Steps')
+            nodes = sorted({step.node_of(rank, job.node_names) for rank in step.live_ranks})
+            for node in nodes:
+                self._outbox.append((node, CheckpointTask(job_id=job.job_id) if step.step_id == 0 else
+                                     KillTask(job_id=job.job_id, step=step.step_id, reason="its job migrates")))
 
     def to_restart(self, job: Job) -> list[Processor] | None:
         """Every rank of a migrating job saved its state: where it starts again (its saved barriers noted)."""

@@ -9,6 +9,7 @@ from gangsched.master.broadcast import Broadcast
 from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
+from gangsched.master.job_steps import TaskId
 from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices
 from gangsched.master.migrations import Migrations
@@ -65,7 +66,8 @@ class NodeEvents:
         self._endpoints = endpoints
         self._nodes = nodes
         self._relays = RelayTree(settings.relay_fanout)  # which node each node reaches the master through
-        self._unseen: dict[int, set[int]] = {}  # restored jobs: ranks their daemons, back, had no trace of
+        # restored jobs: the tasks (step, rank) their daemons, back, had no trace of
+        self._unseen: dict[int, set[TaskId]] = {}
         self._undelivered: dict[str, list[Message]] = {}  # by node: what its daemon had left the socket before
         self._table = table
         self._matrices = matrices
@@ -142,27 +144,34 @@ class NodeEvents:
         one after a batch of ends (a node's welcome, a drain of the report socket), not one for each end of a flood
         of small jobs.
         Its acknowledgement, or None while the store has not taken the end (master/ending.py: sent then)."""
-        self._starts.arrived(message.job_id, message.rank)
+        step_id, rank = message.step, message.rank
+        self._starts.arrived(message.job_id, step_id, rank)
+        ack = ExitAck(job_id=message.job_id, step=step_id, rank=rank)
         job = self._table.get(message.job_id)
-        if job is not None and message.rank in job.live_ranks:
-            job.measured(message.cpu_ns, message.memory_peak)
-            self._table.charge(job.spec.user, Use(cpu_s=message.cpu_ns / 1e9))
-            if message.rank == 0:
-                job.record_progress(now.monotonic, now.wall, message.progress)
-            ending = None
-            migration = job.migration
-            if migration and not migration.restarted and message.error is None and message.returncode == CHECKPOINTED:
-                job.checkpointed(message.rank)
-            elif message.out_of_memory:
-                ending = (JobState.OUT_OF_MEMORY, f"rank {message.rank} on {message.node} passed its memory limit "
-                          f"of {readable(limit_of(job, message.rank))} (peak {readable(message.memory_peak)})")
-            elif message.error is not None or message.returncode != 0:
-                what = message.error or f"exited with {_describe(message.returncode)}"
-                ending = (JobState.FAILED, f"rank {message.rank} on {message.node} {what}")
-            self._endings.ranks_gone(job, {message.rank}, ending, now, exit_code=message.returncode)
-            return self._endings.acknowledge(job, message.node, ExitAck(job_id=message.job_id, rank=message.rank),
-                                             now)
-        return ExitAck(job_id=message.job_id, rank=message.rank)
+        if job is None or not job.is_live(step_id, rank):
+            return ack
+        job.measured(step_id, message.cpu_ns, message.memory_peak)
+        self._table.charge(job.spec.user, Use(cpu_s=message.cpu_ns / 1e9))
+        if rank == 0 and step_id == 0:
+            job.record_progress(now.monotonic, now.wall, message.progress)
+        ending = None
+        migration = job.migration
+        task = f"rank {rank}" + (f" of step {step_id}" if step_id else "")
+        if migration and not migration.restarted and message.error is None and message.returncode == CHECKPOINTED \
+                and step_id == 0:
+            job.checkpointed(rank)
+        elif message.out_of_memory:
+            limit = limit_of(job, job.steps[step_id], rank)
+            ending = (JobState.OUT_OF_MEMORY, f"{task} on {message.node} passed its memory limit "
+                      f"of {readable(limit)} (peak {readable(message.memory_peak)})")
+        elif message.error is not None or message.returncode != 0:
+            what = message.error or f"exited with {_describe(message.returncode)}"
+            ending = (JobState.FAILED, f"{task} on {message.node} {what}")
+        if ending is not None and step_id != 0:  # it ends its step, not the job
+            self._endings.step_failed(job, step_id, rank, ending[1], message.returncode, now)
+        else:
+            self._endings.ranks_gone(job, step_id, {rank}, ending, now, exit_code=message.returncode)
+        return self._endings.acknowledge(job, message.node, ack, now)
 
     def report(self, report: QuantumReport, now: Now) -> ErrorReply | None:
         if not self._nodes.seen(report.node, now.monotonic):
@@ -173,13 +182,15 @@ class NodeEvents:
         for account in report.accounts:
             self._broadcast.switch_log.reported(account)
             for sample in account.samples:
-                self._starts.arrived(sample.job_id, sample.rank)
+                self._starts.arrived(sample.job_id, sample.step, sample.rank)
                 job = self._table.get(sample.job_id)
                 if job is None or job.state is not JobState.RUNNING:
                     continue
-                job.measured(sample.cpu_ns, sample.memory_peak)
+                job.measured(sample.step, sample.cpu_ns, sample.memory_peak)
                 user = job.spec.user
                 cpu_ns[user] = cpu_ns.get(user, 0) + sample.cpu_ns
+                if sample.step:  # the policy's utilization and progress are its first step's
+                    continue
                 if sample.runnable_ns > 0:
                     job.add_utilization(account.quantum, _utilization(sample, share))
                 if sample.rank == 0:
@@ -216,7 +227,7 @@ class NodeEvents:
                 f"than a fence carries ({MAX_FENCE_BYTES})"
             self._endings.decide_end(job, JobState.FAILED, reason, now)
             return None
-        done = PmiFenceDone(job_id=job.job_id, epoch=fence.epoch,
+        done = PmiFenceDone(job_id=job.job_id, step=fence.step, epoch=fence.epoch,
                             kvs={key: value for each in entered for key, value in each.kvs.items()},
                             data=b"".join(each.data for each in entered))
         for node in sorted(each.node for each in entered):
@@ -226,18 +237,21 @@ class NodeEvents:
     def pmix_modex_request(self, request: PmixModexRequest) -> ErrorReply | None:
         """A node's PMIx library asks for a rank's data: the rank's node is asked."""
         job = self._table.running_on(request.job_id, request.node)
-        if job is None or request.rank >= len(job.node_names):
-            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {request.rank} of a running job "
-                              f"{request.job_id} on {request.node}")
-        self._outbox.append((job.node_names[request.rank], request))
+        step = None if job is None else job.steps.get(request.step)
+        if job is None or step is None or request.rank >= len(step.slots):
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {request.rank} of step {request.step} of "
+                              f"a running job {request.job_id} on {request.node}")
+        self._outbox.append((step.node_of(request.rank, job.node_names), request))
         return None
 
     def pmix_modex_reply(self, reply: PmixModexReply) -> ErrorReply | None:
         """A rank's node answers a direct-modex request: the node that asked gets the data."""
         job = self._table.running_on(reply.job_id, reply.asker)
-        if job is None or reply.rank >= len(job.node_names) or job.node_names[reply.rank] != reply.node:
-            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {reply.rank} of a running job "
-                              f"{reply.job_id} on {reply.node}")
+        step = None if job is None else job.steps.get(reply.step)
+        if job is None or step is None or reply.rank >= len(step.slots) \
+                or step.node_of(reply.rank, job.node_names) != reply.node:
+            return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no rank {reply.rank} of step {reply.step} of a "
+                              f"running job {reply.job_id} on {reply.node}")
         self._outbox.append((reply.asker, reply))
         return None
 
@@ -275,21 +289,20 @@ class NodeEvents:
         self._tiers.follow_nodes(up, adopted, now)
 
     def _reconcile_tasks(self, hello: NodeHello, now: Now) -> None:
-        reported = {(task.job_id, task.rank) for task in hello.tasks}
+        reported = {(task.job_id, task.step, task.rank) for task in hello.tasks}
         expected = {
-            (job.job_id, rank)
+            (job.job_id, step, rank)
             for job in self._table.jobs.values()
-            for rank in job.live_ranks
-            if job.node_names[rank] == hello.node
+            for step, rank in job.live_on(hello.node)
         }
-        for job_id, rank in sorted(reported - expected):
-            log.warning("node %s runs job %d rank %d that is not the master's: killing it",
-                        hello.node, job_id, rank)
-            self._outbox.append((hello.node, KillTask(job_id=job_id, reason="orphaned task")))
-        for job_id, rank in reported:
-            self._starts.arrived(job_id, rank)
-        for job_id, rank in sorted(expected - reported):
-            in_flight = self._starts.in_flight(job_id, rank, hello.incarnation)
+        for job_id, step, rank in sorted(reported - expected):
+            log.warning("node %s runs job %d step %d rank %d that is not the master's: killing it",
+                        hello.node, job_id, step, rank)
+            self._outbox.append((hello.node, KillTask(job_id=job_id, step=step, reason="orphaned task")))
+        for job_id, step, rank in reported:
+            self._starts.arrived(job_id, step, rank)
+        for job_id, step, rank in sorted(expected - reported):
+            in_flight = self._starts.in_flight(job_id, step, rank, hello.incarnation)
             if in_flight is not None:
                 # the same daemon: the launch is on its way, or this hello left before it came;
                 # sent again, it starts the task or is ignored as one that runs
@@ -297,10 +310,10 @@ class NodeEvents:
                 continue
             job = self._table.jobs[job_id]
             if job_id in self._table.unadopted and job.launched_to.get(hello.node) == hello.incarnation:
-                self._unseen.setdefault(job_id, set()).add(rank)  # decided once all its nodes are back
+                self._unseen.setdefault(job_id, set()).add((step, rank))  # decided once all its nodes are back
                 continue
-            reason = f"rank {rank} vanished from node {hello.node}"
-            self._endings.ranks_gone(job, {rank}, (_lost_state(job), reason), now)
+            reason = f"rank {rank}" + (f" of step {step}" if step else "") + f" vanished from node {hello.node}"
+            self._endings.ranks_gone(job, step, {rank}, (_lost_state(job), reason), now)
 
     def _launched(self, job: Job, now: Now) -> bool:
         """A job restored running whose nodes are all back: whether its launch reached them.
@@ -310,13 +323,14 @@ class NodeEvents:
         rank of the job left a trace on such daemons, the master died before its launch arrived: the job
         goes back to the queue, its start undone. Where only some left none, those are lost."""
         unseen = self._unseen.pop(job.job_id, set())
-        if unseen and unseen == set(range(len(job.node_names))):
+        if unseen and unseen == job.live_tasks():
             reason = "its launch was lost when the master restarted"
             log.warning("job %d: %s: queued again", job.job_id, reason)
-            self._endings.ranks_gone(job, unseen, (JobState.PENDING, reason), now)
+            self._endings.tasks_gone(job, unseen, (JobState.PENDING, reason), now)
             return False
         if unseen:
-            self._endings.ranks_gone(job, unseen, (_lost_state(job), f"ranks {sorted(unseen)} vanished from their "
+            vanished = ", ".join(f"{step}.{rank}" if step else str(rank) for step, rank in sorted(unseen))
+            self._endings.tasks_gone(job, unseen, (_lost_state(job), f"ranks {vanished} vanished from their "
                                                    "nodes while the master restarted"), now)
         return job.job_id in self._table.jobs and job.ending is None
 
@@ -339,10 +353,10 @@ class NodeEvents:
         """The jobs with a task on node ``name`` (or moving there) lose those tasks, and end or are requeued."""
         ended = []
         for job in list(self._table.jobs.values()):
-            ranks = {rank for rank in job.live_ranks if job.node_names[rank] == name}
-            if ranks or name in self._matrices.of(job).queue.scheduler.nodes_of(job.job_id):  # on it, or moving there
-                ranks |= self._unseen.pop(job.job_id, set())  # restored: those found on nodes back are gone too
-                self._endings.ranks_gone(job, ranks, (_lost_state(job), reason), now)
+            tasks = job.live_on(name)
+            if tasks or name in self._matrices.of(job).queue.scheduler.nodes_of(job.job_id):  # on it, or moving there
+                tasks |= self._unseen.pop(job.job_id, set())  # restored: those found on nodes back are gone too
+                self._endings.tasks_gone(job, tasks, (_lost_state(job), reason), now)
                 ended.append(job)
         return ended
 

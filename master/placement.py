@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gangsched.master.job_record import Job
+from gangsched.master.job_steps import Step
 from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.memory import MemoryRequest
 from gangsched.protocol import task_environment
@@ -65,11 +66,12 @@ def block(nodes: list[str]) -> list[int]:
     return list(counts.values())
 
 
-def array_parts(spec: JobSpec) -> tuple[dict[str, str], str | None]:
-    """The tasks' environment and output pattern, with a job of an array's ids in them (``%A``, ``%a``)."""
+def array_parts(spec: JobSpec, env: dict[str, str]) -> tuple[dict[str, str], str | None]:
+    """The tasks' environment (``env``, the job's or its step's) and output pattern, with a job of an array's
+    ids in them (``%A``, ``%a``)."""
     if spec.array_job_id is None or spec.array_index is None:
-        return spec.env, spec.output
-    environment = {**spec.env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
+        return env, spec.output
+    environment = {**env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
                    task_environment.ARRAY_TASK_ID: str(spec.array_index)}
     output = spec.output and expand(spec.output, {"A": spec.array_job_id, "a": spec.array_index}, final=False)
     return environment, output
@@ -86,17 +88,20 @@ class Rendezvous:
     token: str
 
 
-def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: str, io: tuple[str, str | None] | None,
+def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str, str | None] | None,
              checkpoint_dir: Path | None, restore: bool, run_in: int | None) -> list[tuple[str, LaunchTask]]:
-    """The launch of each task of ``job`` on ``processors``, by node; ``io``: the I/O server's address and
-    the job's token for it; ``run_in``: the switch in whose idle processors its tasks start running (None:
-    they start as the switch in force says)."""
+    """The launch of each task of ``step`` of ``job``, by node; ``io``: the I/O server's address and the job's
+    token for it; ``run_in``: the switch in whose idle processors its tasks start running (None: they start as
+    the switch in force says)."""
+    processors = [Processor(job.node_names[slot], job.processors[slot]) for slot in step.slots]
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
-    nodes = list(dict.fromkeys(processor.node for processor in processors)) if job.spec.mpi is MpiKind.PMIX else []
-    environment, output = array_parts(job.spec)
+    nodes = nodes_order if job.spec.mpi is MpiKind.PMIX else []
+    command = step.spec
+    environment, output = array_parts(job.spec, job.spec.env if command is None or command.env is None else command.env)
     return [(processor.node, LaunchTask(task=TaskSpec(
         job_id=job.job_id,
+        step=step.step_id,
         rank=rank,
         size=len(processors),
         user=job.spec.user,
@@ -106,8 +111,8 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         mpi=job.spec.mpi or MpiKind.NONE,
         kvsname=kvsname,
         rendezvous=meet.master,
-        argv=job.spec.argv,
-        cwd=job.spec.cwd,
+        argv=job.spec.argv if command is None else command.argv,
+        cwd=job.spec.cwd if command is None or command.cwd is None else command.cwd,
         env=environment,
         barrier_addr=meet.barrier_addr,
         barrier_bind=meet.barrier_bind,
@@ -115,7 +120,7 @@ def launches(job: Job, processors: list[Processor], meet: Rendezvous, kvsname: s
         io_addr=None if io is None else io[0],
         io_token=None if io is None else io[1],
         output=output,
-        checkpoint=checkpoint_path(job, rank, checkpoint_dir),
+        checkpoint=checkpoint_path(job, rank, checkpoint_dir) if step.step_id == 0 else None,
         restore=restore,
         memory_limit=task_memory(job.spec, ranks_per_node[nodes_order.index(processor.node)]),
         umask=0o022 if job.spec.umask is None else job.spec.umask,
@@ -141,10 +146,10 @@ def committed_memory(placed: list[Job]) -> dict[str, int]:
     return committed
 
 
-def limit_of(job: Job, rank: int) -> int:
-    """The memory limit rank ``rank`` of ``job`` ran under (0 if none)."""
-    node = job.node_names[rank]
-    return task_memory(job.spec, job.node_names.count(node)) or 0
+def limit_of(job: Job, step: Step, rank: int) -> int:
+    """The memory limit rank ``rank`` of ``step`` of ``job`` ran under (0 if none)."""
+    nodes = [job.node_names[slot] for slot in step.slots]
+    return task_memory(job.spec, nodes.count(nodes[rank])) or 0
 
 
 def checkpoint_path(job: Job, rank: int, checkpoint_dir: Path | None) -> str | None:

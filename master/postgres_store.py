@@ -7,7 +7,14 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, USE_COLUMNS, statements
+from gangsched.master.sql_schema import (
+    LIVE_RANKS_COLUMN,
+    SCHEMA_VERSION,
+    STEP_COLUMNS_DROPPED,
+    STEPS_COLUMN,
+    USE_COLUMNS,
+    statements,
+)
 from gangsched.master.sql_store import Rows, SqlStore
 from gangsched.master.store import StoreError
 
@@ -15,7 +22,12 @@ from gangsched.master.store import StoreError
 APPLICATION_NAME = "gangsched store"
 _VERSION_TABLE = "CREATE TABLE gangsched_schema (version INTEGER NOT NULL)"
 # what a store of an earlier version needs to be this one's (all its steps one transaction)
-_MIGRATIONS: dict[int, list[str]] = {12: [LIVE_RANKS_COLUMN], 13: statements("quarantined_jobs"), 14: USE_COLUMNS}
+_MIGRATIONS: dict[int, list[str]] = {
+    12: [LIVE_RANKS_COLUMN], 13: statements("quarantined_jobs"), 14: USE_COLUMNS,
+    15: [STEPS_COLUMN,
+         "UPDATE jobs SET steps = json_build_array(json_build_object('id', 0, 'live', live_ranks::json, 'ports',"
+         " json_build_array(barrier_port, rendezvous_port)))::text WHERE node_names <> '[]'",
+         *STEP_COLUMNS_DROPPED]}
 
 
 class _Postgres:

@@ -15,8 +15,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     processors TEXT NOT NULL,
     exit_code INTEGER,
     requeues INTEGER NOT NULL,
-    barrier_port INTEGER,
-    rendezvous_port INTEGER,
     barriers BIGINT NOT NULL,
     cpu_ns BIGINT NOT NULL,
     ran_s DOUBLE PRECISION NOT NULL,
@@ -25,7 +23,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     launched_to TEXT NOT NULL DEFAULT '{}',
     preemptions TEXT NOT NULL DEFAULT '[]',
     hold TEXT,
-    live_ranks TEXT
+    steps TEXT NOT NULL DEFAULT '[]'
 );
 -- the jobs by state: a restart reads the pending and running ones, a watcher counts them by state,
 -- without reading every job the store ever held
@@ -86,9 +84,14 @@ CREATE TABLE IF NOT EXISTS quarantined_jobs (
 );
 """
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 # what version 13 added: the ranks of a job that have not ended (NULL in a job of an earlier version: every rank)
 LIVE_RANKS_COLUMN = "ALTER TABLE jobs ADD COLUMN live_ranks TEXT"
+# version 16: a job's steps (master/job_steps.py), a JSON list; a job placed before it ran one, step 0, whose
+# ports and live ranks were the job row's ('live' null: every rank). Each engine builds the JSON its own way.
+STEPS_COLUMN = "ALTER TABLE jobs ADD COLUMN steps TEXT NOT NULL DEFAULT '[]'"
+STEP_COLUMNS_DROPPED = ["ALTER TABLE jobs DROP COLUMN barrier_port", "ALTER TABLE jobs DROP COLUMN rendezvous_port",
+                        "ALTER TABLE jobs DROP COLUMN live_ranks"]
 
 
 def statements(*tables: str) -> list[str]:
@@ -109,8 +112,8 @@ def upsert(table: str, columns: str, key: str) -> str:
 
 JOB_COLUMNS = (
     "job_id, spec, state, reason, submit_time, start_time, end_time,"
-    " node_names, processors, exit_code, requeues, barrier_port, rendezvous_port, barriers, cpu_ns, ran_s,"
-    " migration_s, max_rss, launched_to, preemptions, hold, live_ranks"
+    " node_names, processors, exit_code, requeues, barriers, cpu_ns, ran_s,"
+    " migration_s, max_rss, launched_to, preemptions, hold, steps"
 )
 ACTION_COLUMNS = 'number, time, "user", command, result, token'
 JOB_UPSERT = upsert("jobs", JOB_COLUMNS, "job_id")

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from gangsched.master.accounts import Account, Use
 from gangsched.master.job_record import Job
+from gangsched.master.job_steps import Step
 from gangsched.master.nodes import NodeMark
 from gangsched.master.sql_schema import (
     ACCOUNT_UPSERT,
@@ -37,7 +38,7 @@ from gangsched.master.sql_schema import (
 from gangsched.master.stats import STEP_BOUNDS_S, Stopwatch, Timings
 from gangsched.master.store import RecordRefused, StoreWriteError
 from gangsched.protocol.admin_messages import AdminAction
-from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, UserLimits
+from gangsched.protocol.records import Hold, JobSpec, JobState, NodeReason, NodeState, Preemption, StepSpec, UserLimits
 from gangsched.protocol.reservation_messages import ReservationInfo
 
 log = logging.getLogger("gangsched.master")
@@ -165,8 +166,6 @@ class SqlStore:
                 json.dumps(job.processors),
                 job.exit_code,
                 job.requeues,
-                job.barrier_port,
-                job.rendezvous_port,
                 job.barriers,
                 job.cpu_ns,
                 job.ran_s,
@@ -175,7 +174,7 @@ class SqlStore:
                 json.dumps(job.launched_to),
                 json.dumps([preemption.model_dump() for preemption in job.preemptions]),
                 None if job.hold is None else job.hold.value,
-                json.dumps(sorted(job.live_ranks)),
+                _steps_text(job),
             ),
         )
 
@@ -346,8 +345,9 @@ class SqlStore:
 
 
 def _job(row: tuple[Any, ...]) -> Job:
-    (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, port,
-     rendezvous_port, barriers, cpu_ns, ran_s, migration_s, max_rss, launched_to, preemptions, hold, live_ranks) = row
+    (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, barriers, cpu_ns, ran_s,
+     migration_s, max_rss, launched_to, preemptions, hold, steps) = row
+    node_names = json.loads(nodes)
     return Job(
         job_id=job_id,
         spec=JobSpec.model_validate_json(spec),
@@ -356,12 +356,10 @@ def _job(row: tuple[Any, ...]) -> Job:
         submit_time=submit,
         start_time=start,
         end_time=end,
-        node_names=json.loads(nodes),
+        node_names=node_names,
         processors=json.loads(processors),
         exit_code=exit_code,
         requeues=requeues,
-        barrier_port=port,
-        rendezvous_port=rendezvous_port,
         barriers=barriers,
         cpu_ns=cpu_ns,
         ran_s=ran_s,
@@ -370,8 +368,35 @@ def _job(row: tuple[Any, ...]) -> Job:
         launched_to=json.loads(launched_to),
         preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
         hold=None if hold is None else Hold(hold),
-        live_ranks=set(json.loads(live_ranks or "[]")),  # NULL before version 13: the restart takes every rank
+        steps=_steps(steps, len(node_names)),
     )
+
+
+def _steps_text(job: Job) -> str:
+    """A job's steps as its row holds them (``slots`` null: every task of the allocation, as step 0's)."""
+    every = list(range(len(job.node_names)))
+    return json.dumps([{
+        "id": step.step_id, "slots": None if step.slots == every else step.slots, "live": sorted(step.live_ranks),
+        "ports": [step.barrier_port, step.rendezvous_port], "exit": step.exit_code, "cpu_ns": step.cpu_ns,
+        "max_rss": step.max_rss, "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
+    } for step in job.steps.values()])
+
+
+def _steps(text: str, tasks: int) -> dict[int, Step]:
+    """A job's steps from its row; a step whose ``live`` is null (migrated from a store before version 13)
+    has every rank left."""
+    found = {}
+    for each in json.loads(text):
+        slots = list(range(tasks)) if each.get("slots") is None else each["slots"]
+        if any(not 0 <= slot < tasks for slot in slots):
+            raise ValueError(f"step {each['id']} runs outside the job's {tasks} tasks: {slots}")
+        live = each.get("live")
+        barrier_port, rendezvous_port = each.get("ports") or (None, None)
+        spec = each.get("spec")
+        found[each["id"]] = Step(each["id"], slots, set(range(len(slots))) if live is None else set(live),
+                                 None if spec is None else StepSpec.model_validate(spec), barrier_port,
+                                 rendezvous_port, each.get("exit"), each.get("cpu_ns", 0), each.get("max_rss", 0))
+    return found
 
 
 def _action(row: tuple[Any, ...]) -> AdminAction:

@@ -7,7 +7,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gangsched.master.sql_schema import LIVE_RANKS_COLUMN, SCHEMA_VERSION, USE_COLUMNS, statements
+from gangsched.master.sql_schema import (
+    LIVE_RANKS_COLUMN,
+    SCHEMA_VERSION,
+    STEP_COLUMNS_DROPPED,
+    STEPS_COLUMN,
+    USE_COLUMNS,
+    statements,
+)
 from gangsched.master.sql_store import SqlStore
 from gangsched.master.store import StoreError
 
@@ -25,7 +32,11 @@ _MIGRATIONS = {5: ["ALTER TABLE jobs ADD COLUMN launched_to TEXT NOT NULL DEFAUL
                     'CREATE INDEX IF NOT EXISTS admin_log_by_token ON admin_log ("user", token)'],
                12: [LIVE_RANKS_COLUMN],
                13: statements("quarantined_jobs"),
-               14: USE_COLUMNS}
+               14: USE_COLUMNS,
+               15: [STEPS_COLUMN,
+                    "UPDATE jobs SET steps = json_array(json_object('id', 0, 'live', json(live_ranks), 'ports',"
+                    " json_array(barrier_port, rendezvous_port))) WHERE node_names <> '[]'",
+                    *STEP_COLUMNS_DROPPED]}
 
 
 class _Sqlite:

@@ -15,6 +15,7 @@ from gangsched.master.broadcast import Broadcast
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
 from gangsched.master.job_record import Job
+from gangsched.master.job_steps import Step
 from gangsched.master.job_table import JobTable
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import Queues
@@ -24,6 +25,7 @@ from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.policy.live_scheduler import Processor
 from gangsched.protocol.job_tokens import io_token
 from gangsched.protocol.messages import LaunchTask, Message
+from gangsched.protocol.records import StepSpec, step_name
 
 log = logging.getLogger("gangsched.master")
 
@@ -50,30 +52,24 @@ class Starts:
         self._barriers = BarrierEndpoints()
         # launches no hello, report or exit has shown to arrive yet, with the incarnation of the node
         # daemon they went to: a repeated hello of that daemon may have crossed them on the way
-        self._launching: dict[tuple[int, int], tuple[str, LaunchTask]] = {}
+        self._launching: dict[tuple[int, int, int], tuple[str, LaunchTask]] = {}  # by job, step and rank
 
     def restored(self, job: Job) -> None:
-        """A job running before a restart keeps its ports."""
-        for port in (job.barrier_port, job.rendezvous_port):
-            if port is not None:
-                self._barriers.reserve(job.node_names[0], port)
+        """A job running before a restart keeps its steps' ports."""
+        for step in job.steps.values():
+            if step.live_ranks:
+                for port in (step.barrier_port, step.rendezvous_port):
+                    if port is not None:
+                        self._barriers.reserve(step.node_of(0, job.node_names), port)
 
     def launch(self, job: Job, processors: list[Processor], restore: bool, now: Now, run_now: bool = False) -> bool:
-        """Send the job's tasks to ``processors``, running at once if ``run_now``: in the processors the switch
-        in force leaves idle (a launch that reaches its node only after the next switch waits for its row);
-        False if the store could not write the start (the job waits: postponed). Raises ``CannotStart``, the
-        job out of the policy, if it cannot start at all."""
+        """Send the job's tasks (its step 0) to ``processors``, running at once if ``run_now``: in the processors
+        the switch in force leaves idle (a launch that reaches its node only after the next switch waits for its
+        row); False if the store could not write the start (the job waits: postponed). Raises ``CannotStart``,
+        the job out of the policy, if it cannot start at all."""
         first = processors[0].node
-        rank0 = self._nodes.get(first)
         try:
-            if rank0 is None or rank0.peer is None:
-                raise NoFreePort(f"node {first} has not said where tasks may bind")
-            address, bind, port = self._barriers.allocate(job.job_id, first, rank0.peer, job.spec.user)
-            try:
-                rendezvous = self._barriers.rendezvous(first, rank0.peer)
-            except NoFreePort:
-                self._barriers.release(first, port)
-                raise
+            address, bind, port, rendezvous = self._endpoints(job, 0, first)
         except NoFreePort as error:
             job.unplaced()
             self._queues.of(job).left_the_policy(job, now)
@@ -86,26 +82,69 @@ class Starts:
         except StoreWriteError as error:
             if restore:
                 raise
-            self._postpone(job, first, [port, job.rendezvous_port], error, now)
+            self._postpone(job, first, [port, None if rendezvous is None else rendezvous[1]], error, now)
             return False
+        self._send(job, job.steps[0], Rendezvous(address, bind, None if rendezvous is None else rendezvous[0],
+                                                 secrets.token_hex(16)), restore, run_now)
+        return True
+
+    def start_step(self, job: Job, spec: StepSpec) -> Step | str:
+        """Start ``spec`` as the running job's next step, its tasks sent to their nodes to run or wait as the
+        switch in force says of the job: the step, or why it did not start (nothing of it was done)."""
+        slots = range(len(job.node_names)) if spec.slots is None else spec.slots
+        first = job.node_names[slots[0]]
+        try:
+            address, bind, port, rendezvous = self._endpoints(job, job.next_step_id, first)
+        except NoFreePort as error:
+            return f"could not start the step: {error}"
+        ports = [port, None if rendezvous is None else rendezvous[1]]
+        step = job.step_started(spec, *ports)
+        if step is None:
+            self._release(first, ports)
+            return f"job {job.job_id} cannot start a step while it ends or moves"
+        try:
+            self._store.save(job)
+        except StoreWriteError as error:
+            job.step_unstarted(step.step_id)
+            self._release(first, ports)
+            return f"the job store cannot write the step's start ({error}): it did not start"
+        self._send(job, step, Rendezvous(address, bind, None if rendezvous is None else rendezvous[0],
+                                         secrets.token_hex(16)), restore=False, run_now=False)
+        return step
+
+    def _endpoints(self, job: Job, step_id: int, first: str) -> tuple[str, str, int | None, tuple[str, int] | None]:
+        """A step's barrier (the address its ranks connect to, what its rank 0 binds, its port) and MASTER_ADDR
+        with its port, on its rank 0's node ``first``; NoFreePort if that node has none left."""
+        rank0 = self._nodes.get(first)
+        if rank0 is None or rank0.peer is None:
+            raise NoFreePort(f"node {first} has not said where tasks may bind")
+        address, bind, port = self._barriers.allocate(step_name(job.job_id, step_id), first, rank0.peer, job.spec.user)
+        try:
+            return address, bind, port, self._barriers.rendezvous(first, rank0.peer)
+        except NoFreePort:
+            self._barriers.release(first, port)
+            raise
+
+    def _send(self, job: Job, step: Step, meet: Rendezvous, restore: bool, run_now: bool) -> None:
         # MPICH names its shared memory after the key-value space, and a killed job leaves its
         # segments behind: a name never used before keeps a later job from opening them
         kvsname = f"gang-{job.job_id}-{secrets.token_hex(6)}"
-        meet = Rendezvous(address, bind, None if rendezvous is None else rendezvous[0], secrets.token_hex(16))
         io_addr, key = self._settings.io_addr, self._io_key
         io = None if io_addr is None else (io_addr, None if key is None else io_token(key, job.job_id))
-        for node_name, launch in launches(job, processors, meet, kvsname, io, self._settings.checkpoint_dir, restore,
+        for node_name, launch in launches(job, step, meet, kvsname, io, self._settings.checkpoint_dir, restore,
                                           self._broadcast.quantum if run_now else None):
             node = self._nodes.get(node_name)
-            self._launching[(job.job_id, launch.task.rank)] = (node.incarnation if node else "", launch)
+            self._launching[(job.job_id, step.step_id, launch.task.rank)] = (node.incarnation if node else "", launch)
             self._outbox.append((node_name, launch))
-        return True
+
+    def _release(self, first: str, ports: list[int | None]) -> None:
+        for port in ports:
+            self._barriers.release(first, port)
 
     def _postpone(self, job: Job, first: str, ports: list[int | None], error: StoreWriteError, now: Now) -> None:
         """The store cannot write the job's start: the start does not happen (memory follows the store),
         and the job waits out of the policy until the store is tried again."""
-        for port in ports:
-            self._barriers.release(first, port)
+        self._release(first, ports)
         delay = self._retry.failed(now.monotonic)
         log.error("the job store cannot write job %d's start (%s): it waits, tried again in %.1f s",
                   job.job_id, error, delay)
@@ -114,16 +153,15 @@ class Starts:
         # the policy's layout without it; it is not in the policy, so it is not placed again
         self._queues.of(job).left_the_policy(job, now)
 
-    def arrived(self, job_id: int, rank: int) -> None:
+    def arrived(self, job_id: int, step: int, rank: int) -> None:
         """A hello, report or exit showed the task's launch arrived (or the task is gone)."""
-        self._launching.pop((job_id, rank), None)
+        self._launching.pop((job_id, step, rank), None)
 
-    def in_flight(self, job_id: int, rank: int, incarnation: str) -> LaunchTask | None:
+    def in_flight(self, job_id: int, step: int, rank: int, incarnation: str) -> LaunchTask | None:
         """The launch of a task on its way to the node daemon ``incarnation``, if one is."""
-        in_flight = self._launching.get((job_id, rank))
+        in_flight = self._launching.get((job_id, step, rank))
         return in_flight[1] if in_flight is not None and in_flight[0] == incarnation else None
 
-    def release_ports(self, job: Job) -> None:
-        """Every rank of the job is gone: its ports are free."""
-        self._barriers.release(job.node_names[0], job.barrier_port)
-        self._barriers.release(job.node_names[0], job.rendezvous_port)
+    def release_ports(self, job: Job, step: Step) -> None:
+        """Every rank of the step is gone: its ports are free."""
+        self._release(step.node_of(0, job.node_names), [step.barrier_port, step.rendezvous_port])

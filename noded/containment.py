@@ -59,6 +59,7 @@ from gangsched.noded.task_groups import (
     TaskGroup,
     WatchedCgroupGroup,
 )
+from gangsched.noded.task_record import TaskKey
 from gangsched.noded.watchdog import kill_cgroups, kill_marked
 
 log = logging.getLogger("gangsched.noded")
@@ -95,7 +96,7 @@ class Containment(ABC):
         threading.Thread(target=self._replace_watchdog_that_dies, name="watchdog", daemon=True).start()
 
     @abstractmethod
-    def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
+    def groups(self, task: TaskKey, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
         """What holds a task about to start: its processes, and its memory."""
 
     def keep(self, group: TaskGroup, memory: TaskMemory) -> bool:
@@ -103,7 +104,7 @@ class Containment(ABC):
         return False
 
     @abstractmethod
-    def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
+    def reap_strays(self, tasks: set[TaskKey]) -> None:
         """Kill what ended tasks left running, where their group does not (``tasks``: those that run)."""
 
     @property
@@ -172,7 +173,7 @@ class CgroupContainment(Containment):
         self._spares: list[tuple[CgroupGroup, TaskMemory]] = []
         super().__init__(node_id)
 
-    def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
+    def groups(self, task: TaskKey, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
         while self._spares:
             group, memory = self._spares.pop()
             try:
@@ -182,10 +183,10 @@ class CgroupContainment(Containment):
                 group.release()
                 memory.release()
                 continue
-            group.reuse(job_id, rank)
+            group.reuse()
             return group, memory
         name = f"task-{next(self._made)}"
-        group = self._group_class(job_id, rank, self._root / name, self.pids)
+        group = self._group_class(self._root / name, self.pids)
         # the memory folder is the node's, not this daemon's: named for the daemon, for the groups an earlier
         # one left there
         return group, self.memory.task(f"{self._root.name}.{name}", memory_limit, group.path)
@@ -199,7 +200,7 @@ class CgroupContainment(Containment):
         self._spares.append((group, memory))
         return True
 
-    def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
+    def reap_strays(self, tasks: set[TaskKey]) -> None:
         """Nothing: a task's group holds every process it started, and is killed whole."""
 
     @property
@@ -232,8 +233,8 @@ class ProcessTreeContainment(Containment):
         self._groups: dict[int, ProcessTreeGroup] = {}  # by the pid of each task's first process: its session
         super().__init__(node_id)
 
-    def groups(self, job_id: int, rank: int, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
-        return ProcessTreeGroup(job_id, rank, self), self.memory.task(f"job-{job_id}.{rank}", memory_limit, None)
+    def groups(self, task: TaskKey, memory_limit: int | None) -> tuple[TaskGroup, TaskMemory]:
+        return ProcessTreeGroup(self), self.memory.task(task.name, memory_limit, None)
 
     def started(self, group: ProcessTreeGroup) -> None:
         self._groups[group.leader] = group
@@ -249,7 +250,7 @@ class ProcessTreeContainment(Containment):
                 found += [orphan, *_descendants(orphan)]
         return found
 
-    def reap_strays(self, tasks: set[tuple[int, int]]) -> None:
+    def reap_strays(self, tasks: set[TaskKey]) -> None:
         """Kill orphans of no task running here (they left its session unseen, or outlived it); reap dead ones."""
         with self._replacing:
             for orphan in self._orphans():

@@ -31,7 +31,7 @@ from gangsched.noded.enforcement import DeschedulingWatch
 from gangsched.noded.masters import Masters
 from gangsched.noded.memory_watch import passed_limit
 from gangsched.noded.switching import ColumnSwitcher, SwitchPlan, samples
-from gangsched.noded.task_record import MemoryReading, TaskKey, TaskRecord
+from gangsched.noded.task_record import MemoryReading, TaskKey, TaskRecord, World
 from gangsched.noded.upstream import Upstream
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
@@ -110,7 +110,7 @@ class NodeCore:
         self._accounts: list[QuantumAccount] = []  # measured at each switch, sent once report_every are held
         self._new_processes_of: set[TaskKey] = set()  # the stopped tasks to look at for new processes
         self._unacknowledged: dict[TaskKey, TaskExit] = {}  # resent with every hello until acknowledged
-        self._fences: dict[int, PmiFence] = {}  # by job: sent to the master, not answered yet
+        self._fences: dict[World, PmiFence] = {}  # by job and step: sent to the master, not answered yet
         self._welcomed = 0  # welcomes had, from any master (NodeHello.welcomed)
         self.deadlines = Deadlines()  # its timers: the loop waits until ``deadlines.first``
         self.deadlines.set(Timer.HEARTBEAT, 0.0)  # a hello at once
@@ -195,8 +195,8 @@ class NodeCore:
             case task_events.Launched(key, runnable, started_ns):
                 self._launched(key, runnable, started_ns, now)
             case task_events.NotStarted(key, reason):
-                self._report_exit(TaskExit(node=self.name, job_id=key.job_id, rank=key.rank, returncode=None,
-                                           error=reason), now)
+                self._report_exit(TaskExit(node=self.name, job_id=key.job_id, step=key.step, rank=key.rank,
+                                           returncode=None, error=reason), now)
             case task_events.Exited():
                 self._exited(event, now)
             case task_events.Escaped(key):
@@ -226,9 +226,10 @@ class NodeCore:
         task = self.tasks.pop(key)
         self.deadlines.clear(key)
         self._new_processes_of.discard(key)
-        if not any(other.job_id == key.job_id for other in self.tasks):
-            self._fences.pop(key.job_id, None)  # the job's last task here: no barrier of it is waited for
-        self._report_exit(TaskExit(node=self.name, job_id=key.job_id, rank=key.rank, returncode=exited.returncode,
+        if not any(other.world == key.world for other in self.tasks):
+            self._fences.pop(key.world, None)  # the step's last task here: no barrier of it is waited for
+        self._report_exit(TaskExit(node=self.name, job_id=key.job_id, step=key.step, rank=key.rank,
+                                   returncode=exited.returncode,
                                    error=(task.violation or exited.error or "")[:_ERROR_CHARACTERS] or None,
                                    cpu_ns=exited.cpu_ns,
                                    progress=exited.progress, memory_peak=max(task.memory_peak, exited.memory.peak),
@@ -239,8 +240,7 @@ class NodeCore:
         one over its limit is killed, and its job ends OUT_OF_MEMORY (noded/memory_watch.py)."""
         task = self.tasks.get(key)
         if task is not None and passed_limit(task, reading):
-            log.warning("job %d rank %d passed its memory limit (peak %d bytes): killed", key.job_id, key.rank,
-                        task.memory_peak)
+            log.warning("%s passed its memory limit (peak %d bytes): killed", key, task.memory_peak)
             self._kill_now(task, now)
 
     def _escaped(self, key: TaskKey, now: float) -> None:
@@ -249,8 +249,7 @@ class NodeCore:
         if task is None or task.runnable or task.leaving:
             return  # its turn came meanwhile, or it is ending anyway
         reason = self._watch.escaped(task)
-        log.warning("job %d rank %d ran while descheduled: stopped again (%d in this stretch)", key.job_id, key.rank,
-                    task.escapes)
+        log.warning("%s ran while descheduled: stopped again (%d in this stretch)", key, task.escapes)
         if reason is not None:
             task.violation = reason
             self._kill_now(task, now)
@@ -285,7 +284,7 @@ class NodeCore:
         master gathers across the job's nodes (kept, and sent again with each welcome until answered),
         or a direct-modex request or reply, which it passes on to the node concerned."""
         if isinstance(message, PmiFence):
-            self._fences[message.job_id] = message
+            self._fences[World.of(message)] = message
         self.outbox.append((Route.REPORTS, message))
 
     def timers(self, now: float) -> None:
@@ -352,36 +351,39 @@ class NodeCore:
 
     def _launch(self, message: LaunchTask, now: float) -> None:
         spec = message.task
-        key = TaskKey(spec.job_id, spec.rank)
+        key = TaskKey.of(spec)
         # a launch sent again after a hello that crossed it: the task runs, or ran and its exit
         # is on its way to the master; either way it must not start twice
         if key in self.tasks or key in self._unacknowledged:
-            log.info("job %d rank %d runs or ran here; launch ignored", spec.job_id, spec.rank)
+            log.info("%s runs or ran here; launch ignored", key)
             return
         self.orders.append(orders.Launch(spec, self._switcher.starts_running(spec.job_id, message.run_in)))
 
     def _kill(self, message: KillTask, now: float) -> None:
-        keys = [key for key, task in self.tasks.items() if key.job_id == message.job_id and not task.ending]
+        keys = [key for key, task in self.tasks.items() if key.job_id == message.job_id and not task.ending
+                and message.step in (None, key.step)]
         if keys:
-            log.info("ending job %d: %s", message.job_id, message.reason)
+            log.info("ending job %d%s: %s", message.job_id, "" if message.step is None else f" step {message.step}",
+                     message.reason)
         for key in keys:
             self.end(key, now)
 
     def _checkpoint(self, message: CheckpointTask, now: float) -> None:
         for key, task in self.tasks.items():
-            if key.job_id == message.job_id and not task.leaving:
-                log.info("job %d rank %d checkpoints to migrate", key.job_id, key.rank)
+            if key.job_id == message.job_id and key.step == 0 and not task.leaving:
+                log.info("%s checkpoints to migrate", key)
                 task.checkpointing = True
                 task.runnable = True  # it runs to its next barrier, where it saves its state
                 self.orders.append(orders.Checkpoint(key))
 
     def _exit_acknowledged(self, ack: ExitAck, now: float) -> None:
-        self._unacknowledged.pop(TaskKey(ack.job_id, ack.rank), None)
+        self._unacknowledged.pop(TaskKey.of(ack), None)
 
     def _fence_done(self, message: PmiFenceDone, now: float) -> None:
-        fence = self._fences.get(message.job_id)
+        world = World.of(message)
+        fence = self._fences.get(world)
         if fence is not None and fence.epoch == message.epoch:
-            del self._fences[message.job_id]
+            del self._fences[world]
         self.orders.append(orders.ToProcessManager(message))
 
     def _error(self, error: ErrorReply, now: float) -> None:
@@ -424,7 +426,7 @@ class NodeCore:
         self.outbox.append((Route.MASTER, self._hello_now()))
 
     def _report_exit(self, exit_: TaskExit, now: float) -> None:
-        self._unacknowledged[TaskKey(exit_.job_id, exit_.rank)] = exit_
+        self._unacknowledged[TaskKey.of(exit_)] = exit_
         if self.registered:
             self._send_report(now)  # the task's last quanta before its exit, which ends its job's accounts
             self.outbox.append((Route.REPORTS, exit_))
@@ -438,7 +440,7 @@ class NodeCore:
 
     def _hello_now(self) -> NodeHello:
         return self._hello.model_copy(update={
-            "tasks": [TaskRef(job_id=job_id, rank=rank) for job_id, rank in self.tasks],
+            "tasks": [TaskRef(job_id=job_id, step=step, rank=rank) for job_id, step, rank in self.tasks],
             "exits": list(self._unacknowledged.values())[:HELLO_EXITS],
             "left_relay": self._upstream.left,
             "welcomed": self._welcomed,

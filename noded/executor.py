@@ -72,7 +72,7 @@ class TaskExecutor:
         self.starting: tuple[Launch, TaskWiring | None] | None = None  # a start under way beside the loop
         self.process_managers = ProcessManagers(
             settings, host.runs_mpi, poller, self.tasks, lambda message: self.events.append(ForMaster(message)),
-            lambda task: self.events.append(Failed(TaskKey(task.job_id, task.rank))))
+            lambda task: self.events.append(Failed(TaskKey.of(task))))
 
     @property
     def start_fd(self) -> int | None:
@@ -142,14 +142,14 @@ class TaskExecutor:
         """Reap a task whose pidfd said it ended."""
         self._poller.unregister(task.pidfd)
         del self._by_pidfd[task.pidfd]
-        key = TaskKey(task.job_id, task.rank)
+        key = TaskKey.of(task)
         del self.tasks[key]
         progress = task.read_progress()
         cpu_ns = task.take_cpu_ns()  # the zombie's clock still reads until reaped
         memory = task.read_memory()
         returncode = task.reap()
         self._host.ended(task)
-        log.info("job %d rank %d exited with %d", task.job_id, task.rank, returncode)
+        log.info("%s exited with %d", key, returncode)
         error = self.process_managers.exited(task, returncode, task.failure)
         self.events.append(Exited(key, returncode, error, cpu_ns, progress, memory))
 
@@ -196,7 +196,7 @@ class TaskExecutor:
 
     def _go(self, order: Launch, wiring: TaskWiring | None, start: Callable[[], Starting], runnable: bool) -> None:
         spec = order.spec
-        key = TaskKey(spec.job_id, spec.rank)
+        key = TaskKey.of(spec)
         try:
             task = start().go(runnable)
         except Exception as error:
@@ -208,7 +208,7 @@ class TaskExecutor:
         self._poller.register(task.pidfd, zmq.POLLIN)
         if wiring is not None:
             self.process_managers.attach(task, spec)
-        log.info("job %d rank %d started as pid %d, %s", spec.job_id, spec.rank, task.pid,
+        log.info("%s started as pid %d, %s", key, task.pid,
                  "running" if runnable else "stopped")
 
     def _not_started(self, spec: TaskSpec, wiring: TaskWiring | None, error: Exception) -> None:
@@ -217,9 +217,9 @@ class TaskExecutor:
             wiring.close()
             self.process_managers.abandon(spec)
         if isinstance(error, (OSError, ValueError, LaunchError, ProcessManagerUnavailable)):
-            log.warning("job %d rank %d cannot start: %s", spec.job_id, spec.rank, error)
+            log.warning("%s cannot start: %s", TaskKey.of(spec), error)
             reason = f"could not start: {error}"
         else:
-            log.error("job %d rank %d: launching failed", spec.job_id, spec.rank, exc_info=error)
+            log.error("%s: launching failed", TaskKey.of(spec), exc_info=error)
             reason = f"could not start: internal error of node {self._name}: {type(error).__name__}: {error}"
-        self.events.append(NotStarted(TaskKey(spec.job_id, spec.rank), reason))
+        self.events.append(NotStarted(TaskKey.of(spec), reason))

@@ -17,6 +17,7 @@ from gangsched.noded.node_task import NodeTask
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_processes import StartingTask, Task, TaskFolders, start
+from gangsched.noded.task_record import TaskKey
 from gangsched.noded.task_start import close_inherited_on_exec, setpriv
 from gangsched.protocol.records import TaskSpec
 
@@ -38,7 +39,7 @@ class TaskHost(Protocol):
     def start(self, spec: TaskSpec, node: str, folders: TaskFolders, cores: set[int] | None,
               wiring: TaskWiring | None) -> Starting: ...
     def ended(self, task: NodeTask) -> None: ...
-    def sweep(self, live: set[tuple[int, int]]) -> None: ...
+    def sweep(self, live: set[TaskKey]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -74,7 +75,7 @@ class ProcessHost:
         if not task.memory.release():
             self._unreleased_memory.append(task.memory)
 
-    def sweep(self, live: set[tuple[int, int]]) -> None:
+    def sweep(self, live: set[TaskKey]) -> None:
         self._containment.reap_strays(live)
         self._unreleased = [group for group in self._unreleased if not group.release()]
         self._unreleased_memory = [memory for memory in self._unreleased_memory if not memory.release()]

@@ -12,6 +12,7 @@ class NodeTask(Protocol):
     """What the daemon reads and does of a task (``task_processes.Task`` is the real one)."""
 
     job_id: int
+    step: int
     rank: int
     pidfd: int  # readable once the task ended
     uid: int

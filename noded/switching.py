@@ -97,8 +97,9 @@ def samples(plan: SwitchPlan, applied_ns: int, readings: Iterable[tuple[int, int
     """
     found = []
     for task, (cpu_ns, waited_ns, progress) in zip(plan.ran, readings, strict=True):
-        found.append(TaskSample(task.key.job_id, task.key.rank, cpu_ns, applied_ns - task.runnable_since_ns, progress,
-                                waited_ns, task.memory_peak))
+        key = task.key
+        found.append(TaskSample(key.job_id, key.rank, cpu_ns, applied_ns - task.runnable_since_ns, progress,
+                                waited_ns, task.memory_peak, key.step))
         task.runnable_since_ns = applied_ns
     for task in plan.resume:
         task.runnable_since_ns = applied_ns

@@ -30,8 +30,7 @@ from gangsched.noded.pids import PidsControl
 class TaskGroup(ABC):
     path: Path | None = None  # its cgroup, where it has one
 
-    def __init__(self, job_id: int, rank: int) -> None:
-        self.job_id, self.rank = job_id, rank
+    def __init__(self) -> None:
         self.leader = 0
         self._members: dict[int, int] = {}  # pid -> pidfd, as at the last look
         self._last_signal: signal.Signals | None = None
@@ -133,8 +132,8 @@ class CgroupGroup(TaskGroup):
     ``cgroup.kill`` race-free, and counted in ``cpu.stat``. Its files stay open: a look is one read. Once
     its task ended whole, it may hold another (``emptied``, ``reuse``; noded/containment.py)."""
 
-    def __init__(self, job_id: int, rank: int, path: Path, pids: PidsControl) -> None:
-        super().__init__(job_id, rank)
+    def __init__(self, path: Path, pids: PidsControl) -> None:
+        super().__init__()
         self.path = path
         path.mkdir(exist_ok=True)
         self._pids = pids.task(f"{path.parent.name}.{path.name}", path)
@@ -155,9 +154,9 @@ class CgroupGroup(TaskGroup):
         self._listed, self._last_signal = b"", None
         return True
 
-    def reuse(self, job_id: int, rank: int) -> None:
+    def reuse(self) -> None:
         """Hold another task, an emptied group's next (its CPU counted from now)."""
-        self.job_id, self.rank, self.leader = job_id, rank, 0
+        self.leader = 0
         self._cpu_before_ns = self._usage_ns() or 0
 
     def _join(self, leader: int) -> None:
@@ -224,8 +223,8 @@ class CgroupGroup(TaskGroup):
 class FrozenCgroupGroup(CgroupGroup):
     """Descheduled, its group is frozen: no signal resumes it, and what it forks is frozen with it."""
 
-    def __init__(self, job_id: int, rank: int, path: Path, pids: PidsControl) -> None:
-        super().__init__(job_id, rank, path, pids)
+    def __init__(self, path: Path, pids: PidsControl) -> None:
+        super().__init__(path, pids)
         self._freezer: Freezer | None = Freezer(self._group)
 
     def keep_stopped(self) -> None:
@@ -291,8 +290,8 @@ class ProcessTreeGroup(_Watched):
     """A task's processes as its first process's descendants and the node daemon's orphans of its session
     or found in it before (``ProcessTree.tree_of``); the CPU counted is the first process's."""
 
-    def __init__(self, job_id: int, rank: int, tree: ProcessTree) -> None:
-        super().__init__(job_id, rank)
+    def __init__(self, tree: ProcessTree) -> None:
+        super().__init__()
         self._tree = tree
 
     def pids(self) -> list[int]:

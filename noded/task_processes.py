@@ -28,7 +28,7 @@ from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_identity import LaunchError, place_in_block, task_account
-from gangsched.noded.task_record import MemoryReading
+from gangsched.noded.task_record import MemoryReading, TaskKey
 from gangsched.noded.task_start import Account, HeldTask, StartPlan, spawn_task, started_command
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
@@ -56,6 +56,7 @@ def process_cpu_ns(pid: int) -> int:
 @dataclass
 class Task:
     job_id: int
+    step: int
     rank: int
     pid: int
     pidfd: int
@@ -232,7 +233,8 @@ def start(
     folder = folders.spool if account is None else _user_folder(folders.user_spools / node, account.pw_name, account)
     counters = folder if folders.run is None else \
         folders.run if account is None else _user_folder(folders.run, account.pw_name, account)
-    stem = f"job-{spec.job_id}.{spec.rank}"
+    key = TaskKey.of(spec)
+    stem = key.name
     progress_path = counters / f"{stem}.progress"
     progress_fd = _new_progress_file(progress_path, account)
     if spec.checkpoint:  # CHECKPOINT_DIR/USER/job-J/rank-R: the user's folder is theirs alone
@@ -248,7 +250,7 @@ def start(
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
     environment.update(wiring.environment)
-    group, memory = containment.groups(spec.job_id, spec.rank, spec.memory_limit)
+    group, memory = containment.groups(key, spec.memory_limit)
     user = None if account is None else \
         Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
     plan = StartPlan(
@@ -283,6 +285,7 @@ def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, 
     memory.join(held.pid)
     return Task(
         job_id=spec.job_id,
+        step=spec.step,
         rank=spec.rank,
         pid=held.pid,
         pidfd=os.pidfd_open(held.pid),
@@ -365,6 +368,7 @@ def _environment(
     environment.update({
         task_environment.JOB_ID: str(spec.job_id),
         task_environment.RANK: str(spec.rank),
+        task_environment.STEP_ID: str(spec.step),
         task_environment.SIZE: str(spec.size),
         task_environment.NODE: node,
         task_environment.BARRIER_ADDR: spec.barrier_addr,

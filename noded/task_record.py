@@ -5,12 +5,65 @@ The core decides over ``TaskRecord``s; the mechanism holds the real tasks
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
+
+from gangsched.protocol.records import step_name
+
+
+class _OfAStep(Protocol):
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def step(self) -> int: ...
+
+
+class _OfATask(_OfAStep, Protocol):
+    @property
+    def rank(self) -> int: ...
+
+
+class World(NamedTuple):
+    """A step of a job: its tasks are one MPI world (a key-value space, its fences), as each Slurm step is."""
+
+    job_id: int
+    step: int
+
+    @classmethod
+    def of(cls, task: _OfAStep) -> "World":
+        return cls(task.job_id, task.step)
+
+    @property
+    def name(self) -> str:
+        """Its files' stem on the node."""
+        return step_name(self.job_id, self.step)
+
+    def __str__(self) -> str:
+        return f"job {self.job_id}" + (f" step {self.step}" if self.step else "")
 
 
 class TaskKey(NamedTuple):
+    """A task: rank ``rank`` of step ``step`` of job ``job_id``."""
+
     job_id: int
+    step: int
     rank: int
+
+    @classmethod
+    def of(cls, task: _OfATask) -> "TaskKey":
+        """The key of what names a task (its spec, its exit, its acknowledgement)."""
+        return cls(task.job_id, task.step, task.rank)
+
+    @property
+    def world(self) -> World:
+        return World(self.job_id, self.step)
+
+    @property
+    def name(self) -> str:
+        """Its files' stem on the node: ``job-J.R`` for the job's first step (as before steps), ``job-J.S.R``."""
+        return f"{self.world.name}.{self.rank}"
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} rank {self.rank}" + (f" of step {self.step}" if self.step else "")
 
 
 @dataclass(slots=True, eq=False)

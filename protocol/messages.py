@@ -20,7 +20,8 @@ Three conversations share these models:
   ``JobUpdate``, ``SetLimits``, ``AdminLogQuery``, and reservations
   (protocol/reservation_messages.py): ``ReservationCreate``, ``ReservationUpdate``,
   ``ReservationDelete``, ``ReservationQuery``, and those of leadership
-  (protocol/leadership_messages.py): ``MastersQuery``, ``Takeover``; each answered by its reply model
+  (protocol/leadership_messages.py): ``MastersQuery``, ``Takeover``, and a step's start
+  (protocol/step_messages.py): ``StartStep``; each answered by its reply model
   or by ``ErrorReply``, or by a standby master with ``NotLeader``.
 
 Every message of the leader to nodes is ``FromLeader``: it carries the leader's epoch.
@@ -103,6 +104,7 @@ from gangsched.protocol.reservation_messages import (
     ReservationQuery,
     ReservationUpdate,
 )
+from gangsched.protocol.step_messages import StartStep, StepStarted
 
 __all__ = [
     "MAX_REPORT_QUANTA",
@@ -158,7 +160,9 @@ __all__ = [
     "Reconfigured",
     "SetUser",
     "SlotSwitch",
+    "StartStep",
     "StatsQuery",
+    "StepStarted",
     "Submit",
     "Submitted",
     "SwitchStats",
@@ -223,6 +227,8 @@ Message = Annotated[
     | MastersList
     | Takeover
     | TakeoverRequested
+    | StartStep
+    | StepStarted
     | NotLeader
     | ErrorReply,
     Field(discriminator="type"),

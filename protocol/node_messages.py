@@ -15,6 +15,7 @@ from gangsched.protocol.records import (
     MpiKind,
     PeerEndpoint,
     RelayEndpoints,
+    StepId,
     TaskRef,
     TaskSample,
     TaskSpec,
@@ -36,6 +37,7 @@ class TaskExit(WireModel):
     node: str
     job_id: int
     rank: int
+    step: StepId = 0
     returncode: int | None  # negative: killed by that signal; None: never started
     error: str | None = Field(default=None, max_length=4096)  # why it failed, where its status does not say
     cpu_ns: int = 0  # CPU time since the last quantum report
@@ -99,15 +101,18 @@ class LaunchTask(FromLeader):
 
 
 class KillTask(FromLeader):
-    """End a task: continue it, SIGTERM its process group, SIGKILL after a grace period."""
+    """End a job's tasks here, or one step's: continue them, SIGTERM their process groups, SIGKILL after a
+    grace period."""
 
     type: Literal["kill_task"] = "kill_task"
     job_id: int
     reason: str
+    step: StepId | None = None  # None: every step of the job
 
 
 class CheckpointTask(FromLeader):
-    """Migrate: let the task run to its next barrier, where it saves its state and exits."""
+    """Migrate: let the tasks of the job's first step run to their next barrier, where each saves its state
+    and exits (the master ends its other steps first)."""
 
     type: Literal["checkpoint_task"] = "checkpoint_task"
     job_id: int
@@ -117,15 +122,18 @@ class ExitAck(FromLeader):
     type: Literal["exit_ack"] = "exit_ack"
     job_id: int
     rank: int
+    step: StepId = 0
 
 
 class PmiFence(WireModel):
-    """Every local rank of ``job_id`` on ``node`` entered PMI fence ``epoch``; ``kvs``: what they put since
-    (PMI-1, PMI-2); ``data``: the PMIx library's blob for this node."""
+    """Every local rank of step ``step`` of ``job_id`` on ``node`` entered PMI fence ``epoch`` (each step is an
+    MPI world of its own); ``kvs``: what they put since (PMI-1, PMI-2); ``data``: the PMIx library's blob for
+    this node."""
 
     type: Literal["pmi_fence"] = "pmi_fence"
     node: str
     job_id: int
+    step: StepId = 0
     epoch: int = Field(ge=0)
     kvs: dict[str, str]
     data: bytes = b""
@@ -136,6 +144,7 @@ class PmiFenceDone(FromLeader):
 
     type: Literal["pmi_fence_done"] = "pmi_fence_done"
     job_id: int
+    step: StepId = 0
     epoch: int
     kvs: dict[str, str]
     data: bytes = b""  # every node's ``data``, concatenated in the job's node order
@@ -149,6 +158,7 @@ class PmixModexRequest(WireModel):
     node: str  # the asking node
     job_id: int
     rank: int = Field(ge=0)
+    step: StepId = 0
     request: int
 
 
@@ -160,6 +170,7 @@ class PmixModexReply(WireModel):
     asker: str
     job_id: int
     rank: int = Field(ge=0)
+    step: StepId = 0
     request: int
     status: int  # the library's (0: found)
     data: bytes = b""

@@ -31,6 +31,7 @@ MAX_COMMAND_ITEMS = 4096  # arguments, and variables: each checked on its own, a
 MAX_PATH_BYTES = 4096  # PATH_MAX
 MAX_DEPENDENCIES = 64
 MAX_PROGRESS = 2**63 - 1  # a task's progress counter: what a store's INTEGER holds (SQLite's, PostgreSQL's BIGINT)
+MAX_STEP_ID = 2**31 - 1  # a job's steps are numbered from 0, as Slurm's are (its step ids are 32-bit)
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")  # what useradd takes
 
@@ -51,6 +52,19 @@ def _user_name(text: str) -> str:
     if not _USER_NAME.fullmatch(text):
         raise ValueError(f"{text!r} is not a Unix user name")
     return text
+
+
+def check_command(argv: list[str], env: dict[str, str]) -> None:
+    """ValueError unless the command can reach execve: a first word, names a variable can have, and a size
+    it takes."""
+    if not argv[0]:
+        raise ValueError("the command is empty")
+    bad = [name for name in env if not _VARIABLE_NAME.fullmatch(name)]
+    if bad:
+        raise ValueError(f"environment variable names must be letters, digits and _: {bad[0]!r}")
+    size = sum(len(text.encode()) + 1 for text in [*argv, *(f"{k}={v}" for k, v in env.items())])
+    if size > MAX_COMMAND_BYTES:
+        raise ValueError(f"the command and its environment take {size} bytes, over {MAX_COMMAND_BYTES}")
 
 
 NoNul = Annotated[str, AfterValidator(_no_nul)]
@@ -146,14 +160,7 @@ class JobSpec(WireModel):
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
-        if not self.argv[0]:
-            raise ValueError("the command is empty")
-        bad = [name for name in self.env if not _VARIABLE_NAME.fullmatch(name)]
-        if bad:
-            raise ValueError(f"environment variable names must be letters, digits and _: {bad[0]!r}")
-        size = sum(len(text.encode()) + 1 for text in [*self.argv, *(f"{k}={v}" for k, v in self.env.items())])
-        if size > MAX_COMMAND_BYTES:
-            raise ValueError(f"the command and its environment take {size} bytes, over {MAX_COMMAND_BYTES}")
+        check_command(self.argv, self.env)
         return self
 
     @model_validator(mode="after")
@@ -174,9 +181,38 @@ class JobSpec(WireModel):
         return self.mem_per_node * nodes if self.mem_per_node else 0
 
 
+StepId = Annotated[int, Field(ge=0, le=MAX_STEP_ID)]
+
+
+def step_name(job_id: int, step: int) -> str:
+    """What a step's files are named after: ``job-J`` for a job's first step (as before steps), ``job-J.S``."""
+    return f"job-{job_id}" if step == 0 else f"job-{job_id}.{step}"
+
+
+class StepSpec(WireModel):
+    """What a step of a running job runs: its command, on some or all of its allocation's tasks.
+
+    ``slots`` are the allocation's ranks it runs on, in the order of its own ranks (None: all of them, as the
+    job's first step does); its environment and folder are the job's where it gives none.
+    """
+
+    argv: list[NoNul] = Field(min_length=1, max_length=MAX_COMMAND_ITEMS)
+    env: dict[str, NoNul] | None = Field(default=None, max_length=MAX_COMMAND_ITEMS)
+    cwd: PathText | None = None
+    slots: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, min_length=1, max_length=100_000)
+
+    @model_validator(mode="after")
+    def _command_can_start(self) -> "StepSpec":
+        check_command(self.argv, self.env or {})
+        if self.slots is not None and len(set(self.slots)) != len(self.slots):
+            raise ValueError("a step runs at most one task on each of its allocation's tasks")
+        return self
+
+
 class TaskRef(WireModel):
     job_id: int
     rank: int
+    step: StepId = 0
 
 
 class PeerEndpoint(WireModel):
@@ -216,9 +252,10 @@ class TaskSpec(WireModel):
     """
 
     job_id: int
-    rank: int
-    size: int
+    rank: int  # of its step
+    size: int  # its step's tasks
     user: UserName  # a root node daemon runs the task as this account
+    step: StepId = 0  # the job's first step is 0: what ``gang submit`` runs
     processor: int = 0  # which of the node's processors: its core, where it has one
     block: list[int] = []  # ranks per node of the job, in node order; [] is [size] on one node
     nodes: list[str] = []  # the job's nodes, in the same order (PMIx's node map)
@@ -259,6 +296,7 @@ class TaskSample(NamedTuple):
     # wanted to run, which a busy host's other processes took, not idleness
     waited_ns: int = 0
     memory_peak: int = 0  # bytes: the most it held resident so far (Slurm's MaxRSS)
+    step: StepId = 0
 
 
 class Hold(StrEnum):

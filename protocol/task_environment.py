@@ -3,7 +3,8 @@ the job runtime reads them (jobs/runtime.py), the containment sweeps know a task
 by the first two."""
 
 JOB_ID = "GANG_JOB_ID"
-RANK = "GANG_RANK"
+RANK = "GANG_RANK"  # of its step
+STEP_ID = "GANG_STEP_ID"  # which of its job's steps (0: the first, what gang submit runs)
 SIZE = "GANG_SIZE"
 NODE = "GANG_NODE"
 BARRIER_ADDR = "GANG_BARRIER_ADDR"  # where rank 0's barrier is reached

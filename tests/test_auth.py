@@ -17,7 +17,7 @@ from gangsched.master.published import BoundEndpoints, bound_endpoints
 from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode
 from gangsched.protocol.messages import JobList, JobQuery, NodeHello, NodeWelcome, TaskExit
-from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint
+from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint, StepSpec
 from tests.helpers.accounts import unix_account
 from tests.helpers.clusters import wait_until
 
@@ -99,6 +99,8 @@ def test_the_user_is_the_key_not_the_name_a_message_gives(secured, tmp_path):
         assert [job.spec.user for job in gangalice.jobs([job_id])] == ["gangbob"]
         with pytest.raises(RequestRefused, match="belongs to gangbob"):
             gangalice.cancel(job_id, "gangbob")  # gangalice claims to be gangbob
+        with pytest.raises(RequestRefused, match="belongs to gangbob"):  # nor may she run a step in it
+            gangalice.start_step(job_id, "gangbob", StepSpec(argv=["id"]))
         gangbob.cancel(job_id, "whoever")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from gangsched.deploy.local import task_processes
 from gangsched.noded.containment import choose_containment
-from gangsched.protocol.records import JobSpec, JobState
+from gangsched.protocol.records import JobSpec, JobState, StepSpec
 from tests.helpers.clusters import Cluster, is_held, wait_until
 
 pytestmark = pytest.mark.live
@@ -79,6 +79,36 @@ def test_every_process_of_a_task_stops_and_continues_with_it_and_ends_with_it(st
     wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs to end")
     wait_until(lambda: all(info.state is JobState.CANCELLED for info in cluster.client.jobs([held, other])), 10,
                "both jobs cancelled")
+
+
+def test_a_second_step_s_tasks_stop_and_continue_with_the_job_s_first(start_cluster, containment):
+    """A step started in a running allocation (``StartStep``): its tasks are the job's on their node, stopped
+    while another job has the processor and continued in the job's turn, together with step 0's."""
+    cluster = start_cluster(nodes=1, quantum_ms=200)
+    user = getpass.getuser()
+    job = cluster.client.submit(JobSpec(name="alloc", user=user, tasks=1, argv=["sleep", "300"]))
+    cluster.client.wait_until_running([job], timeout_s=10)
+    assert cluster.client.start_step(job, user, StepSpec(argv=[sys.executable, "-c", ESCAPES])) == 1
+    other = cluster.client.submit(JobSpec(name="other", user=user, tasks=1, argv=["sleep", "300"]))
+
+    def steps() -> dict[str, list[psutil.Process]]:
+        found: dict[str, list[psutil.Process]] = {}
+        for process in live(task_processes(cluster.home, job)):
+            with contextlib.suppress(psutil.Error):
+                found.setdefault(process.environ()["GANG_STEP_ID"], []).append(process)
+        return found
+
+    both = wait_until(lambda: len((found := steps()).get("1", [])) >= PER_TASK and "0" in found and found, 10,
+                      "both steps' processes")
+    processes = [process for step in both.values() for process in step]
+    for _ in range(2):  # turns of the rows: every process of both steps at once
+        wait_until(lambda: all(is_held(p) for p in live(processes)), 5, "both steps stopped while the other job runs")
+        wait_until(lambda: all(not is_held(p) for p in live(processes)), 5, "both steps running in the job's turn")
+    for each in (job, other):
+        cluster.client.cancel(each, user)
+    wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs and both steps to end")
+    (info,) = cluster.client.jobs([job])
+    assert info.state is JobState.CANCELLED
 
 
 # a task that starts a process once it has run for a while: alone on its node, through switches that

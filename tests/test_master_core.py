@@ -353,7 +353,7 @@ def test_a_restarted_master_keeps_queued_and_running_jobs(tmp_path, clock):
         hello(core2, node, [TaskRef(job_id=first, rank=rank), TaskRef(job_id=second, rank=rank)])
     hello(core2, "n4", [TaskRef(job_id=77, rank=0)])
     kills = sent(core2, KillTask)
-    assert ("n4", KillTask(job_id=77, reason="orphaned task")) in kills
+    assert ("n4", KillTask(job_id=77, step=0, reason="orphaned task")) in kills
     assert {m.job_id for _, m in kills} == {77, first, second}
 
 

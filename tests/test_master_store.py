@@ -13,10 +13,11 @@ from gangsched.master.job_record import Job
 from gangsched.master.sql_schema import SCHEMA_VERSION
 from gangsched.master.sqlite_store import SqliteStore
 from gangsched.master.store import StoreWriteError
-from gangsched.protocol.messages import ErrorReply, ExitAck, Heartbeat, LaunchTask, Submit, TaskExit
-from gangsched.protocol.records import JobSpec, JobState, TaskRef
+from gangsched.protocol.messages import ErrorReply, ExitAck, Heartbeat, LaunchTask, StartStep, Submit, TaskExit
+from gangsched.protocol.records import JobSpec, JobState, StepSpec, TaskRef
 from tests.helpers.driven_master import DrivenMaster, FakeClock, driven_master
 from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello, infos, sent, submit
+from tests.helpers.old_stores import jobs_as_version_15, running_jobs_of_version_15
 
 
 class FailingCommits:
@@ -247,6 +248,7 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     path = tmp_path / "jobs.db"
     SqliteStore(path).close()
     db = sqlite3.connect(path)  # made as version 6 made it: no index of the jobs by state, no preemptions, no holds
+    jobs_as_version_15(db.execute)
     db.execute("DROP INDEX jobs_by_state")
     db.execute("ALTER TABLE jobs DROP COLUMN preemptions")
     db.execute("ALTER TABLE jobs DROP COLUMN hold")
@@ -272,8 +274,33 @@ def test_a_store_of_an_earlier_version_is_migrated_and_keeps_its_jobs(tmp_path):
     assert {"node_marks", "admin_log", "user_limits", "reservations"} <= tables
     assert db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'").fetchall() == [
         ("jobs_by_state",)]
-    assert db.execute("SELECT job_id, state, preemptions, hold, live_ranks FROM jobs").fetchall() == [
-        (1, "completed", "[]", None, None)]
+    assert db.execute("SELECT job_id, state, preemptions, hold, steps FROM jobs").fetchall() == [
+        (1, "completed", "[]", None, "[]")]
+    db.close()
+
+
+def test_a_store_of_version_15_keeps_each_running_job_s_launch_as_its_step_0(tmp_path):
+    path = tmp_path / "jobs.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    jobs_as_version_15(db.execute)
+    running_jobs_of_version_15(db.execute)
+    db.execute("PRAGMA user_version=15")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    one, two = store.get(1), store.get(2)
+    assert one is not None and two is not None
+    assert list(one.steps) == [0] and one.live_tasks() == {(0, 1)}
+    step = one.steps[0]
+    assert (step.slots, step.barrier_port, step.rendezvous_port, step.spec) == ([0, 1], 5000, 29500, None)
+    assert two.live_tasks() == {(0, 0), (0, 1)}, "a store before version 13 expects every rank"
+    store.save(one)  # written again as version 16 writes it
+    assert store.get(1).steps == one.steps
+    store.close()
+    db = sqlite3.connect(path)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+    assert "steps" in columns and not columns & {"barrier_port", "rendezvous_port", "live_ranks"}
     db.close()
 
 
@@ -281,6 +308,7 @@ def test_a_store_of_version_14_keeps_its_users_use_under_the_names_of_what_it_co
     path = tmp_path / "jobs.db"
     SqliteStore(path).close()
     db = sqlite3.connect(path)  # its users as version 14 had them: node-seconds by name, nothing else accrued
+    jobs_as_version_15(db.execute)
     db.execute("DROP TABLE users")
     db.execute(OLD_USERS)
     db.execute("INSERT INTO users VALUES ('alice', 0.5, 100.0, 42.0)")
@@ -328,4 +356,21 @@ def test_a_rank_end_the_store_cannot_write_is_acknowledged_only_once_it_can(fail
     for _ in range(3):  # the next try, two quanta after the last
         quantum(core, clock, ("n1", "n2"))
     assert [(node, message.rank) for node, message in core.outbox if isinstance(message, ExitAck)] == [(first, 0)]
-    assert SqliteStore(failing_store.path).get(job).live_ranks == {1}
+    assert SqliteStore(failing_store.path).get(job).live_tasks() == {(0, 1)}
+
+
+def test_a_step_whose_start_the_store_cannot_write_does_not_start_and_leaves_its_ports(failing_store, clock):
+    core = driven_master(SETTINGS, ENDPOINTS, failing_store, clock)
+    hello(core, "n1")
+    hello(core, "n2")
+    job = submit(core, nodes=2)
+    core.outbox.clear()
+    failing_store.full = True
+    refused = core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["x"])))
+    assert isinstance(refused, ErrorReply) and "did not start" in refused.reason
+    assert list(core.table.jobs[job].steps) == [0] and sent(core, LaunchTask) == []
+    failing_store.full = False
+    started = core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["x"])))
+    assert started.step_id == 1, "numbered as if the refused one had never been"
+    assert [launch.task.barrier_addr for _, launch in sent(core, LaunchTask)] == \
+        [f"ipc:///tmp/alice/job-{job}.1.barrier"] * 2

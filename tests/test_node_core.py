@@ -76,17 +76,18 @@ def registered(core: NodeCore, now: float = 0.0, via: str | None = None) -> Node
     return core
 
 
-def task_spec(job_id: int, rank: int = 0, argv: tuple[str, ...] = ("true",)) -> TaskSpec:
-    return TaskSpec(job_id=job_id, rank=rank, size=rank + 1, user="u", argv=list(argv), cwd=None, env={},
+def task_spec(job_id: int, rank: int = 0, argv: tuple[str, ...] = ("true",), step: int = 0) -> TaskSpec:
+    return TaskSpec(job_id=job_id, step=step, rank=rank, size=rank + 1, user="u", argv=list(argv), cwd=None, env={},
                     barrier_addr="ipc:///b", barrier_bind="ipc:///b", io_addr=None, output=None)
 
 
-def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0, run_in: int | None = None) -> Launch:
-    spec = task_spec(job_id, rank)
+def launch(core: NodeCore, job_id: int, rank: int = 0, now: float = 0.0, run_in: int | None = None,
+           step: int = 0) -> Launch:
+    spec = task_spec(job_id, rank, step=step)
     core.message(LaunchTask(task=spec, run_in=run_in), now)
     (order,) = taken(core.orders)
     assert isinstance(order, Launch)
-    core.task_event(Launched(TaskKey(job_id, rank), order.runnable, started_ns=int(now * 1e9)), now)
+    core.task_event(Launched(TaskKey(job_id, step, rank), order.runnable, started_ns=int(now * 1e9)), now)
     return order
 
 
@@ -130,10 +131,36 @@ def test_a_switch_that_arrives_before_its_column_runs_nothing_until_the_column_c
     (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == -1  # the master sees the column has not arrived
     core.message(NodeColumn(epoch=3, rows={"batch": [[7]]}), 1.05)
-    assert switch(core, 2, rows=[0], now=1.1) == ([], [(7, 0)])
+    assert switch(core, 2, rows=[0], now=1.1) == ([], [(7, 0, 0)])
     (_, report), = taken(core.outbox)
     assert report.accounts[0].column_epoch == 3
-    assert switch(core, 3, rows=[1], now=1.2) == ([(7, 0)], [])  # row 1 does not hold it: stopped
+    assert switch(core, 3, rows=[1], now=1.2) == ([(7, 0, 0)], [])  # row 1 does not hold it: stopped
+
+
+def test_every_step_of_a_job_is_stopped_and_resumed_with_it_and_each_ends_and_exits_on_its_own():
+    """A second step started in a running allocation: the switches that stop and resume the job stop and resume
+    both steps' tasks together; a kill of one step ends it alone; each task's exit names its step."""
+    core = registered(make_core())
+    core.message(NodeColumn(epoch=1, rows={"batch": [[7], [8]]}), 0.0)
+    switch(core, 1, rows=[0], now=0.1)
+    assert launch(core, 7, now=0.11).runnable is True
+    assert launch(core, 7, now=0.15, step=1).runnable is True, "the job runs: so does its new step"
+    assert launch(core, 8, now=0.16).runnable is False
+    assert switch(core, 2, rows=[1], now=0.2) == ([(7, 0, 0), (7, 1, 0)], [(8, 0, 0)])
+    taken(core.orders)
+    assert switch(core, 3, rows=[0], now=0.3) == ([(8, 0, 0)], [(7, 0, 0), (7, 1, 0)])
+    ran = {(sample.job_id, sample.step, sample.rank) for _, report in taken(core.outbox)
+           if isinstance(report, QuantumReport) for account in report.accounts for sample in account.samples}
+    assert {(7, 0, 0), (7, 1, 0)} <= ran, "both steps' tasks are sampled"
+    taken(core.orders)  # the look at job 8's task, stopped
+    core.message(KillTask(job_id=7, step=1, reason="its step failed"), 0.31)
+    assert taken(core.orders) == [Terminate((7, 1, 0))], "a step's kill ends that step alone"
+    core.task_event(Exited(TaskKey(7, 1, 0), -15, None, cpu_ns=1, progress=0, memory=MemoryReading(0, False)), 0.32)
+    (_, exit_), = [each for each in taken(core.outbox) if isinstance(each[1], TaskExit)]
+    assert (exit_.job_id, exit_.step, exit_.rank, exit_.returncode) == (7, 1, 0, -15)
+    core.message(ExitAck(job_id=7, step=1, rank=0), 0.33)
+    core.message(KillTask(job_id=7, reason="cancelled"), 0.34)
+    assert taken(core.orders) == [Terminate((7, 0, 0))]
 
 
 def test_a_launch_runs_at_once_only_in_the_idle_processors_of_the_switch_it_names():
@@ -142,13 +169,13 @@ def test_a_launch_runs_at_once_only_in_the_idle_processors_of_the_switch_it_name
     switch(core, 4, rows=[0], now=0.1)
     assert launch(core, 8, now=0.12, run_in=4).runnable is True  # placed where switch 4 leaves room
     # held back by the master while a later switch ran another row here: it waits for its own
-    assert switch(core, 5, rows=[0], now=0.2) == ([(8, 0)], [])
+    assert switch(core, 5, rows=[0], now=0.2) == ([(8, 0, 0)], [])
     taken(core.orders)  # the look at task 8, stopped
     assert launch(core, 9, now=0.22, run_in=4).runnable is False
     # placed in switch 6's idle processors, arrived before switch 6: that switch runs it, not the one in force
     assert launch(core, 10, now=0.25, run_in=6).runnable is False
-    assert switch(core, 6, rows=[0], now=0.3) == ([], [(10, 0)])  # job 9 still waits for row 1
-    assert switch(core, 7, rows=[0], now=0.4) == ([(10, 0)], [])  # then it waits for its row
+    assert switch(core, 6, rows=[0], now=0.3) == ([], [(10, 0, 0)])  # job 9 still waits for row 1
+    assert switch(core, 7, rows=[0], now=0.4) == ([(10, 0, 0)], [])  # then it waits for its row
 
 
 def test_only_tasks_that_ran_are_sampled_each_against_its_own_runnable_time():
@@ -192,7 +219,7 @@ def test_a_report_batch_across_a_relays_loss_loses_no_held_account_and_the_hello
     core.timers(1.2)
     (route, hello), = taken(core.outbox)
     assert route is Route.MASTER and isinstance(hello, NodeHello)
-    assert hello.left_relay == "n9" and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
+    assert hello.left_relay == "n9" and [(t.job_id, t.step, t.rank) for t in hello.tasks] == [(7, 0, 0)]
     switch(core, 3, rows=[0], now=1.25, report_every=4)  # from the master, before its welcome: not counted
     core.message(welcome(), 1.3)
     assert isinstance(taken(core.orders)[-1], Connect)
@@ -205,7 +232,7 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
     core = registered(make_core())
     launch(core, 7)
     launch(core, 8)
-    core.task_event(Exited(TaskKey(8, 0), 0, None, cpu_ns=5, progress=0, memory=MemoryReading(0, False)), 0.05)
+    core.task_event(Exited(TaskKey(8, 0, 0), 0, None, cpu_ns=5, progress=0, memory=MemoryReading(0, False)), 0.05)
     assert sent(core) == [(Route.REPORTS, TaskExit)]
     core.timers(1.05)
     assert sent(core) == [(Route.REPORTS, Heartbeat)]  # the master is gone: nobody answers
@@ -216,7 +243,7 @@ def test_a_heartbeat_refused_while_the_master_restarts_brings_a_hello_at_once_wi
     assert not core.registered and core.deadlines.first == 2.45
     core.timers(2.45)
     (route, hello), = taken(core.outbox)
-    assert route is Route.MASTER and [(t.job_id, t.rank) for t in hello.tasks] == [(7, 0)]
+    assert route is Route.MASTER and [(t.job_id, t.step, t.rank) for t in hello.tasks] == [(7, 0, 0)]
     assert hello.welcomed == 1  # the master knows a hello sent before its welcome came by this
     assert [(e.job_id, e.returncode) for e in hello.exits] == [(8, 0)]  # until the master acknowledges it
     core.message(ExitAck(job_id=8, rank=0), 2.5)
@@ -231,7 +258,7 @@ def test_a_task_that_exits_between_switches_sends_its_last_accounts_first_and_ne
     launch(core, 7)
     core.message(NodeColumn(epoch=1, rows={"batch": [[7]]}), 0.0)
     switch(core, 1, rows=[0], now=0.1, report_every=5, cpu_ns=1)
-    core.task_event(Exited(TaskKey(7, 0), 0, None, cpu_ns=2, progress=3, memory=MemoryReading(0, False)), 0.15)
+    core.task_event(Exited(TaskKey(7, 0, 0), 0, None, cpu_ns=2, progress=3, memory=MemoryReading(0, False)), 0.15)
     (_, report), (_, exit_) = taken(core.outbox)
     assert isinstance(report, QuantumReport) and isinstance(exit_, TaskExit)  # in this order, on one socket
     assert (exit_.cpu_ns, exit_.progress) == (2, 3) and core.tasks == {}
@@ -243,7 +270,7 @@ def test_a_task_that_cannot_start_fails_with_its_reason():
     core = registered(make_core())
     core.message(LaunchTask(task=task_spec(7, argv=("nope",))), 0.0)
     taken(core.orders)
-    core.task_event(NotStarted(TaskKey(7, 0), "could not start: command not found"), 0.0)
+    core.task_event(NotStarted(TaskKey(7, 0, 0), "could not start: command not found"), 0.0)
     (_, exit_), = taken(core.outbox)
     assert exit_.returncode is None and exit_.error == "could not start: command not found"
 
@@ -255,11 +282,11 @@ def test_a_killed_job_gets_sigterm_then_sigkill_after_the_grace_and_keeps_runnin
     launch(core, 8)
     core.message(KillTask(job_id=7, reason="cancelled"), 1.0)
     core.message(KillTask(job_id=7, reason="cancelled again"), 1.1)
-    assert taken(core.orders) == [Terminate((7, 0))]  # once
-    assert switch(core, 1, rows=[1], now=1.2) == ([], [(8, 0)])  # an ending task is not stopped
+    assert taken(core.orders) == [Terminate((7, 0, 0))]  # once
+    assert switch(core, 1, rows=[1], now=1.2) == ([], [(8, 0, 0)])  # an ending task is not stopped
     assert core.deadlines.first <= 1.0 + GRACE_S
     core.timers(1.0 + GRACE_S)
-    assert Kill((7, 0)) in taken(core.orders)
+    assert Kill((7, 0, 0)) in taken(core.orders)
 
 
 def test_a_checkpointing_task_runs_until_it_exits():
@@ -268,7 +295,7 @@ def test_a_checkpointing_task_runs_until_it_exits():
     switch(core, 1, rows=[1], now=0.0)
     launch(core, 7)
     core.message(CheckpointTask(job_id=7), 0.1)
-    assert taken(core.orders) == [Checkpoint((7, 0))]
+    assert taken(core.orders) == [Checkpoint((7, 0, 0))]
     assert switch(core, 2, rows=[1], now=0.2) == ([], [])  # not its row, but it runs to its barrier
 
 
@@ -281,13 +308,13 @@ def test_a_stopped_task_is_looked_at_after_the_switch_and_again_while_it_keeps_f
     switch(core, 2, rows=[1], now=0.1)  # stops job 7; the look waits as a report does
     assert taken(core.orders) == []
     core.timers(0.11)
-    assert taken(core.orders) == [CatchNewProcesses((7, 0), LOOKS_PER_WAKE)]
-    core.task_event(StillForking(TaskKey(7, 0)), 0.0)  # each look found new processes: again after the next switch
+    assert taken(core.orders) == [CatchNewProcesses((7, 0, 0), LOOKS_PER_WAKE)]
+    core.task_event(StillForking(TaskKey(7, 0, 0)), 0.0)  # each look found new processes: again after the next switch
     core.timers(0.15)
     assert [order for order in taken(core.orders) if isinstance(order, CatchNewProcesses)] == []
     switch(core, 3, rows=[1], now=0.2)
     core.timers(0.21)
-    assert taken(core.orders) == [CatchNewProcesses((7, 0), LOOKS_PER_WAKE)]
+    assert taken(core.orders) == [CatchNewProcesses((7, 0, 0), LOOKS_PER_WAKE)]
 
 
 def test_tasks_that_are_no_processes_are_never_looked_at():
@@ -332,13 +359,13 @@ def test_a_watched_task_found_running_while_descheduled_in_three_stretches_is_en
         taken(core.orders)
         core.timers(now + 0.05)
         watched = [order for order in taken(core.orders) if isinstance(order, CheckDescheduled)]
-        assert watched == [CheckDescheduled(frozenset({(8, 0)}))]  # only the descheduled task is looked at
-        core.task_event(Escaped(TaskKey(8, 0)), now + 0.05)  # the loop found it running and stopped it again
+        assert watched == [CheckDescheduled(frozenset({(8, 0, 0)}))]  # only the descheduled task is looked at
+        core.task_event(Escaped(TaskKey(8, 0, 0)), now + 0.05)  # the loop found it running and stopped it again
         ended = [order for order in taken(core.orders) if isinstance(order, Kill)]
-        assert ended == ([Kill((8, 0))] if stretch == 3 else [])
+        assert ended == ([Kill((8, 0, 0))] if stretch == 3 else [])
         switch(core, 2 * stretch + 1, rows=[1], now=now + 0.1)  # job 8's turn
         now += 0.2
-    core.task_event(Exited(TaskKey(8, 0), -9, None, cpu_ns=0, progress=0, memory=MemoryReading(0, False)), now)
+    core.task_event(Exited(TaskKey(8, 0, 0), -9, None, cpu_ns=0, progress=0, memory=MemoryReading(0, False)), now)
     exits = [message for _, message in taken(core.outbox) if isinstance(message, TaskExit)]
     assert "kept running while its gang was descheduled" in (exits[0].error or "")
 
@@ -352,7 +379,7 @@ def test_a_single_escape_is_only_undone_and_a_frozen_node_looks_at_nothing():
     switch(watched, 1, rows=[0], now=0.0)
     watched.timers(1.0)
     assert not [order for order in taken(watched.orders) if isinstance(order, CheckDescheduled)]
-    watched.task_event(Escaped(TaskKey(8, 0)), 1.0)
+    watched.task_event(Escaped(TaskKey(8, 0, 0)), 1.0)
     assert not [order for order in taken(watched.orders) if isinstance(order, Kill)]
 
 

@@ -87,7 +87,7 @@ def test_only_the_job_record_changes_a_job():
 @pytest.mark.parametrize("source", [
     "def f(job):\n    job.state = 1\n",
     "def f(self):\n    self._table.jobs[3] = None\n",
-    "def f(job):\n    job.live_ranks -= {1}\n",
+    "def f(job):\n    job.steps[0] = None\n",
     "def f(self):\n    self._retry.postponed.append(1)\n",
     "def f(job):\n    job.fences.setdefault(1, {})\n",
 ])

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from gangsched.noded.process_managers.fences import PmiError, process_mapping
 from gangsched.noded.process_managers.pmi1 import LineReader, Pmi1Job
+from gangsched.noded.task_record import World
 
 
 def lines(outcome) -> dict[int, str]:
@@ -12,7 +13,7 @@ def lines(outcome) -> dict[int, str]:
 
 
 def test_init_and_the_questions_mpich_asks_are_answered():
-    job = Pmi1Job(job_id=7, size=2, block=[2], node_index=0)
+    job = Pmi1Job(world=World(7, 0), size=2, block=[2], node_index=0)
     assert lines(job.handle(0, b"cmd=init pmi_version=1 pmi_subversion=1")) == {
         0: "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n"}
     assert (
@@ -31,7 +32,7 @@ def test_the_process_mapping_says_which_ranks_share_a_node():
 
 
 def test_a_barrier_of_one_node_ends_when_its_last_rank_enters():
-    job = Pmi1Job(job_id=1, size=2, block=[2], node_index=0)
+    job = Pmi1Job(world=World(1, 0), size=2, block=[2], node_index=0)
     job.handle(0, b"cmd=put kvsname=gang-1 key=a value=1")
     assert job.handle(0, b"cmd=barrier_in").replies == []
     outcome = job.handle(1, b"cmd=barrier_in")
@@ -40,8 +41,8 @@ def test_a_barrier_of_one_node_ends_when_its_last_rank_enters():
 
 
 def test_a_barrier_across_nodes_fences_through_the_master_and_brings_every_put():
-    first = Pmi1Job(job_id=1, size=2, block=[1, 1], node_index=0)
-    second = Pmi1Job(job_id=1, size=2, block=[1, 1], node_index=1)
+    first = Pmi1Job(world=World(1, 0), size=2, block=[1, 1], node_index=0)
+    second = Pmi1Job(world=World(1, 0), size=2, block=[1, 1], node_index=1)
     first.handle(0, b"cmd=put kvsname=gang-1 key=addr-0 value=x")
     second.handle(1, b"cmd=put kvsname=gang-1 key=addr-1 value=y")
     fences = [first.handle(0, b"cmd=barrier_in").fence, second.handle(1, b"cmd=barrier_in").fence]
@@ -53,14 +54,14 @@ def test_a_barrier_across_nodes_fences_through_the_master_and_brings_every_put()
 
 
 def test_abort_fails_the_job_naming_the_rank_and_its_message():
-    job = Pmi1Job(job_id=1, size=4, block=[4], node_index=0)
+    job = Pmi1Job(world=World(1, 0), size=4, block=[4], node_index=0)
     outcome = job.handle(2, b"cmd=abort exitcode=5 message=application called MPI_Abort")
     assert outcome.failure.rank == 2
     assert outcome.failure.reason == "called PMI abort with exit code 5: application called MPI_Abort"
 
 
 def test_a_malformed_line_gets_an_error_reply_and_fails_the_job():
-    job = Pmi1Job(job_id=1, size=1, block=[1], node_index=0)
+    job = Pmi1Job(world=World(1, 0), size=1, block=[1], node_index=0)
     for bad in (b"hello", b"cmd=put kvsname=other key=a value=b", b"cmd=frobnicate", b"cmd=init pmi_version=2",
                 b"cmd=get kvsname=gang-1 key=" + b"k" * 300, b"cmd=put novalue", b"cmd=\xff"):
         outcome = job.handle(0, bad)
@@ -89,7 +90,7 @@ KNOWN = [b"cmd=init pmi_version=1 pmi_subversion=1", b"cmd=get_maxes", b"cmd=bar
                 max_size=30))
 def test_a_fuzzed_peer_never_breaks_the_server(steps):
     """Random and cut-off lines from any rank: every one is answered or fails the job, none raises."""
-    job = Pmi1Job(job_id=1, size=3, block=[3], node_index=0)
+    job = Pmi1Job(world=World(1, 0), size=3, block=[3], node_index=0)
     reader = LineReader()
     for rank, data in steps:
         try:

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangsched.noded.process_managers.pmi2 import FRAME_MAX, FrameReader, Pmi2Job, frame, parse
+from gangsched.noded.task_record import World
 
 INIT = b"cmd=init pmi_version=2 pmi_subversion=0\n"
 
@@ -36,7 +37,7 @@ def started(job: Pmi2Job, rank: int) -> None:
 
 
 def test_the_opening_commands_intel_mpi_sends_are_answered():
-    job = Pmi2Job(job_id=7, size=2, block=[2], node_index=0)
+    job = Pmi2Job(world=World(7, 0), size=2, block=[2], node_index=0)
     started(job, 0)
     full = replies(job.received(1, INIT + command("fullinit", pmijobid="gang-7", pmirank="1", threaded="FALSE")))
     assert full[1][1] == {"cmd": "fullinit-response", "rc": "0", "pmi-version": "2", "pmi-subversion": "0",
@@ -49,7 +50,7 @@ def test_the_opening_commands_intel_mpi_sends_are_answered():
 
 
 def test_a_command_may_come_in_pieces_and_several_in_one_read():
-    job = Pmi2Job(job_id=7, size=1, block=[1], node_index=0)
+    job = Pmi2Job(world=World(7, 0), size=1, block=[1], node_index=0)
     whole = INIT + command("fullinit", pmirank="0") + command("job-getid")
     outcomes = [outcome for piece in (whole[:5], whole[5:50], whole[50:]) for outcome in job.received(0, piece)]
     assert [reply["cmd"] for reply in replies(outcomes)[0]] == ["response_to_init", "fullinit-response",
@@ -57,7 +58,7 @@ def test_a_command_may_come_in_pieces_and_several_in_one_read():
 
 
 def test_a_waiting_node_attribute_is_answered_once_it_is_put():
-    job = Pmi2Job(job_id=1, size=2, block=[2], node_index=0)
+    job = Pmi2Job(world=World(1, 0), size=2, block=[2], node_index=0)
     started(job, 0)
     started(job, 1)
     assert replies(job.received(1, command("info-getnodeattr", key="shm", wait="TRUE"))) == {}
@@ -68,8 +69,8 @@ def test_a_waiting_node_attribute_is_answered_once_it_is_put():
 
 
 def test_a_fence_across_nodes_goes_to_the_master_and_brings_every_put():
-    first = Pmi2Job(job_id=1, size=2, block=[1, 1], node_index=0)
-    second = Pmi2Job(job_id=1, size=2, block=[1, 1], node_index=1)
+    first = Pmi2Job(world=World(1, 0), size=2, block=[1, 1], node_index=0)
+    second = Pmi2Job(world=World(1, 0), size=2, block=[1, 1], node_index=1)
     started(first, 0)
     started(second, 1)
     first.received(0, command("kvs-put", key="addr-0", value="x"))
@@ -83,20 +84,20 @@ def test_a_fence_across_nodes_goes_to_the_master_and_brings_every_put():
 
 
 def test_abort_and_bad_input_fail_the_job_naming_the_rank():
-    job = Pmi2Job(job_id=1, size=4, block=[4], node_index=0)
+    job = Pmi2Job(world=World(1, 0), size=4, block=[4], node_index=0)
     started(job, 2)
     [outcome] = job.received(2, command("abort", isworld="TRUE", msg="application called MPI_Abort"))
     assert outcome.failure.rank == 2 and outcome.failure.reason == "called PMI-2 abort: application called MPI_Abort"
     [outcome] = job.received(3, b"cmd=init pmi_version=1 pmi_subversion=1\n")
     assert outcome.failure.rank == 3 and "serves PMI-2" in outcome.failure.reason
     for bad in (b"12    cmd=frobnicate;", b"5     nokey", b"abcdef", b"999999" + b"x" * 10):
-        job = Pmi2Job(job_id=1, size=1, block=[1], node_index=0)
+        job = Pmi2Job(world=World(1, 0), size=1, block=[1], node_index=0)
         outcomes = job.received(0, INIT + bad)
         assert outcomes[-1].failure is not None and "malformed" in outcomes[-1].failure.reason, bad
 
 
 def test_an_unserved_command_is_refused_without_failing_the_job():
-    job = Pmi2Job(job_id=1, size=1, block=[1], node_index=0)
+    job = Pmi2Job(world=World(1, 0), size=1, block=[1], node_index=0)
     started(job, 0)
     [outcome] = job.received(0, command("name-publish", service="x", port="x"))
     assert outcome.failure is None and replies([outcome])[0][0]["rc"] == "-1"
@@ -110,7 +111,7 @@ def test_semicolons_in_values_survive_the_wire():
 @given(st.lists(st.tuples(st.integers(0, 1), st.binary(max_size=60)), max_size=20))
 def test_a_fuzzed_peer_never_breaks_the_server(steps):
     """Random bytes from any rank, after or without an init line: answered or failing, never raising."""
-    job = Pmi2Job(job_id=1, size=2, block=[2], node_index=0)
+    job = Pmi2Job(world=World(1, 0), size=2, block=[2], node_index=0)
     for rank, data in steps:
         for outcome in job.received(rank, data):
             assert all(len(reply.line) < FRAME_MAX + 8 for reply in outcome.replies)

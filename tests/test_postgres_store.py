@@ -10,6 +10,7 @@ import pytest
 
 from gangsched.master.accounts import Account, Use
 from gangsched.master.job_record import Job
+from gangsched.master.job_steps import Step
 from gangsched.master.nodes import NodeMark
 from gangsched.master.postgres_store import PostgresStore
 from gangsched.master.sql_schema import SCHEMA_VERSION
@@ -23,11 +24,13 @@ from gangsched.protocol.records import (
     NodeReason,
     NodeState,
     Preemption,
+    StepSpec,
     UserLimits,
 )
 from gangsched.protocol.reservation_messages import ReservationInfo
 from tests.helpers.driven_master import driven_master
 from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello
+from tests.helpers.old_stores import jobs_as_version_15, running_jobs_of_version_15
 
 
 def job(job_id: int, state: JobState = JobState.PENDING, **fields: Any) -> Job:
@@ -43,7 +46,9 @@ def exercise(store: JobStore) -> list[Any]:
     store.commit()
     answers.append((store.job_of_token("alice", "token-1"), store.job_of_token("alice", "nope"), store.next_job_id()))
     started = job(1, JobState.RUNNING, start_time=1010.0, node_names=["n1", "n2"], processors=[0, 1],
-                  launched_to={"n1": "a"}, cpu_ns=1 << 40, max_rss=1 << 33, live_ranks={1},
+                  launched_to={"n1": "a"}, cpu_ns=1 << 40, max_rss=1 << 33,
+                  steps={0: Step(0, [0, 1], {1}, None, 5000, 29500),
+                         1: Step(1, [1], {0}, StepSpec(argv=["hostname"], env={"A": "1"}), cpu_ns=5, max_rss=7)},
                   preemptions=[Preemption(by_job=7, start=1011.0, end=1012.5)])
     store.save(started)
     ended = job(2, JobState.COMPLETED, start_time=1020.0, end_time=1030.0, exit_code=0, ran_s=9.5)
@@ -62,7 +67,8 @@ def exercise(store: JobStore) -> list[Any]:
     answers += [[each.info() for each in store.active()], [each.info() for each in store.finished(10)],
                 [each.info() for each in store.ended_since(1025.0, 0, 10)], first.info() if first else None,
                 store.accounts(), store.node_marks(), store.user_limits(), store.reservations(),
-                store.action_of_token("root", "t-1"), store.admin_log(0, 10), store.pending]
+                store.action_of_token("root", "t-1"), store.admin_log(0, 10), store.pending,
+                first.steps if first else None]
     return answers
 
 
@@ -127,6 +133,9 @@ def test_a_postgresql_store_that_cannot_be_used_is_refused_with_one_line(tmp_pat
         PostgresStore(database)
     with psycopg.connect(database, autocommit=True) as connection:  # as version 12 made it
         connection.execute("UPDATE gangsched_schema SET version = 12")
+        jobs_as_version_15(lambda statement, *parameters: connection.execute(statement.replace("?", "%s"), *parameters))
+        running_jobs_of_version_15(lambda statement, *parameters: connection.execute(statement.replace("?", "%s"),
+                                                                                     *parameters))
         connection.execute("ALTER TABLE jobs DROP COLUMN live_ranks")
         connection.execute("DROP TABLE users")
         connection.execute('CREATE TABLE users ("user" TEXT PRIMARY KEY, political_priority DOUBLE PRECISION NOT NULL,'
@@ -135,9 +144,12 @@ def test_a_postgresql_store_that_cannot_be_used_is_refused_with_one_line(tmp_pat
     PostgresStore(database).close()  # migrated
     with psycopg.connect(database, autocommit=True) as connection:
         assert connection.execute("SELECT version FROM gangsched_schema").fetchone() == (SCHEMA_VERSION,)
-        connection.execute("SELECT live_ranks FROM jobs")
+        connection.execute("SELECT steps FROM jobs")
     migrated = PostgresStore(database)
     assert migrated.accounts() == [Account("alice", 0.5, 100.0, Use(processor_s=42.0))]
+    one = migrated.get(1)  # a store before version 13: every rank of its one launch, its step 0, is expected
+    assert one is not None and one.live_tasks() == {(0, 0), (0, 1)}
+    assert (one.steps[0].barrier_port, one.steps[0].rendezvous_port) == (5000, 29500)
     migrated.close()
 
 

@@ -85,6 +85,7 @@ from gangsched.protocol.records import (
     NodeInfo,
     NodeState,
     PeerEndpoint,
+    StepSpec,
     TaskRef,
     TaskSample,
     TaskSpec,
@@ -99,6 +100,7 @@ from gangsched.protocol.reservation_messages import (
     ReservationQuery,
     ReservationUpdate,
 )
+from gangsched.protocol.step_messages import StartStep, StepStarted
 
 SPEC = JobSpec(name="j", user="u", tasks=4, nodes=2, tasks_per_node=2, mpi=MpiKind.PMI1, argv=["true"])
 
@@ -245,6 +247,8 @@ MESSAGES = [
     MastersList(masters=[MasterInfo(endpoint="tcp://m1:7070", host="m1", pid=40, role=MasterRole.ACTIVE, epoch=3,
                                     seen_s=0.1)]),
     Takeover(admin="root", to="tcp://m2:7070"),
+    StartStep(job_id=7, user="alice", step=StepSpec(argv=["hostname"], env={"A": "1"}, cwd="/tmp", slots=[1, 0])),
+    StepStarted(job_id=7, step_id=1),
     TakeoverRequested(to="tcp://m2:7070", leader="tcp://m1:7070", epoch=3),
     NotLeader(master="tcp://m2:7070", leader="tcp://m1:7070"),
     ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason="no job 7"),

@@ -15,6 +15,8 @@ its whole gang.
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gangsched.noded.task_record import World
+
 PROCESS_MAPPING = "PMI_process_mapping"
 # What one job's ranks on one node may put in its key-value space (keys and values, over every fence), and
 # what one node's side of a fence may carry: a node's memory is not a job's to fill, and a fence's answer
@@ -91,10 +93,10 @@ class WireJobState:
     """What PMI-1 and PMI-2 keep of one job on this node alike: its size, its key-value space and
     its name, and which local ranks spoke the protocol's init and finalize."""
 
-    def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
-        self.job_id = job_id
+    def __init__(self, world: World, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
+        self.world = world
         self.size = size
-        self.kvsname = kvs_name(job_id, kvsname)
+        self.kvsname = kvs_name(world.job_id, kvsname)
         self.kvs = JobKvs(block, node_index)
         self.initialized: set[int] = set()
         self.finalized: set[int] = set()

@@ -28,6 +28,7 @@ from gangsched.noded.process_managers.fences import (
     WireJobState,
     failure_reason,
 )
+from gangsched.noded.task_record import World
 
 KVSNAME_MAX = 256
 KEYLEN_MAX = 256
@@ -68,8 +69,8 @@ def format_line(cmd: str, **fields: object) -> bytes:
 class Pmi1Job(WireJobState):
     """One job's PMI-1 service on this node: its local ranks' lines, answered."""
 
-    def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
-        super().__init__(job_id, size, block, node_index, kvsname)
+    def __init__(self, world: World, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
+        super().__init__(world, size, block, node_index, kvsname)
         self._lines: dict[int, LineReader] = {}
 
     def received(self, rank: int, data: bytes) -> list[Outcome]:

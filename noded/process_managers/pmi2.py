@@ -28,6 +28,7 @@ from gangsched.noded.process_managers.fences import (
     WireJobState,
     failure_reason,
 )
+from gangsched.noded.task_record import World
 
 LENGTH_DIGITS = 6
 FRAME_MAX = 16384  # a put of MPICH's longest key (64) and value (1024) fits many times over
@@ -112,8 +113,8 @@ class _Waiting:
 class Pmi2Job(WireJobState):
     """One job's PMI-2 service on this node: its local ranks' commands, answered."""
 
-    def __init__(self, job_id: int, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
-        super().__init__(job_id, size, block, node_index, kvsname)
+    def __init__(self, world: World, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
+        super().__init__(world, size, block, node_index, kvsname)
         self._readers: dict[int, FrameReader] = {}
         self._node_attributes: dict[str, str] = {}
         self._waiting: list[_Waiting] = []  # info-getnodeattr with wait=TRUE, until the key is put

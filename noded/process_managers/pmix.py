@@ -38,7 +38,7 @@ from gangsched.noded.process_managers.libpmix import Libpmix, LibpmixError
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
 from gangsched.noded.task_identity import place_in_block, task_account
-from gangsched.noded.task_record import TaskKey
+from gangsched.noded.task_record import TaskKey, World
 from gangsched.protocol.messages import PmiFence, PmiFenceDone, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import UNSERVED_HINTS, MpiKind, TaskSpec
 
@@ -64,7 +64,7 @@ def find_library(named: Path | None) -> Libpmix:
 
 @dataclass
 class _Job:
-    job_id: int
+    world: World
     nspace: str
     spans_nodes: bool
     registered: set[int] = field(default_factory=set)  # local ranks known to the library
@@ -86,7 +86,7 @@ class PmixService:
         self._events: queue.SimpleQueue[tuple[object, ...]] = queue.SimpleQueue()
         self._wake: int | None = None  # an eventfd, once the server runs
         self._held = libpmix.HeldBuffers()
-        self._jobs: dict[int, _Job] = {}
+        self._jobs: dict[World, _Job] = {}
         self._by_nspace: dict[str, _Job] = {}
         self._shared_memory = node.shared_memory
         # the module's functions, kept alive as long as the library may call them
@@ -101,7 +101,7 @@ class PmixService:
         self._asked: dict[int, tuple[int, int]] = {}  # our direct-modex requests: number -> callback, cbdata
         self._answering: dict[int, PmixModexRequest] = {}  # other nodes' requests, asked of the library
         # other nodes' requests for a rank of ours not registered yet: its launch is still on its way here
-        self._early: dict[tuple[int, int], list[PmixModexRequest]] = {}
+        self._early: dict[TaskKey, list[PmixModexRequest]] = {}
         self._numbers = itertools.count(1)
         self._module = (ctypes.c_void_p * libpmix.MODULE_SLOTS)()
         for slot, function in enumerate(self._functions):
@@ -130,7 +130,7 @@ class PmixService:
     def prepare(self, spec: TaskSpec) -> TaskWiring:
         if self._wake is None:
             self._start_server()
-        job = self._jobs.get(spec.job_id) or self._register(spec)
+        job = self._jobs.get(World.of(spec)) or self._register(spec)
         account = task_account(spec.user, self._node.node)
         uid, gid = (os.getuid(), os.getgid()) if account is None else (account.pw_uid, account.pw_gid)
         try:
@@ -140,7 +140,7 @@ class PmixService:
         except LibpmixError as error:
             self._forget(job, spec.rank)
             raise ProcessManagerUnavailable(str(error)) from None
-        for request in self._early.pop((spec.job_id, spec.rank), []):
+        for request in self._early.pop(TaskKey.of(spec), []):
             self._answer(request)  # the library answers once the rank has put its data
         # Intel MPI speaks PMIx only through a client library it is told of: this server's own
         environment.update(I_MPI_PMI="pmix", I_MPI_PMI_LIBRARY=str(self._lib.path))
@@ -153,16 +153,16 @@ class PmixService:
                            key.startswith("PMIX_")})
 
     def attach(self, task: NodeTask, spec: TaskSpec) -> None:
-        self._shared_memory.note(task.job_id, task.pids())
+        self._shared_memory.note(World.of(task), task.pids())
 
     def abandon(self, spec: TaskSpec) -> None:
-        job = self._jobs.get(spec.job_id)
+        job = self._jobs.get(World.of(spec))
         if job is not None:
             self._forget(job, spec.rank)
 
     def received(self, message: ProcessManagerMessage) -> None:
         if isinstance(message, PmiFenceDone):
-            job = self._jobs.get(message.job_id)
+            job = self._jobs.get(World.of(message))
             pending = job.fences.pop(message.epoch, None) if job is not None else None
             if pending is not None:
                 self._complete(pending, libpmix.PMIX_SUCCESS, message.data)
@@ -182,9 +182,9 @@ class PmixService:
 
         Without a fence at start-up (Open MPI's asynchronous modex) the request may come before the
         rank's launch: it waits for the rank (``prepare``)."""
-        job = self._jobs.get(request.job_id)
+        job = self._jobs.get(World.of(request))
         if job is None or request.rank not in job.registered:
-            self._early.setdefault((request.job_id, request.rank), []).append(request)
+            self._early.setdefault(TaskKey.of(request), []).append(request)
             return
         number = next(self._numbers)
         self._answering[number] = request
@@ -194,21 +194,22 @@ class PmixService:
             self._reply(request, status, b"")
 
     def _reply(self, request: PmixModexRequest, status: int, data: bytes) -> None:
-        job = self._jobs.get(request.job_id)
+        job = self._jobs.get(World.of(request))
         if len(data) > KVS_MAX_BYTES and job is not None:
             self._fail(job, f"rank {request.rank}'s PMIx data is {len(data)} bytes, over {KVS_MAX_BYTES}")
             status, data = libpmix.PMIX_ERR_OUT_OF_RESOURCE, b""
         self._node.send(PmixModexReply(node=self._node.node, asker=request.node, job_id=request.job_id,
-                                       rank=request.rank, request=request.request, status=status, data=data))
+                                       step=request.step, rank=request.rank, request=request.request, status=status,
+                                       data=data))
 
     def ending(self, task: NodeTask) -> None:
-        job = self._jobs.get(task.job_id)
+        job = self._jobs.get(World.of(task))
         if job is not None:
             job.ended.add(task.rank)
-            self._shared_memory.note(task.job_id, task.pids())
+            self._shared_memory.note(World.of(task), task.pids())
 
     def exited(self, task: NodeTask, returncode: int, error: str | None) -> str | None:
-        job = self._jobs.get(task.job_id)
+        job = self._jobs.get(World.of(task))
         if job is None:
             return error
         error = error or exit_failure("PMIx", returncode, task.rank in job.ended, task.rank in job.initialized,
@@ -259,8 +260,8 @@ class PmixService:
         except LibpmixError as error:
             shutil.rmtree(sessions, ignore_errors=True)
             raise ProcessManagerUnavailable(str(error)) from None
-        job = _Job(spec.job_id, nspace, len(block) > 1)
-        self._jobs[spec.job_id] = self._by_nspace[nspace] = job
+        job = _Job(World.of(spec), nspace, len(block) > 1)
+        self._jobs[job.world] = self._by_nspace[nspace] = job
         return job
 
     def _job_folder(self, nspace: str) -> Path:
@@ -271,15 +272,15 @@ class PmixService:
         if rank in job.registered:
             job.registered.discard(rank)
             self._lib.deregister_client(job.nspace, rank)
-        if job.registered or any(task.job_id == job.job_id for task in self._node.tasks.values()):
+        if job.registered or any(World.of(task) == job.world for task in self._node.tasks.values()):
             return
         self._lib.deregister_nspace(job.nspace)
         shutil.rmtree(self._job_folder(job.nspace), ignore_errors=True)
-        for early in [key for key in self._early if key[0] == job.job_id]:  # its ranks here are gone
+        for early in [key for key in self._early if key.world == job.world]:  # its ranks here are gone
             del self._early[early]
-        del self._jobs[job.job_id], self._by_nspace[job.nspace]
-        for name in self._shared_memory.release(job.job_id, os.getuid() if uid is None else uid):
-            log.info("job %d left /dev/shm/%s: removed", job.job_id, name)
+        del self._jobs[job.world], self._by_nspace[job.nspace]
+        for name in self._shared_memory.release(job.world, os.getuid() if uid is None else uid):
+            log.info("%s left /dev/shm/%s: removed", job.world, name)
 
     # ------------------------------------------------ the library's thread: hand over, never wait
 
@@ -363,8 +364,9 @@ class PmixService:
             assert isinstance(rank, int) and isinstance(callback, int) and isinstance(cbdata, int)
             number = next(self._numbers)
             self._asked[number] = (callback, cbdata)
-            log.debug("job %d asks for rank %d's PMIx data (direct modex, request %d)", job.job_id, rank, number)
-            self._node.send(PmixModexRequest(node=self._node.node, job_id=job.job_id, rank=rank, request=number))
+            log.debug("%s asks for rank %d's PMIx data (direct modex, request %d)", job.world, rank, number)
+            self._node.send(PmixModexRequest(node=self._node.node, job_id=job.world.job_id, step=job.world.step,
+                                             rank=rank, request=number))
             return
         if what == "fence":
             blob, callback, cbdata = details
@@ -372,15 +374,15 @@ class PmixService:
             # the ranks made their shared memory before they publish it in this fence; a rank's finalize
             # event may come after its job's last exit here, too late to note what it mapped
             for local in self._node.tasks.values():
-                if local.job_id == job.job_id:
-                    self._shared_memory.note(job.job_id, local.pids())
+                if World.of(local) == job.world:
+                    self._shared_memory.note(job.world, local.pids())
             self._fence(job, blob, callback, cbdata)
             return
         rank = details[0]
         assert isinstance(rank, int)
-        task = self._node.tasks.get(TaskKey(job.job_id, rank))
+        task = self._node.tasks.get(TaskKey(*job.world, rank))
         if task is not None:
-            self._shared_memory.note(job.job_id, task.pids())
+            self._shared_memory.note(job.world, task.pids())
         if what == "connected":
             job.initialized.add(rank)
         elif what == "finalized":
@@ -388,14 +390,14 @@ class PmixService:
         elif what == "aborted" and task is not None:
             status, text = details[1], details[2]
             reason = f"called PMIx abort with status {status}" + (f": {str(text)[:200]}" if text else "")
-            log.warning("job %d rank %d %s", job.job_id, rank, reason)
+            log.warning("%s rank %d %s", job.world, rank, reason)
             task.failure = task.failure or reason
             self._node.fail(task)
 
     def _fail(self, job: _Job, reason: str) -> None:
         """Fail ``job`` through its tasks here, ``reason`` the first's."""
-        log.warning("job %d: %s", job.job_id, reason)
-        for task in [task for task in self._node.tasks.values() if task.job_id == job.job_id]:
+        log.warning("%s: %s", job.world, reason)
+        for task in [task for task in self._node.tasks.values() if World.of(task) == job.world]:
             task.failure = task.failure or reason
             self._node.fail(task)
 
@@ -409,4 +411,5 @@ class PmixService:
             return
         epoch, job.epoch = job.epoch, job.epoch + 1
         job.fences[epoch] = (callback, cbdata)
-        self._node.send(PmiFence(node=self._node.node, job_id=job.job_id, epoch=epoch, kvs={}, data=blob))
+        self._node.send(PmiFence(node=self._node.node, job_id=job.world.job_id, step=job.world.step, epoch=epoch,
+                                 kvs={}, data=blob))

@@ -29,7 +29,7 @@ from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.socket_service import SocketService
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
-from gangsched.noded.task_record import TaskKey
+from gangsched.noded.task_record import TaskKey, World
 from gangsched.protocol.messages import PmiFence, PmixModexReply, PmixModexRequest
 from gangsched.protocol.records import MpiKind, TaskSpec
 
@@ -45,7 +45,7 @@ class ProcessManagers:
         self._tasks = tasks
         self._served: dict[MpiKind, ProcessManager] = {}
         self.unavailable: dict[MpiKind, str] = {}
-        self._jobs: dict[int, ProcessManager] = {}
+        self._jobs: dict[World, ProcessManager] = {}
         if not runs_mpi:  # `gang bench scale`'s emulated tasks
             self.unavailable = {kind: "this node's tasks are emulated" for kind in MpiKind if kind is not MpiKind.NONE}
             return
@@ -74,47 +74,47 @@ class ProcessManagers:
             raise ProcessManagerUnavailable(f"--mpi {spec.mpi} is not served on this node: "
                                             f"{self.unavailable.get(spec.mpi, 'unknown')}")
         wiring = manager.prepare(spec)
-        self._jobs[spec.job_id] = manager
+        self._jobs[World.of(spec)] = manager
         return wiring
 
     def attach(self, task: NodeTask, spec: TaskSpec) -> None:
-        self._jobs[spec.job_id].attach(task, spec)
+        self._jobs[World.of(spec)].attach(task, spec)
 
     def abandon(self, spec: TaskSpec) -> None:
-        manager = self._jobs.get(spec.job_id)
+        manager = self._jobs.get(World.of(spec))
         if manager is not None:
             manager.abandon(spec)
-            self._forget_if_done(spec.job_id)
+            self._forget_if_done(World.of(spec))
 
     def handlers(self, ready: Iterable[object]) -> list[Callable[[], None]]:
         """What to call for the descriptors of a poll's ``ready`` that an interface watches."""
         return [self._handlers[fd] for fd in ready if isinstance(fd, int) and fd in self._handlers]
 
     def received(self, message: ProcessManagerMessage) -> None:
-        manager = self._jobs.get(message.job_id)
+        manager = self._jobs.get(World.of(message))
         if manager is not None:
             manager.received(message)
 
     def ending(self, task: NodeTask) -> None:
-        manager = self._jobs.get(task.job_id)
+        manager = self._jobs.get(World.of(task))
         if manager is not None:
             manager.ending(task)
 
     def exited(self, task: NodeTask, returncode: int, error: str | None) -> str | None:
-        manager = self._jobs.get(task.job_id)
+        manager = self._jobs.get(World.of(task))
         if manager is None:
             return error
         error = manager.exited(task, returncode, error)
-        self._forget_if_done(task.job_id)
+        self._forget_if_done(World.of(task))
         return error
 
     def close(self) -> None:
         for manager in self._served.values():
             manager.close()
 
-    def _forget_if_done(self, job_id: int) -> None:
-        if not any(task.job_id == job_id for task in self._tasks.values()):
-            del self._jobs[job_id]
+    def _forget_if_done(self, world: World) -> None:
+        if not any(World.of(task) == world for task in self._tasks.values()):
+            del self._jobs[world]
 
     def _watch(self, fd: int, handler: Callable[[], None]) -> None:
         self._handlers[fd] = handler

@@ -18,6 +18,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from gangsched.noded.task_record import World
+
 SHM = Path("/dev/shm")
 _PREFIX = os.fsencode(SHM) + b"/"
 _DELETED = b" (deleted)"
@@ -67,7 +69,7 @@ class JobSharedMemory:
     def __init__(self, notes: Path) -> None:
         """Made as the daemon starts, before any task: what the notes of an earlier daemon name is removed."""
         self._notes = notes
-        self._files: dict[int, set[str]] = {}
+        self._files: dict[World, set[str]] = {}
         notes.mkdir(parents=True, exist_ok=True)
         for note in notes.glob("job-*"):
             try:
@@ -77,14 +79,14 @@ class JobSharedMemory:
                 pass
             note.unlink(missing_ok=True)
 
-    def note(self, job_id: int, pids: Iterable[int]) -> None:
+    def note(self, world: World, pids: Iterable[int]) -> None:
         pids = list(pids)
-        known = self._files.setdefault(job_id, set())
+        known = self._files.setdefault(world, set())
         new = mapped_files(pids) - known
         if not new:
             return
         known |= new
-        path = self._notes / f"job-{job_id}"
+        path = self._notes / world.name
         try:
             if not path.exists():  # its user's id first: only their files are removed
                 path.write_text(f"{os.stat(f'/proc/{pids[0]}').st_uid}\n")
@@ -93,7 +95,7 @@ class JobSharedMemory:
         except OSError:  # the task is gone, or the spool full: the daemon still removes them when it can
             pass
 
-    def release(self, job_id: int, uid: int) -> list[str]:
-        """The job's last task here is gone: remove what its ranks left."""
-        (self._notes / f"job-{job_id}").unlink(missing_ok=True)
-        return remove_owned(self._files.pop(job_id, set()), uid)
+    def release(self, world: World, uid: int) -> list[str]:
+        """The step's last task here is gone: remove what its ranks left."""
+        (self._notes / world.name).unlink(missing_ok=True)
+        return remove_owned(self._files.pop(world, set()), uid)

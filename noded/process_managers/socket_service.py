@@ -22,7 +22,7 @@ from gangsched.noded.process_managers.fences import Outcome, kvs_name
 from gangsched.noded.process_managers.interface import NodeServices, exit_failure
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.task_identity import place_in_block
-from gangsched.noded.task_record import TaskKey
+from gangsched.noded.task_record import TaskKey, World
 from gangsched.protocol.messages import PmiFence, PmiFenceDone
 from gangsched.protocol.records import TaskSpec
 
@@ -31,7 +31,7 @@ RECEIVE_BYTES = 65536
 
 
 class WireJob(Protocol):
-    job_id: int
+    world: World
     initialized: set[int]  # ranks that spoke the protocol's init
     finalized: set[int]
 
@@ -40,7 +40,7 @@ class WireJob(Protocol):
 
 
 class WireJobType(Protocol):
-    def __call__(self, job_id: int, size: int, block: Sequence[int], node_index: int,
+    def __call__(self, world: World, size: int, block: Sequence[int], node_index: int,
                  kvsname: str = "") -> WireJob: ...
 
 
@@ -53,8 +53,8 @@ class SocketService:
         self._name = name
         self._variables = variables
         self._node = node
-        self._jobs: dict[int, WireJob] = {}
-        self._ended: set[tuple[int, int]] = set()  # tasks the daemon ends: they are not to finalize
+        self._jobs: dict[World, WireJob] = {}
+        self._ended: set[TaskKey] = set()  # tasks the daemon ends: they are not to finalize
         self._shared_memory = node.shared_memory
 
     def prepare(self, spec: TaskSpec) -> TaskWiring:
@@ -65,41 +65,42 @@ class SocketService:
 
     def attach(self, task: NodeTask, spec: TaskSpec) -> None:
         assert task.pmi is not None
-        if spec.job_id not in self._jobs:
+        world = World.of(spec)
+        if world not in self._jobs:
             index, _, _ = place_in_block(spec)
-            self._jobs[spec.job_id] = self._job_type(spec.job_id, spec.size, spec.block or [spec.size], index,
-                                                     spec.kvsname)
+            self._jobs[world] = self._job_type(world, spec.size, spec.block or [spec.size], index, spec.kvsname)
         task.pmi.setblocking(False)
         self._node.watch(task.pmi.fileno(), lambda: self._readable(task))
 
     def abandon(self, spec: TaskSpec) -> None:
-        if not any(other.job_id == spec.job_id for other in self._node.tasks.values()):
-            self._jobs.pop(spec.job_id, None)  # none of its tasks here ever ran: none left shared memory
+        if not any(World.of(other) == World.of(spec) for other in self._node.tasks.values()):
+            self._jobs.pop(World.of(spec), None)  # none of its tasks here ever ran: none left shared memory
 
     def received(self, message: ProcessManagerMessage) -> None:
-        job = self._jobs.get(message.job_id)
+        job = self._jobs.get(World.of(message))
         if job is not None and isinstance(message, PmiFenceDone):  # nothing else is sent for these jobs
             self._outcome(job, job.fence_done(message.epoch, message.kvs))
 
     def ending(self, task: NodeTask) -> None:
-        if task.job_id in self._jobs:
-            self._ended.add((task.job_id, task.rank))
-            self._shared_memory.note(task.job_id, task.pids())
+        if World.of(task) in self._jobs:
+            self._ended.add(TaskKey.of(task))
+            self._shared_memory.note(World.of(task), task.pids())
 
     def exited(self, task: NodeTask, returncode: int, error: str | None) -> str | None:
         self._close(task)
-        job = self._jobs.get(task.job_id)
+        world = World.of(task)
+        job = self._jobs.get(world)
         if job is None:
             return error
-        key = (task.job_id, task.rank)
+        key = TaskKey.of(task)
         ended = key in self._ended
         self._ended.discard(key)
         error = error or exit_failure(self._name, returncode, ended, task.rank in job.initialized,
                                       task.rank in job.finalized)
-        if not any(other.job_id == task.job_id for other in self._node.tasks.values()):
-            del self._jobs[task.job_id]
-            for name in self._shared_memory.release(task.job_id, task.uid):
-                log.info("job %d left /dev/shm/%s: removed", task.job_id, name)
+        if not any(World.of(other) == world for other in self._node.tasks.values()):
+            del self._jobs[world]
+            for name in self._shared_memory.release(world, task.uid):
+                log.info("%s left /dev/shm/%s: removed", world, name)
         return error
 
     def close(self) -> None:
@@ -117,8 +118,8 @@ class SocketService:
         if not data:  # the task closed its end: it exited, or is done with PMI
             self._close(task)
             return
-        job = self._jobs[task.job_id]
-        self._shared_memory.note(task.job_id, task.pids())  # a crash later leaves it in /dev/shm
+        job = self._jobs[World.of(task)]
+        self._shared_memory.note(job.world, task.pids())  # a crash later leaves it in /dev/shm
         for outcome in job.received(task.rank, data):
             if task.pmi is None:  # failed on an earlier command: the rest is not read
                 return
@@ -131,7 +132,7 @@ class SocketService:
 
     def _outcome(self, job: WireJob, outcome: Outcome) -> None:
         for reply in outcome.replies:
-            task = self._node.tasks.get(TaskKey(job.job_id, reply.rank))
+            task = self._node.tasks.get(TaskKey(*job.world, reply.rank))
             if task is None or task.pmi is None:
                 continue
             try:
@@ -142,16 +143,16 @@ class SocketService:
                 self._failed(task, f"does not read its {self._name} replies")
         if outcome.fence is not None:
             fence = outcome.fence
-            self._node.send(PmiFence(node=self._node.node, job_id=job.job_id, epoch=fence.epoch,
-                                           kvs=fence.kvs))
+            self._node.send(PmiFence(node=self._node.node, job_id=job.world.job_id, step=job.world.step,
+                                     epoch=fence.epoch, kvs=fence.kvs))
         if outcome.failure is not None:
-            failed = self._node.tasks.get(TaskKey(job.job_id, outcome.failure.rank))
+            failed = self._node.tasks.get(TaskKey(*job.world, outcome.failure.rank))
             if failed is not None:
                 self._failed(failed, outcome.failure.reason)
 
     def _failed(self, task: NodeTask, reason: str) -> None:
         """Fail the job through this task: it is ended, and its exit carries ``reason``."""
-        log.warning("job %d rank %d %s", task.job_id, task.rank, reason)
+        log.warning("%s %s", TaskKey.of(task), reason)
         task.failure = task.failure or reason
         self._close(task)
         self._node.fail(task)

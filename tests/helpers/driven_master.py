@@ -53,6 +53,7 @@ class DrivenMaster:
         self.node_events = OnClock(core.node_events, clock, store, core)
         self.clients = OnClock(core.client_requests, clock, store, core)
         self.users = OnClock(core.users, clock, store, core)
+        self.step_starts = OnClock(core.step_starts, clock, store, core)
 
     def task_ended(self, message: TaskExit) -> ExitAck:
         """A task's end as the master's loop takes it from a drain of the report socket: a turn of its own."""
