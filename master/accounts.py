@@ -11,19 +11,21 @@ The store has a user's use as of the last close of one of their jobs.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gangsched.protocol.records import UserInfo
 
 
-@dataclass(frozen=True, slots=True)
-class Use:
-    """What a job (and a user, over their jobs) used, charged as it accrued."""
+class Use(NamedTuple):
+    """What a job (and a user, over their jobs) used, charged as it accrued. A tuple, cheap to build: each report
+    of a node charges one (docs/limits.md, "A node report's charge")."""
 
     processor_s: float = 0.0  # processors held x the quanta they ran in
     cpu_s: float = 0.0  # CPU time its tasks used, as the nodes reported it
     memory_byte_s: float = 0.0  # bytes committed x the quanta they ran in
 
-    def __add__(self, other: "Use") -> "Use":
+    def __add__(self, other: tuple[object, ...]) -> "Use":  # the sum of two uses, not tuple concatenation
+        assert isinstance(other, Use)
         return Use(self.processor_s + other.processor_s, self.cpu_s + other.cpu_s,
                    self.memory_byte_s + other.memory_byte_s)
 

@@ -90,6 +90,7 @@ class Job:
     migration_s: list[float] = field(default_factory=list)
     util_pct: float | None = None
     cpu_ns: int = 0
+    cpu_charged_ns: int = 0  # of cpu_ns, what its user was charged: the rest goes at the next boundary or exit
     barriers: int = 0
     barriers_time: float | None = None  # Unix time of the reading
     # rank 0's readings of the last seconds, from its first (a deque each is most of a waiting job's size)
@@ -143,6 +144,7 @@ class Job:
         migration between its checkpoints and its restart) expects every rank."""
         if self._may("restored", self._open):
             self.spec, self.predictor = spec, predictor
+            self.cpu_charged_ns = self.cpu_ns  # its user's account, stored with it, has it
             if self.state is JobState.RUNNING and not self.live_tasks():
                 old = self.steps.get(0)
                 ports = (None, None) if old is None else (old.barrier_port, old.rendezvous_port)
@@ -206,7 +208,13 @@ class Job:
         spec = self.spec
         # its nodes counted only where memory is per node: this runs for every job at every boundary
         memory = spec.memory_on(len(set(self.node_names)) if spec.mem_per_node else 0)
-        return Use(processor_s=elapsed_s * spec.tasks, memory_byte_s=elapsed_s * memory)
+        cpu_ns, self.cpu_charged_ns = self.cpu_ns - self.cpu_charged_ns, self.cpu_ns
+        return Use(processor_s=elapsed_s * spec.tasks, cpu_s=cpu_ns / 1e9, memory_byte_s=elapsed_s * memory)
+
+    def cpu_uncharged(self) -> Use:
+        """The CPU time its nodes reported since its user was last charged (a task exited: it may be its last)."""
+        cpu_ns, self.cpu_charged_ns = self.cpu_ns - self.cpu_charged_ns, self.cpu_ns
+        return Use(cpu_s=cpu_ns / 1e9)
 
     def suspended_by(self, record: Preemption) -> None:
         """Frozen whole, out of its matrix's rotation, by a job of a higher tier or an administrator."""
@@ -302,7 +310,7 @@ class Job:
 
     def measures_dropped(self) -> None:
         """What its tasks gave could not be stored: dropped, as the job fails."""
-        self.barriers, self.cpu_ns, self.max_rss = 0, 0, None
+        self.barriers, self.cpu_ns, self.cpu_charged_ns, self.max_rss = 0, 0, 0, None
 
     def requeued(self, predictor: UtilizationPredictor) -> "Job":
         """The record of the job as it goes back to its queue, for the store: no nodes, nothing measured, one

@@ -40,7 +40,8 @@ class Step:
 
     def measured(self, cpu_ns: int, memory_peak: int) -> None:
         self.cpu_ns += cpu_ns
-        self.max_rss = max(self.max_rss, memory_peak)
+        if memory_peak > self.max_rss:
+            self.max_rss = memory_peak
 
     def fence_entered(self, fence: PmiFence, nodes: list[str]) -> list[PmiFence] | None:
         """A node's ranks of it entered PMI barrier ``fence.epoch``: once all its ``nodes`` have, their fences in

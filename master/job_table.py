@@ -135,7 +135,10 @@ class JobTable:
         self._charged.clear()
 
     def account(self, user: str) -> Account:
-        return self.accounts.setdefault(user, Account(user))
+        account = self.accounts.get(user)
+        if account is None:  # not made for each look-up: every node report asks for one
+            account = self.accounts[user] = Account(user)
+        return account
 
 
 def _job_id(job: Job) -> int:

@@ -4,7 +4,6 @@ import logging
 from collections import deque
 from typing import NamedTuple
 
-from gangsched.master.accounts import Use
 from gangsched.master.broadcast import Broadcast
 from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
@@ -151,7 +150,7 @@ class NodeEvents:
         if job is None or not job.is_live(step_id, rank):
             return ack
         job.measured(step_id, message.cpu_ns, message.memory_peak)
-        self._table.charge(job.spec.user, Use(cpu_s=message.cpu_ns / 1e9))
+        self._table.charge(job.spec.user, job.cpu_uncharged())
         if rank == 0 and step_id == 0:
             job.record_progress(now.monotonic, now.wall, message.progress)
         ending = None
@@ -178,7 +177,6 @@ class NodeEvents:
             return _say_hello(report.node)
         node = self._nodes.get(report.node)
         share = node.cpu_share / node.processors if node else 1.0  # each task is measured against one processor
-        cpu_ns: dict[str, int] = {}  # by user: charged once a report, not once a sample (a thousand a quantum)
         for account in report.accounts:
             self._broadcast.switch_log.reported(account)
             for sample in account.samples:
@@ -186,9 +184,7 @@ class NodeEvents:
                 job = self._table.get(sample.job_id)
                 if job is None or job.state is not JobState.RUNNING:
                     continue
-                job.measured(sample.step, sample.cpu_ns, sample.memory_peak)
-                user = job.spec.user
-                cpu_ns[user] = cpu_ns.get(user, 0) + sample.cpu_ns
+                job.measured(sample.step, sample.cpu_ns, sample.memory_peak)  # its user charged at the boundary
                 if sample.step:  # the policy's utilization and progress are its first step's
                     continue
                 if sample.runnable_ns > 0:
@@ -196,8 +192,6 @@ class NodeEvents:
                 if sample.rank == 0:
                     job.record_progress(now.monotonic, now.wall, sample.progress)
                     self._migrations.progressed(job, sample.progress, now)
-        for user, used_ns in cpu_ns.items():
-            self._table.charge(user, Use(cpu_s=used_ns / 1e9))
         newest = report.accounts[-1]
         # the column the node holds now: an older account's is superseded
         lost = self._broadcast.columns.reported(report.node, newest.column_epoch, newest.quantum)

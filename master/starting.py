@@ -155,7 +155,8 @@ class Starts:
 
     def arrived(self, job_id: int, step: int, rank: int) -> None:
         """A hello, report or exit showed the task's launch arrived (or the task is gone)."""
-        self._launching.pop((job_id, step, rank), None)
+        if self._launching:  # asked for every sample of every report: most often none is on its way
+            self._launching.pop((job_id, step, rank), None)
 
     def in_flight(self, job_id: int, step: int, rank: int, incarnation: str) -> LaunchTask | None:
         """The launch of a task on its way to the node daemon ``incarnation``, if one is."""

@@ -27,10 +27,11 @@ from gangsched.protocol.messages import (
     QuantumAccount,
     QuantumReport,
     SetUser,
+    StartStep,
     Submit,
     TaskExit,
 )
-from gangsched.protocol.records import JobSpec, JobState, MpiKind, PeerEndpoint, TaskRef, TaskSample
+from gangsched.protocol.records import JobSpec, JobState, MpiKind, PeerEndpoint, StepSpec, TaskRef, TaskSample
 from tests.helpers.driven_master import DrivenMaster, FakeClock, driven_master
 from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
@@ -375,6 +376,24 @@ def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tm
     assert after(SETTINGS.rejoin_s) == ["up", "up", "up", "down"]
     assert {node for node, _ in sent(restarted, KillTask)} == {"n1", "n2", "n3"}
     assert "n4 did not come back" in infos(restarted, [job])[0].reason
+
+
+def test_the_cpu_a_report_brings_is_its_job_s_and_step_s_at_once_and_its_user_s_at_the_next_boundary(tmp_path,
+                                                                                                       clock):
+    core = make_core(tmp_path, clock, nodes=1)
+    job = submit(core, nodes=1)
+    core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["x"])))
+    core.tick()  # its row runs
+    core.node_events.report(report_of("n1", 1, 0, [TaskSample(job, 0, 30_000_000, 1, 0),
+                                                   TaskSample(job, 0, 20_000_000, 1, 0, step=1)]))
+    record = core.table.jobs[job]
+    assert (record.cpu_ns, record.steps[0].cpu_ns, record.steps[1].cpu_ns) == (50_000_000, 30_000_000, 20_000_000)
+    assert core.users.query_users().users[0].used_cpu_s == 0, "a report charges no account itself"
+    clock.now += 0.1
+    core.tick()
+    assert core.users.query_users().users[0].used_cpu_s == pytest.approx(0.05)
+    core.task_ended(TaskExit(node="n1", job_id=job, step=1, rank=0, returncode=0, cpu_ns=5_000_000))
+    assert core.users.query_users().users[0].used_cpu_s == pytest.approx(0.055), "an exit's, at once"
 
 
 def test_only_root_sets_users_and_use_counts_against_the_quota(tmp_path, clock):
