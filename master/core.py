@@ -11,7 +11,9 @@ the job table (``table``), starting (``starts``), migrating (``migrations``)
 and ending (``endings``) jobs, each partition's matrix (``matrices``: its
 queue of waiting jobs, its policy's decisions, the rows that run each of its
 quanta), what goes to every node at a boundary (``broadcast``), what node
-daemons say (``node_events``), what clients ask (``client_requests``), and
+daemons say (``node_events``: their hellos and losses; ``node_reports``, ``task_exits``, ``pmi_relay``,
+with ``task_reconciliation`` for the tasks a hello brings), a step started in a running job
+(``step_starts``), what clients ask (``client_requests``), and
 day-to-day operation: nodes drained, resumed or taken down (``node_service``),
 jobs held, released, suspended, resumed or requeued (``job_controls``) or
 updated (``job_updates``), users' settings and limits (``users``, ``admission``),
@@ -38,9 +40,11 @@ from gangsched.master.job_update import JobUpdates
 from gangsched.master.matrices import Matrices, Matrix
 from gangsched.master.migrations import Migrations
 from gangsched.master.node_events import NodeEndpoints, NodeEvents
+from gangsched.master.node_reports import NodeReports
 from gangsched.master.node_service import NodeService
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import PendingQueue, Queues
+from gangsched.master.pmi_relay import PmiRelay
 from gangsched.master.reservation_book import ReservationBook
 from gangsched.master.rotation import SlotRotation
 from gangsched.master.settings import MasterSettings
@@ -48,6 +52,8 @@ from gangsched.master.starting import Starts
 from gangsched.master.stats import STEP_BOUNDS_S, Timings
 from gangsched.master.step_starts import StepStarts
 from gangsched.master.store import JobStore
+from gangsched.master.task_exits import TaskExits
+from gangsched.master.task_reconciliation import TaskReconciliation
 from gangsched.master.tiers import Tiers
 from gangsched.master.user_limits import Admission
 from gangsched.master.users import Users
@@ -118,15 +124,21 @@ class MasterCore:
         self.matrices = Matrices([self._matrix(partition, own, now) for partition, own
                                   in partitions or [(Partition(IMPLICIT_PARTITION, None), settings)]])
         self.tiers = Tiers(self.matrices, self.table, self._nodes, self.endings, store)
-        self.node_events = NodeEvents(settings, endpoints, self._nodes, self.table, self.matrices, self.tiers,
-                                      self.starts, self.migrations, self.endings, self.broadcast, self.outbox)
-        self.reservation_book = ReservationBook(store, self._nodes, self.matrices, self.table, self.node_events,
+        self.task_exits = TaskExits(self.table, self.starts, self.endings)
+        self.task_reconciliation = TaskReconciliation(self._nodes, self.table, self.matrices, self.tiers, self.starts,
+                                                      self.endings, self.outbox)
+        self.node_events = NodeEvents(settings, endpoints, self._nodes, self.matrices, self.broadcast, self.task_exits,
+                                      self.task_reconciliation, self.outbox)
+        self.node_reports = NodeReports(self._nodes, self.table, self.starts, self.migrations, self.matrices,
+                                        self.broadcast, self.outbox, self.node_events)
+        self.pmi_relay = PmiRelay(self.table, self.endings, self.outbox)
+        self.reservation_book = ReservationBook(store, self._nodes, self.matrices, self.table, self.task_reconciliation,
                                                 self.tiers, self.endings, settings.over_time_s, now)
         self.client_requests = ClientRequests(settings, store, self._nodes, self.table, self.endings,
                                               self.matrices, self.admission, self.reservation_book,
                                               self.store_retry)
         self.users = Users(store, self.table, self.admission, self.matrices, self.endings)
-        self.node_service = NodeService(self._nodes, self.matrices, self.node_events, store)
+        self.node_service = NodeService(self._nodes, self.matrices, self.node_events, self.task_reconciliation, store)
         self.job_controls = JobControls(self._nodes, self.table, self.queues, self.endings, self.tiers, store)
         self.job_updates = JobUpdates(self.table, self.queues, self.endings, self.client_requests, store)
         self.command_record = CommandRecord(store)

@@ -20,6 +20,7 @@ from gangsched.master.matrices import Matrices
 from gangsched.master.node_events import NodeEvents
 from gangsched.master.nodes import NodeMark, NodeRegistry
 from gangsched.master.store import JobStore, StoreWriteError
+from gangsched.master.task_reconciliation import TaskReconciliation
 from gangsched.protocol.admin_messages import NodeAction, NodesUpdated, NodeUpdate
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.hostlists import expand_hostlist
@@ -33,11 +34,12 @@ MASTER_USER = "gangsched"  # who marks a node the master itself took out
 
 
 class NodeService:
-    def __init__(self, nodes: NodeRegistry, matrices: Matrices, node_events: NodeEvents,
+    def __init__(self, nodes: NodeRegistry, matrices: Matrices, node_events: NodeEvents, tasks: TaskReconciliation,
                  store: JobStore) -> None:
         self._nodes = nodes
         self._matrices = matrices
         self._node_events = node_events
+        self._tasks = tasks
         self._store = store
 
     def update(self, message: NodeUpdate, now: Now) -> NodesUpdated | ErrorReply:
@@ -95,7 +97,7 @@ class NodeService:
         for name, mark in marks.items():
             if mark is not None and mark.state is NodeState.DOWN:
                 self._node_events.take_out(name, f"node {name} was taken down: {mark.reason.text}", now)
-        self._node_events.follow_nodes(now)
+        self._tasks.follow_nodes(now)
 
     def not_responding(self, name: str, now: Now) -> None:
         """A node lost without word, where nodes do not return to service by themselves: marked down until

@@ -20,9 +20,9 @@ from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
 from gangsched.master.job_table import JobTable
 from gangsched.master.matrices import Matrices
-from gangsched.master.node_events import NodeEvents
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.store import JobStore, StoreWriteError
+from gangsched.master.task_reconciliation import TaskReconciliation
 from gangsched.master.tiers import Tiers
 from gangsched.master.users import known_user
 from gangsched.policy.windows import Reservation
@@ -48,12 +48,12 @@ _PAST_S = 1.0  # "now", read as the request travelled, is not in the past
 
 class ReservationBook:
     def __init__(self, store: JobStore, nodes: NodeRegistry, matrices: Matrices, table: JobTable,
-                 node_events: NodeEvents, tiers: Tiers, endings: Endings, over_time_s: float, now: Now) -> None:
+                 tasks: TaskReconciliation, tiers: Tiers, endings: Endings, over_time_s: float, now: Now) -> None:
         self._store = store
         self._nodes = nodes
         self._matrices = matrices
         self._table = table
-        self._node_events = node_events
+        self._tasks = tasks
         self._tiers = tiers
         self._endings = endings
         self._over_time_s = over_time_s
@@ -208,7 +208,7 @@ class ReservationBook:
     def _apply(self, now: Now) -> None:
         """The schedulers see the reservations as they are now."""
         self._publish(now)
-        self._node_events.follow_nodes(now)
+        self._tasks.follow_nodes(now)
 
     def _publish(self, now: Now) -> None:
         offset = now.monotonic - now.wall  # the schedulers' clock is the monotonic one

@@ -54,14 +54,14 @@ def node_report_routes(core: MasterCore) -> dict[type, Handler]:
     exits, and what their MPI process managers exchange through the master, which may take a whole message.
     The ends of tasks are decided in one scheduling pass after each drain of it (master/loop.py), not each
     on its own."""
-    nodes = core.node_events
+    reports, exits, pmi = core.node_reports, core.task_exits, core.pmi_relay
     return {
-        QuantumReport: lambda _, m, now: nodes.report(m, now),
-        Heartbeat: lambda _, m, now: nodes.heartbeat(m, now),
-        TaskExit: lambda _, m, now: nodes.ended(m, now),
-        PmiFence: lambda _, m, now: nodes.pmi_fence(m, now),
-        PmixModexRequest: lambda _, m, _now: nodes.pmix_modex_request(m),
-        PmixModexReply: lambda _, m, _now: nodes.pmix_modex_reply(m),
+        QuantumReport: lambda _, m, now: reports.report(m, now),
+        Heartbeat: lambda _, m, now: reports.heartbeat(m, now),
+        TaskExit: lambda _, m, now: exits.ended(m, now),
+        PmiFence: lambda _, m, now: pmi.pmi_fence(m, now),
+        PmixModexRequest: lambda _, m, _now: pmi.pmix_modex_request(m),
+        PmixModexReply: lambda _, m, _now: pmi.pmix_modex_reply(m),
     }
 
 

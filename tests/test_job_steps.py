@@ -49,7 +49,7 @@ def test_a_second_step_runs_on_its_allocation_s_processors_and_follows_the_job_t
     for _ in range(4):
         clock.now += 0.1
         for name in ("n1", "n2"):
-            core.node_events.heartbeat(Heartbeat(node=name))
+            core.node_reports.heartbeat(Heartbeat(node=name))
         core.tick()
     columns = [message for _, message in core.outbox if isinstance(message, NodeColumn)]
     rows = [row for column in columns for matrix in column.rows.values() for row in matrix]
@@ -107,9 +107,9 @@ def test_each_step_is_a_pmi_world_of_its_own(tmp_path, clock):
     n1, n2 = core.table.jobs[job].node_names
     start(core, job, ["mpi-program"], slots=[0])
     core.outbox.clear()
-    core.node_events.pmi_fence(PmiFence(node=n1, job_id=job, step=0, epoch=0, kvs={"a": "0"}))
+    core.pmi_relay.pmi_fence(PmiFence(node=n1, job_id=job, step=0, epoch=0, kvs={"a": "0"}))
     assert sent(core, PmiFenceDone) == []
-    core.node_events.pmi_fence(PmiFence(node=n1, job_id=job, step=1, epoch=0, kvs={"b": "1"}))
+    core.pmi_relay.pmi_fence(PmiFence(node=n1, job_id=job, step=1, epoch=0, kvs={"b": "1"}))
     assert sent(core, PmiFenceDone) == [(n1, PmiFenceDone(job_id=job, step=1, epoch=0, kvs={"b": "1"}))]
-    core.node_events.pmi_fence(PmiFence(node=n2, job_id=job, step=0, epoch=0, kvs={"c": "2"}))
+    core.pmi_relay.pmi_fence(PmiFence(node=n2, job_id=job, step=0, epoch=0, kvs={"c": "2"}))
     assert sorted(node for node, _ in sent(core, PmiFenceDone)) == [n1, n2]

@@ -86,12 +86,12 @@ def test_a_node_that_lost_its_column_gets_it_again_and_one_that_says_hello_gets_
     job = submit(core, nodes=2)
     first = core.tick()
     column = dict(sent(core, NodeColumn))["n1"]
-    core.node_events.report(report_of("n1", first.quantum, column.epoch - 1))  # the column may still be on its way
+    core.node_reports.report(report_of("n1", first.quantum, column.epoch - 1))  # the column may still be on its way
     assert not sent(core, NodeColumn)
     later = core.tick()
-    core.node_events.report(report_of("n1", later.quantum, column.epoch - 1))  # a switch later: it was lost
+    core.node_reports.report(report_of("n1", later.quantum, column.epoch - 1))  # a switch later: it was lost
     assert sent(core, NodeColumn) == [("n1", column)]
-    core.node_events.report(report_of("n2", later.quantum, column.epoch))
+    core.node_reports.report(report_of("n2", later.quantum, column.epoch))
     assert not sent(core, NodeColumn)
 
     hello(core, "n2", tasks=[TaskRef(job_id=job, rank=1)], incarnation="restarted")
@@ -146,7 +146,7 @@ def test_a_silent_node_is_marked_down_and_its_jobs_fail_or_requeue(tmp_path, clo
     core.outbox.clear()
     clock.now += 0.25
     for node in ["n1", "n2", "n3"]:
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
     clock.now += 0.1  # n4 silent for 0.35 s > 3 heartbeats
     core.tick()
     assert [n.state for n in core.clients.query_nodes().nodes] == ["up", "up", "up", "down"]
@@ -164,7 +164,7 @@ def test_the_running_jobs_are_those_started_and_neither_requeued_nor_ended_since
     assert [job.job_id for job in core.table.running()] == [kept, lost]
     clock.now += 0.35  # n4 silent for more than 3 heartbeats: both jobs end, one to be requeued
     for node in ["n1", "n2", "n3"]:
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
     core.tick()
     for job in (kept, lost):
         for rank, node in enumerate(["n1", "n2", "n3"]):
@@ -200,7 +200,7 @@ def test_a_hello_sent_before_its_welcome_arrived_takes_only_its_exits(tmp_path, 
     sent(core, LaunchTask)
     for rank, node in enumerate(["n1", "n2"]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=10**6, runnable_ns=10**8, progress=0)
-        core.node_events.report(report_of(node, 1, 0, [sample]))
+        core.node_reports.report(report_of(node, 1, 0, [sample]))
     assert hello(core, "n1", welcomed=0) is None  # no task: older news than the report
     assert not sent(core, LaunchTask) and [info.state for info in infos(core, [job])] == [JobState.RUNNING]
     end = TaskExit(node="n2", job_id=job, rank=1, returncode=0)
@@ -221,7 +221,7 @@ def test_an_order_its_daemon_left_the_socket_before_waits_for_the_same_daemon_s_
     job = submit(core, nodes=2)
     (_, launch), _ = sent(core, LaunchTask)
     for node in ("n1", "n2"):
-        core.node_events.pmi_fence(PmiFence(node=node, job_id=job, epoch=0, kvs={}))
+        core.pmi_relay.pmi_fence(PmiFence(node=node, job_id=job, epoch=0, kvs={}))
     (to_n1, done), (to_n2, _) = sent(core, PmiFenceDone)
     assert (to_n1, to_n2) == ("n1", "n2")
     core.node_events.undelivered("n1", launch)
@@ -243,21 +243,21 @@ def test_a_daemon_that_missed_a_launch_and_still_reports_is_asked_for_the_hello_
     job = submit(core, nodes=1)
     ((_, launch),) = sent(core, LaunchTask)
     core.node_events.undelivered("n1", launch)
-    reply = core.node_events.heartbeat(Heartbeat(node="n1"))
+    reply = core.node_reports.heartbeat(Heartbeat(node="n1"))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
-    assert isinstance(core.node_events.report(report_of("n1", 1, 0)), ErrorReply)
+    assert isinstance(core.node_reports.report(report_of("n1", 1, 0)), ErrorReply)
     hello(core, "n1", welcomed=1)
     assert sent(core, LaunchTask) == [("n1", launch)] and infos(core, [job])[0].state is JobState.RUNNING
-    assert core.node_events.heartbeat(Heartbeat(node="n1")) is None  # owed nothing more
+    assert core.node_reports.heartbeat(Heartbeat(node="n1")) is None  # owed nothing more
 
 
 def test_a_node_that_was_down_must_say_hello_again(tmp_path, clock):
     core = make_core(tmp_path, clock)
     clock.now += 1.0
     core.tick()
-    reply = core.node_events.heartbeat(Heartbeat(node="n1"))
+    reply = core.node_reports.heartbeat(Heartbeat(node="n1"))
     assert isinstance(reply, ErrorReply) and reply.code is ErrorCode.UNKNOWN_NODE
-    assert isinstance(core.node_events.report(report_of("n1", 1, 0)), ErrorReply)
+    assert isinstance(core.node_reports.report(report_of("n1", 1, 0)), ErrorReply)
 
 
 def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_counts(tmp_path, clock):
@@ -273,14 +273,14 @@ def test_nodes_report_every_few_quanta_as_the_cluster_grows_and_each_quantum_cou
     interval = SETTINGS.model_copy(update={"report_interval_ms": 350})  # 3 quanta of 100 ms, and part of one
     assert make_core(tmp_path / "interval", clock, settings=interval).tick().report_every == 3
     for node, cpu_ms in (("n1", 90), ("n2", 70)):
-        core.node_events.report(QuantumReport(node=node, accounts=[
+        core.node_reports.report(QuantumReport(node=node, accounts=[
             QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
                            switch_applied_ns=switch.sent_ns + 1000 * (index + 1), column_epoch=1,
                            samples=[TaskSample(job_id=job, rank=int(node[1]) - 1, cpu_ns=cpu_ms * 10**6,
                                                runnable_ns=200 * 10**6, progress=index)])
             for index, switch in enumerate(switches)]))
     for node in ("n3", "n4"):
-        core.node_events.report(QuantumReport(node=node, accounts=[
+        core.node_reports.report(QuantumReport(node=node, accounts=[
             QuantumAccount(quantum=switch.quantum, switch_sent_ns=switch.sent_ns,
                            switch_applied_ns=switch.sent_ns, column_epoch=0, samples=[]) for switch in switches]))
     assert core.switch_stats(10, 0).latencies_ns == [1000, 2000]  # both quanta, every node's
@@ -310,7 +310,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     switch = core.tick()
     for rank, (node, cpu_ms) in enumerate([("n1", 90), ("n2", 80)]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=200 * 10**6, progress=5)
-        core.node_events.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
+        core.node_reports.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(85.0)  # (90 + 80) / 2 ms of 200 ms at a 0.5 share
     assert info.barriers == 5
@@ -320,7 +320,7 @@ def test_utilization_is_cpu_over_runnable_time_and_node_share(tmp_path, clock):
     for rank, node in enumerate(["n1", "n2"]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=20 * 10**6, runnable_ns=200 * 10**6, progress=7,
                             waited_ns=60 * 10**6)
-        core.node_events.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
+        core.node_reports.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx(20.0)
 
@@ -337,7 +337,7 @@ def test_a_wait_for_a_core_another_process_held_is_wanted_where_a_processor_has_
     for rank, (node, cpu_ms, waited_ms) in enumerate([("n1", 40, 50), ("n2", 90, 90)]):
         sample = TaskSample(job_id=job, rank=rank, cpu_ns=cpu_ms * 10**6, runnable_ns=100 * 10**6, progress=1,
                             waited_ns=waited_ms * 10**6)
-        core.node_events.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
+        core.node_reports.report(report_of(node, switch.quantum, 1, [sample], switch.sent_ns, switch.sent_ns + 1000))
     (info,) = infos(core, [job])
     assert info.util_pct == pytest.approx((90.0 + 100.0) / 2)  # and never over 100 %
 
@@ -367,7 +367,7 @@ def test_a_restarted_master_gives_the_nodes_of_running_jobs_time_to_come_back(tm
     def after(seconds: float) -> list[str]:
         clock.now += seconds
         for node in ["n1", "n2", "n3"]:
-            restarted.node_events.heartbeat(Heartbeat(node=node))
+            restarted.node_reports.heartbeat(Heartbeat(node=node))
         restarted.tick()
         return [n.state for n in restarted.clients.query_nodes().nodes]
 
@@ -384,7 +384,7 @@ def test_the_cpu_a_report_brings_is_its_job_s_and_step_s_at_once_and_its_user_s_
     job = submit(core, nodes=1)
     core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["x"])))
     core.tick()  # its row runs
-    core.node_events.report(report_of("n1", 1, 0, [TaskSample(job, 0, 30_000_000, 1, 0),
+    core.node_reports.report(report_of("n1", 1, 0, [TaskSample(job, 0, 30_000_000, 1, 0),
                                                    TaskSample(job, 0, 20_000_000, 1, 0, step=1)]))
     record = core.table.jobs[job]
     assert (record.cpu_ns, record.steps[0].cpu_ns, record.steps[1].cpu_ns) == (50_000_000, 30_000_000, 20_000_000)
@@ -461,17 +461,17 @@ def test_pmix_fences_concatenate_every_nodes_blob_and_modex_requests_go_to_the_r
     job = core.clients.submit(Submit(spec=spec)).job_id
     launches = sent(core, LaunchTask)
     assert {message.task.nodes[0] for _, message in launches} == {"n1"}  # the node map: the job's nodes
-    assert core.node_events.pmi_fence(PmiFence(node="n2", job_id=job, epoch=0, kvs={}, data=b"\x00two")) is None
+    assert core.pmi_relay.pmi_fence(PmiFence(node="n2", job_id=job, epoch=0, kvs={}, data=b"\x00two")) is None
     assert sent(core, PmiFenceDone) == []
-    core.node_events.pmi_fence(PmiFence(node="n1", job_id=job, epoch=0, kvs={}, data=b"one\x00"))
+    core.pmi_relay.pmi_fence(PmiFence(node="n1", job_id=job, epoch=0, kvs={}, data=b"one\x00"))
     done = sent(core, PmiFenceDone)
     assert [node for node, _ in done] == ["n1", "n2"] and {m.data for _, m in done} == {b"one\x00\x00two"}
-    core.node_events.pmix_modex_request(PmixModexRequest(node="n1", job_id=job, rank=1, request=5))
+    core.pmi_relay.pmix_modex_request(PmixModexRequest(node="n1", job_id=job, rank=1, request=5))
     assert [node for node, _ in sent(core, PmixModexRequest)] == ["n2"]
-    core.node_events.pmix_modex_reply(PmixModexReply(node="n2", asker="n1", job_id=job, rank=1, request=5, status=0,
+    core.pmi_relay.pmix_modex_reply(PmixModexReply(node="n2", asker="n1", job_id=job, rank=1, request=5, status=0,
                                                      data=b"x"))
     assert [node for node, _ in sent(core, PmixModexReply)] == ["n1"]
-    wrong = core.node_events.pmix_modex_reply(PmixModexReply(node="n1", asker="n2", job_id=job, rank=1, request=5,
+    wrong = core.pmi_relay.pmix_modex_reply(PmixModexReply(node="n1", asker="n2", job_id=job, rank=1, request=5,
                                                              status=0))
     assert isinstance(wrong, ErrorReply)  # rank 1 is not n1's
 

@@ -69,7 +69,7 @@ def quantum(core: DrivenMaster, clock: FakeClock, nodes: tuple[str, ...]) -> Non
     """A quantum goes by, the nodes heard from."""
     clock.now += 0.1
     for node in nodes:
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
     core.tick()
 
 

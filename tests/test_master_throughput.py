@@ -160,7 +160,7 @@ def test_jobs_taken_in_are_frozen_out_of_the_collectors_passes_and_freed_all_the
                 core.task_ended(TaskExit(node=job.node_names[0], job_id=job.job_id, rank=0, returncode=0))
             clock.now += 0.05
             for node in ["n1", "n2"]:
-                core.node_events.heartbeat(Heartbeat(node=node))
+                core.node_reports.heartbeat(Heartbeat(node=node))
             core.tick()
     finally:
         gc.unfreeze()

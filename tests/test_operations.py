@@ -56,7 +56,7 @@ def end(core: DrivenMaster, job: int) -> None:
 def quantum(core: DrivenMaster) -> None:
     core.clock.now += 0.1
     for node in NODES:
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
     core.tick()
 
 
@@ -133,7 +133,7 @@ def test_a_node_lost_without_word_returns_to_service_unless_the_setting_says_oth
         for _ in range(5):  # n4 says nothing for five quanta
             clock.now += 0.1
             for node in NODES[:3]:
-                core.node_events.heartbeat(Heartbeat(node=node))
+                core.node_reports.heartbeat(Heartbeat(node=node))
             core.tick()
         assert state_of(core, "n4") is NodeState.DOWN
         hello(core, "n4")

@@ -109,7 +109,7 @@ def test_a_master_runs_its_jobs_and_restarts_on_postgresql(database, clock):
         core.task_ended(TaskExit(node=node, job_id=jobs[0], rank=rank, returncode=0))
     clock.now += 0.1
     for node in ("n1", "n2", "n3", "n4"):
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
     core.tick()
     core.store.close()
     restarted = driven_master(SETTINGS, ENDPOINTS, PostgresStore(database), clock)

@@ -103,7 +103,7 @@ def tick(core: DrivenMaster) -> None:
         core.outbox_columns[node] = column
     core.clock.now += 0.05
     for node in ("n1", "n2", "n3", "n4"):
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
 
 
 def test_a_higher_tier_job_suspends_the_gang_on_its_nodes_which_resumes_when_it_ends(tmp_path, clock):

@@ -48,7 +48,7 @@ def quanta(core, seconds: float) -> None:
     """A boundary ``seconds`` on, the nodes heard from."""
     core.clock.now += seconds
     for node in NODES:
-        core.node_events.heartbeat(Heartbeat(node=node))
+        core.node_reports.heartbeat(Heartbeat(node=node))
     core.tick()
 
 

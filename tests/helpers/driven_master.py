@@ -51,13 +51,16 @@ class DrivenMaster:
     def __init__(self, core: MasterCore, clock: FakeClock, store: JobStore) -> None:
         self.core, self.clock, self.store = core, clock, store
         self.node_events = OnClock(core.node_events, clock, store, core)
+        self.node_reports = OnClock(core.node_reports, clock, store, core)
+        self.task_exits = OnClock(core.task_exits, clock, store, core)
+        self.pmi_relay = OnClock(core.pmi_relay, clock, store, core)
         self.clients = OnClock(core.client_requests, clock, store, core)
         self.users = OnClock(core.users, clock, store, core)
         self.step_starts = OnClock(core.step_starts, clock, store, core)
 
     def task_ended(self, message: TaskExit) -> ExitAck:
         """A task's end as the master's loop takes it from a drain of the report socket: a turn of its own."""
-        acknowledged: ExitAck = self.node_events.ended(message)
+        acknowledged: ExitAck = self.task_exits.ended(message)
         return acknowledged
 
     def tick(self) -> Any:
