@@ -107,8 +107,8 @@ def test_a_second_step_s_tasks_stop_and_continue_with_the_job_s_first(start_clus
     for each in (job, other):
         cluster.client.cancel(each, user)
     wait_until(lambda: not task_processes(cluster.home), 10, "every process of both jobs and both steps to end")
-    (info,) = cluster.client.jobs([job])
-    assert info.state is JobState.CANCELLED
+    wait_until(lambda: cluster.client.jobs([job])[0].state is JobState.CANCELLED, 10,
+               "the job cancelled once every task of both steps has ended")
 
 
 # a task that starts a process once it has run for a while: alone on its node, through switches that
