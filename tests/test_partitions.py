@@ -126,8 +126,12 @@ def test_a_debug_job_suspends_the_batch_gang_on_its_nodes_which_uses_no_cpu_and_
     wait_until(lambda: client.job(debug).state is JobState.RUNNING, 20, "the debug job to run")
     queue = gang(cluster, "queue", "-o", "jobid,st,nodelist").stdout.splitlines()
     assert f"{batch} S  node1,node2 (Preempted by job {debug})".split() in [line.split() for line in queue]
+    wait_until(lambda: client.job(debug).ran_s > 1, 20, "the debug job to have run a second")
+    held_for_a_second = cpu_ns(cluster, batch)
+    # read while held (the batch gang resumes once the debug job ends, so a reading after that may count its turn)
+    assert all(is_held(process) for process in task_processes(cluster.home, batch))
+    assert held_for_a_second - frozen_at < 20_000_000  # what ran between the stop and the freeze at most
     wait_until(lambda: client.job(debug).state is JobState.COMPLETED, 30, "the debug job to end")
-    assert cpu_ns(cluster, batch) - frozen_at < 20_000_000  # what ran between the stop and the freeze at most
     wait_until(lambda: client.job(batch).state is JobState.RUNNING and cpu_ns(cluster, batch) > frozen_at + 50_000_000,
                20, "the batch gang to run again")
     (preemption,) = client.job(batch).preemptions
