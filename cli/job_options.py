@@ -1,5 +1,5 @@
-"""The one table of a job's options: each row gang submit's spellings, Slurm's name for it (sbatch's long
-flag, where Slurm has the option), its kind, the unit a bare number is in, its default and its help. The
+"""The one table of a job's options: each row gang submit's spellings, sbatch's (where Slurm has the
+option), its kind, the unit a bare number is in, its default and its help. The
 click command (``submit``), its quick path for ordinary submissions (``quick_submit``) and a script's
 ``#GANG`` lines (read by the click command) are all made from it, so they cannot disagree
 (tests/test_job_options.py gives every option by all three and compares the jobs).
@@ -21,12 +21,12 @@ class JobOption:
 
     __slots__ = ("name", "flags", "slurm", "kind", "help", "default", "unit", "metavar", "quick", "choices")
 
-    def __init__(self, name: str, flags: tuple[str, ...], slurm: str | None, kind: str, help: str,
+    def __init__(self, name: str, flags: tuple[str, ...], slurm: tuple[str, ...], kind: str, help: str,
                  default: object = None, unit: str | None = None, metavar: str | None = None, quick: bool = False,
                  choices: tuple[str, ...] = ()) -> None:
         self.name = name  # the key the command's code reads the value by
         self.flags = flags  # gang submit's spellings
-        self.slurm = slurm  # sbatch's long flag for it; None: gangsched's own
+        self.slurm = slurm  # sbatch's spellings of it (slurm/sbatch.py); none: gangsched's own
         # "count" (a whole number >= 1), "int", "float", "fraction" (0-1), "duration" (Slurm's [D-]HH:MM:SS
         # forms, a bare number in ``unit``), "size", "text", "path", "choice", "flag", "many" (repeatable text)
         self.kind = kind
@@ -39,54 +39,56 @@ class JobOption:
 
 
 def _synthetic(name: str, kind: str, default: object, text: str) -> JobOption:
-    return JobOption(name, (f"--{name.replace('_', '-')}",), None, kind, text, default)
+    return JobOption(name, (f"--{name.replace('_', '-')}",), (), kind, text, default)
 
 
 OPTIONS: tuple[JobOption, ...] = (
-    JobOption("tasks", ("-n", "--ntasks"), "--ntasks", "count",
+    JobOption("tasks", ("-n", "--ntasks"), ("-n", "--ntasks"), "count",
               "tasks, one per processor [-N x --ntasks-per-node, or -N, or 1]", quick=True),
-    JobOption("nodes", ("-N", "--nodes"), "--nodes", "count",
+    JobOption("nodes", ("-N", "--nodes"), ("-N", "--nodes"), "count",
               "spread the tasks over exactly this many nodes [as few as they fit on]"),
-    JobOption("tasks_per_node", ("--ntasks-per-node",), "--ntasks-per-node", "count",
+    JobOption("tasks_per_node", ("--ntasks-per-node",), ("--ntasks-per-node",), "count",
               "at most this many tasks on each node"),
-    JobOption("mem_per_node", ("--mem",), "--mem", "size",
+    JobOption("mem_per_node", ("--mem",), ("--mem",), "size",
               "memory on each node the job runs on, e.g. 300M or 2G (K, M, G, T; M if none), like sbatch's; its "
               "tasks there share it [the master's --default-mem-per-cpu per task]", unit="megabytes", metavar="SIZE"),
-    JobOption("mem_per_cpu", ("--mem-per-cpu",), "--mem-per-cpu", "size", "memory per task instead: each task's limit",
-              unit="megabytes", metavar="SIZE"),
-    JobOption("mpi", ("--mpi",), "--mpi", "choice",
+    JobOption("mem_per_cpu", ("--mem-per-cpu",), ("--mem-per-cpu",), "size",
+              "memory per task instead: each task's limit", unit="megabytes", metavar="SIZE"),
+    JobOption("mpi", ("--mpi",), (), "choice",
               "the process-manager interface the tasks speak: pmi1 (MPICH, mpi4py), pmi2 (Intel MPI with a PMI-2 "
               "library), pmix (Open MPI), none; list: what this cluster serves [the master's --mpi-default]",
               choices=("none", "pmi1", "pmi2", "pmix", "list")),
-    JobOption("partition", ("-p", "--partition"), "--partition", "text",
+    JobOption("partition", ("-p", "--partition"), ("-p", "--partition"), "text",
               "the partition to run in; several by comma: the first that takes the job (gang nodes -s lists them) "
               "[the default partition]", metavar="NAME[,NAME...]", quick=True),
-    JobOption("name", ("-J", "--name"), "--job-name", "text", "job name [the command's name]", quick=True),
-    JobOption("exclusive", ("--exclusive",), "--exclusive", "flag", "never share a quantum with another slot",
+    JobOption("name", ("-J", "--name"), ("-J", "--job-name"), "text", "job name [the command's name]", quick=True),
+    JobOption("exclusive", ("--exclusive",), ("--exclusive",), "flag", "never share a quantum with another slot",
               default=False),
-    JobOption("estimate", ("-t", "--estimate"), "--time", "duration",
+    JobOption("estimate", ("-t", "--estimate"), ("-t", "--time"), "duration",
               "estimated run time, and its time limit: past it the job ends as TIMEOUT; a bare number is seconds "
               "(sbatch's minutes), or Slurm's MM:SS, HH:MM:SS, D-HH[:MM[:SS]] [the master's --default-estimate-s]",
               unit="seconds", metavar="TIME", quick=True),
-    JobOption("priority", ("--priority",), None, "fraction",
+    JobOption("priority", ("--priority",), (), "fraction",
               "your priority for this job (slack-based backfilling's UP)", default=0.0),
-    JobOption("migratable", ("--migratable",), None, "flag",
+    JobOption("migratable", ("--migratable",), (), "flag",
               "the command checkpoints at barriers (jobs/runtime.py on_checkpoint); synthetic jobs always do",
               default=False),
-    JobOption("requeue", ("--requeue",), "--requeue", "flag", "back to the queue if a node of the job is lost",
+    JobOption("requeue", ("--requeue",), ("--requeue",), "flag", "back to the queue if a node of the job is lost",
               default=False),
-    JobOption("output", ("-o", "--output"), "--output", "text",
+    JobOption("output", ("-o", "--output"), ("-o", "--output"), "text",
               "stdout+stderr file per task, %j job, %t rank, %A array job, %a array index, %% a % [the node's spool "
               "folder; with --follow gang-%j.%t.out]", quick=True),
-    JobOption("exports", ("--export",), "--export", "many", "set in the tasks' environment", default=(),
+    JobOption("error", ("-e", "--error"), ("-e", "--error"), "text",
+              "stderr file per task apart from the output, with --output's patterns [with the output]", quick=True),
+    JobOption("exports", ("--export",), (), "many", "set in the tasks' environment", default=(),
               metavar="KEY=VALUE"),
-    JobOption("dependency", ("-d", "--dependency"), "--dependency", "text",
+    JobOption("dependency", ("-d", "--dependency"), ("-d", "--dependency"), "text",
               "start after these jobs completed (afterok) or ended (afterany), comma-separated; cancelled if an "
               "afterok job fails", metavar="afterok:ID[:ID]|afterany:ID[:ID]"),
-    JobOption("array", ("-a", "--array"), "--array", "text",
+    JobOption("array", ("-a", "--array"), ("-a", "--array"), "text",
               "one job per index, like Slurm's (GANG_ARRAY_JOB_ID, GANG_ARRAY_TASK_ID; %A, %a in --output); %N: at "
               "most N of them run at once", metavar="A-B[:STEP],...[%N]", quick=True),
-    JobOption("synthetic", ("--synthetic",), None, "choice", "run the papers' synthetic program instead of a command",
+    JobOption("synthetic", ("--synthetic",), (), "choice", "run the papers' synthetic program instead of a command",
               choices=("compute", "io", "mixed", "phased", "timed", "spin")),
     _synthetic("iterations", "int", 250, "synthetic: barriers; 0 = forever"),
     _synthetic("compute_ms", "float", 10.0, "synthetic: CPU ms per iteration"),
@@ -96,12 +98,12 @@ OPTIONS: tuple[JobOption, ...] = (
     _synthetic("phases", "int", 12, "phased: compute phases"),
     _synthetic("phase_iterations", "int", 20, "phased: iterations of a compute phase"),
     _synthetic("run_ms", "float", 100.0, "timed: runnable ms per iteration"),
-    JobOption("chdir", ("-D", "--chdir"), "--chdir", "path",
+    JobOption("chdir", ("-D", "--chdir"), ("-D", "--chdir"), "path",
               "the tasks' working folder (on the nodes) [the current folder]", quick=True),
-    JobOption("reservation", ("--reservation",), "--reservation", "text",
+    JobOption("reservation", ("--reservation",), ("--reservation",), "text",
               "run only on the reservation's nodes, in its window (gang admin reservation list)", metavar="NAME",
               quick=True),
-    JobOption("hold", ("-H", "--hold"), "--hold", "flag", "the jobs wait held until gang release (Slurm's -H)",
+    JobOption("hold", ("-H", "--hold"), ("-H", "--hold"), "flag", "the jobs wait held until gang release (Slurm's -H)",
               default=False, quick=True),
 )
 BY_NAME = {option.name: option for option in OPTIONS}

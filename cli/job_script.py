@@ -1,4 +1,4 @@
-"""What `gang submit` reads from text, as sbatch does: a script's ``#GANG`` directive lines,
+"""What `gang submit` and sbatch read from text: a script's directive lines (``#GANG``, ``#SBATCH``),
 ``--dependency`` and ``--array``. Plain functions; a mistake is a ValueError that says where."""
 
 from __future__ import annotations
@@ -23,25 +23,31 @@ def is_script(path: str) -> bool:
 
 
 def directives(path: Path) -> list[str]:
-    """The options on the script's ``#GANG`` lines, in order. As sbatch reads ``#SBATCH``, only
-    the lines before its first command count: a directive after it is taken for a comment."""
+    """The options on the script's ``#GANG`` lines, in order."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [option for _, options in directive_lines(text, DIRECTIVE, str(path)) for option in options]
+
+
+def directive_lines(text: str, prefix: str, where: str) -> list[tuple[int, list[str]]]:
+    """The options on a script's directive lines (``prefix``: ``#GANG``, ``#SBATCH``), each line's number
+    and its options, in order. As sbatch reads ``#SBATCH``, only the lines before its first command count:
+    a directive after it is taken for a comment. A mistake names ``where`` and the line."""
     import shlex  # here, not above: an ordinary submission has no script to read (cli/quick_submit.py)
 
-    options: list[str] = []
-    with path.open(encoding="utf-8", errors="replace") as script:
-        for number, line in enumerate(script, start=1):
-            text = line.strip()
-            if text.startswith(DIRECTIVE) and (len(text) == len(DIRECTIVE) or text[len(DIRECTIVE)].isspace()):
-                if len(text) > DIRECTIVE_MAX:
-                    raise ValueError(f"{path}:{number}: a {DIRECTIVE} line is at most {DIRECTIVE_MAX} characters, "
-                                     f"this one {len(text)}")
-                try:
-                    options += shlex.split(text[len(DIRECTIVE):], comments=True)
-                except ValueError as error:
-                    raise ValueError(f"{path}:{number}: {error}") from None
-            elif text and not text.startswith("#"):
-                break
-    return options
+    found: list[tuple[int, list[str]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith(prefix) and (len(stripped) == len(prefix) or stripped[len(prefix)].isspace()):
+            if len(stripped) > DIRECTIVE_MAX:
+                raise ValueError(f"{where}:{number}: a {prefix} line is at most {DIRECTIVE_MAX} characters, "
+                                 f"this one {len(stripped)}")
+            try:
+                found.append((number, shlex.split(stripped[len(prefix):], comments=True)))
+            except ValueError as error:
+                raise ValueError(f"{where}:{number}: {error}") from None
+        elif stripped and not stripped.startswith("#"):
+            break
+    return found
 
 
 def dependency(text: str) -> tuple[list[int], list[int]]:

@@ -90,7 +90,7 @@ def main(arguments: Sequence[str]) -> None:
         request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit,
                    "hold": options.get("hold", False)}
         with MasterConnection(endpoint, keys=keys) as master:
-            reply = _submit(master, request)
+            reply = submitted(master, request)
     except (NoMaster, MasterUnreachable, RequestRefused, CurveError, _Refused) as error:
         if as_json:
             json_error(str(error), error_code(error))
@@ -122,7 +122,7 @@ def spec_of(options: dict[str, Any], command: list[str], user: str, cwd: str, um
     """The job's ``JobSpec`` as a plain map, from the options ``parse`` read (and their values converted)."""
     return {"name": options.get("name") or os.path.basename(command[0]), "user": user,
             "tasks": options.get("tasks", 1), "argv": command, "env": {}, "estimate_s": options.get("estimate"),
-            "output": options.get("output"), "partition": options.get("partition"),
+            "output": options.get("output"), "error": options.get("error"), "partition": options.get("partition"),
             "reservation": options.get("reservation"),
             "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else cwd, "umask": umask}
 
@@ -139,7 +139,7 @@ class _Refused(Exception):
     """A submission refused before the master is asked."""
 
 
-def _submit(master: MasterConnection, request: dict[str, Any]) -> dict[str, Any]:
+def submitted(master: MasterConnection, request: dict[str, Any]) -> dict[str, Any]:
     """The master's answer; asked again with the same token while it does not answer (a restart)."""
     frame = pack(request)
     deadline = time.monotonic() + SUBMIT_RETRY_S

@@ -179,6 +179,7 @@ def job_spec(options: dict[str, Any], command: tuple[str, ...], here: str, user:
             migratable=migratable,
             requeue=options["requeue"],
             output=options["output"],
+            error=options["error"],
             after_ok=after_ok,
             after_any=after_any,
             partition=options["partition"],

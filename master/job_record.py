@@ -148,7 +148,7 @@ class Job:
             if self.state is JobState.RUNNING and not self.live_tasks():
                 old = self.steps.get(0)
                 ports = (None, None) if old is None else (old.barrier_port, old.rendezvous_port)
-                self.steps[0] = first_step(len(self.node_names), *ports)
+                self.steps[0] = first_step(self.spec, len(self.node_names), *ports)
 
     def started(self, wall: float) -> None:
         """The policy placed it: it runs from now on, its tasks placed next (``placed``)."""
@@ -164,7 +164,7 @@ class Job:
             self.node_names = [processor.node for processor in processors]
             self.processors = [processor.number for processor in processors]
             self.launched_to = incarnations
-            self.steps[0] = first_step(len(processors), barrier_port, rendezvous_port)
+            self.steps[0] = first_step(self.spec, len(processors), barrier_port, rendezvous_port)
 
     def unplaced(self) -> None:
         """Placed, it cannot start (no port for its barrier): no task was sent; it fails next."""
@@ -377,12 +377,12 @@ class Job:
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).
 
-        The job's utilization is the mean over its tasks once every rank has
+        The job's utilization is the mean over its tasks once every task of its steps has
         reported that quantum; older quanta some node never reported are dropped.
         """
         samples = self.quantum_utils.setdefault(quantum, [])
         samples.append(pct)
-        if len(samples) < len(self.node_names):
+        if len(samples) < sum(len(step.live_ranks) for step in self.steps.values()):
             return
         self.util_pct = sum(samples) / len(samples)
         self.predictor.observe(self.util_pct)

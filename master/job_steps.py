@@ -14,7 +14,7 @@ steps still running are ended with it. A task of another step that fails ends it
 from dataclasses import dataclass, field
 
 from gangsched.protocol.messages import PmiFence
-from gangsched.protocol.records import StepSpec
+from gangsched.protocol.records import JobSpec, StepSpec
 
 TaskId = tuple[int, int]  # (step, rank): a task of a job
 
@@ -61,6 +61,8 @@ class Step:
         return list(dict.fromkeys(node_names[slot] for slot in self.slots))
 
 
-def first_step(tasks: int, barrier_port: int | None, rendezvous_port: int | None) -> Step:
-    """Step 0: the job's own command, on every task of its allocation."""
-    return Step(0, list(range(tasks)), set(range(tasks)), None, barrier_port, rendezvous_port)
+def first_step(spec: JobSpec, tasks: int, barrier_port: int | None, rendezvous_port: int | None) -> Step:
+    """Step 0: the job's own command, on every task of its allocation; a batch job's script (sbatch) on its
+    first alone, the batch step."""
+    ranks = 1 if spec.script is not None else tasks
+    return Step(0, list(range(ranks)), set(range(ranks)), None, barrier_port, rendezvous_port)

@@ -13,6 +13,7 @@ from gangsched.protocol.messages import LaunchTask
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
 from gangsched.protocol.sizes import readable
+from gangsched.protocol.slurm_environment import job_variables, slurm_step, task_variables
 
 
 @dataclass
@@ -66,15 +67,22 @@ def block(nodes: list[str]) -> list[int]:
     return list(counts.values())
 
 
-def array_parts(spec: JobSpec, env: dict[str, str]) -> tuple[dict[str, str], str | None]:
-    """The tasks' environment (``env``, the job's or its step's) and output pattern, with a job of an array's
-    ids in them (``%A``, ``%a``)."""
-    if spec.array_job_id is None or spec.array_index is None:
-        return env, spec.output
-    environment = {**env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
-                   task_environment.ARRAY_TASK_ID: str(spec.array_index)}
-    output = spec.output and expand(spec.output, {"A": spec.array_job_id, "a": spec.array_index}, final=False)
-    return environment, output
+def job_patterns(job_id: int, step_id: int, spec: JobSpec, env: dict[str, str]) \
+        -> tuple[dict[str, str], str | None, str | None]:
+    """The tasks' environment (``env``, the job's or its step's) and output and error patterns, with what the
+    master fills in: the job, its step and its name and user (``%j``, ``%s``, ``%J``, ``%x``, ``%u``), a job of
+    an array's ids (``%A``, ``%a``, ``GANG_ARRAY_*``); the node fills in the task's (noded/task_processes.py)."""
+    step = slurm_step(spec, step_id)
+    values: dict[str, object] = {"j": job_id, "s": step, "J": job_id if step == "batch" else f"{job_id}.{step}",
+                                 "x": spec.name, "u": spec.user}
+    environment = env
+    if spec.array_job_id is not None and spec.array_index is not None:
+        values |= {"A": spec.array_job_id, "a": spec.array_index}
+        environment = {**env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
+                       task_environment.ARRAY_TASK_ID: str(spec.array_index)}
+    output = spec.output and expand(spec.output, values, final=False)
+    error = spec.error and expand(spec.error, values, final=False)
+    return environment, output, error
 
 
 @dataclass(frozen=True)
@@ -89,31 +97,47 @@ class Rendezvous:
 
 
 def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str, str | None] | None,
-             checkpoint_dir: Path | None, restore: bool, run_in: int | None) -> list[tuple[str, LaunchTask]]:
+             checkpoint_dir: Path | None, restore: bool, run_in: int | None,
+             cluster: str) -> list[tuple[str, LaunchTask]]:
     """The launch of each task of ``step`` of ``job``, by node; ``io``: the I/O server's address and the job's
     token for it; ``run_in``: the switch in whose idle processors its tasks start running (None: they start as
-    the switch in force says)."""
+    the switch in force says); ``cluster``: the name its Slurm variables give."""
+    spec = job.spec
     processors = [Processor(job.node_names[slot], job.processors[slot]) for slot in step.slots]
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
-    nodes = nodes_order if job.spec.mpi is MpiKind.PMIX else []
+    nodes = nodes_order if spec.mpi is MpiKind.PMIX else []
     command = step.spec
-    environment, output = array_parts(job.spec, job.spec.env if command is None or command.env is None else command.env)
-    return [(processor.node, LaunchTask(task=TaskSpec(
+    env = spec.env if command is None or command.env is None else command.env
+    environment, output, error = job_patterns(job.job_id, step.step_id, spec, env)
+    allocation = dict.fromkeys(job.node_names, 0)
+    for name in job.node_names:
+        allocation[name] += 1
+    allocated = list(allocation)
+    environment = {**environment, **job_variables(job.job_id, spec, allocated, list(allocation.values()),
+                                                  spec.partition or "", cluster, job.requeues)}
+    first_ranks = [sum(ranks_per_node[:index]) for index in range(len(ranks_per_node))]
+    tasks = []
+    for rank, processor in enumerate(processors):
+        index = nodes_order.index(processor.node)
+        own = task_variables(spec, step.step_id, rank, processor.node, allocated.index(processor.node),
+                             rank - first_ranks[index], allocation[processor.node])
+        tasks.append((processor.node, rank, processor, index, {**environment, **own}))
+    return [(node, LaunchTask(task=TaskSpec(
         job_id=job.job_id,
         step=step.step_id,
         rank=rank,
         size=len(processors),
-        user=job.spec.user,
+        user=spec.user,
         processor=processor.number,
         block=ranks_per_node,
         nodes=nodes,
-        mpi=job.spec.mpi or MpiKind.NONE,
+        mpi=spec.mpi or MpiKind.NONE,
         kvsname=kvsname,
         rendezvous=meet.master,
-        argv=job.spec.argv if command is None else command.argv,
-        cwd=job.spec.cwd if command is None or command.cwd is None else command.cwd,
-        env=environment,
+        argv=spec.argv if command is None else command.argv,
+        cwd=spec.cwd if command is None or command.cwd is None else command.cwd,
+        env=variables,
         barrier_addr=meet.barrier_addr,
         barrier_bind=meet.barrier_bind,
         job_token=meet.token,
@@ -122,9 +146,13 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
         output=output,
         checkpoint=checkpoint_path(job, rank, checkpoint_dir) if step.step_id == 0 else None,
         restore=restore,
-        memory_limit=task_memory(job.spec, ranks_per_node[nodes_order.index(processor.node)]),
-        umask=0o022 if job.spec.umask is None else job.spec.umask,
-    ), run_in=run_in)) for rank, processor in enumerate(processors)]
+        memory_limit=task_memory(spec, ranks_per_node[index]),
+        umask=0o022 if spec.umask is None else spec.umask,
+        script=spec.script if command is None else None,
+        error=error,
+        open_mode="append" if job.requeues else spec.open_mode,  # a run again adds to the first's output
+        whole_environment=spec.whole_environment,
+    ), run_in=run_in)) for node, rank, processor, index, variables in tasks]
 
 
 def task_memory(spec: JobSpec, tasks_on_node: int) -> int | None:

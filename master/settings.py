@@ -111,6 +111,8 @@ class MasterSettings(BaseSettings):
         86_400.0, gt=0, description="the time limit (estimate) of a job submitted without --estimate"
     )
     over_time_s: float = Field(2.0, ge=0, description="how long past its time limit a job runs before it is killed")
+    cluster_name: str = Field("gangsched", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                              description="the cluster's name its jobs see (Slurm's ClusterName, SLURM_CLUSTER_NAME)")
     checkpoint_dir: Path | None = Field(
         None, description="a folder every node shares, where migrating tasks save their state; none: no migration"
     )

@@ -132,7 +132,7 @@ class Starts:
         io_addr, key = self._settings.io_addr, self._io_key
         io = None if io_addr is None else (io_addr, None if key is None else io_token(key, job.job_id))
         for node_name, launch in launches(job, step, meet, kvsname, io, self._settings.checkpoint_dir, restore,
-                                          self._broadcast.quantum if run_now else None):
+                                          self._broadcast.quantum if run_now else None, self._settings.cluster_name):
             node = self._nodes.get(node_name)
             self._launching[(job.job_id, step.step_id, launch.task.rank)] = (node.incarnation if node else "", launch)
             self._outbox.append((node_name, launch))

@@ -73,6 +73,7 @@ class Task:
     memory: TaskMemory = field(default_factory=lambda: TaskMemory(None, 0, None))
     command_started: bool = False  # its first process passed its gate and exec'd (as last seen)
     progress: int = 0  # its progress counter at the last reading
+    script_path: Path | None = None  # a batch step's script, written for it
 
     def read_memory(self) -> MemoryReading:
         """Its peak so far, and whether it passed its limit."""
@@ -179,8 +180,14 @@ class Task:
         self.close_pmi()
         for fd in (self.pidfd, self.status_fd, self.progress_fd, self.schedstat_fd):
             os.close(fd)
-        self.progress_path.unlink(missing_ok=True)
+        self.remove_files()
         return returncode
+
+    def remove_files(self) -> None:
+        """Its progress counter and a batch step's script, once it is gone."""
+        self.progress_path.unlink(missing_ok=True)
+        if self.script_path is not None:
+            self.script_path.unlink(missing_ok=True)
 
 
 class StartingTask:
@@ -213,7 +220,7 @@ class StartingTask:
         task.close_pmi()
         for fd in (task.pidfd, task.progress_fd, task.schedstat_fd):
             os.close(fd)
-        task.progress_path.unlink(missing_ok=True)
+        task.remove_files()
         task.group.release()
         task.memory.release()
 
@@ -243,10 +250,17 @@ def start(
     if spec.rank == 0 and spec.barrier_bind.startswith("ipc://") and barrier_folder.name == spec.user:
         _user_folder(barrier_folder.parent, spec.user, account)  # PEER/USER/job-J.barrier, bound as the user
     environment = _environment(spec, node, progress_path, containment.session, account)
-    output = str(folder / f"{stem}.out") if spec.output is None else \
-        expand(spec.output, {"j": spec.job_id, "t": spec.rank}, final=True)
+    node_index, _, _ = place_in_block(spec)
+    values = {"j": spec.job_id, "t": spec.rank, "N": node, "n": node_index}
+    output = str(folder / f"{stem}.out") if spec.output is None else expand(spec.output, values, final=True)
     if spec.output is None and account is not None:
         _drop_stale_output(Path(output), account)
+    argv = spec.argv
+    script_path = None
+    if spec.script is not None:  # a batch step: its script, where only its user may write it
+        script_path = folder / f"{stem}.script"
+        _write_script(script_path, spec.script, account)
+        argv = [str(script_path), *spec.argv[1:]]
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
     environment.update(wiring.environment)
@@ -254,13 +268,15 @@ def start(
     user = None if account is None else \
         Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
     plan = StartPlan(
-        argv=spec.argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder), output=output,
+        argv=argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder), output=output,
         cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),),
-        umask=spec.umask)
+        umask=spec.umask, error=spec.error and expand(spec.error, values, final=True),
+        truncate=spec.open_mode == "truncate")
     try:
         held = spawn_task(plan)
         try:
             task = _hold(held, spec, group, memory, progress_path, progress_fd, account, ours)
+            task.script_path = script_path
         except BaseException:
             held.abandon()
             raise
@@ -269,6 +285,8 @@ def start(
             ours.close()
         os.close(progress_fd)
         progress_path.unlink(missing_ok=True)
+        if script_path is not None:
+            script_path.unlink(missing_ok=True)
         group.release()
         memory.release()
         raise
@@ -320,24 +338,41 @@ def _user_folder(parent: Path, user: str, account: pwd.struct_passwd | None) -> 
     return folder
 
 
-def _new_progress_file(path: Path, account: pwd.struct_passwd | None) -> int:
-    """The task's progress counter, made new (zero) and given to its user: a descriptor the daemon reads
-    it through. Made with O_EXCL|O_NOFOLLOW, so that whatever a user left at its name (a link to a file of
-    root's, above all) is removed, never opened, truncated or handed over."""
+def _new_file(path: Path, account: pwd.struct_passwd | None, mode: int) -> int:
+    """A file of the task's made new and given to its user: a descriptor to it. Made with
+    O_EXCL|O_NOFOLLOW, so that whatever a user left at its name (a link to a file of root's, above all) is
+    removed, never opened, truncated or handed over."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(path, flags, mode)
     except FileExistsError:  # a leftover, or planted: its name goes, whatever it names
         path.unlink()
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(path, flags, mode)
     try:
-        os.ftruncate(fd, PROGRESS_BYTES)
         if account is not None:
             os.fchown(fd, account.pw_uid, account.pw_gid)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _new_progress_file(path: Path, account: pwd.struct_passwd | None) -> int:
+    """The task's progress counter, made new (zero): a descriptor the daemon reads it through."""
+    fd = _new_file(path, account, 0o600)
+    try:
+        os.ftruncate(fd, PROGRESS_BYTES)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_script(path: Path, text: str, account: pwd.struct_passwd | None) -> None:
+    """A batch step's script, as its user submitted it, for it to run (readable and runnable by them alone)."""
+    fd = _new_file(path, account, 0o700)
+    with open(fd, "wb", closefd=True) as script:
+        script.write(text.encode())
 
 
 def _drop_stale_output(path: Path, account: pwd.struct_passwd) -> None:
@@ -355,15 +390,20 @@ def _drop_stale_output(path: Path, account: pwd.struct_passwd) -> None:
 def _environment(
     spec: TaskSpec, node: str, progress_path: Path, session: str, account: pwd.struct_passwd | None
 ) -> dict[str, str]:
-    # the daemon's own user's tasks inherit its environment; another user's start clean
-    environment = dict(os.environ) if account is None else \
-        {name: os.environ[name] for name in ("LANG", "LC_ALL", "TZ") if name in os.environ}
-    # tasks find this installation's python and `gang` first
-    environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
-    if account is not None:
-        environment.update(HOME=account.pw_dir, USER=account.pw_name, LOGNAME=account.pw_name,
-                           SHELL=account.pw_shell)
+    if spec.whole_environment:  # the submitter's, which sbatch sent (its --export); a default PATH if none
+        environment = {"PATH": os.defpath}
+    else:  # the daemon's own user's tasks inherit its environment; another user's start clean
+        environment = dict(os.environ) if account is None else \
+            {name: os.environ[name] for name in ("LANG", "LC_ALL", "TZ") if name in os.environ}
+        # tasks find this installation's python and `gang` first
+        environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+    runs_as = account or (pwd.getpwuid(os.getuid()) if spec.whole_environment else None)
+    if runs_as is not None:
+        environment.update(HOME=runs_as.pw_dir, USER=runs_as.pw_name, LOGNAME=runs_as.pw_name,
+                           SHELL=runs_as.pw_shell)
     environment.update(spec.env)
+    uid, gid = (os.getuid(), os.getgid()) if account is None else (account.pw_uid, account.pw_gid)
+    environment.update(SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
     _, local_rank, local_size = place_in_block(spec)
     environment.update({
         task_environment.JOB_ID: str(spec.job_id),

@@ -71,18 +71,29 @@ SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # what /bin/sh can export; a name it cannot is dropped by it in any case (a spec's names are all of these)
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 "wait" to wait at the gate here,
-# $6 umask; then argv. The task's environment comes last, so that none of its names is one of these.
+# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 error output ("": the output), $6
+# "truncate" to empty them first, $7 "wait" to wait at the gate here, $8 umask; then argv. The task's
+# environment comes last, so that none of its names is one of these.
 _BECOME = r"""
-daemon=$1 cwd=$2 fallback=$3 out=$4 gate=$5 mask=$6
-shift 6
+daemon=$1 cwd=$2 fallback=$3 out=$4 err=$5 open=$6 gate=$7 mask=$8
+shift 8
 if [ "$gate" = wait ]; then read -r go <&3 || exit 127; fi
 exec 3<&-
 [ "$PPID" = "$daemon" ] || { printf 'the node daemon is gone' >&4; exit 127; }
 umask "$mask"
 cd -- "$cwd" 2>/dev/null || cd -- "$fallback" 2>/dev/null || { printf 'cannot enter %s' "$fallback" >&4; exit 127; }
-command exec >>"$out" 2>&1 || { printf 'cannot open the output %s: %s' "$out" \
-    "$( (: >>"$out") 2>&1 | sed 's/.*: //')" >&4; exit 127; }
+cannot_open() {
+    printf 'cannot open the output %s: %s' "$1" "$( (: >>"$1") 2>&1 | sed 's/.*: //')" >&4; exit 127
+}
+if [ -z "$err" ] && [ "$open" != truncate ]; then
+    command exec >>"$out" 2>&1 || cannot_open "$out"
+else
+    for file in "$out" ${err:+"$err"}; do
+        { [ "$open" != truncate ] || command : 2>/dev/null >"$file"; } && command : 2>/dev/null >>"$file" ||
+            cannot_open "$file"
+    done
+    command exec >>"$out" 2>>"${err:-$out}" || cannot_open "$out"
+fi
 . /dev/fd/5
 exec 5<&-
 command -v -- "$1" >/dev/null || { printf 'command not found on this node: %s' "$1" >&4; exit 127; }
@@ -117,6 +128,8 @@ class StartPlan:
     user: Account | None  # None: the daemon's own
     passed_fds: tuple[int, ...]  # the task's own descriptors (an MPI task's PMI socket)
     umask: int = 0o022  # the submitter's
+    error: str | None = None  # stderr's file, apart from ``output``
+    truncate: bool = False  # the output files emptied first (else appended to)
 
 
 class HeldTask:
@@ -186,7 +199,8 @@ def spawn_task(plan: StartPlan) -> HeldTask:
     """Spawn the task's first process; it waits at the gate until ``open_gate``."""
     if any(fd <= ENVIRONMENT_FD for fd in plan.passed_fds):
         raise ValueError(f"a task's own descriptors must be above {ENVIRONMENT_FD}: {plan.passed_fds}")
-    become = [SHELL, "-c", _BECOME, "gangsched-task", str(os.getpid()), plan.cwd, plan.fallback_cwd, plan.output]
+    become = [SHELL, "-c", _BECOME, "gangsched-task", str(os.getpid()), plan.cwd, plan.fallback_cwd, plan.output,
+              plan.error or "", "truncate" if plan.truncate else "append"]
     if plan.user is None:
         argv = [*become, "wait", f"{plan.umask:03o}", *plan.argv]
     else:

@@ -1,7 +1,9 @@
-"""A job's ``--output`` pattern, as Slurm's filename patterns: ``%j`` the job, ``%t`` the rank,
-``%A`` the array's first job, ``%a`` the index in the array, ``%%`` a ``%``.
+"""A job's ``--output`` and ``--error`` patterns, as Slurm's filename patterns (sbatch(1), "filename
+pattern"): ``%j`` the job, ``%J`` job.step, ``%s`` the step, ``%t`` the rank, ``%x`` the job's name, ``%u``
+its user, ``%N`` the node, ``%n`` the node's place in the job, ``%A`` the array's first job, ``%a`` the
+index in the array, ``%%`` a ``%``.
 
-The master fills in the array's ids (it sets them), the node the job and rank; the last to
+The master fills in the name, user and the array's ids, the node the rest; the last to
 fill in (``final``) also turns ``%%`` into ``%``, so that ``%%A`` stays a literal ``%A`` until
 then. Any other ``%`` and its letter are left as they are.
 """
@@ -23,7 +25,8 @@ def expand(pattern: str, values: Mapping[str, object], final: bool) -> str:
             out.append("%" if final else "%%")
             index += 2
         elif letter in values:
-            out.append(str(values[letter]))
+            value = str(values[letter])
+            out.append(value if final else value.replace("%", "%%"))  # a later pass reads it as it is
             index += 2
         else:
             out.append(character + letter)

@@ -32,6 +32,8 @@ MAX_PATH_BYTES = 4096  # PATH_MAX
 MAX_DEPENDENCIES = 64
 MAX_PROGRESS = 2**63 - 1  # a task's progress counter: what a store's INTEGER holds (SQLite's, PostgreSQL's BIGINT)
 MAX_STEP_ID = 2**31 - 1  # a job's steps are numbered from 0, as Slurm's are (its step ids are 32-bit)
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024  # a batch script's text: Slurm's default max_script_size
+MAX_LABELS = 64
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")  # what useradd takes
 
@@ -70,6 +72,8 @@ def check_command(argv: list[str], env: dict[str, str]) -> None:
 NoNul = Annotated[str, AfterValidator(_no_nul)]
 PathText = Annotated[str, Field(min_length=1, max_length=MAX_PATH_BYTES), AfterValidator(_no_nul)]
 UserName = Annotated[str, Field(min_length=1, max_length=32), AfterValidator(_user_name)]
+LabelName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9-]*$")]
+LabelText = Annotated[str, Field(max_length=1024), AfterValidator(_no_nul)]
 _PARTITION_NAMES = re.compile(r"[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64})*")
 
 
@@ -157,10 +161,27 @@ class JobSpec(WireModel):
     reservation: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     # the submitter's umask, which the tasks create their files with (sbatch passes SLURM_UMASK); None: 022
     umask: int | None = Field(default=None, ge=0, le=0o777)
+    # a batch job (sbatch): its script's text, kept at submission, run once on the allocation's first processor
+    # as its step 0 (the batch step), ``argv`` its name and arguments; the rest of the allocation waits for steps
+    script: str | None = Field(default=None, max_length=MAX_SCRIPT_BYTES)
+    error: PathText | None = None  # each task's stderr apart from its stdout (sbatch's -e), ``output``'s patterns
+    open_mode: Literal["append", "truncate"] = "append"  # how its output files are opened (sbatch's --open-mode)
+    # ``env`` is the tasks' whole environment (sbatch's --export), not added to the node daemon's
+    whole_environment: bool = False
+    submit_host: Annotated[str, Field(max_length=255), AfterValidator(_printable)] | None = None
+    submit_dir: PathText | None = None  # where it was submitted from (SLURM_SUBMIT_DIR); None: ``cwd``
+    # options that only label a job or ask for mail (sbatch's --account, --qos, --comment, ...), by Slurm's name
+    labels: dict[LabelName, LabelText] = Field(default={}, max_length=MAX_LABELS)
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
         check_command(self.argv, self.env)
+        return self
+
+    @model_validator(mode="after")
+    def _script_names_its_interpreter(self) -> "JobSpec":
+        if self.script is not None and not self.script.startswith("#!"):
+            raise ValueError("a batch script's first line must start with #! followed by the path to an interpreter")
         return self
 
     @model_validator(mode="after")
@@ -276,6 +297,10 @@ class TaskSpec(WireModel):
     restore: bool = False  # restarted from that state
     memory_limit: int | None = Field(default=None, ge=1, le=LARGEST)  # bytes: its share of the job's request
     umask: int = Field(default=0o022, ge=0, le=0o777)  # what its files are made with: the submitter's
+    script: str | None = None  # a batch step's script: the node writes it in the user's folder and runs it
+    error: str | None = None  # its stderr apart from ``output``
+    open_mode: Literal["append", "truncate"] = "append"
+    whole_environment: bool = False  # ``env`` is all of its environment but the job's variables
 
 
 class TaskSample(NamedTuple):

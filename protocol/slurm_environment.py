@@ -1,0 +1,89 @@
+"""Slurm's variables in a task's environment, beside gangsched's own (protocol/task_environment.py), as
+sbatch(1) and srun(1) set them ("OUTPUT ENVIRONMENT VARIABLES"): what scripts and tools written for Slurm read
+to find their job, its allocation and their place in it. The master sets them in every task it launches
+(master/placement.py), from the allocation; the node adds the account's numbers (noded/task_processes.py).
+
+The job's own are the same for each of its tasks (``job_variables``); a task's place in the allocation is its
+own (``task_variables``). A batch job's batch step (its script, once on the first node) has no step id, as in
+Slurm; every other step has Slurm's number for it (``slurm_step``)."""
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from gangsched.protocol.hostlists import collect_hostlist
+from gangsched.protocol.records import JobSpec
+
+MEGABYTE = 1024 * 1024
+
+
+def slurm_step(spec: JobSpec, step: int) -> str:
+    """Slurm's name for step ``step`` of a job: ``batch`` for a batch job's step 0, and the steps after it
+    counted from 0 (``srun``'s first is 0); a job without a script counts its own from 0, as srun's does."""
+    if spec.script is None:
+        return str(step)
+    return "batch" if step == 0 else str(step - 1)
+
+
+@lru_cache(maxsize=256)
+def _hostlist(nodes: tuple[str, ...]) -> str:
+    return collect_hostlist(list(nodes))
+
+
+def counts_text(counts: Sequence[int]) -> str:
+    """Per-node counts as Slurm writes them (SLURM_TASKS_PER_NODE): equal neighbours as ``N(xK)``, ``2(x2),1``."""
+    words: list[str] = []
+    index = 0
+    while index < len(counts):
+        run = 1
+        while index + run < len(counts) and counts[index + run] == counts[index]:
+            run += 1
+        words.append(str(counts[index]) if run == 1 else f"{counts[index]}(x{run})")
+        index += run
+    return ",".join(words)
+
+
+def job_variables(job_id: int, spec: JobSpec, nodes: Sequence[str], per_node: Sequence[int], partition: str,
+                  cluster: str, restarts: int) -> dict[str, str]:
+    """The variables every task of the job finds: ``nodes`` its allocation's, in order, ``per_node`` its
+    processors on each."""
+    hostlist = _hostlist(tuple(nodes))
+    tasks_per_node = counts_text(per_node)
+    variables = {
+        "SLURM_JOB_ID": str(job_id), "SLURM_JOBID": str(job_id),
+        "SLURM_JOB_NAME": spec.name,
+        "SLURM_JOB_NODELIST": hostlist, "SLURM_NODELIST": hostlist,
+        "SLURM_JOB_NUM_NODES": str(len(nodes)), "SLURM_NNODES": str(len(nodes)),
+        "SLURM_NTASKS": str(spec.tasks), "SLURM_NPROCS": str(spec.tasks),
+        "SLURM_TASKS_PER_NODE": tasks_per_node,
+        "SLURM_JOB_CPUS_PER_NODE": tasks_per_node,
+        "SLURM_CPUS_PER_TASK": "1",
+        "SLURM_JOB_PARTITION": partition,
+        "SLURM_CLUSTER_NAME": cluster,
+        "SLURM_JOB_USER": spec.user,
+        "SLURM_SUBMIT_DIR": spec.submit_dir or spec.cwd or "",
+    }
+    if spec.submit_host is not None:
+        variables["SLURM_SUBMIT_HOST"] = spec.submit_host
+    if spec.mem_per_node is not None:
+        variables["SLURM_MEM_PER_NODE"] = str(-(-spec.mem_per_node // MEGABYTE))
+    if spec.mem_per_cpu is not None:
+        variables["SLURM_MEM_PER_CPU"] = str(-(-spec.mem_per_cpu // MEGABYTE))
+    if spec.array_job_id is not None and spec.array_index is not None:
+        variables["SLURM_ARRAY_JOB_ID"] = str(spec.array_job_id)
+        variables["SLURM_ARRAY_TASK_ID"] = str(spec.array_index)
+    if restarts:
+        variables["SLURM_RESTART_COUNT"] = str(restarts)
+    return variables
+
+
+def task_variables(spec: JobSpec, step: int, rank: int, node: str, node_index: int, local_id: int,
+                   cpus_on_node: int) -> dict[str, str]:
+    """A task's own: its rank in its step, its node and its place there; its step's id where it has one."""
+    variables = {
+        "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local_id), "SLURM_NODEID": str(node_index),
+        "SLURMD_NODENAME": node, "SLURM_CPUS_ON_NODE": str(cpus_on_node),
+    }
+    name = slurm_step(spec, step)
+    if name != "batch":
+        variables["SLURM_STEP_ID"] = variables["SLURM_STEPID"] = name
+    return variables
