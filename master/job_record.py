@@ -377,12 +377,14 @@ class Job:
     def add_utilization(self, quantum: int, pct: float) -> None:
         """One task's utilization in a quantum (docs/architecture.md, 'One quantum', step 5).
 
-        The job's utilization is the mean over its tasks once every task of its steps has
-        reported that quantum; older quanta some node never reported are dropped.
+        The job's utilization is the mean over its first step's tasks (all of its allocation's, or a batch
+        job's batch step) once each has reported that quantum; older quanta some node never reported are
+        dropped.
         """
         samples = self.quantum_utils.setdefault(quantum, [])
         samples.append(pct)
-        if len(samples) < sum(len(step.live_ranks) for step in self.steps.values()):
+        first = self.steps.get(0)
+        if first is None or len(samples) < len(first.slots):
             return
         self.util_pct = sum(samples) / len(samples)
         self.predictor.observe(self.util_pct)

@@ -110,49 +110,49 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
     command = step.spec
     env = spec.env if command is None or command.env is None else command.env
     environment, output, error = job_patterns(job.job_id, step.step_id, spec, env)
-    allocation = dict.fromkeys(job.node_names, 0)
+    allocation = dict.fromkeys(job.node_names, 0)  # processors per node, in the allocation's order
     for name in job.node_names:
         allocation[name] += 1
-    allocated = list(allocation)
-    environment = {**environment, **job_variables(job.job_id, spec, allocated, list(allocation.values()),
+    node_ids = {name: index for index, name in enumerate(allocation)}
+    environment = {**environment, **job_variables(job.job_id, spec, list(allocation), list(allocation.values()),
                                                   spec.partition or "", cluster, job.requeues)}
-    first_ranks = [sum(ranks_per_node[:index]) for index in range(len(ranks_per_node))]
-    tasks = []
+    step_nodes = {name: (index, sum(ranks_per_node[:index])) for index, name in enumerate(nodes_order)}
+    launched = []
     for rank, processor in enumerate(processors):
-        index = nodes_order.index(processor.node)
-        own = task_variables(spec, step.step_id, rank, processor.node, allocated.index(processor.node),
-                             rank - first_ranks[index], allocation[processor.node])
-        tasks.append((processor.node, rank, processor, index, {**environment, **own}))
-    return [(node, LaunchTask(task=TaskSpec(
-        job_id=job.job_id,
-        step=step.step_id,
-        rank=rank,
-        size=len(processors),
-        user=spec.user,
-        processor=processor.number,
-        block=ranks_per_node,
-        nodes=nodes,
-        mpi=spec.mpi or MpiKind.NONE,
-        kvsname=kvsname,
-        rendezvous=meet.master,
-        argv=spec.argv if command is None else command.argv,
-        cwd=spec.cwd if command is None or command.cwd is None else command.cwd,
-        env=variables,
-        barrier_addr=meet.barrier_addr,
-        barrier_bind=meet.barrier_bind,
-        job_token=meet.token,
-        io_addr=None if io is None else io[0],
-        io_token=None if io is None else io[1],
-        output=output,
-        checkpoint=checkpoint_path(job, rank, checkpoint_dir) if step.step_id == 0 else None,
-        restore=restore,
-        memory_limit=task_memory(spec, ranks_per_node[index]),
-        umask=0o022 if spec.umask is None else spec.umask,
-        script=spec.script if command is None else None,
-        error=error,
-        open_mode="append" if job.requeues else spec.open_mode,  # a run again adds to the first's output
-        whole_environment=spec.whole_environment,
-    ), run_in=run_in)) for node, rank, processor, index, variables in tasks]
+        index, first_rank = step_nodes[processor.node]
+        own = task_variables(spec, step.step_id, rank, processor.node, node_ids[processor.node], rank - first_rank,
+                             allocation[processor.node])
+        launched.append((processor.node, LaunchTask(task=TaskSpec(
+            job_id=job.job_id,
+            step=step.step_id,
+            rank=rank,
+            size=len(processors),
+            user=spec.user,
+            processor=processor.number,
+            block=ranks_per_node,
+            nodes=nodes,
+            mpi=spec.mpi or MpiKind.NONE,
+            kvsname=kvsname,
+            rendezvous=meet.master,
+            argv=spec.argv if command is None else command.argv,
+            cwd=spec.cwd if command is None or command.cwd is None else command.cwd,
+            env={**environment, **own},
+            barrier_addr=meet.barrier_addr,
+            barrier_bind=meet.barrier_bind,
+            job_token=meet.token,
+            io_addr=None if io is None else io[0],
+            io_token=None if io is None else io[1],
+            output=output,
+            checkpoint=checkpoint_path(job, rank, checkpoint_dir) if step.step_id == 0 else None,
+            restore=restore,
+            memory_limit=task_memory(spec, ranks_per_node[index]),
+            umask=0o022 if spec.umask is None else spec.umask,
+            script=spec.script if command is None else None,
+            error=error,
+            open_mode="append" if job.requeues else spec.open_mode,  # a run again adds to the first's output
+            whole_environment=spec.whole_environment,
+        ), run_in=run_in)))
+    return launched
 
 
 def task_memory(spec: JobSpec, tasks_on_node: int) -> int | None:

@@ -12,7 +12,6 @@ by up to 9 points; that clock counts every thread of the first process, and
 processes it forks once it reaps them.
 """
 
-import contextlib
 import os
 import pwd
 import signal
@@ -26,16 +25,15 @@ from typing import NamedTuple
 from gangsched.noded.containment import Containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
+from gangsched.noded.task_files import PROGRESS_BYTES, drop_stale_output, new_progress_file, user_folder, write_script
 from gangsched.noded.task_groups import TaskGroup
-from gangsched.noded.task_identity import LaunchError, place_in_block, task_account
+from gangsched.noded.task_identity import place_in_block, task_account
 from gangsched.noded.task_record import MemoryReading, TaskKey
 from gangsched.noded.task_start import Account, HeldTask, StartPlan, spawn_task, started_command
 from gangsched.noded.watchdog import SESSION_VARIABLE
 from gangsched.protocol import task_environment
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import MAX_PROGRESS, TaskSpec
-
-PROGRESS_BYTES = 8
 
 
 class TaskFolders(NamedTuple):
@@ -237,29 +235,29 @@ def start(
     pair as PMI_FD.
     """
     account = task_account(spec.user, node)
-    folder = folders.spool if account is None else _user_folder(folders.user_spools / node, account.pw_name, account)
+    folder = folders.spool if account is None else user_folder(folders.user_spools / node, account.pw_name, account)
     counters = folder if folders.run is None else \
-        folders.run if account is None else _user_folder(folders.run, account.pw_name, account)
+        folders.run if account is None else user_folder(folders.run, account.pw_name, account)
     key = TaskKey.of(spec)
     stem = key.name
     progress_path = counters / f"{stem}.progress"
-    progress_fd = _new_progress_file(progress_path, account)
+    progress_fd = new_progress_file(progress_path, account)
     if spec.checkpoint:  # CHECKPOINT_DIR/USER/job-J/rank-R: the user's folder is theirs alone
-        _user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
+        user_folder(Path(spec.checkpoint).parents[2], spec.user, account)
     barrier_folder = Path(spec.barrier_bind.removeprefix("ipc://")).parent
     if spec.rank == 0 and spec.barrier_bind.startswith("ipc://") and barrier_folder.name == spec.user:
-        _user_folder(barrier_folder.parent, spec.user, account)  # PEER/USER/job-J.barrier, bound as the user
-    environment = _environment(spec, node, progress_path, containment.session, account)
-    node_index, _, _ = place_in_block(spec)
-    values = {"j": spec.job_id, "t": spec.rank, "N": node, "n": node_index}
+        user_folder(barrier_folder.parent, spec.user, account)  # PEER/USER/job-J.barrier, bound as the user
+    place = place_in_block(spec)
+    environment = _environment(spec, node, place, progress_path, containment.session, account)
+    values = {"j": spec.job_id, "t": spec.rank, "N": node, "n": place[0]}
     output = str(folder / f"{stem}.out") if spec.output is None else expand(spec.output, values, final=True)
     if spec.output is None and account is not None:
-        _drop_stale_output(Path(output), account)
+        drop_stale_output(Path(output), account)
     argv = spec.argv
     script_path = None
     if spec.script is not None:  # a batch step: its script, where only its user may write it
         script_path = folder / f"{stem}.script"
-        _write_script(script_path, spec.script, account)
+        write_script(script_path, spec.script, account)
         argv = [str(script_path), *spec.argv[1:]]
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
@@ -318,78 +316,11 @@ def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, 
     )
 
 
-def _user_folder(parent: Path, user: str, account: pwd.struct_passwd | None) -> Path:
-    """``parent/user``, a folder only that user may enter (0700, theirs where the task runs as them);
-    others may pass through ``parent`` but not list it (0711). Handed over by its descriptor: a link
-    planted in its place is refused, never followed."""
-    parent.mkdir(mode=0o711, parents=True, exist_ok=True)
-    folder = parent / user
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as error:
-        raise LaunchError(f"{folder} is not a folder ({error.strerror}): nothing is started in it") from None
-    try:
-        if account is not None:
-            os.fchown(fd, account.pw_uid, account.pw_gid)
-    finally:
-        os.close(fd)
-    return folder
-
-
-def _new_file(path: Path, account: pwd.struct_passwd | None, mode: int) -> int:
-    """A file of the task's made new and given to its user: a descriptor to it. Made with
-    O_EXCL|O_NOFOLLOW, so that whatever a user left at its name (a link to a file of root's, above all) is
-    removed, never opened, truncated or handed over."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, mode)
-    except FileExistsError:  # a leftover, or planted: its name goes, whatever it names
-        path.unlink()
-        fd = os.open(path, flags, mode)
-    try:
-        if account is not None:
-            os.fchown(fd, account.pw_uid, account.pw_gid)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _new_progress_file(path: Path, account: pwd.struct_passwd | None) -> int:
-    """The task's progress counter, made new (zero): a descriptor the daemon reads it through."""
-    fd = _new_file(path, account, 0o600)
-    try:
-        os.ftruncate(fd, PROGRESS_BYTES)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _write_script(path: Path, text: str, account: pwd.struct_passwd | None) -> None:
-    """A batch step's script, as its user submitted it, for it to run (readable and runnable by them alone)."""
-    fd = _new_file(path, account, 0o700)
-    with open(fd, "wb", closefd=True) as script:
-        script.write(text.encode())
-
-
-def _drop_stale_output(path: Path, account: pwd.struct_passwd) -> None:
-    """Remove ``path`` if another account owns it. The folder is the user's alone, so such a file
-    is a leftover of an account since removed (or given another uid), from a cluster whose job
-    numbers have started again: the task, opening it with the user's rights, would be refused
-    its output. unlink removes the name only, whatever it points to."""
-    try:
-        if path.lstat().st_uid != account.pw_uid:
-            path.unlink()
-    except FileNotFoundError:
-        pass
-
-
 def _environment(
-    spec: TaskSpec, node: str, progress_path: Path, session: str, account: pwd.struct_passwd | None
+    spec: TaskSpec, node: str, place: tuple[int, int, int], progress_path: Path, session: str,
+    account: pwd.struct_passwd | None,
 ) -> dict[str, str]:
+    """``place``: the task's in its job's layout (``place_in_block``)."""
     if spec.whole_environment:  # the submitter's, which sbatch sent (its --export); a default PATH if none
         environment = {"PATH": os.defpath}
     else:  # the daemon's own user's tasks inherit its environment; another user's start clean
@@ -404,7 +335,7 @@ def _environment(
     environment.update(spec.env)
     uid, gid = (os.getuid(), os.getgid()) if account is None else (account.pw_uid, account.pw_gid)
     environment.update(SLURM_JOB_UID=str(uid), SLURM_JOB_GID=str(gid))
-    _, local_rank, local_size = place_in_block(spec)
+    _, local_rank, local_size = place
     environment.update({
         task_environment.JOB_ID: str(spec.job_id),
         task_environment.RANK: str(spec.rank),

@@ -89,7 +89,7 @@ if [ -z "$err" ] && [ "$open" != truncate ]; then
     command exec >>"$out" 2>&1 || cannot_open "$out"
 else
     for file in "$out" ${err:+"$err"}; do
-        { [ "$open" != truncate ] || command : 2>/dev/null >"$file"; } && command : 2>/dev/null >>"$file" ||
+        if [ "$open" = truncate ]; then command : 2>/dev/null >"$file"; else command : 2>/dev/null >>"$file"; fi ||
             cannot_open "$file"
     done
     command exec >>"$out" 2>>"${err:-$out}" || cannot_open "$out"

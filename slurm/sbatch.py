@@ -150,7 +150,7 @@ def spec_of(options: dict[str, Any], text: str, name: str, arguments: list[str],
     nodes, per_node = options.get("nodes"), options.get("tasks_per_node")
     array = "array" in options
     after_ok, after_any = dependency(options["dependency"]) if "dependency" in options else ([], [])
-    spec = {
+    return {
         "name": options.get("name") or os.path.basename(name), "user": user,
         "tasks": options.get("tasks") or (nodes or 1) * (per_node or 1), "nodes": nodes, "tasks_per_node": per_node,
         "mem_per_node": options.get("mem_per_node"), "mem_per_cpu": options.get("mem_per_cpu"),
@@ -164,7 +164,6 @@ def spec_of(options: dict[str, Any], text: str, name: str, arguments: list[str],
         "reservation": options.get("reservation"), "umask": umask, "script": text,
         "submit_host": os.uname().nodename, "submit_dir": cwd, "labels": options.get("labels", {}),
     }
-    return spec
 
 
 def exported(text: str, environment: dict[str, str]) -> dict[str, str]:
@@ -246,14 +245,8 @@ def request_of(arguments: Sequence[str], environment: dict[str, str], user: str,
         from_line, stray = read_options(words, f"{name}:{number}")
         if stray:
             raise SbatchError(f"{name}:{number}: {' '.join(stray)!r} is not an option")
-        labels = {**options.get("labels", {}), **from_line.pop("labels", {})}
-        options |= from_line
-        if labels:
-            options["labels"] = labels
-    labels = {**options.get("labels", {}), **given.pop("labels", {})}
-    options |= given  # the command line wins
-    if labels:
-        options["labels"] = labels
+        _merge(options, from_line)
+    _merge(options, given)  # the command line wins
     options = checked(options)
     spec = spec_of(options, text, name, script_arguments, environment, user, cwd, umask)
     array, limit = options.get("array_ranges", (None, None))
@@ -261,6 +254,14 @@ def request_of(arguments: Sequence[str], environment: dict[str, str], user: str,
     request = {"type": "submit", "spec": spec, "token": os.urandom(16).hex(), "array": array, "array_limit": limit,
                "hold": options.get("hold", False)}
     return request, options
+
+
+def _merge(options: dict[str, Any], later: dict[str, Any]) -> None:
+    """``later``'s options over ``options``, its labels added to theirs."""
+    labels = {**options.get("labels", {}), **later.get("labels", {})}
+    options |= later
+    if labels:
+        options["labels"] = labels
 
 
 def main(arguments: Sequence[str] | None = None) -> None:

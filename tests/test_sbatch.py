@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from gangsched.master.placement import job_patterns
-from gangsched.noded.task_processes import _write_script
+from gangsched.noded.task_files import write_script
 from gangsched.protocol.client_messages import Submit
 from gangsched.protocol.messages import LaunchTask
 from gangsched.protocol.records import JobSpec
@@ -160,7 +160,7 @@ def test_a_batch_step_s_script_is_written_new_whatever_was_planted_at_its_name(t
     victim.write_text("keep")
     planted = tmp_path / "job-1.0.script"
     planted.symlink_to(victim)
-    _write_script(planted, "#!/bin/sh\necho mine\n", None)
+    write_script(planted, "#!/bin/sh\necho mine\n", None)
     assert victim.read_text() == "keep", "the link's target is never opened"
     assert not planted.is_symlink() and planted.read_text() == "#!/bin/sh\necho mine\n"
     assert stat.S_IMODE(planted.stat().st_mode) == 0o700
