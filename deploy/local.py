@@ -60,7 +60,7 @@ class ClusterError(Exception):
 class ClusterState:
     master: str
     pids: dict[str, int]  # daemon name -> pid
-    started: dict[str, float]  # daemon name -> process start time, against recycled pids
+    started: dict[str, int]  # daemon name -> its start in clock ticks since boot, against recycled pids
     commands: dict[str, list[str]]  # daemon name -> its `gang` arguments
     config: ClusterConfig
     prefixes: dict[str, list[str]] = field(default_factory=dict)  # daemon name -> the command it runs under
@@ -144,11 +144,11 @@ class LocalCluster:
             ]
             (self.home / name / ENDPOINTS_FILE).unlink(missing_ok=True)  # an earlier run's
         pids: dict[str, int] = {}
-        started: dict[str, float] = {}
+        started: dict[str, int] = {}
         try:  # nothing left running if this fails half-way, or a signal ends the command meanwhile
             for name in commands:  # the first master leads: the others start once it has bound its sockets
                 self._spawn(name, commands[name], prefixes.get(name, []), pids)
-                started[name] = psutil.Process(pids[name]).create_time()
+                started[name] = _start_ticks(pids[name])
                 if name in masters:
                     bound = self._bound_endpoints(name, pids, started, timeout_s)
                     # a restart binds the same: clients, nodes and watchers know these
@@ -172,12 +172,12 @@ class LocalCluster:
                 ]
             for name in (name for name in commands if name not in pids):
                 self._spawn(name, commands[name], [], pids)
-                started[name] = psutil.Process(pids[name]).create_time()
+                started[name] = _start_ticks(pids[name])
             state = ClusterState(master, pids, started, commands, config, prefixes)
             self._state_file.write_text(json.dumps(asdict(state), indent=2))
         except BaseException:
             for name in _nodes_first(pids):
-                _stop(pids[name], started[name] if name in started else psutil.Process(pids[name]).create_time())
+                _stop(pids[name], started[name] if name in started else _start_ticks(pids[name]))
             self._remove_run_folder()
             raise
         self._wait_for_nodes(state, timeout_s)
@@ -253,7 +253,7 @@ class LocalCluster:
         else:
             _stop(pid, started)
         self._spawn(daemon, state.commands[daemon], state.prefixes.get(daemon, []), state.pids)
-        state.started[daemon] = psutil.Process(state.pids[daemon]).create_time()
+        state.started[daemon] = _start_ticks(state.pids[daemon])
         self._state_file.write_text(json.dumps(asdict(state), indent=2))
 
     def alive(self) -> dict[str, bool]:
@@ -304,7 +304,7 @@ class LocalCluster:
                         child.kill()
             raise
 
-    def _bound_endpoints(self, master: str, pids: dict[str, int], started: dict[str, float],
+    def _bound_endpoints(self, master: str, pids: dict[str, int], started: dict[str, int],
                          timeout_s: float) -> BoundEndpoints:
         """The endpoints the master bound, once it says (master/published.py); the daemons started so far
         are stopped if it never does."""
@@ -392,11 +392,22 @@ def task_processes(home: Path, job_id: int | None = None) -> list[psutil.Process
     return found
 
 
-def _is_ours(pid: int, started: float) -> bool:
+def _start_ticks(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot: its identity against a recycled pid. Not psutil's
+    create_time, which adds the boot time as the wall clock now puts it, so a clock stepped by a second
+    (a virtual machine's clock synced) makes every daemon of a cluster look like another process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return -1
+    return int(fields[19])  # field 22 of proc(5); the fields after the command's name start at field 3
+
+
+def _is_ours(pid: int, started: int) -> bool:
     """True if ``pid`` is still the daemon started then (not a recycled pid)."""
     try:
-        process = psutil.Process(pid)
-        return bool(process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE)
+        return _start_ticks(pid) == started and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
@@ -407,7 +418,7 @@ def _nodes_first(names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda name: name.startswith("master") or name == "ioserver")
 
 
-def _stop(pid: int, started: float) -> bool:
+def _stop(pid: int, started: int) -> bool:
     if not _is_ours(pid, started):
         return False
     process = psutil.Process(pid)
