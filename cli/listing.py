@@ -113,7 +113,7 @@ def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_fi
     jobs = master.job_maps(options.job_ids or None, finished, since, states=wanted_states,
                            user=users[0] if users is not None and len(users) == 1 else None,
                            partition=partitions[0] if partitions is not None and len(partitions) == 1 else None,
-                           arrays=not getattr(options, "one_line_per_job", True))
+                           arrays=not getattr(options, "one_line_per_job", True), brief=not options.as_json)
     missing = set(options.job_ids) - {job["job_id"] for job in jobs}
     jobs = [job for job in jobs if (users is None or job["spec"]["user"] in users)
             and (partitions is None or job["spec"].get("partition") in partitions)

@@ -156,15 +156,17 @@ class MasterConnection:
 
     def job_maps(self, job_ids: list[int] | None = None, include_finished: bool = False,
                  ended_after: float | None = None, states: Iterable[str] | None = None, user: str | None = None,
-                 arrays: bool = False, partition: str | None = None, most: int | None = None) -> list[dict[str, Any]]:
+                 arrays: bool = False, partition: str | None = None, most: int | None = None,
+                 brief: bool = False) -> list[dict[str, Any]]:
         """The jobs asked for (JobInfo's fields), in as many requests as the master's pages take (``JobQuery``):
         by id, or those in ``states`` of ``user`` in ``partition``, each array's waiting jobs as one if
-        ``arrays``; the first ``most`` of them, if given."""
+        ``arrays``; the first ``most`` of them, if given; ``brief``: without environments and scripts."""
         if job_ids is not None:
             return [
                 job
                 for start in range(0, len(job_ids), JOBS_PER_REPLY)
-                for job in self._list("jobs", {"type": "job_query", "job_ids": job_ids[start : start + JOBS_PER_REPLY]})
+                for job in self._list("jobs", {"type": "job_query", "job_ids": job_ids[start : start + JOBS_PER_REPLY],
+                                       "brief": brief})
             ]
         found: list[dict[str, Any]] = []
         while True:
@@ -172,7 +174,8 @@ class MasterConnection:
             page = self._page("jobs", {"type": "job_query", "include_finished": include_finished,
                                        "ended_after": ended_after, "after_id": after_id, "user": user,
                                        "partition": partition,
-                                       "states": None if states is None else sorted(states), "arrays": arrays})
+                                       "states": None if states is None else sorted(states), "arrays": arrays,
+                                       "brief": brief})
             found += page["jobs"]
             if not (page.get("more") and page["jobs"]) or (most is not None and len(found) >= most):
                 return found[:most]

@@ -240,7 +240,7 @@ class ClientRequests:
             found = (self._table.find(job_id) for job_id in message.job_ids)
             asked = sorted((job for job in found if job is not None and job.job_id > message.after_id),
                            key=lambda job: job.job_id)[:JOBS_PER_REPLY + 1]
-            return JobList(jobs=self._infos(asked[:JOBS_PER_REPLY], now, message.viewer),
+            return JobList(jobs=self._infos(asked[:JOBS_PER_REPLY], now, message),
                            more=len(asked) > JOBS_PER_REPLY)
         finished: list[Job] = []
         if message.ended_after is not None:
@@ -268,7 +268,7 @@ class ClientRequests:
                 page.append((job, None))
             elif pending[0] == job.spec.array_index:  # the array's first waiting job stands for them all
                 page.append((job, compact(pending)))
-        infos = self._infos([job for job, _ in page], now, message.viewer)
+        infos = self._infos([job for job, _ in page], now, message)
         return JobList(jobs=[info if array is None else info.model_copy(update={"array_pending": array})
                              for info, (_, array) in zip(infos, page, strict=True)], more=more)
 
@@ -282,16 +282,20 @@ class ClientRequests:
         return JobCounts(counts=[JobCount(state=state, partition=partition, reason=reason, count=count)
                                  for (state, partition, reason), count in sorted(counts.items())])
 
-    def _infos(self, jobs: list[Job], now: Now, viewer: str | None) -> list[JobInfo]:
-        """The jobs as a reply to ``viewer`` shows them, why each waiting one waits explained as far as the
-        last of them: another user's without what only its owner and root see (``private_job_details``)."""
+    def _infos(self, jobs: list[Job], now: Now, query: JobQuery) -> list[JobInfo]:
+        """The jobs as a reply to ``query``'s viewer shows them, why each waiting one waits explained as far as
+        the last of them: another user's without what only its owner and root see (``private_job_details``);
+        a brief query's without what listings never print."""
         if jobs:
             for matrix in self._matrices:
                 matrix.decisions.explain_waiting(now, through=jobs[-1].job_id)
         infos = [job.info() for job in jobs]
-        if viewer is None or viewer == "root" or not self._private_details:
+        viewer = query.viewer
+        hidden = viewer is not None and viewer != "root" and self._private_details
+        if not hidden and not query.brief:
             return infos
-        return [info if info.spec.user == viewer else info.model_copy(update={"spec": private(info.spec)})
+        return [info.model_copy(update={"spec": private(info.spec) if hidden and info.spec.user != viewer
+                                        else brief(info.spec) if query.brief else info.spec})
                 for info in infos]
 
     def query_nodes(self, now: Now) -> NodeList:
@@ -338,8 +342,15 @@ def _wanted(job: Job, query: JobQuery) -> bool:
 
 def private(spec: JobSpec) -> JobSpec:
     """``spec`` as another user sees it, as Slurm's PrivateData=jobs keeps it: its owner, name, shape and
-    limits, not its command, environment or working folder (a secret in an exported variable, a path)."""
-    return spec.model_copy(update={"argv": [HIDDEN], "env": {}, "cwd": None})
+    limits, not its command, batch script, environment or working folder (a secret in an exported variable,
+    a path)."""
+    return spec.model_copy(update={"argv": [HIDDEN], "env": {}, "cwd": None, "script": None})
+
+
+def brief(spec: JobSpec) -> JobSpec:
+    """``spec`` as a listing shows it (``JobQuery.brief``): without its environment and batch script, which
+    listings never print and which are the most of a job's bytes."""
+    return spec.model_copy(update={"env": {}, "script": None})
 
 
 def _pending_arrays(jobs: Iterable[Job]) -> dict[int, list[int]]:

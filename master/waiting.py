@@ -49,7 +49,20 @@ class Wait:
             case _:
                 return str(self.kind.value)
 
+    def word(self) -> str:
+        """Slurm's one word for it (squeue's %r), where a tool reads one: what the kind names, or the nearest."""
+        return _SLURM_WORDS.get(self.kind, self.kind.value)
+
     @property
     def keeps_its_turn(self) -> bool:
         """A reason that stays while the job waits in the policy's queue, rather than its place in line."""
         return self.kind in (WaitKind.REQUEUED, WaitKind.START_POSTPONED)
+
+
+# the kinds whose own name is not a word of Slurm's list (squeue(1), JOB REASON CODES)
+_SLURM_WORDS = {
+    WaitKind.RESOURCES_MEMORY: "Resources",
+    WaitKind.NODES: "ReqNodeNotAvail",  # wider than the nodes up: Slurm's word for nodes down or drained
+    WaitKind.REQUEUED: "None",  # waits again as a new job does: not yet looked at
+    WaitKind.START_POSTPONED: "None",
+}

@@ -95,6 +95,7 @@ class JobQuery(WireModel):
     # who asks: with keys the master sets it to the key's user, whatever was sent; another user's job then
     # shows them no environment, argv or working folder (the master's --private-job-details)
     viewer: str | None = None
+    brief: bool = False  # the jobs without their environments and batch scripts, as listings show them
 
     @field_validator("job_ids")
     @classmethod

@@ -346,6 +346,7 @@ class JobInfo(WireModel):
     spec: JobSpec
     state: JobState
     reason: str = ""  # why it waits or how it ended, in words
+    waits_for: str | None = None  # why a pending job waits, as one word of Slurm's list (squeue's %r)
     submit_time: float
     start_time: float | None = None
     end_time: float | None = None

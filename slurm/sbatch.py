@@ -23,7 +23,8 @@ from gangsched.daemon.curve import CurveError
 from gangsched.protocol.array_ranges import parse_array
 from gangsched.protocol.frames import pack
 from gangsched.protocol.sizes import parse_size
-from gangsched.slurm.sbatch_flags import FLAGS, LONG
+from gangsched.slurm import getopt
+from gangsched.slurm.sbatch_flags import FLAGS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,58 +49,14 @@ class SbatchError(Exception):
 def read_options(arguments: Sequence[str], where: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The options given and the arguments after them (the script and its own), as getopt_long reads them;
     ``where`` names a script's line for an error in its directives."""
+    try:
+        given, rest = getopt.read(arguments, FLAGS, permute=False)
+    except getopt.OptionError as error:
+        raise _usage(str(error), where) from None
     options: dict[str, Any] = {}
-    index = 0
-    while index < len(arguments):
-        token = arguments[index]
-        if token == "--":
-            return options, list(arguments[index + 1:])
-        if not token.startswith("-") or token == "-":
-            return options, list(arguments[index:])
-        if token.startswith("--"):
-            name, equals, value = token.partition("=")
-            name = _long(name, where)
-            flag = FLAGS[name]
-            if flag.valued and not equals:
-                if index + 1 >= len(arguments):
-                    raise _usage(f"option '{name}' requires an argument", where)
-                value, index = arguments[index + 1], index + 1
-            elif not flag.valued and equals:
-                raise _usage(f"option '{name}' doesn't allow an argument", where)
-            _keep(options, flag.key, name, value if flag.valued else True)
-            index += 1
-            continue
-        position = 1
-        while position < len(token):
-            short = f"-{token[position]}"
-            if short not in FLAGS:
-                raise _usage(f"invalid option -- '{token[position]}'", where)
-            flag = FLAGS[short]
-            if not flag.valued:
-                _keep(options, flag.key, short, True)
-                position += 1
-                continue
-            value = token[position + 1:]
-            if not value:
-                if index + 1 >= len(arguments):
-                    raise _usage(f"option requires an argument -- '{token[position]}'", where)
-                value, index = arguments[index + 1], index + 1
-            _keep(options, flag.key, short, value)
-            break
-        index += 1
-    return options, []
-
-
-def _long(name: str, where: str | None) -> str:
-    """The long flag ``name`` names, whole or by a prefix of it alone (getopt_long's abbreviations)."""
-    if name in FLAGS:
-        return name
-    matches = [flag for flag in LONG if flag.startswith(name)]
-    if len({FLAGS[flag].key for flag in matches}) == 1:
-        return matches[0]
-    if matches:
-        raise _usage(f"option '{name}' is ambiguous", where)
-    raise _usage(f"unrecognized option '{name}'", where)
+    for flag, spelled, value in given:
+        _keep(options, flag.key, spelled, value)
+    return options, rest
 
 
 def _keep(options: dict[str, Any], key: str, spelled: str, value: Any) -> None:

@@ -8,6 +8,7 @@ Plain data, without click or pydantic, as the quick path's table is: sbatch star
 from __future__ import annotations
 
 from gangsched.cli.job_options import OPTIONS
+from gangsched.slurm.getopt import Flag, table
 
 # sbatch's own, beside the job options: (spellings, takes a value, what it is)
 SBATCH_ONLY: tuple[tuple[tuple[str, ...], bool, str], ...] = (
@@ -42,23 +43,12 @@ NOT_YET = ("-w", "--nodelist", "-x", "--exclude", "--begin", "--signal", "--dead
            "--array-limit", "--het-job")
 
 
-class Flag:
-    """One flag: the key its value is kept under, whether it takes a value, and its long name."""
-
-    __slots__ = ("key", "valued", "long")
-
-    def __init__(self, key: str, valued: bool, long: str) -> None:
-        self.key, self.valued, self.long = key, valued, long
-
-
 def _flags() -> dict[str, Flag]:
     flags: dict[str, Flag] = {}
     for option in OPTIONS:
         for spelling in option.slurm:
             flags[spelling] = Flag(option.name, option.kind != "flag", option.slurm[-1])
-    for spellings, valued, key in SBATCH_ONLY:
-        for spelling in spellings:
-            flags[spelling] = Flag(key, valued, spellings[-1])
+    flags |= table(SBATCH_ONLY)
     for spellings in LABELS:
         for spelling in spellings:
             flags[spelling] = Flag(f"label:{spellings[-1][2:]}", spellings[-1] not in BARE_LABELS, spellings[-1])
@@ -70,4 +60,3 @@ def _flags() -> dict[str, Flag]:
 
 
 FLAGS = _flags()
-LONG = sorted(name for name in FLAGS if name.startswith("--"))

@@ -111,16 +111,21 @@ def test_another_users_job_shows_its_owner_and_shape_not_its_command_environment
     with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice, \
             MasterClient(endpoint, keys=keys, user="gangbob") as gangbob:
         wait_until(lambda: gangalice.nodes(), 15, "the node")
-        secret = spec("gangalice").model_copy(update={"env": {"API_TOKEN": "alice's"}, "cwd": "/tmp"})
+        secret = spec("gangalice").model_copy(update={"env": {"API_TOKEN": "alice's"}, "cwd": "/tmp",
+                                                      "script": "#!/bin/sh\nexport PASSWORD=alice\nsleep 30\n"})
         job_id = gangalice.submit(secret)
         (own,) = gangalice.jobs([job_id])
         assert (own.spec.env, own.spec.argv, own.spec.cwd) == ({"API_TOKEN": "alice's"}, ["sleep", "30"], "/tmp")
+        assert "PASSWORD" in (own.spec.script or "")
+        # a listing's brief answer leaves out what listings never print, even to the job's owner
+        (listed,) = gangalice.job_maps([job_id], brief=True)
+        assert (listed["spec"]["env"], listed["spec"]["script"], listed["spec"]["cwd"]) == ({}, None, "/tmp")
         # bob asks for it by its id, lists every job, and names himself the viewer: the key says who he is
         shown = [*gangbob.jobs([job_id]), *gangbob.jobs(), *gangbob.request(
             JobQuery(job_ids=[job_id], viewer="gangalice"), JobList).jobs]
         assert len(shown) == 3 and all(
-            (info.spec.user, info.spec.tasks, info.spec.env, info.spec.argv, info.spec.cwd) ==
-            ("gangalice", 1, {}, ["(hidden)"], None) for info in shown), shown
+            (info.spec.user, info.spec.tasks, info.spec.env, info.spec.argv, info.spec.cwd, info.spec.script) ==
+            ("gangalice", 1, {}, ["(hidden)"], None, None) for info in shown), shown
         gangalice.cancel(job_id, "gangalice")
 
 
