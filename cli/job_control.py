@@ -49,12 +49,12 @@ def update(client: MasterClient, job_id: int, settings: tuple[str, ...], as_json
     fields: dict[str, object] = {}
     for setting in settings:
         key, equals, value = setting.partition("=")
-        field = _UPDATABLE.get(key.lower().replace("_", ""))
+        field = UPDATABLE.get(key.lower().replace("_", ""))
         if not equals or field is None:
             raise click.BadParameter(f"{setting!r}: give KEY=VALUE, KEY one of TimeLimit, Name, Dependency, "
                                      "Partition, Priority", param_hint="KEY=VALUE")
         try:
-            fields[field] = _value(field, value)
+            fields[field] = setting_value(field, value)
         except ValueError as error:
             raise click.BadParameter(f"{setting!r}: {error}", param_hint="KEY=VALUE") from None
     done = client.update_job(job_id, fields)
@@ -65,11 +65,11 @@ def update(client: MasterClient, job_id: int, settings: tuple[str, ...], as_json
         click.echo(f"job {job_id}: {change}")
 
 
-_UPDATABLE = {"timelimit": "time_limit_s", "time": "time_limit_s", "name": "name", "jobname": "name",
+UPDATABLE = {"timelimit": "time_limit_s", "time": "time_limit_s", "name": "name", "jobname": "name",
               "dependency": "dependency", "partition": "partition", "priority": "priority"}
 
 
-def _value(field: str, text: str) -> object:
+def setting_value(field: str, text: str) -> object:
     """A setting's value as ``JobUpdate`` takes it, from Slurm's spelling."""
     if field == "time_limit_s":
         seconds = parse_duration(text)

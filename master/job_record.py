@@ -417,6 +417,7 @@ class Job:
             state=self.shown_state(),
             reason=self.shown_reason(),
             waits_for=None if self.wait is None or self.state is not JobState.PENDING else self.wait.word(),
+            batch=self.spec.script is not None,
             submit_time=self.submit_time,
             start_time=self.start_time,
             end_time=self.end_time,

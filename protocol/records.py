@@ -347,6 +347,7 @@ class JobInfo(WireModel):
     state: JobState
     reason: str = ""  # why it waits or how it ended, in words
     waits_for: str | None = None  # why a pending job waits, as one word of Slurm's list (squeue's %r)
+    batch: bool = False  # a batch job (sbatch's): said apart from its script, which a brief listing leaves out
     submit_time: float
     start_time: float | None = None
     end_time: float | None = None

@@ -1,0 +1,127 @@
+"""A job as Slurm's commands print it (squeue(1), sacct(1), scontrol(1)): its state's name and code, its
+reason as one word of Slurm's list, its exit as ``N:S``, its times and lengths of time as Slurm writes
+them. Plain functions over the master's plain maps (JobInfo's fields), shared by every Slurm command."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gangsched.protocol.array_ranges import shown_job_id
+from gangsched.protocol.durations import format_duration
+
+# each state of gangsched's (protocol/records.py JobState) as Slurm names it, and its short code
+STATES: dict[str, tuple[str, str]] = {
+    "pending": ("PENDING", "PD"), "running": ("RUNNING", "R"), "suspended": ("SUSPENDED", "S"),
+    "completed": ("COMPLETED", "CD"), "failed": ("FAILED", "F"), "cancelled": ("CANCELLED", "CA"),
+    "timeout": ("TIMEOUT", "TO"), "node_fail": ("NODE_FAIL", "NF"), "out_of_memory": ("OUT_OF_MEMORY", "OOM"),
+}
+ACTIVE = ("pending", "running", "suspended")
+# how a job ended, as the word squeue and scontrol give for its reason
+_END_WORDS = {"failed": "NonZeroExitCode", "timeout": "TimeLimit", "node_fail": "NodeDown",
+              "out_of_memory": "OutOfMemory"}
+SIGTERM = 15  # what scancel sends: a job cancelled without an exit of its own ended by it
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+class StateError(ValueError):
+    """A state squeue or sacct does not know."""
+
+
+def state_name(job: dict[str, Any]) -> str:
+    return STATES[job["state"]][0]
+
+
+def state_code(job: dict[str, Any]) -> str:
+    return STATES[job["state"]][1]
+
+
+def states_asked(text: str) -> set[str] | None:
+    """The states ``-t``/``--states`` names, by Slurm's names or codes, any case; ``all``: None (every one)."""
+    wanted: set[str] = set()
+    by_word = {word: state for state, words in STATES.items() for word in words}
+    for word in text.split(","):
+        if word.lower() == "all":
+            return None
+        state = by_word.get(word.upper())
+        if state is None:
+            raise StateError(word)
+        wanted.add(state)
+    return wanted
+
+
+def reason(job: dict[str, Any]) -> str:
+    """Slurm's one word for why a job waits, or how it ended (``None`` when there is nothing to say)."""
+    if job["state"] == "pending":
+        return str(job.get("waits_for") or "None")
+    return _END_WORDS.get(job["state"], "None")
+
+
+def exit_code(job: dict[str, Any]) -> str:
+    """Slurm's ``N:S``: the exit status, or the signal that ended it (a job cancelled without one: SIGTERM)."""
+    code = job.get("exit_code")
+    if code is None:
+        return f"0:{SIGTERM}" if job["state"] == "cancelled" else "0:0"
+    return f"0:{-code}" if code < 0 else f"{code}:0"
+
+
+def job_id(job: dict[str, Any]) -> str:
+    """The id Slurm shows: an array's job as ``ARRAY_INDEX``, a pending array's waiting ones as one."""
+    spec = job["spec"]
+    array_job = spec.get("array_job_id")
+    if job.get("array_pending") is not None:
+        return shown_job_id(job["job_id"], array_job, array_pending(job))
+    return str(job["job_id"]) if array_job is None else f"{array_job}_{spec['array_index']}"
+
+
+def array_pending(job: dict[str, Any]) -> str:
+    """A pending array's waiting indices as squeue shows them, with its throttle: ``3-5%2``."""
+    limit = job["spec"].get("array_limit")
+    return f"{job['array_pending']}%{limit}" if limit else str(job["array_pending"])
+
+
+def clock(when: float | None, unknown: str = "Unknown") -> str:
+    """A point in time as Slurm prints it, in this machine's local time."""
+    return unknown if when is None else time.strftime(TIME_FORMAT, time.localtime(when))
+
+
+def elapsed(seconds: float) -> str:
+    """A length of time as squeue's TIME: ``M:SS``, ``H:MM:SS``, ``D-HH:MM:SS``, whole seconds gone by."""
+    return format_duration(float(max(int(seconds), 0)))
+
+
+def hours(seconds: float | None, unlimited: str = "UNLIMITED") -> str:
+    """A length of time as sacct and scontrol print it: ``HH:MM:SS`` or ``D-HH:MM:SS``."""
+    if seconds is None:
+        return unlimited
+    whole = max(int(seconds), 0)
+    days, rest = divmod(whole, 86_400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def run_time(job: dict[str, Any], now: float) -> float:
+    """How long it has run: from its start to its end, or to now."""
+    start = job.get("start_time")
+    if start is None:
+        return 0.0
+    end = job.get("end_time")
+    return float((now if end is None else end) - start)
+
+
+def node_list(job: dict[str, Any]) -> str:
+    """Its nodes as one hostlist; ClusterShell is imported only for more than one (a listing's start)."""
+    names = list(dict.fromkeys(job.get("node_names") or ()))
+    if len(names) < 2:
+        return "".join(names)
+    from gangsched.protocol.hostlists import collect_hostlist
+
+    return collect_hostlist(names)
+
+
+def node_count(job: dict[str, Any]) -> int:
+    names = job.get("node_names")
+    if names:
+        return len(set(names))
+    spec = job["spec"]
+    return int(spec.get("nodes") or 1)
