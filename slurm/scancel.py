@@ -34,7 +34,7 @@ FLAGS = table((
 _FILTERS = ("name", "user", "me", "states", "partition", "nodes", "account", "qos")
 
 
-def asked(text: str) -> tuple[int, list[int] | None]:
+def asked(text: str) -> tuple[int, set[int] | None]:
     """An operand's job, and the array's indices it names (None: the job, or the whole array)."""
     job, _, rest = text.partition("_")
     if not job.isdigit() or (rest and not (rest.isdigit() or (rest.startswith("[") and rest.endswith("]")))):
@@ -45,17 +45,7 @@ def asked(text: str) -> tuple[int, list[int] | None]:
         ranges, _ = parse_array(rest.strip("[]"))
     except ValueError:
         raise SlurmError(f"Invalid job id {text}") from None
-    return int(job), list(array_indices(ranges))
-
-
-def _named(job: dict[str, Any], operands: list[tuple[int, list[int] | None]]) -> bool:
-    spec = job["spec"]
-    for job_id, indices in operands:
-        if indices is None and job_id in (job["job_id"], spec.get("array_job_id")):
-            return True
-        if indices is not None and spec.get("array_job_id") == job_id and spec.get("array_index") in indices:
-            return True
-    return False
+    return int(job), set(array_indices(ranges))
 
 
 def _chosen(job: dict[str, Any], given: dict[str, Any], users: set[str] | None,
@@ -93,7 +83,7 @@ def scancel(arguments: list[str]) -> int:
     status = 0
     with master() as connection:
         jobs = [job for job in connection.job_maps(brief=True)
-                if (not named or _named(job, named)) and _chosen(job, given, users, states, nodes)]
+                if (not named or words.named(job, named)) and _chosen(job, given, users, states, nodes)]
         for job in jobs:
             if verbose:
                 print(f"scancel: Terminating job {words.job_id(job)}", file=sys.stderr)

@@ -83,15 +83,13 @@ def job_record(job: dict[str, Any], now: float, oneliner: bool) -> str:
     tasks = spec["tasks"]
     memory = spec.get("mem_per_node") or (spec.get("mem_per_cpu") or 0) * tasks
     tres = f"cpu={tasks},node={words.node_count(job)}" + (f",mem={memory // MEGABYTE}M" if memory else "")
-    dependency = [f"afterok:{i}" for i in spec.get("after_ok") or ()] + [f"afterany:{i}" for i in
-                                                                           spec.get("after_any") or ()]
     pairs = [
         first + [("JobName", spec["name"])],
         [("UserId", user), ("GroupId", group), ("MCS_label", "N/A")],
         [("Priority", str(int(spec.get("priority", 0) * 4294967294) if job.get("hold") is None else 0)),
          ("Nice", "0"), ("Account", labels.get("account") or "(null)"), ("QOS", labels.get("qos") or "(null)")],
         [("JobState", words.state_name(job)), ("Reason", words.reason(job)),
-         ("Dependency", ",".join(dependency) or "(null)")],
+         ("Dependency", words.dependency(job))],
         [("Requeue", "1" if spec.get("requeue") else "0"), ("Restarts", str(job.get("requeues", 0))),
          ("BatchFlag", "1" if job.get("batch") else "0"), ("Reboot", "0"),
          ("ExitCode", words.exit_code(job))],
@@ -147,9 +145,6 @@ def partition_record(partition: dict[str, Any], nodes: dict[str, dict[str, Any]]
     return record(pairs, oneliner)
 
 
-_NODE_STATES = {"up": "IDLE", "draining": "MIXED+DRAIN", "drained": "IDLE+DRAIN", "down": "DOWN"}
-
-
 def node_state(node: dict[str, Any]) -> str:
     """Slurm's word for a node: IDLE, MIXED or ALLOCATED by the processors its jobs take, or its admin state."""
     if node["state"] == "up":
@@ -157,7 +152,7 @@ def node_state(node: dict[str, Any]) -> str:
         return "IDLE" if not used else "ALLOCATED" if node.get("processors_used", 0) >= node["processors"] else "MIXED"
     if node["state"] == "draining":
         return "MIXED+DRAIN" if node.get("jobs") else "IDLE+DRAIN"
-    return _NODE_STATES[node["state"]]
+    return "IDLE+DRAIN" if node["state"] == "drained" else "DOWN"
 
 
 def node_record(node: dict[str, Any], oneliner: bool) -> str:
@@ -247,12 +242,12 @@ def act(action: str, job_ids: list[int]) -> int:
                 connection.exchange(pack({"type": "job_control", "user": me,
                                           "action": "hold" if action == "uhold" else action, "job_ids": [job_id]}))
             except RequestRefused as error:
-                print(_refusal(action, job_id, error), file=sys.stderr)
+                print(_refusal(job_id, error), file=sys.stderr)
                 status = 1
     return status
 
 
-def _refusal(action: str, job_id: int, error: RequestRefused) -> str:
+def _refusal(job_id: int, error: RequestRefused) -> str:
     if error.code is ErrorCode.PERMISSION_DENIED:
         return f"Access/permission denied for job {job_id}"
     if error.code is ErrorCode.UNKNOWN_JOB:
@@ -286,7 +281,7 @@ def update(settings: list[str]) -> int:
         try:
             connection.exchange(pack({"type": "job_update", "user": login_name(), "job_id": job_id, **fields}))
         except RequestRefused as error:
-            raise SlurmError(_refusal("update", job_id, error), whole=True) from None
+            raise SlurmError(_refusal(job_id, error), whole=True) from None
     return 0
 
 

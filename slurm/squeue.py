@@ -64,13 +64,6 @@ def _task_id(job: dict[str, Any], now: float) -> str:
     return "N/A" if index is None else str(index)
 
 
-def _dependency(job: dict[str, Any], now: float) -> str:
-    spec = job["spec"]
-    parts = [f"afterok:{job_id}" for job_id in spec.get("after_ok") or ()]
-    parts += [f"afterany:{job_id}" for job_id in spec.get("after_any") or ()]
-    return ",".join(parts) or "(null)"
-
-
 def _label(name: str) -> Field:
     return lambda job, now: str((job["spec"].get("labels") or {}).get(name) or "(null)")
 
@@ -123,7 +116,7 @@ CODES: dict[str, tuple[str, Field]] = {
     "Z": ("WORK_DIR", lambda job, now: str(job["spec"].get("cwd") or "")),
     "o": ("COMMAND", _command),
     "m": ("MIN_MEMORY", _memory),
-    "E": ("DEPENDENCY", _dependency),
+    "E": ("DEPENDENCY", lambda job, now: words.dependency(job)),
     "a": ("ACCOUNT", _label("account")),
     "q": ("QOS", _label("qos")),
     "k": ("COMMENT", _label("comment")),
@@ -179,25 +172,15 @@ def columns_of_fields(text: str) -> list[Column | str]:
     return parts
 
 
-def _ids(text: str) -> list[tuple[int, int | None]]:
+def _ids(text: str) -> list[tuple[int, set[int] | None]]:
     """``-j``'s ids: a job's, or an array's job with one index (``12_3``)."""
-    found: list[tuple[int, int | None]] = []
+    found: list[tuple[int, set[int] | None]] = []
     for word in text.split(","):
         job, _, index = word.partition("_")
         if not job.isdigit() or (index and not index.isdigit()):
             raise SlurmError(f"Invalid job id: {word}")
-        found.append((int(job), int(index) if index else None))
+        found.append((int(job), {int(index)} if index else None))
     return found
-
-
-def _matches(job: dict[str, Any], ids: list[tuple[int, int | None]]) -> bool:
-    spec = job["spec"]
-    for job_id, index in ids:
-        if index is None and job_id in (job["job_id"], spec.get("array_job_id")):
-            return True
-        if index is not None and spec.get("array_job_id") == job_id and spec.get("array_index") == index:
-            return True
-    return False
 
 
 def _order(job: dict[str, Any]) -> tuple[str, bool, int]:
@@ -224,7 +207,7 @@ def listed(given: dict[str, Any]) -> list[dict[str, Any]]:
                                    user=next(iter(users)) if users is not None and len(users) == 1 else None,
                                    states=None if finished or states is None else states)
         if ids is not None:
-            jobs = [job for job in jobs if _matches(job, ids)]
+            jobs = [job for job in jobs if words.named(job, ids)]
             if not jobs and not connection.job_maps([job_id for job_id, _ in ids], brief=True):
                 raise SlurmError("slurm_load_jobs error: Invalid job id specified", whole=True) from None
     names = set(given["name"].split(",")) if "name" in given else None

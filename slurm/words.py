@@ -74,6 +74,26 @@ def job_id(job: dict[str, Any]) -> str:
     return str(job["job_id"]) if array_job is None else f"{array_job}_{spec['array_index']}"
 
 
+def dependency(job: dict[str, Any]) -> str:
+    """What it waits for, as Slurm writes it (``afterok:12,afterany:13``); ``(null)`` for nothing."""
+    spec = job["spec"]
+    parts = [f"afterok:{job_id}" for job_id in spec.get("after_ok") or ()]
+    parts += [f"afterany:{job_id}" for job_id in spec.get("after_any") or ()]
+    return ",".join(parts) or "(null)"
+
+
+def named(job: dict[str, Any], ids: list[tuple[int, set[int] | None]]) -> bool:
+    """Whether ``job`` is one the ids name: each a job's id (an array's job: all of the array), or an array's
+    job with the indices of it asked for."""
+    spec = job["spec"]
+    for job_id, indices in ids:
+        if indices is None and job_id in (job["job_id"], spec.get("array_job_id")):
+            return True
+        if indices is not None and spec.get("array_job_id") == job_id and spec.get("array_index") in indices:
+            return True
+    return False
+
+
 def array_pending(job: dict[str, Any]) -> str:
     """A pending array's waiting indices as squeue shows them, with its throttle: ``3-5%2``."""
     limit = job["spec"].get("array_limit")
