@@ -41,7 +41,16 @@ from gangsched.protocol.messages import (
     Submit,
     Submitted,
 )
-from gangsched.protocol.records import UNSERVED_HINTS, Hold, JobInfo, JobSpec, JobState, MpiKind, PartitionInfo
+from gangsched.protocol.records import (
+    UNSERVED_HINTS,
+    Hold,
+    JobInfo,
+    JobSpec,
+    JobState,
+    MpiKind,
+    PartitionInfo,
+    StepInfo,
+)
 from gangsched.protocol.sizes import readable
 
 log = logging.getLogger("gangsched.master")
@@ -294,9 +303,9 @@ class ClientRequests:
         hidden = viewer is not None and viewer != "root" and self._private_details
         if not hidden and not query.brief:
             return infos
-        return [info.model_copy(update={"spec": private(info.spec) if hidden and info.spec.user != viewer
-                                        else brief(info.spec) if query.brief else info.spec})
-                for info in infos]
+        return [info.model_copy(update={"spec": private(info.spec), "steps": private_steps(info.steps)})
+                if hidden and info.spec.user != viewer else info.model_copy(update={"spec": brief(info.spec)})
+                if query.brief else info for info in infos]
 
     def query_nodes(self, now: Now) -> NodeList:
         jobs_by_node: dict[str, list[int]] = {}
@@ -345,6 +354,11 @@ def private(spec: JobSpec) -> JobSpec:
     limits, not its command, batch script, environment or working folder (a secret in an exported variable,
     a path)."""
     return spec.model_copy(update={"argv": [HIDDEN], "env": {}, "cwd": None, "script": None})
+
+
+def private_steps(steps: list[StepInfo]) -> list[StepInfo]:
+    """Another user's steps, without the names of their commands (``private``)."""
+    return [step.model_copy(update={"name": HIDDEN}) for step in steps]
 
 
 def brief(spec: JobSpec) -> JobSpec:

@@ -89,7 +89,7 @@ class Endings:
 
     def step_failed(self, job: Job, step_id: int, rank: int, reason: str, exit_code: int | None, now: Now) -> None:
         """A task of a step other than the first failed: the step ends, its other tasks killed; the job goes on."""
-        job.ranks_gone(step_id, {rank}, exit_code)
+        job.ranks_gone(step_id, {rank}, exit_code, now.wall)
         step = job.steps[step_id]
         log.info("job %d step %d ends: %s", job.job_id, step_id, reason)
         for node in sorted({step.node_of(other, job.node_names) for other in step.live_ranks}):
@@ -104,7 +104,8 @@ class Endings:
     def ranks_gone(self, job: Job, step_id: int, ranks: set[int], ending: tuple[JobState, str] | None, now: Now,
                    exit_code: int | None = None) -> None:
         """Tasks of step ``step_id`` of ``job`` exited or were lost; ``ending`` says if that ends the job."""
-        job.ranks_gone(step_id, ranks, exit_code if ending is not None else None)
+        job.ranks_gone(step_id, ranks, exit_code if ending is not None else None, now.wall,
+                       None if ending is None else ending[0])
         if ending is not None:
             self.decide_end(job, *ending, now)
         self._gone(job, step_id, ranks, now)

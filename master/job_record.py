@@ -172,14 +172,16 @@ class Job:
             self.node_names, self.processors = [], []
             self.steps.pop(0, None)
 
-    def step_started(self, spec: StepSpec, barrier_port: int | None, rendezvous_port: int | None) -> Step | None:
-        """A step starts in its allocation (its ``slots`` checked against it): the step, numbered after the
-        last; None if the job cannot take one (it is ending or moving)."""
+    def step_started(self, spec: StepSpec, barrier_port: int | None, rendezvous_port: int | None,
+                     wall: float) -> Step | None:
+        """A step starts in its allocation (its ``slots`` checked against it) at ``wall``: the step, numbered after
+        the last; None if the job cannot take one (it is ending or moving)."""
         if not self._may("step started", self.state is JobState.RUNNING and self.ending is None
                          and self.migration is None and 0 in self.steps):
             return None
         slots = list(range(len(self.node_names))) if spec.slots is None else spec.slots
-        step = Step(self.next_step_id, slots, set(range(len(slots))), spec, barrier_port, rendezvous_port)
+        step = Step(self.next_step_id, slots, set(range(len(slots))), spec, barrier_port, rendezvous_port,
+                    start_time=wall)
         self.steps[step.step_id] = step
         return step
 
@@ -278,13 +280,14 @@ class Job:
         self.migration = None
         return True
 
-    def ranks_gone(self, step_id: int, ranks: set[int], exit_code: int | None) -> None:
-        """Tasks of a step exited or were lost; ``exit_code``: the one its end reports, if this ends it (the
-        job, for step 0; the step, for another)."""
+    def ranks_gone(self, step_id: int, ranks: set[int], exit_code: int | None, wall: float,
+                   ending: JobState | None = None) -> None:
+        """Tasks of a step exited or were lost at ``wall``; ``exit_code``: the one its end reports, if this ends
+        it (the job, for step 0; the step, for another); ``ending``: how the job ends, if this ends it."""
         step = self.steps.get(step_id)
         if self._may("ranks gone", self.state is JobState.RUNNING and step is not None):
             assert step is not None
-            step.ranks_gone(ranks, exit_code)
+            step.ranks_gone(ranks, exit_code, wall, self.ending or ending)
             if exit_code is not None and step_id == 0 and self.ending is None:
                 self.exit_code = exit_code
 
@@ -411,6 +414,7 @@ class Job:
         return (b1 - b0) / (t1 - t0) if t1 > t0 else None
 
     def info(self) -> JobInfo:
+        shown = self.ending if self.ending is not None and self.state is JobState.RUNNING else self.shown_state()
         return JobInfo(
             job_id=self.job_id,
             spec=self.spec,
@@ -436,4 +440,6 @@ class Job:
             max_rss=self.max_rss,
             preemptions=self.preemptions,
             hold=self.hold,
+            steps=[step.info(self.spec, self.node_names, shown, self.start_time, self.exit_code)
+                   for step in self.steps.values()] if self.steps else [],
         )

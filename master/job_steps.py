@@ -14,7 +14,7 @@ steps still running are ended with it. A task of another step that fails ends it
 from dataclasses import dataclass, field
 
 from gangsched.protocol.messages import PmiFence
-from gangsched.protocol.records import JobSpec, StepSpec
+from gangsched.protocol.records import JobSpec, JobState, StepInfo, StepSpec
 
 TaskId = tuple[int, int]  # (step, rank): a task of a job
 
@@ -30,13 +30,27 @@ class Step:
     exit_code: int | None = None  # why it ended, if a task of it failed (step 0's is the job's)
     cpu_ns: int = 0  # what its tasks used, as reported (the job's use is every step's)
     max_rss: int = 0  # bytes: the largest peak of any of its tasks so far
+    start_time: float | None = None  # Unix time (step 0 starts with its job: the job's)
+    end_time: float | None = None  # when its last task ended
+    state: JobState | None = None  # how it ended, once it has (step 0 ends as its job does)
     fences: dict[int, dict[str, PmiFence]] = field(default_factory=dict)  # PMI epoch -> node -> its fence
 
-    def ranks_gone(self, ranks: set[int], exit_code: int | None) -> None:
-        """Its ``ranks`` ended; ``exit_code``: why it ended, if one of them failed (the first failure is kept)."""
+    def ranks_gone(self, ranks: set[int], exit_code: int | None, wall: float, job_ending: JobState | None) -> None:
+        """Its ``ranks`` ended at ``wall``; ``exit_code``: why it ended, if one of them failed (the first failure
+        is kept); ``job_ending``: how its job ends, if that was decided (a step killed because its job ends ends
+        as the job does, or CANCELLED where the job completes, as Slurm's steps do)."""
         self.live_ranks -= ranks
         if exit_code is not None and self.exit_code is None:
             self.exit_code = exit_code
+        if self.live_ranks or self.end_time is not None:
+            return
+        self.end_time = wall
+        if self.exit_code == 0 or (self.exit_code is None and job_ending is None):
+            self.state = JobState.COMPLETED
+        elif job_ending is None:
+            self.state = JobState.FAILED
+        else:
+            self.state = JobState.CANCELLED if job_ending is JobState.COMPLETED else job_ending
 
     def measured(self, cpu_ns: int, memory_peak: int) -> None:
         self.cpu_ns += cpu_ns
@@ -59,6 +73,23 @@ class Step:
     def nodes(self, node_names: list[str]) -> list[str]:
         """Its nodes in the order of its ranks, once each."""
         return list(dict.fromkeys(node_names[slot] for slot in self.slots))
+
+    def info(self, job_spec: JobSpec, node_names: list[str], job_state: JobState, job_start: float | None,
+             job_exit: int | None) -> StepInfo:
+        """The step as a user reads it; step 0 (the job's own command, or its batch script) starts, ends and
+        exits as its job: ``job_state`` is how the job ends, or its state as shown."""
+        argv = job_spec.argv if self.spec is None else self.spec.argv
+        if self.live_ranks:
+            state = JobState.SUSPENDED if job_state is JobState.SUSPENDED else JobState.RUNNING
+        elif self.step_id == 0:
+            state = job_state if job_state.is_final else JobState.COMPLETED
+        else:
+            state = self.state or JobState.COMPLETED
+        return StepInfo(step_id=self.step_id, name=argv[0].rsplit("/", 1)[-1] or argv[0], state=state,
+                        tasks=len(self.slots), nodes=self.nodes(node_names),
+                        start_time=job_start if self.step_id == 0 else self.start_time, end_time=self.end_time,
+                        exit_code=job_exit if self.step_id == 0 else self.exit_code, cpu_s=self.cpu_ns / 1e9,
+                        max_rss=self.max_rss)
 
 
 def first_step(spec: JobSpec, tasks: int, barrier_port: int | None, rendezvous_port: int | None) -> Step:

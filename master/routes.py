@@ -73,7 +73,7 @@ def request_routes(core: MasterCore, lead: Lead, reconfigure: Callable[[Reconfig
         NodeHello: nodes.hello,
         Submit: lambda _, m, now: clients.submit(m, now),
         Cancel: lambda _, m, now: clients.cancel(m, now),
-        StartStep: lambda _, m, __: core.step_starts.start(m),
+        StartStep: lambda _, m, now: core.step_starts.start(m, now),
         JobQuery: lambda _, m, now: clients.query_jobs(m, now),
         JobCountQuery: lambda _, m, now: clients.count_jobs(now),
         NodeQuery: lambda _, m, now: clients.query_nodes(now),

@@ -379,6 +379,7 @@ def _steps_text(job: Job) -> str:
         "id": step.step_id, "slots": None if step.slots == every else step.slots, "live": sorted(step.live_ranks),
         "ports": [step.barrier_port, step.rendezvous_port], "exit": step.exit_code, "cpu_ns": step.cpu_ns,
         "max_rss": step.max_rss, "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
+        "start": step.start_time, "end": step.end_time, "state": None if step.state is None else step.state.value,
     } for step in job.steps.values()])
 
 
@@ -395,7 +396,9 @@ def _steps(text: str, tasks: int) -> dict[int, Step]:
         spec = each.get("spec")
         found[each["id"]] = Step(each["id"], slots, set(range(len(slots))) if live is None else set(live),
                                  None if spec is None else StepSpec.model_validate(spec), barrier_port,
-                                 rendezvous_port, each.get("exit"), each.get("cpu_ns", 0), each.get("max_rss", 0))
+                                 rendezvous_port, each.get("exit"), each.get("cpu_ns", 0), each.get("max_rss", 0),
+                                 each.get("start"), each.get("end"),
+                                 None if each.get("state") is None else JobState(each["state"]))
     return found
 
 

@@ -88,7 +88,7 @@ class Starts:
                                                  secrets.token_hex(16)), restore, run_now)
         return True
 
-    def start_step(self, job: Job, spec: StepSpec) -> Step | str:
+    def start_step(self, job: Job, spec: StepSpec, wall: float) -> Step | str:
         """Start ``spec`` as the running job's next step, its tasks sent to their nodes to run or wait as the
         switch in force says of the job: the step, or why it did not start (nothing of it was done)."""
         slots = range(len(job.node_names)) if spec.slots is None else spec.slots
@@ -98,7 +98,7 @@ class Starts:
         except NoFreePort as error:
             return f"could not start the step: {error}"
         ports = [port, None if rendezvous is None else rendezvous[1]]
-        step = job.step_started(spec, *ports)
+        step = job.step_started(spec, ports[0], ports[1], wall)
         if step is None:
             self._release(first, ports)
             return f"job {job.job_id} cannot start a step while it ends or moves"

@@ -1,6 +1,7 @@
 """Starting a step in a running job's allocation (``StartStep``): whose it is to ask, and whether the
 allocation has the tasks it names (master/job_steps.py says what a step is)."""
 
+from gangsched.master.clock import Now
 from gangsched.master.job_table import JobTable
 from gangsched.master.starting import Starts
 from gangsched.protocol.errors import ErrorCode
@@ -16,7 +17,7 @@ class StepStarts:
         self._table = table
         self._starts = starts
 
-    def start(self, message: StartStep) -> StepStarted | ErrorReply:
+    def start(self, message: StartStep, now: Now) -> StepStarted | ErrorReply:
         job = self._table.get(message.job_id)
         if job is None:
             return ErrorReply(code=ErrorCode.UNKNOWN_JOB, reason=f"no active job {message.job_id}")
@@ -34,7 +35,7 @@ class StepStarts:
         if len(job.steps) >= MAX_STEPS:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"job {job.job_id} ran {MAX_STEPS} steps, as many "
                               "as a job may")
-        started = self._starts.start_step(job, message.step)
+        started = self._starts.start_step(job, message.step, now.wall)
         if isinstance(started, str):
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=started)
         return StepStarted(job_id=job.job_id, step_id=started.step_id)

@@ -341,6 +341,22 @@ class Preemption(WireModel):
     end: float | None = None
 
 
+class StepInfo(WireModel):
+    """A step of a job as sacct shows it (master/job_steps.py): step 0 is the job's own command, or a batch job's
+    script (its batch step)."""
+
+    step_id: StepId
+    name: str  # its command's name, without its folder
+    state: JobState
+    tasks: int
+    nodes: list[str]  # in the order of its ranks, once each
+    start_time: float | None = None
+    end_time: float | None = None
+    exit_code: int | None = None  # its first failure's (step 0: the job's)
+    cpu_s: float = 0.0
+    max_rss: int = 0  # bytes: the largest peak of any of its tasks
+
+
 class JobInfo(WireModel):
     job_id: int
     spec: JobSpec
@@ -368,6 +384,7 @@ class JobInfo(WireModel):
     array_pending: str | None = None
     preemptions: list[Preemption] = []  # each suspension (by a job of a higher tier, or an administrator), in order
     hold: Hold | None = None  # a pending job held (gang hold, gang submit --hold): by whom
+    steps: list[StepInfo] = []  # what ran and runs in its allocation, by id
 
 
 class NodeReason(WireModel):

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 # each command and the module whose ``main`` it runs
-COMMANDS = {name: f"gangsched.slurm.{name}" for name in ("sbatch", "squeue", "scancel", "scontrol", "sinfo")}
+COMMANDS = {name: f"gangsched.slurm.{name}" for name in ("sbatch", "squeue", "scancel", "scontrol", "sinfo", "sacct")}
 MARK = "# gangsched's Slurm command"
 
 

@@ -25,6 +25,7 @@ from tests.helpers.accounts import made_accounts, unix_account
 from tests.helpers.clusters import Cluster, memory_groups, wait_until
 from tests.helpers.debian import DebianPackages
 from tests.helpers.driven_master import FakeClock
+from tests.helpers.slurm_commands import install_slurm_commands
 from tests.helpers.tiers import PROCESS_TIERS, no_process_started
 
 raise_illegal_transitions()  # a transition a job's life does not have fails the test that makes it
@@ -166,3 +167,9 @@ def database(postgres) -> Iterator[str]:
     yield postgres.url.replace("/postgres?", f"/{name}?")
     with psycopg.connect(postgres.url, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def slurm(tmp_path: Path) -> Path:
+    """A folder of Slurm's command names, as `gang slurm install` writes them."""
+    return install_slurm_commands(tmp_path / "bin")

@@ -28,10 +28,10 @@ def running_job() -> Job:
 def test_a_job_goes_from_pending_through_running_to_its_final_state():
     job = running_job()
     assert job.state is JobState.RUNNING and job.live_tasks() == {(0, 0), (0, 1)} and job.node_names == ["n1", "n2"]
-    job.ranks_gone(0, {1}, exit_code=3)
+    job.ranks_gone(0, {1}, exit_code=3, wall=1.0)
     assert job.end_decided(JobState.FAILED, "rank 1 exited with 3")
     assert not job.end_decided(JobState.CANCELLED, "too late"), "the first cause decides"
-    job.ranks_gone(0, {0}, exit_code=None)
+    job.ranks_gone(0, {0}, exit_code=None, wall=1.0)
     job.closing(JobState.FAILED)
     written = job.as_closed(JobState.FAILED, 1002.0)
     assert job.state is JobState.RUNNING, "the job is not changed until the store has its close"
@@ -43,7 +43,7 @@ def test_a_job_goes_from_pending_through_running_to_its_final_state():
 def test_a_requeue_is_a_new_pending_record_reset_in_one_place():
     job = running_job()
     job.end_decided(JobState.PENDING, "requeued by alice")
-    job.ranks_gone(0, {0, 1}, exit_code=None)
+    job.ranks_gone(0, {0, 1}, exit_code=None, wall=1.0)
     again = job.requeued(UtilizationPredictor())
     assert again is not job and job.state is JobState.RUNNING
     assert (again.state, again.requeues, again.node_names, again.steps, again.ending, again.start_time) == \
@@ -79,7 +79,7 @@ def test_an_illegal_transition_raises_in_tests(transition):
 def test_a_closed_job_takes_no_transition():
     job = running_job()
     job.end_decided(JobState.CANCELLED, "by alice")
-    job.ranks_gone(0, {0, 1}, None)
+    job.ranks_gone(0, {0, 1}, None, 1.0)
     job.closed(job.as_closed(JobState.CANCELLED, 1003.0))
     for transition in (lambda: job.end_decided(JobState.FAILED, "x"), lambda: job.closing(JobState.FAILED),
                        lambda: job.respecified(job.spec)):

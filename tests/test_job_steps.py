@@ -76,9 +76,16 @@ def test_a_failed_task_ends_its_step_and_the_job_goes_on_until_its_step_0_ends_t
     assert kills == [(n1, KillTask(job_id=job, reason=""))], "step 0's end ends the steps still running"
     (info,) = infos(core, [job])
     assert info.state is JobState.RUNNING, "it ends once their tasks have"
+    clock.now += 5
     core.task_ended(TaskExit(node=n1, job_id=job, step=2, rank=0, returncode=-15))
     (info,) = infos(core, [job])
     assert (info.state, info.exit_code) == (JobState.COMPLETED, 0), info.reason
+    steps = [(step.step_id, step.name, step.state, step.exit_code, step.tasks, step.nodes) for step in info.steps]
+    assert steps == [(0, "true", JobState.COMPLETED, 0, 2, [n1, n2]), (1, "a", JobState.FAILED, 3, 2, [n1, n2]),
+                     (2, "b", JobState.CANCELLED, -15, 1, [n1])], "a step killed as its job completes is cancelled"
+    assert info.steps[0].start_time == info.start_time and info.steps[2].end_time == clock.now
+    stored = SqliteStore(tmp_path / "jobs.db").get(job)
+    assert stored is not None and stored.info().steps == info.steps, "sacct reads the steps from the store"
 
 
 def test_a_step_is_refused_outside_its_allocation_and_to_anyone_but_its_owner(tmp_path, clock):

@@ -2,30 +2,14 @@
 in, as a tool runs them: Slurm's columns, state codes, one-word reasons, array ids, Key=Value records, and
 its words and statuses for what it refuses."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from gangsched.client.connection import login_name
 from gangsched.protocol.records import JobState
 from tests.helpers.clusters import wait_until
+from tests.helpers.slurm_commands import command, submitted
 
 pytestmark = pytest.mark.live
-
-
-@pytest.fixture
-def slurm(tmp_path):
-    folder = tmp_path / "bin"
-    subprocess.run([sys.executable, "-m", "gangsched.cli", "slurm", "install", str(folder)], check=True,
-                   capture_output=True)
-    return folder
-
-
-def command(cluster, folder, name: str, *arguments: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(folder / name), *arguments], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "GANG_MASTER": cluster.client.endpoint, "COLUMNS": "200"})
 
 
 def test_the_queue_and_its_jobs_as_slurm_s_commands_show_and_change_them(start_cluster, slurm, tmp_path):
@@ -33,9 +17,7 @@ def test_the_queue_and_its_jobs_as_slurm_s_commands_show_and_change_them(start_c
     user = login_name()
 
     def sbatch(*arguments: str) -> int:
-        done = command(cluster, slurm, "sbatch", "--parsable", *arguments, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-        return int(done.stdout.split()[0])
+        return submitted(cluster, slurm, *arguments, cwd=tmp_path)
 
     running = sbatch("-J", "wide", "-n", "3", "-t", "5", "--wrap", "sleep 60")
     held = sbatch("-J", "held", "-H", "--wrap", "true")

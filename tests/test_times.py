@@ -24,13 +24,17 @@ NOW = local(2026, 12, 2, 15, 20)
     ("midnight", local(2026, 12, 2)), ("today", local(2026, 12, 2)),
     ("noon", local(2026, 12, 2, 12)),
     ("tomorrow", local(2026, 12, 3)),
+    ("3:05PM", local(2026, 12, 2, 15, 5)), ("12:00am", local(2026, 12, 2)), ("fika", local(2026, 12, 2, 15)),
+    ("teatime", local(2026, 12, 2, 16)), ("0704", local(2026, 7, 4)), ("070425", local(2025, 7, 4)),
+    ("07/04", local(2026, 7, 4)), ("07/04/25-11:40", local(2025, 7, 4, 11, 40)),
+    ("07.04.25-11:40:30", local(2025, 7, 4, 11, 40, 30)),
 ])
 def test_a_time_slurm_reads_is_read_the_same(text, expected):
     assert parse_time(text, NOW) == expected
 
 
 @pytest.mark.parametrize("text", ["later", "now+", "now+5x", "now*2", "25:00", "9:61", "2026-13-01", "now+1m2",
-                                  "2026-01-02T03:04:05.x", "2026-01-02.5"])
+                                  "2026-01-02T03:04:05.x", "2026-01-02.5", "13/01", "07/32", "13:00pm", "07/04.25"])
 def test_a_time_slurm_would_not_read_is_refused_in_one_line(text):
     with pytest.raises(TimeError) as refused:
         parse_time(text, NOW)
