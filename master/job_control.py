@@ -55,6 +55,9 @@ class JobControls:
             job = self._table.get(job_id)
             if job is None:
                 return ErrorReply.nothing_changed(ErrorCode.UNKNOWN_JOB, f"no pending or running job {job_id}")
+            if user not in ("root", job.spec.user):
+                return ErrorReply.nothing_changed(ErrorCode.PERMISSION_DENIED, f"job {job_id} is {job.spec.user}'s: "
+                                                  f"only they and root may {action} it")
             refusal = _refusal(job, user, action, job_id in self._table.unadopted)
             if refusal is not None:
                 return ErrorReply.nothing_changed(ErrorCode.INVALID_SPEC, f"job {job_id} {refusal}")
@@ -95,8 +98,6 @@ class JobControls:
 
 def _refusal(job: Job, user: str, action: JobAction, unadopted: bool) -> str | None:
     """Why ``user`` may not act on ``job``, if so; ``unadopted``: restored running, its nodes not all back."""
-    if user not in ("root", job.spec.user):
-        return f"is {job.spec.user}'s: only they and root may {action} it"
     if job.ending is not None or (job.wait is not None and job.wait.kind is WaitKind.START_POSTPONED):
         return "is ending" if job.ending is not None else "is starting: try again in a moment"
     if unadopted:

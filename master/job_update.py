@@ -49,6 +49,9 @@ class JobUpdates:
             return ErrorReply.nothing_changed(ErrorCode.UNKNOWN_JOB, f"no pending or running job {message.job_id}: "
                                               "an ended job does not change")
         user, changes = message.user, message.changes()
+        if user not in ("root", job.spec.user):
+            return ErrorReply.nothing_changed(ErrorCode.PERMISSION_DENIED,
+                                              f"job is {job.spec.user}'s: only they and root may update it")
         refusal = _refusal(job.spec, job.state, user, changes)
         if job.ending is not None or job.job_id in self._table.unadopted:
             refusal = refusal or f"job {job.job_id} is ending or waits for its nodes: try again in a moment"
@@ -90,8 +93,6 @@ class JobUpdates:
 def _refusal(spec: JobSpec, state: JobState, user: str, changes: dict[str, object]) -> str | None:
     if not changes:
         return "nothing to update: give KEY=VALUE (TimeLimit, Name, Dependency, Partition, Priority)"
-    if user not in ("root", spec.user):
-        return f"job is {spec.user}'s: only they and root may update it"
     if "priority" in changes and user != "root":
         return "only root sets a job's priority"
     limit = changes.get("estimate_s")

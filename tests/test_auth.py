@@ -17,7 +17,7 @@ from gangsched.master.published import BoundEndpoints, bound_endpoints
 from gangsched.noded.relay import NodeRelay
 from gangsched.protocol.codec import encode
 from gangsched.protocol.messages import JobList, JobQuery, NodeHello, NodeWelcome, TaskExit
-from gangsched.protocol.records import JobSpec, JobState, PeerEndpoint, StepSpec
+from gangsched.protocol.records import Hold, JobSpec, JobState, PeerEndpoint, StepSpec
 from tests.helpers.accounts import unix_account
 from tests.helpers.clusters import wait_until
 
@@ -127,6 +127,42 @@ def test_another_users_job_shows_its_owner_and_shape_not_its_command_environment
             (info.spec.user, info.spec.tasks, info.spec.env, info.spec.argv, info.spec.cwd, info.spec.script) ==
             ("gangalice", 1, {}, ["(hidden)"], None, None) for info in shown), shown
         gangalice.cancel(job_id, "gangalice")
+
+
+@pytest.mark.live
+def test_slurm_s_commands_refuse_another_user_s_job_in_slurm_s_words(secured, slurm, tmp_path):
+    """gangbob, with his own key, aims Slurm's commands at gangalice's jobs: nothing of hers changes, and each
+    refusal is Slurm's line and status."""
+    endpoint, keys = secured.endpoint, secured.keys
+    secured.started.append(node(endpoint, keys, "trusted", tmp_path))
+    with MasterClient(endpoint, keys=keys, user="gangalice") as gangalice:
+        wait_until(lambda: gangalice.nodes(), 15, "the node")
+        running = gangalice.submit(spec("gangalice"))
+        (pending,) = gangalice.submit_jobs(spec("gangalice"), None, hold=True)
+        wait_until(lambda: gangalice.job(running).state is JobState.RUNNING, 15, "her job to start")
+        as_bob = {**os.environ, "GANG_MASTER": endpoint, "GANG_KEYS": str(keys), "LOGNAME": "gangbob"}
+
+        def bob(*command: str) -> tuple[int, str]:
+            done = subprocess.run([str(slurm / command[0]), *command[1:]], capture_output=True, text=True,
+                                  env=as_bob)
+            return done.returncode, done.stderr.strip()
+
+        assert bob("scancel", str(running)) == (
+            210, f"scancel: error: Kill job error on job id {running}: Access/permission denied")
+        assert bob("scancel", "-u", "gangalice") == (
+            210, f"scancel: error: Kill job error on job id {running}: Access/permission denied\n"
+                 f"scancel: error: Kill job error on job id {pending}: Access/permission denied")
+        for action, job_id in [("release", pending), ("hold", pending), ("update", pending), ("suspend", running),
+                               ("requeue", running)]:
+            words = [f"JobId={job_id}", "TimeLimit=1"] if action == "update" else [str(job_id)]
+            assert bob("scontrol", action, *words) == (1, f"Access/permission denied for job {job_id}"), action
+        assert bob("sacct", "-n", "-X", "-j", str(running)) == (0, ""), "sacct shows him his own jobs alone"
+        jobs = {job.job_id: job for job in gangalice.jobs([running, pending])}
+        assert (jobs[running].state, jobs[pending].state, jobs[pending].hold) == (JobState.RUNNING,
+                                                                                  JobState.PENDING, Hold.USER)
+        assert jobs[pending].spec.estimate_s == 86_400 and not jobs[running].preemptions, "the master's default limit"
+        gangalice.cancel(running, "gangalice")
+        gangalice.cancel(pending, "gangalice")
 
 
 @pytest.mark.live
