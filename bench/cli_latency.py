@@ -30,20 +30,23 @@ def command_latencies(master: str, runs: int) -> list[dict[str, Any]]:
     environment["GANG_MASTER"] = master
     runs_of = {FLOOR: [sys.executable, "-c", "pass"]}
     runs_of.update({f"gang {' '.join(arguments)}": [*_gang(), *arguments] for arguments in COMMANDS})
-    rows = []
-    for name, command in runs_of.items():
-        took = []
-        for run in range(runs + 1):
-            start = time.perf_counter()
-            result = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True)
-            if run:  # the first writes the bytecode
-                took.append((time.perf_counter() - start) * 1000)
-            if result.returncode != 0:
-                raise RuntimeError(f"{name} failed: {result.stderr.strip()}")
-        rows.append({"command": name, "runs": runs, "median_ms": round(statistics.median(took), 1),
-                     "min_ms": round(min(took), 1), "max_ms": round(max(took), 1)})
-    return rows
+    return [whole_process_ms(name, command, environment, runs) for name, command in runs_of.items()]
+
+
+def whole_process_ms(name: str, command: list[str], environment: dict[str, str], runs: int) -> dict[str, Any]:
+    """``command`` run ``runs`` times as a process of its own, after one untimed run (which writes its
+    bytecode): its median, fastest and slowest, in milliseconds. A run that fails raises ``RuntimeError``."""
+    took = []
+    for run in range(runs + 1):
+        start = time.perf_counter()
+        result = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+        if run:
+            took.append((time.perf_counter() - start) * 1000)
+        if result.returncode != 0:
+            raise RuntimeError(f"{name} failed: {result.stderr.strip()}")
+    return {"command": name, "runs": runs, "median_ms": round(statistics.median(took), 1),
+            "min_ms": round(min(took), 1), "max_ms": round(max(took), 1)}
 
 
 def parallel_submissions(master: str, clients: int, each: int) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from gangsched.cli.bench_failover import failover
 from gangsched.cli.bench_mpi import alone, startup
 from gangsched.cli.bench_operations import operations
 from gangsched.cli.bench_output import console, print_figures, print_rows, write_rows_csv
+from gangsched.cli.bench_slurm import slurm
 from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
@@ -36,6 +37,7 @@ bench.add_command(startup)
 bench.add_command(throughput)
 bench.add_command(operations)
 bench.add_command(failover)
+bench.add_command(slurm)
 
 
 @bench.command()

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
 
 _SPEC = re.compile(r"%(\.)?(\d*)(.)")
 # a column: its header, how a row gives its text, its width (None: as wide as the text), right-justified

@@ -52,7 +52,7 @@ def slurm() -> None:
 @slurm.command("install")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 def install_command(folder: Path) -> None:
-    """Install Slurm's command names (sbatch, squeue, scancel, scontrol, sinfo) into FOLDER, e.g. /usr/local/bin
+    """Install Slurm's command names (sbatch, squeue, scancel, scontrol, sinfo, sacct) into FOLDER, e.g. /usr/local/bin
     or ~/.local/bin; a file of the same name that is not gangsched's (a real Slurm's) is left as it is, and nothing
     is installed."""
     try:

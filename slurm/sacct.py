@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from gangsched.slurm import words
 from gangsched.slurm.command import SlurmError, master, nodes_named, options, run, users_named
 from gangsched.slurm.getopt import table
-from gangsched.slurm.sacct_fields import FIELDS, Step, Value, step_name
+from gangsched.slurm.sacct_fields import FIELDS, step_name
 
 DEFAULT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 BRIEF = "JobID,State,ExitCode"
@@ -41,9 +40,15 @@ FLAGS = table((
     (("-v", "--verbose"), False, "ignored"), (("-h", "--help"), False, "help"), (("--usage",), False, "help"),
     (("-V", "--version"), False, "version"),
 ))
-# a field to print: its name, its width (negative: left-justified), how it reads a row
-Column = tuple[str, int, Value | None]
-Row = tuple[dict[str, Any], Step]
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from gangsched.slurm.sacct_fields import Step, Value
+
+    # a field to print: its name, its width (negative: left-justified), how it reads a row
+    Column = tuple[str, int, Value | None]
+    Row = tuple[dict[str, Any], Step]
 
 
 def columns_of(text: str) -> list[Column]:

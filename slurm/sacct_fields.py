@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from gangsched.slurm import words
 
-Job = dict[str, Any]
-Step = dict[str, Any] | None  # None: the allocation's row
-Value = Callable[[Job, Step, float], str | None]
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    Job = dict[str, Any]
+    Step = dict[str, Any] | None  # None: the allocation's row
+    Value = Callable[[Job, Step, float], str | None]
+
 _CANCELLED_BY = re.compile(r"cancelled by (\S+)")
 _UNITS = "KMGTP"
 

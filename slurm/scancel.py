@@ -7,7 +7,6 @@ others are still cancelled. ``--signal`` and ``--batch`` are refused in one line
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from gangsched.client.connection import RequestRefused, login_name
 from gangsched.protocol.array_ranges import array_indices, parse_array
@@ -16,6 +15,10 @@ from gangsched.protocol.frames import pack
 from gangsched.slurm import words
 from gangsched.slurm.command import SlurmError, master, nodes_named, options, run, users_named
 from gangsched.slurm.getopt import table
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
 
 ACCESS_DENIED = 210  # ESLURM_ACCESS_DENIED (2002), as an exit status keeps it
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
 
 from gangsched.client.connection import RequestRefused, login_name
 from gangsched.protocol.durations import DurationError
@@ -17,6 +16,10 @@ from gangsched.protocol.frames import pack
 from gangsched.slurm import words
 from gangsched.slurm.command import SlurmError, master, options, run
 from gangsched.slurm.getopt import table
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
 
 USAGE = ("[<OPTION>] [<COMMAND>]\n  show job|partition|node|config|hostnames [NAME], "
          "hold|release|requeue|suspend|resume JOBID..., update JobId=N KEY=VALUE...")

@@ -7,7 +7,6 @@ taken, mixed when some are, as Slurm says of its cores; a gang scheduler's other
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from gangsched.protocol.durations import format_duration
 from gangsched.slurm import columns, words
@@ -15,6 +14,13 @@ from gangsched.slurm.columns import Column
 from gangsched.slurm.command import SlurmError, master, nodes_named, options, run
 from gangsched.slurm.getopt import table
 from gangsched.slurm.scontrol import MEGABYTE, node_state
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    Row = tuple[dict[str, Any], list[dict[str, Any]]]
+    Field = Callable[[Row], str]
 
 DEFAULT = "%9P %.5a %.10l %.6D %.6t %N"
 NODES = "%10N %.6D %.9P %6t "
@@ -35,8 +41,6 @@ FLAGS = table((
     (("-V", "--version"), False, "version"),
 ))
 # a row: a partition and the nodes of it alike in every column
-Row = tuple[dict[str, Any], list[dict[str, Any]]]
-Field = Callable[[Row], str]
 
 
 def short_state(node: dict[str, Any]) -> str:

@@ -7,13 +7,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
 
 from gangsched.protocol.durations import format_duration
 from gangsched.slurm import columns, words
 from gangsched.slurm.columns import Column
 from gangsched.slurm.command import SlurmError, master, nodes_named, options, run, users_named
 from gangsched.slurm.getopt import table
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    Field = Callable[[dict[str, Any], float], str]
 
 DEFAULT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
@@ -32,7 +37,6 @@ FLAGS = table((
     (("-v", "--verbose"), False, "ignored"), (("--help",), False, "help"), (("--usage",), False, "help"),
     (("-V", "--version"), False, "version"),
 ))
-Field = Callable[[dict[str, Any], float], str]
 
 
 def _limit(job: dict[str, Any], now: float) -> str:

@@ -5,10 +5,13 @@ them. Plain functions over the master's plain maps (JobInfo's fields), shared by
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.durations import format_duration
+
+TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
+if TYPE_CHECKING:
+    from typing import Any
 
 # each state of gangsched's (protocol/records.py JobState) as Slurm names it, and its short code
 STATES: dict[str, tuple[str, str]] = {
