@@ -23,7 +23,7 @@ from gangsched.master.user_limits import Admission
 from gangsched.policy.memory import MemoryBook
 from gangsched.policy.partitions import PartitionState
 from gangsched.policy.topology import Topology
-from gangsched.protocol.array_ranges import array_indices, array_size, compact
+from gangsched.protocol.array_ranges import array_indices, array_size, compact, span
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import JOBS_PER_REPLY
@@ -43,6 +43,7 @@ from gangsched.protocol.messages import (
 )
 from gangsched.protocol.records import (
     UNSERVED_HINTS,
+    ArraySpan,
     Hold,
     JobInfo,
     JobSpec,
@@ -100,10 +101,14 @@ class ClientRequests:
             if limited is not None:
                 return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"{limited}: nothing submitted")
         first = self._store.next_job_id()
-        specs = [spec] if message.array is None else [
-            spec.model_copy(update={"array_job_id": first, "array_index": index, "array_limit": message.array_limit})
-            for index in array_indices(message.array)
-        ]
+        if message.array is None:
+            specs = [spec]
+        else:
+            count, lowest, highest, step = span(message.array)
+            whole = ArraySpan(count=count, first=lowest, last=highest, step=step)
+            specs = [spec.model_copy(update={"array_job_id": first, "array_index": index,
+                                             "array_limit": message.array_limit, "array_span": whole})
+                     for index in array_indices(message.array)]
         hold = Hold.USER if message.hold else None
         jobs = [Job(job_id=first + offset, spec=each, state=JobState.PENDING, submit_time=now.wall,
                     predictor=self._table.predictor(), hold=hold) for offset, each in enumerate(specs)]
@@ -190,7 +195,7 @@ class ClientRequests:
     def _refusal(self, spec: JobSpec, matrix: Matrix, now: Now) -> ErrorReply | None:
         """Why a job can never run in the partition, if it cannot: wider than its nodes, or depending on
         what cannot be."""
-        if spec.array_job_id is not None or spec.array_index is not None:
+        if spec.array_job_id is not None or spec.array_index is not None or spec.array_span is not None:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason="a job's array fields are the master's to set")
         # while the nodes of a restarted master come back, a job waits for them instead
         if now.monotonic < self._table.rejoin_until:

@@ -66,6 +66,17 @@ def array_indices(ranges: Iterable[IndexRange]) -> Iterator[int]:
         yield from range(first, last + 1, step)
 
 
+def span(ranges: Iterable[IndexRange]) -> tuple[int, int, int, int]:
+    """An array's count of jobs, lowest and highest index, and the step between its indices, increasing (1
+    where they are not evenly spaced)."""
+    # each range as the indices it reaches, in order: the gaps between them and their steps, without listing
+    # millions of indices
+    parts = sorted((first, first + (last - first) // step * step, step) for first, last, step in ranges)
+    steps = {step for first, last, step in parts if last > first}
+    steps |= {later[0] - earlier[1] for earlier, later in zip(parts, parts[1:])}
+    return array_size(parts), parts[0][0], max(last for _, last, _ in parts), steps.pop() if len(steps) == 1 else 1
+
+
 def compact(indices: Iterable[int]) -> str:
     """Increasing indices as Slurm shows them: runs of consecutive ones as ``A-B`` (``5-9999,10002``)."""
     parts: list[str] = []

@@ -119,6 +119,17 @@ UNSERVED_HINTS = {MpiKind.PMIX: "the nodes load no OpenPMIx library: python -m g
                   "gang noded --pmix-library"}
 
 
+class ArraySpan(WireModel):
+    """The whole of the array a job belongs to, as its tasks see it (Slurm's SLURM_ARRAY_TASK_COUNT, _MIN, _MAX,
+    _STEP): its jobs, its lowest and highest index, and the step between its indices (1 where they are not
+    evenly spaced)."""
+
+    count: int = Field(ge=1)
+    first: int = Field(ge=0)
+    last: int = Field(ge=0)
+    step: int = Field(ge=1)
+
+
 class JobSpec(WireModel):
     """What a user submits: ``tasks`` copies of a command, one on each of that many processors.
 
@@ -154,6 +165,7 @@ class JobSpec(WireModel):
     array_job_id: int | None = None
     array_index: int | None = Field(default=None, ge=0)
     array_limit: int | None = Field(default=None, ge=1)  # at most this many of the array run at once (%N)
+    array_span: ArraySpan | None = None  # the whole array, set by the master with the two above
     # Slurm's -p: a partition, or several by comma (the first that takes the job); None: the default. The
     # master names the one it chose from then on
     partition: PartitionNames | None = None

@@ -71,6 +71,10 @@ def job_variables(job_id: int, spec: JobSpec, nodes: Sequence[str], per_node: Se
     if spec.array_job_id is not None and spec.array_index is not None:
         variables["SLURM_ARRAY_JOB_ID"] = str(spec.array_job_id)
         variables["SLURM_ARRAY_TASK_ID"] = str(spec.array_index)
+        whole = spec.array_span
+        if whole is not None:
+            variables["SLURM_ARRAY_TASK_COUNT"], variables["SLURM_ARRAY_TASK_MIN"] = str(whole.count), str(whole.first)
+            variables["SLURM_ARRAY_TASK_MAX"], variables["SLURM_ARRAY_TASK_STEP"] = str(whole.last), str(whole.step)
     if restarts:
         variables["SLURM_RESTART_COUNT"] = str(restarts)
     return variables

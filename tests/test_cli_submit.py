@@ -14,7 +14,7 @@ import pytest
 
 from gangsched.cli import job_script
 from gangsched.cli.listing import parse_time
-from gangsched.protocol.array_ranges import array_indices, array_size, compact, parse_array
+from gangsched.protocol.array_ranges import array_indices, array_size, compact, parse_array, span
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import JobSpec, JobState
 from tests.helpers.clusters import wait_until
@@ -61,6 +61,11 @@ def test_dependencies_and_arrays_parse_as_slurms():
         with pytest.raises(ValueError, match=why):
             parse_array(bad)
     assert compact([5, 6, 7, 9, 12, 13]) == "5-7,9,12-13"
+    # SLURM_ARRAY_TASK_COUNT, _MIN, _MAX, _STEP: the step where the indices are evenly spaced, else 1
+    for text, whole in (("0-15:4", (4, 0, 12, 4)), ("1,3,5-9:2", (5, 1, 9, 2)), ("7", (1, 7, 7, 1)),
+                        ("1,5-10:2", (4, 1, 9, 1)), ("9,0-6:3", (4, 0, 9, 3)),
+                        ("0-3999999", (4_000_000, 0, 3_999_999, 1))):
+        assert span(parse_array(text)[0]) == whole, text
 
 
 live = pytest.mark.live

@@ -12,7 +12,7 @@ from gangsched.master.placement import job_patterns
 from gangsched.noded.task_files import write_script
 from gangsched.protocol.client_messages import Submit
 from gangsched.protocol.messages import LaunchTask
-from gangsched.protocol.records import JobSpec
+from gangsched.protocol.records import ArraySpan, JobSpec
 from gangsched.protocol.slurm_environment import counts_text, slurm_step
 from gangsched.slurm.sbatch import FATAL, SbatchError, exported, read_options, request_of
 from tests.helpers.driven_master import driven_master
@@ -153,6 +153,24 @@ def test_a_batch_job_runs_its_script_once_on_its_first_processor_with_slurm_s_va
     }, "the batch step has no step id, as Slurm's"
     assert task.env["HOME"] == "/home/a", "the submitter's environment"
     assert info.live_tasks() == {(0, 0)}
+
+
+def test_each_job_of_an_array_knows_the_whole_array_as_slurm_s_do(tmp_path, clock):
+    from gangsched.master.sqlite_store import SqliteStore
+
+    core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    hello(core, "n1")
+    hello(core, "n2")
+    _, _, spec = requested(tmp_path)
+    first = core.clients.submit(Submit(spec=spec, array=[(1, 9, 4)])).job_id
+    arrays = {launch.task.env["SLURM_ARRAY_TASK_ID"]: {name: value for name, value in launch.task.env.items()
+                                                        if name.startswith("SLURM_ARRAY")}
+              for _, launch in sent(core, LaunchTask)}
+    assert arrays["5"] == {"SLURM_ARRAY_JOB_ID": str(first), "SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "3",
+                           "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "9", "SLURM_ARRAY_TASK_STEP": "4"}
+    forged = core.clients.submit(Submit(spec=spec.model_copy(update={"array_span": ArraySpan(count=1, first=0,
+                                                                                               last=0, step=1)})))
+    assert "the master's to set" in forged.reason
 
 
 def test_a_batch_step_s_script_is_written_new_whatever_was_planted_at_its_name(tmp_path):
