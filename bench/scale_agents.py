@@ -101,6 +101,9 @@ class EmulatedTask:
     def checkpoint(self) -> None:
         self._exit()
 
+    def deliver(self, signal_number: int, whole: bool) -> None:
+        """An emulated task has no process to take a signal."""
+
     def close_pmi(self) -> None:
         pass
 

@@ -27,13 +27,13 @@ def slurm(runs: int, arrays: int, slurm_conf: Path | None, slurm_arrays: int, cs
     a fresh local cluster of 4 nodes of 2 processors, beside a real Slurm's."""
     from gangsched.bench.slurm_commands import ARRAY, Peer, array_rate, held_listing, latencies
     from gangsched.deploy.local import temporary_cluster
-    from gangsched.slurm.install import install
 
     peer = None if slurm_conf is None else Peer(slurm_conf)
     config = ClusterConfig(nodes=4, processors_per_node=2, quantum_ms=100)
     with temporary_cluster(config) as client, tempfile.TemporaryDirectory(prefix="gang-bench-") as folder:
         ours = Path(folder) / "bin"
-        install(ours)
+        subprocess.run([sys.executable, "-m", "gangsched.cli", "slurm", "install", str(ours)], check=True,
+                       capture_output=True)
         environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
         environment["GANG_MASTER"] = client.endpoint
 

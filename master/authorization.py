@@ -40,6 +40,7 @@ from gangsched.protocol.messages import (
     ReservationUpdate,
     SetLimits,
     SetUser,
+    SignalJob,
     StartStep,
     StatsQuery,
     Submit,
@@ -91,7 +92,7 @@ def as_sender(message: Message, user: str | None) -> Message:
         return message
     if isinstance(message, Submit):
         return message.model_copy(update={"spec": message.spec.model_copy(update={"user": user})})
-    if isinstance(message, (Cancel, JobControl, JobUpdate, StartStep)):
+    if isinstance(message, (Cancel, JobControl, JobUpdate, SignalJob, StartStep)):
         return message.model_copy(update={"user": user})
     if isinstance(message, JobQuery):
         return message.model_copy(update={"viewer": user})

@@ -35,6 +35,7 @@ from gangsched.master.decisions import Decisions
 from gangsched.master.ending import Endings
 from gangsched.master.job_control import JobControls
 from gangsched.master.job_record import Job
+from gangsched.master.job_signals import JobSignals
 from gangsched.master.job_table import JobTable
 from gangsched.master.job_update import JobUpdates
 from gangsched.master.matrices import Matrices, Matrix
@@ -116,6 +117,7 @@ class MasterCore:
         self.queues = Queues()
         self.admission = Admission(store.user_limits())
         self.broadcast = Broadcast(settings, self.outbox)
+        self.job_signals = JobSignals(self.table, self.outbox)
         self.starts = Starts(settings, store, self._nodes, self.table, self.queues, self.store_retry, self.outbox,
                              self.broadcast, io_key)
         self.migrations = Migrations(self.queues, self.outbox)
@@ -153,7 +155,7 @@ class MasterCore:
         self.queues.add(partition.name, queue)
         rotation = SlotRotation(settings, scheduler, partition.name)
         decisions = Decisions(settings, partition.name, self.table, queue, self.starts, self.migrations,
-                              self.endings, rotation)
+                              self.endings, rotation, self.job_signals)
         return Matrix(partition, settings, queue, decisions, rotation, now.monotonic)
 
     def _restore(self, now: Now) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
 from gangsched.master.job_record import Job
+from gangsched.master.job_signals import JobSignals
 from gangsched.master.job_table import JobTable
 from gangsched.master.migrations import Migrations
 from gangsched.master.pending import PendingQueue
@@ -32,7 +33,7 @@ log = logging.getLogger("gangsched.master")
 
 class Decisions:
     def __init__(self, settings: MasterSettings, partition: str, table: JobTable, queue: PendingQueue, starts: Starts,
-                 migrations: Migrations, endings: Endings, rotation: SlotRotation) -> None:
+                 migrations: Migrations, endings: Endings, rotation: SlotRotation, signals: JobSignals) -> None:
         self._settings = settings
         self._partition = partition
         self._table = table
@@ -41,6 +42,7 @@ class Decisions:
         self._migrations = migrations
         self._endings = endings
         self._rotation = rotation
+        self._signals = signals
         self._last_tick: float | None = None
         # why each waiting job waits, worked out in job order as far as asked since the last settle
         # (``explain_waiting``; None: from the first waiting job at the next ask); nothing yet to explain
@@ -62,6 +64,8 @@ class Decisions:
                 continue  # a suspended job's time does not count against its limit
             self._table.charge(job.spec.user, job.ran(elapsed))
             limit = self._table.time_limit(job)
+            if job.ending is None and job.limit_near(limit):
+                self._signals.before_limit(job)
             if job.ending is None and job.ran_s > limit + self._settings.over_time_s:
                 self._endings.decide_end(job, JobState.TIMEOUT, f"ran {job.ran_s:.1f} s, its time limit is {limit:g} s",
                                          now)

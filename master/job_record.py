@@ -86,6 +86,7 @@ class Job:
     wait: Wait | None = None  # why it waits, while pending
     ending: JobState | None = None  # the final state decided while tasks still exit
     ran_s: float = 0.0  # in the quanta it ran in: what its estimate limits
+    limit_signalled: bool = False  # its --signal was sent, its time limit that near
     migration: Migration | None = None
     migration_s: list[float] = field(default_factory=list)
     util_pct: float | None = None
@@ -213,6 +214,15 @@ class Job:
         cpu_ns, self.cpu_charged_ns = self.cpu_ns - self.cpu_charged_ns, self.cpu_ns
         return Use(processor_s=elapsed_s * spec.tasks, cpu_s=cpu_ns / 1e9, memory_byte_s=elapsed_s * memory)
 
+    def limit_near(self, limit_s: float) -> bool:
+        """Whether its ``--signal`` is due now, its time limit ``limit_s`` near enough: True once."""
+        warning = self.spec.signal
+        if warning is None or self.limit_signalled or self.ran_s < limit_s - warning.seconds:
+            return False
+        if self._may("limit near", self.state is JobState.RUNNING):
+            self.limit_signalled = True
+        return self.limit_signalled
+
     def cpu_uncharged(self) -> Use:
         """The CPU time its nodes reported since its user was last charged (a task exited: it may be its last)."""
         cpu_ns, self.cpu_charged_ns = self.cpu_ns - self.cpu_charged_ns, self.cpu_ns
@@ -322,7 +332,7 @@ class Job:
             return self
         return dataclasses.replace(
             self, state=JobState.PENDING, ending=None, requeues=self.requeues + 1, node_names=[], processors=[],
-            start_time=None, util_pct=None, quantum_utils={}, ran_s=0.0,
+            start_time=None, util_pct=None, quantum_utils={}, ran_s=0.0, limit_signalled=False,
             barriers=0, progress_history=None, predictor=predictor,
             reason="", wait=Wait(WaitKind.REQUEUED, self.reason), steps={})
 

@@ -53,6 +53,7 @@ from gangsched.protocol.messages import (
     PmixModexRequest,
     QuantumAccount,
     QuantumReport,
+    SignalTask,
     SlotSwitch,
     TaskExit,
 )
@@ -124,6 +125,7 @@ class NodeCore:
             LaunchTask: self._launch,
             KillTask: self._kill,
             CheckpointTask: self._checkpoint,
+            SignalTask: self._deliver,
             ExitAck: self._exit_acknowledged,
             PmiFenceDone: self._fence_done,
             PmixModexRequest: lambda message, _: self.orders.append(orders.ToProcessManager(message)),
@@ -367,6 +369,12 @@ class NodeCore:
                      message.reason)
         for key in keys:
             self.end(key, now)
+
+    def _deliver(self, message: SignalTask, now: float) -> None:
+        keys = [key for key, task in self.tasks.items() if key.job_id == message.job_id and not task.ending
+                and (message.steps is None or key.step in message.steps)]
+        log.info("signal %d to job %d: %s", message.signal, message.job_id, ", ".join(map(str, keys)) or "no task")
+        self.orders.extend(orders.Deliver(key, message.signal, message.whole) for key in keys)
 
     def _checkpoint(self, message: CheckpointTask, now: float) -> None:
         for key, task in self.tasks.items():

@@ -25,6 +25,7 @@ from gangsched.noded.orders import (
     CatchNewProcesses,
     CheckDescheduled,
     Checkpoint,
+    Deliver,
     Kill,
     Launch,
     Order,
@@ -120,6 +121,8 @@ class TaskExecutor:
                 self.tasks[key].kill()
             case Checkpoint(key):
                 self.tasks[key].checkpoint()
+            case Deliver(key, number, whole):
+                self.tasks[key].deliver(number, whole)
             case CatchNewProcesses(key, attempts):
                 task = self.tasks[key]
                 for _ in range(attempts):

@@ -34,6 +34,15 @@ class Checkpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Deliver:
+    """A user's signal to the task: to every process of it (``whole``) or to its first alone."""
+
+    key: TaskKey
+    signal: int
+    whole: bool
+
+
+@dataclass(frozen=True, slots=True)
 class CatchNewProcesses:
     """Take in the processes a stopped task started since the last look, up to ``attempts`` looks while
     each finds new ones; ``StillForking`` says if the last one did."""
@@ -91,5 +100,5 @@ class ToProcessManager:
     message: ProcessManagerMessage
 
 
-Order = (Launch | Terminate | Kill | Checkpoint | CatchNewProcesses | ReapStrays | ReadMemory | CheckDescheduled
-         | Connect | UseMaster | ToProcessManager)
+Order = (Launch | Terminate | Kill | Checkpoint | Deliver | CatchNewProcesses | ReapStrays | ReadMemory
+         | CheckDescheduled | Connect | UseMaster | ToProcessManager)

@@ -85,6 +85,14 @@ class TaskGroup(ABC):
         self._signal_known(sig)
         self._signal_known(signal.SIGCONT)
 
+    def deliver(self, sig: signal.Signals) -> None:
+        """A user's signal to every process of the task, left stopped or frozen as it is: a descheduled task
+        takes it when its turn comes (the stop and continue the switches send are not this)."""
+        self.take_in_new_processes()
+        self._signal_whole(sig)
+        for pidfd in self._members.values():
+            _send(pidfd, sig)
+
     @abstractmethod
     def kill(self) -> None: ...
 

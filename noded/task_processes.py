@@ -157,6 +157,17 @@ class Task:
             return
         self.resume()
 
+    def deliver(self, signal_number: int, whole: bool) -> None:
+        """A user's signal (scancel --signal): to every process of the task (``whole``), or to its first alone
+        (a batch script's shell); a descheduled task takes it when it runs again."""
+        if whole:
+            self.group.deliver(signal.Signals(signal_number))
+            return
+        try:
+            os.kill(self.pid, signal_number)
+        except ProcessLookupError:
+            pass
+
     def close_pmi(self) -> None:
         if self.pmi is not None:
             self.pmi.close()

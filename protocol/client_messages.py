@@ -67,6 +67,25 @@ class Cancel(WireModel):
     user: str
 
 
+class SignalJob(WireModel):
+    """Send a running job's tasks a signal (scancel --signal): by default every step's but a batch job's batch
+    step; ``batch``: its batch step's first process alone (the script's shell); ``full``: every step's, the
+    batch step's whole too."""
+
+    type: Literal["signal_job"] = "signal_job"
+    job_id: int
+    user: str
+    signal: int = Field(ge=1, le=64)
+    batch: bool = False
+    full: bool = False
+
+
+class Signalled(WireModel):
+    type: Literal["signalled"] = "signalled"
+    job_id: int
+    nodes: list[str]  # those its signal went to
+
+
 class Cancelled(WireModel):
     type: Literal["cancelled"] = "cancelled"
     job_id: int

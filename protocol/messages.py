@@ -63,6 +63,8 @@ from gangsched.protocol.client_messages import (
     Reconfigure,
     Reconfigured,
     SetUser,
+    SignalJob,
+    Signalled,
     StatsQuery,
     Submit,
     Submitted,
@@ -94,6 +96,7 @@ from gangsched.protocol.node_messages import (
     PmixModexRequest,
     QuantumAccount,
     QuantumReport,
+    SignalTask,
     SlotSwitch,
     TaskExit,
 )
@@ -138,6 +141,9 @@ __all__ = [
     "JobList",
     "JobQuery",
     "KillTask",
+    "SignalTask",
+    "SignalJob",
+    "Signalled",
     "LaunchTask",
     "JobCount",
     "JobCountQuery",
@@ -178,6 +184,7 @@ Message = Annotated[
     | Heartbeat
     | LaunchTask
     | KillTask
+    | SignalTask
     | CheckpointTask
     | PmiFence
     | PmiFenceDone
@@ -192,6 +199,8 @@ Message = Annotated[
     | Submitted
     | Cancel
     | Cancelled
+    | SignalJob
+    | Signalled
     | JobQuery
     | JobList
     | JobCountQuery

@@ -110,6 +110,17 @@ class KillTask(FromLeader):
     step: StepId | None = None  # None: every step of the job
 
 
+class SignalTask(FromLeader):
+    """Send a job's tasks here a signal (scancel --signal): those of ``steps`` (None: every step), each to its
+    every process (``whole``) or to its first alone; a descheduled task takes it when it runs again."""
+
+    type: Literal["signal_task"] = "signal_task"
+    job_id: int
+    signal: int = Field(ge=1, le=64)
+    steps: list[StepId] | None = None
+    whole: bool = True
+
+
 class CheckpointTask(FromLeader):
     """Migrate: let the tasks of the job's first step run to their next barrier, where each saves its state
     and exits (the master ends its other steps first)."""

@@ -130,6 +130,15 @@ class ArraySpan(WireModel):
     step: int = Field(ge=1)
 
 
+class LimitSignal(WireModel):
+    """sbatch's ``--signal=[B:]SIG[@SECONDS]``: the signal a job's tasks get that many seconds before its time
+    limit (of the time it ran), its batch script's shell alone if ``batch``."""
+
+    number: int = Field(ge=1, le=64)
+    seconds: int = Field(default=60, ge=0, le=65_535)
+    batch: bool = False
+
+
 class JobSpec(WireModel):
     """What a user submits: ``tasks`` copies of a command, one on each of that many processors.
 
@@ -184,6 +193,7 @@ class JobSpec(WireModel):
     submit_dir: PathText | None = None  # where it was submitted from (SLURM_SUBMIT_DIR); None: ``cwd``
     # options that only label a job or ask for mail (sbatch's --account, --qos, --comment, ...), by Slurm's name
     labels: dict[LabelName, LabelText] = Field(default={}, max_length=MAX_LABELS)
+    signal: LimitSignal | None = None  # sbatch's --signal: a warning signal before the time limit
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":

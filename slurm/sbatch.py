@@ -120,6 +120,7 @@ def spec_of(options: dict[str, Any], text: str, name: str, arguments: list[str],
         "after_ok": after_ok, "after_any": after_any, "partition": options.get("partition"),
         "reservation": options.get("reservation"), "umask": umask, "script": text,
         "submit_host": os.uname().nodename, "submit_dir": cwd, "labels": options.get("labels", {}),
+        "signal": options.get("signal"),
     }
 
 
@@ -137,6 +138,21 @@ def exported(text: str, environment: dict[str, str]) -> dict[str, str]:
         elif key in environment:
             passed[key] = environment[key]
     return {key: value for key, value in passed.items() if key.isidentifier() and key.isascii()}
+
+
+def limit_signal(text: str) -> dict[str, Any]:
+    """``--signal=[B:]SIG[@SECONDS]`` (60 seconds where none is given) as ``JobSpec.signal``'s map; ``R:``
+    (a reservation's end) is refused: gangsched's reservations end no job."""
+    from gangsched.slurm.words import signal_number  # only with --signal: sbatch starts without it
+
+    batch, _, rest = text.rpartition(":")
+    number, _, seconds = rest.partition("@")
+    if batch not in ("", "B") or (seconds and not seconds.isdigit()) or int(seconds or 60) > 65_535:
+        raise SbatchError("Invalid --signal specification", FATAL)
+    try:
+        return {"number": signal_number(number), "seconds": int(seconds or 60), "batch": batch == "B"}
+    except ValueError:
+        raise SbatchError("Invalid --signal specification", FATAL) from None
 
 
 def checked(options: dict[str, Any]) -> dict[str, Any]:
@@ -165,6 +181,8 @@ def checked(options: dict[str, Any]) -> dict[str, Any]:
         if mode not in ("a", "append", "t", "truncate"):
             raise SbatchError("Invalid --open-mode specification", FATAL)
         values["open_mode"] = "append" if mode.startswith("a") else "truncate"
+    if "signal" in values:
+        values["signal"] = limit_signal(values["signal"])
     if "cpus_per_task" in values and values["cpus_per_task"] != "1":
         raise SbatchError(f"--cpus-per-task={values['cpus_per_task']}: a task of more than one processor is not "
                           "supported by gangsched yet (docs/slurm.md)")

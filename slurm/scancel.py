@@ -2,7 +2,8 @@
 job id for all of it), or every job that ``-n``, ``-u``/``--me``, ``-t``, ``-p`` and ``-w`` name together.
 As Slurm's, a job already ended or unknown is passed over quietly (said with ``-v``), another user's is
 refused (``Access/permission denied``, status 210, Slurm's ESLURM_ACCESS_DENIED as an exit status), and the
-others are still cancelled. ``--signal`` and ``--batch`` are refused in one line until jobs take signals."""
+others are still cancelled. ``-s/--signal`` sends a running job's tasks a signal instead: every step's but a
+batch job's batch step, ``-b`` the batch script's shell alone, ``-f`` every step's processes."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def asked(text: str) -> tuple[int, set[int] | None]:
     return int(job), set(array_indices(ranges))
 
 
+def signal_number(text: str) -> int:
+    try:
+        return words.signal_number(text)
+    except ValueError:
+        raise SlurmError(f"Invalid job signal: {text}") from None
+
+
 def _chosen(job: dict[str, Any], given: dict[str, Any], users: set[str] | None,
             states: set[str] | None, nodes: set[str] | None) -> bool:
     spec = job["spec"]
@@ -66,10 +74,9 @@ def _chosen(job: dict[str, Any], given: dict[str, Any], users: set[str] | None,
 
 def scancel(arguments: list[str]) -> int:
     given, operands = options("scancel", arguments, FLAGS, USAGE)
-    for key, flag in (("signal", "--signal"), ("batch", "--batch"), ("full", "--full"),
-                      ("interactive", "--interactive")):
-        if key in given:
-            raise SlurmError(f"{flag} is not supported by gangsched yet (docs/slurm.md)")
+    if "interactive" in given:
+        raise SlurmError("--interactive is not supported by gangsched yet (docs/slurm.md)")
+    number = signal_number(given["signal"]) if "signal" in given else None
     named = [asked(operand) for operand in operands]
     if not named and not any(key in given for key in _FILTERS):
         raise SlurmError("No job identification provided")
@@ -89,16 +96,21 @@ def scancel(arguments: list[str]) -> int:
                 if (not named or words.named(job, named)) and _chosen(job, given, users, states, nodes)]
         for job in jobs:
             if verbose:
-                print(f"scancel: Terminating job {words.job_id(job)}", file=sys.stderr)
+                print(f"scancel: {'Terminating' if number is None else f'Signal {number} to'} job "
+                      f"{words.job_id(job)}", file=sys.stderr)
+            request = {"type": "cancel", "job_id": job["job_id"], "user": me} if number is None else {
+                "type": "signal_job", "job_id": job["job_id"], "user": me, "signal": number,
+                "batch": bool(given.get("batch")), "full": bool(given.get("full"))}
             try:
-                connection.exchange(pack({"type": "cancel", "job_id": job["job_id"], "user": me}))
+                connection.exchange(pack(request))
             except RequestRefused as error:
                 if error.code is ErrorCode.PERMISSION_DENIED:
                     print(f"scancel: error: Kill job error on job id {words.job_id(job)}: Access/permission "
                           "denied", file=sys.stderr)
                     status = ACCESS_DENIED
-                elif verbose:
+                elif verbose or number is not None:  # a signal that reached no task is said, as Slurm says it
                     print(f"scancel: error: Kill job error on job id {words.job_id(job)}: {error}", file=sys.stderr)
+                    status = status or int(number is not None)
         if verbose:
             found = {job["job_id"] for job in jobs} | {job["spec"].get("array_job_id") for job in jobs}
             for job_id, _ in named:

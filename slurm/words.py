@@ -148,3 +148,18 @@ def node_count(job: dict[str, Any]) -> int:
         return len(set(names))
     spec = job["spec"]
     return int(spec.get("nodes") or 1)
+
+
+def signal_number(text: str) -> int:
+    """A signal by its number or its name, with or without ``SIG`` (``USR1``, ``SIGUSR1``, ``10``), as scancel
+    and sbatch read it; ValueError if it is none."""
+    import signal
+
+    name = text.upper()
+    try:
+        number = int(name) if name.isdigit() else int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+    except KeyError:
+        raise ValueError(text) from None
+    if not 1 <= number <= 64:
+        raise ValueError(text)
+    return number

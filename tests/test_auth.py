@@ -152,6 +152,8 @@ def test_slurm_s_commands_refuse_another_user_s_job_in_slurm_s_words(secured, sl
         assert bob("scancel", "-u", "gangalice") == (
             210, f"scancel: error: Kill job error on job id {running}: Access/permission denied\n"
                  f"scancel: error: Kill job error on job id {pending}: Access/permission denied")
+        assert bob("scancel", "--signal=KILL", str(running)) == (
+            210, f"scancel: error: Kill job error on job id {running}: Access/permission denied")
         for action, job_id in [("release", pending), ("hold", pending), ("update", pending), ("suspend", running),
                                ("requeue", running)]:
             words = [f"JobId={job_id}", "TimeLimit=1"] if action == "update" else [str(job_id)]

@@ -65,6 +65,9 @@ from gangsched.protocol.messages import (
     Reconfigure,
     Reconfigured,
     SetUser,
+    SignalJob,
+    Signalled,
+    SignalTask,
     SlotSwitch,
     StatsQuery,
     Submit,
@@ -155,6 +158,7 @@ MESSAGES = [
         )
     ),
     KillTask(job_id=1, reason="cancelled"),
+    SignalTask(job_id=1, signal=10, steps=[1, 2], whole=False),
     CheckpointTask(job_id=1),
     PmiFence(node="n1", job_id=1, epoch=0, kvs={"-allgather-1-0": "segments=9"}),
     PmiFenceDone(job_id=1, epoch=0, kvs={"-allgather-1-0": "segments=9", "-allgather-1-1": "segments=9"}),
@@ -169,6 +173,8 @@ MESSAGES = [
     Submitted(job_id=3, count=2),
     Cancel(job_id=3, user="u"),
     Cancelled(job_id=3, state=JobState.CANCELLED),
+    SignalJob(job_id=3, user="alice", signal=12, batch=True),
+    Signalled(job_id=3, nodes=["n1"]),
     JobQuery(job_ids=[1, 2], include_finished=True),
     JobQuery(include_finished=True, ended_after=1.5e9, after_id=7),
     JobList(

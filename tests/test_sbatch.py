@@ -11,7 +11,7 @@ import pytest
 from gangsched.master.placement import job_patterns
 from gangsched.noded.task_files import write_script
 from gangsched.protocol.client_messages import Submit
-from gangsched.protocol.messages import LaunchTask
+from gangsched.protocol.messages import Heartbeat, LaunchTask, SignalTask
 from gangsched.protocol.records import ArraySpan, JobSpec
 from gangsched.protocol.slurm_environment import counts_text, slurm_step
 from gangsched.slurm.sbatch import FATAL, SbatchError, exported, read_options, request_of
@@ -171,6 +171,31 @@ def test_each_job_of_an_array_knows_the_whole_array_as_slurm_s_do(tmp_path, cloc
     forged = core.clients.submit(Submit(spec=spec.model_copy(update={"array_span": ArraySpan(count=1, first=0,
                                                                                                last=0, step=1)})))
     assert "the master's to set" in forged.reason
+
+
+def test_signal_before_the_time_limit_goes_once_to_what_it_names(tmp_path, clock):
+    from gangsched.master.sqlite_store import SqliteStore
+
+    _, _, spec = requested(tmp_path, "--signal=B:USR1@60", "-t", "2")
+    assert spec.signal is not None and (spec.signal.number, spec.signal.seconds, spec.signal.batch) == (10, 60, True)
+    assert requested(tmp_path, "--signal=12")[2].signal.model_dump() == {"number": 12, "seconds": 60, "batch": False}
+    for bad in ("R:USR1", "NOPE", "USR1@x", "USR1@70000", "99"):
+        assert refusal(tmp_path, f"--signal={bad}") == ("sbatch: error: Invalid --signal specification", FATAL), bad
+    core = driven_master(SETTINGS, ENDPOINTS, SqliteStore(tmp_path / "jobs.db"), clock)
+    hello(core, "n1")
+    hello(core, "n2")
+    job = core.clients.submit(Submit(spec=spec)).job_id
+    (first, _), = sent(core, LaunchTask)
+    signals = []
+    for _ in range(1300):  # two minutes of quanta of 100 ms: the job runs alone, in every one
+        clock.now += 0.1
+        for node in ("n1", "n2"):
+            core.node_reports.heartbeat(Heartbeat(node=node))
+        core.tick()
+        signals += [(node, message, core.table.jobs[job].ran_s) for node, message in sent(core, SignalTask)]
+    assert [(node, message.signal, message.steps, message.whole) for node, message, _ in signals] == [
+        (first, 10, [0], False)], "once, to the batch script's shell alone"
+    assert 60 <= signals[0][2] < 60.5, "60 s before the limit of the time it ran"
 
 
 def test_a_batch_step_s_script_is_written_new_whatever_was_planted_at_its_name(tmp_path):
