@@ -45,8 +45,8 @@ def latencies(ours: Path, environment: dict[str, str], peer: Peer | None, runs: 
     rows = [whole_process_ms("python -I -S -c pass", [sys.executable, "-I", "-S", "-c", "pass"], environment, runs),
             whole_process_ms("gang submit -n 1 -- true", [str(Path(sys.executable).with_name("gang")), "submit",
                                                           "-n", "1", "--", "true"], environment, runs)]
-    commands = [("sbatch --wrap=true", ["sbatch", "-o", "/dev/null", "--wrap=true"]), ("squeue -j JOB", ["squeue", "-j", "{job}"]),
-                ("sacct -X -j JOB", ["sacct", "-X", "-j", "{job}"])]
+    commands = [("sbatch --wrap=true", ["sbatch", "-o", "/dev/null", "--wrap=true"]),
+                ("squeue -j JOB", ["squeue", "-j", "{job}"]), ("sacct -X -j JOB", ["sacct", "-X", "-j", "{job}"])]
     for name, command in commands:
         rows.append(whole_process_ms(f"gangsched {name}", [str(ours / command[0]),
                                                            *[word.format(job=job_id) for word in command[1:]]],

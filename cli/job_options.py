@@ -44,11 +44,14 @@ def _synthetic(name: str, kind: str, default: object, text: str) -> JobOption:
 
 OPTIONS: tuple[JobOption, ...] = (
     JobOption("tasks", ("-n", "--ntasks"), ("-n", "--ntasks"), "count",
-              "tasks, one per processor [-N x --ntasks-per-node, or -N, or 1]", quick=True),
+              "tasks, each on --cpus-per-task processors [-N x --ntasks-per-node, or -N, or 1]", quick=True),
     JobOption("nodes", ("-N", "--nodes"), ("-N", "--nodes"), "count",
               "spread the tasks over exactly this many nodes [as few as they fit on]"),
     JobOption("tasks_per_node", ("--ntasks-per-node",), ("--ntasks-per-node",), "count",
               "at most this many tasks on each node"),
+    JobOption("cpus_per_task", ("-c", "--cpus-per-task"), ("-c", "--cpus-per-task"), "count",
+              "processors of each task, all on one node: the matrix, memory per cpu and its accounting count "
+              "them all [1]", quick=True),
     JobOption("mem_per_node", ("--mem",), ("--mem",), "size",
               "memory on each node the job runs on, e.g. 300M or 2G (K, M, G, T; M if none), like sbatch's; its "
               "tasks there share it [the master's --default-mem-per-cpu per task]", unit="megabytes", metavar="SIZE"),

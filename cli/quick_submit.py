@@ -121,7 +121,8 @@ def converted(options: dict[str, Any]) -> dict[str, Any]:
 def spec_of(options: dict[str, Any], command: list[str], user: str, cwd: str, umask: int) -> dict[str, Any]:
     """The job's ``JobSpec`` as a plain map, from the options ``parse`` read (and their values converted)."""
     return {"name": options.get("name") or os.path.basename(command[0]), "user": user,
-            "tasks": options.get("tasks", 1), "argv": command, "env": {}, "estimate_s": options.get("estimate"),
+            "tasks": options.get("tasks", 1), "cpus_per_task": options.get("cpus_per_task", 1), "argv": command,
+            "env": {}, "estimate_s": options.get("estimate"),
             "output": options.get("output"), "error": options.get("error"), "partition": options.get("partition"),
             "reservation": options.get("reservation"),
             "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else cwd, "umask": umask}

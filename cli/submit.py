@@ -167,6 +167,7 @@ def job_spec(options: dict[str, Any], command: tuple[str, ...], here: str, user:
             tasks=options["tasks"] or (nodes or 1) * (tasks_per_node or 1),
             nodes=nodes,
             tasks_per_node=tasks_per_node,
+            cpus_per_task=options["cpus_per_task"] or 1,
             mem_per_node=options["mem_per_node"],
             mem_per_cpu=options["mem_per_cpu"],
             mpi=MpiKind(options["mpi"]) if options["mpi"] else None,

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gangsched.master.accounts import Use
-from gangsched.master.job_steps import Step, TaskId, first_step
+from gangsched.master.job_steps import Step, TaskId, first_step, task_slots
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Processor
 from gangsched.policy.predictor import UtilizationPredictor
@@ -180,7 +180,7 @@ class Job:
         if not self._may("step started", self.state is JobState.RUNNING and self.ending is None
                          and self.migration is None and 0 in self.steps):
             return None
-        slots = list(range(len(self.node_names))) if spec.slots is None else spec.slots
+        slots = task_slots(self.spec, len(self.node_names), spec.slots)
         step = Step(self.next_step_id, slots, set(range(len(slots))), spec, barrier_port, rendezvous_port,
                     start_time=wall)
         self.steps[step.step_id] = step
@@ -212,7 +212,7 @@ class Job:
         # its nodes counted only where memory is per node: this runs for every job at every boundary
         memory = spec.memory_on(len(set(self.node_names)) if spec.mem_per_node else 0)
         cpu_ns, self.cpu_charged_ns = self.cpu_ns - self.cpu_charged_ns, self.cpu_ns
-        return Use(processor_s=elapsed_s * spec.tasks, cpu_s=cpu_ns / 1e9, memory_byte_s=elapsed_s * memory)
+        return Use(processor_s=elapsed_s * spec.processors, cpu_s=cpu_ns / 1e9, memory_byte_s=elapsed_s * memory)
 
     def limit_near(self, limit_s: float) -> bool:
         """Whether its ``--signal`` is due now, its time limit ``limit_s`` near enough: True once."""

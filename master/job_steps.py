@@ -22,7 +22,8 @@ TaskId = tuple[int, int]  # (step, rank): a task of a job
 @dataclass(slots=True)
 class Step:
     step_id: int
-    slots: list[int]  # its rank r runs on the allocation's rank slots[r]
+    # its rank r runs on the allocation's processors from slots[r] on: one, or its job's cpus_per_task (-c)
+    slots: list[int]
     live_ranks: set[int]  # stored, so that a master that restarts expects no hello to bring an ended rank
     spec: StepSpec | None = None  # what it runs; None: the job's own command (step 0)
     barrier_port: int | None = None
@@ -92,8 +93,15 @@ class Step:
                         max_rss=self.max_rss)
 
 
-def first_step(spec: JobSpec, tasks: int, barrier_port: int | None, rendezvous_port: int | None) -> Step:
-    """Step 0: the job's own command, on every task of its allocation; a batch job's script (sbatch) on its
-    first alone, the batch step."""
-    ranks = 1 if spec.script is not None else tasks
-    return Step(0, list(range(ranks)), set(range(ranks)), None, barrier_port, rendezvous_port)
+def task_slots(spec: JobSpec, processors: int, tasks: list[int] | None = None) -> list[int]:
+    """Where tasks of the allocation of ``processors`` begin: the first of each one's processors (a task of
+    ``-c N`` holds N from there, on one node); ``tasks``: some of the allocation's tasks, in order, else all."""
+    every = range(0, processors, spec.cpus_per_task)
+    return list(every) if tasks is None else [every[task] for task in tasks]
+
+
+def first_step(spec: JobSpec, processors: int, barrier_port: int | None, rendezvous_port: int | None) -> Step:
+    """Step 0: the job's own command, on every task of its allocation of ``processors``; a batch job's
+    script (sbatch) on its first alone, the batch step."""
+    slots = task_slots(spec, processors, [0] if spec.script is not None else None)
+    return Step(0, slots, set(range(len(slots))), None, barrier_port, rendezvous_port)

@@ -95,9 +95,10 @@ class JobTable:
         return PolicyJob(
             job_id=job.job_id,
             submit=now.monotonic_of(job.submit_time),
-            procs=spec.tasks,
+            procs=spec.processors,
             nodes=spec.nodes,
             tasks_per_node=spec.tasks_per_node,
+            cpus_per_task=spec.cpus_per_task,
             estimate=self.time_limit(job),
             user_priority=spec.priority,
             political_priority=self.account(spec.user).priority_for_policy,

@@ -45,7 +45,7 @@ class NodeReports:
         if not self._nodes.seen(report.node, now.monotonic):
             return self._registration.say_hello(report.node)
         node = self._nodes.get(report.node)
-        share = node.cpu_share / node.processors if node else 1.0  # each task is measured against one processor
+        share = node.cpu_share / node.processors if node else 1.0  # what one processor of the node has
         for account in report.accounts:
             self._broadcast.switch_log.reported(account)
             for sample in account.samples:
@@ -57,7 +57,7 @@ class NodeReports:
                 if sample.step:  # the policy's utilization and progress are its first step's
                     continue
                 if sample.runnable_ns > 0:
-                    job.add_utilization(account.quantum, _utilization(sample, share))
+                    job.add_utilization(account.quantum, _utilization(sample, share, job.spec.cpus_per_task))
                 if sample.rank == 0:
                     job.record_progress(now.monotonic, now.wall, sample.progress)
                     self._migrations.progressed(job, sample.progress, now)
@@ -75,8 +75,9 @@ class NodeReports:
         return self._registration.hello_if_owed(report.node)
 
 
-def _utilization(sample: TaskSample, share: float) -> float:
-    """What a task wanted of its processor in a quantum, in percent of its CPU ``share`` (at most 100).
+def _utilization(sample: TaskSample, share: float, processors: int) -> float:
+    """What a task wanted of its ``processors`` in a quantum, in percent of their CPU, ``share`` each (at most
+    100).
 
     Its CPU time, and where its processor has a core of its own, the time it waited on a run queue
     for a core another process held: there that is the host's other processes taking what the task
@@ -84,4 +85,4 @@ def _utilization(sample: TaskSample, share: float) -> float:
     for each other's nodes by design, and only the CPU time counts.
     """
     wanted_ns = sample.cpu_ns + (sample.waited_ns if share >= 1.0 else 0)
-    return min(100.0, 100.0 * wanted_ns / (sample.runnable_ns * share))
+    return min(100.0, 100.0 * wanted_ns / (sample.runnable_ns * share * processors))

@@ -24,12 +24,13 @@ class Shape:
     procs: int
     nodes: int | None
     tasks_per_node: int | None
+    cpus_per_task: int
     memory: MemoryRequest
     estimate: float = 0.0  # the topologies it is measured against hold no reservation
 
     @classmethod
     def of(cls, spec: JobSpec) -> "Shape":
-        return cls(0, spec.tasks, spec.nodes, spec.tasks_per_node, memory_request(spec))
+        return cls(0, spec.processors, spec.nodes, spec.tasks_per_node, spec.cpus_per_task, memory_request(spec))
 
 
 def memory_request(spec: JobSpec) -> MemoryRequest:
@@ -37,7 +38,8 @@ def memory_request(spec: JobSpec) -> MemoryRequest:
 
 
 def describe_shape(spec: JobSpec, memory: bool = True) -> str:
-    words = f"{spec.tasks} processors"
+    words = f"{spec.tasks} processors" if spec.cpus_per_task == 1 else \
+        f"{spec.tasks} task{'s' if spec.tasks > 1 else ''} of {spec.cpus_per_task} processors"
     if spec.nodes is not None:
         words += f" on {spec.nodes} nodes"
     if spec.tasks_per_node is not None:
@@ -104,6 +106,7 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
     the switch in force says); ``cluster``: the name its Slurm variables give."""
     spec = job.spec
     processors = [Processor(job.node_names[slot], job.processors[slot]) for slot in step.slots]
+    grain = spec.cpus_per_task
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
     nodes = nodes_order if spec.mpi is MpiKind.PMIX else []
@@ -128,7 +131,7 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
             rank=rank,
             size=len(processors),
             user=spec.user,
-            processor=processor.number,
+            processors=job.processors[step.slots[rank]:step.slots[rank] + grain],
             block=ranks_per_node,
             nodes=nodes,
             mpi=spec.mpi or MpiKind.NONE,
@@ -156,9 +159,10 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
 
 
 def task_memory(spec: JobSpec, tasks_on_node: int) -> int | None:
-    """A task's share of its job's request: --mem-per-cpu, or --mem split between its tasks on the node."""
+    """A task's share of its job's request: --mem-per-cpu for each of its processors, or --mem split between
+    its tasks on the node."""
     if spec.mem_per_cpu is not None:
-        return spec.mem_per_cpu
+        return spec.mem_per_cpu * spec.cpus_per_task
     if spec.mem_per_node is not None:
         return max(1, spec.mem_per_node // tasks_on_node)
     return None

@@ -124,9 +124,9 @@ class ReservationBook:
             return f"user {spec.user} may not use reservation {spec.reservation}"
         matrix = self._matrices.named(spec.partition or "") or self._matrices.default
         processors = sum(self._nodes.processors(lambda node: node in booked.nodes and matrix.partition.holds(node)))
-        if spec.tasks > processors:
-            return f"needs {spec.tasks} processors, reservation {spec.reservation} has {processors} in partition " \
-                f"{matrix.name}"
+        if spec.processors > processors:
+            return f"needs {spec.processors} processors, reservation {spec.reservation} has {processors} in " \
+                f"partition {matrix.name}"
         return None
 
     def tick(self, now: Now) -> None:

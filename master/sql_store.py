@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from gangsched.master.accounts import Account, Use
 from gangsched.master.job_record import Job
-from gangsched.master.job_steps import Step
+from gangsched.master.job_steps import Step, task_slots
 from gangsched.master.nodes import NodeMark
 from gangsched.master.sql_schema import (
     ACCOUNT_UPSERT,
@@ -347,10 +347,10 @@ class SqlStore:
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, spec, state, reason, submit, start, end, nodes, processors, exit_code, requeues, barriers, cpu_ns, ran_s,
      migration_s, max_rss, launched_to, preemptions, hold, steps) = row
-    node_names = json.loads(nodes)
+    node_names, job_spec = json.loads(nodes), JobSpec.model_validate_json(spec)
     return Job(
         job_id=job_id,
-        spec=JobSpec.model_validate_json(spec),
+        spec=job_spec,
         state=JobState(state),
         reason=reason,
         submit_time=submit,
@@ -368,13 +368,13 @@ def _job(row: tuple[Any, ...]) -> Job:
         launched_to=json.loads(launched_to),
         preemptions=[Preemption.model_validate(each) for each in json.loads(preemptions)],
         hold=None if hold is None else Hold(hold),
-        steps=_steps(steps, len(node_names)),
+        steps=_steps(steps, task_slots(job_spec, len(node_names))),
     )
 
 
 def _steps_text(job: Job) -> str:
     """A job's steps as its row holds them (``slots`` null: every task of the allocation, as step 0's)."""
-    every = list(range(len(job.node_names)))
+    every = task_slots(job.spec, len(job.node_names))
     return json.dumps([{
         "id": step.step_id, "slots": None if step.slots == every else step.slots, "live": sorted(step.live_ranks),
         "ports": [step.barrier_port, step.rendezvous_port], "exit": step.exit_code, "cpu_ns": step.cpu_ns,
@@ -383,14 +383,14 @@ def _steps_text(job: Job) -> str:
     } for step in job.steps.values()])
 
 
-def _steps(text: str, tasks: int) -> dict[int, Step]:
-    """A job's steps from its row; a step whose ``live`` is null (migrated from a store before version 13)
-    has every rank left."""
-    found = {}
+def _steps(text: str, every: list[int]) -> dict[int, Step]:
+    """A job's steps from its row, ``every`` where its allocation's tasks begin (a step's ``slots`` null: on
+    all of them); a step whose ``live`` is null (migrated from a store before version 13) has every rank left."""
+    found, starts = {}, set(every)
     for each in json.loads(text):
-        slots = list(range(tasks)) if each.get("slots") is None else each["slots"]
-        if any(not 0 <= slot < tasks for slot in slots):
-            raise ValueError(f"step {each['id']} runs outside the job's {tasks} tasks: {slots}")
+        slots = every if each.get("slots") is None else each["slots"]
+        if any(slot not in starts for slot in slots):
+            raise ValueError(f"step {each['id']} runs outside the job's {len(every)} tasks: {slots}")
         live = each.get("live")
         barrier_port, rendezvous_port = each.get("ports") or (None, None)
         spec = each.get("spec")

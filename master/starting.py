@@ -15,7 +15,7 @@ from gangsched.master.broadcast import Broadcast
 from gangsched.master.clock import Now
 from gangsched.master.closing import StoreRetry
 from gangsched.master.job_record import Job
-from gangsched.master.job_steps import Step
+from gangsched.master.job_steps import Step, task_slots
 from gangsched.master.job_table import JobTable
 from gangsched.master.nodes import NodeRegistry
 from gangsched.master.pending import Queues
@@ -91,8 +91,7 @@ class Starts:
     def start_step(self, job: Job, spec: StepSpec, wall: float) -> Step | str:
         """Start ``spec`` as the running job's next step, its tasks sent to their nodes to run or wait as the
         switch in force says of the job: the step, or why it did not start (nothing of it was done)."""
-        slots = range(len(job.node_names)) if spec.slots is None else spec.slots
-        first = job.node_names[slots[0]]
+        first = job.node_names[task_slots(job.spec, len(job.node_names), spec.slots)[0]]
         try:
             address, bind, port, rendezvous = self._endpoints(job, job.next_step_id, first)
         except NoFreePort as error:

@@ -27,7 +27,7 @@ class StepStarts:
         if job.state is not JobState.RUNNING or job.ending is not None or 0 not in job.steps:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"job {job.job_id} is {job.shown_state()}: a step "
                               "starts in a running job's allocation")
-        tasks = len(job.node_names)
+        tasks = len(job.node_names) // job.spec.cpus_per_task
         outside = [slot for slot in message.step.slots or [] if slot >= tasks]
         if outside:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"job {job.job_id}'s allocation has tasks 0-"

@@ -60,8 +60,8 @@ class Admission:
             if limits is None:
                 continue
             where = "" if not key[1] else f" in partition {key[1]}"
-            if limits.max_cpus is not None and spec.tasks > limits.max_cpus:
-                return f"needs {spec.tasks} processors, user {spec.user}'s MaxCPUs{where} is {limits.max_cpus}"
+            if limits.max_cpus is not None and spec.processors > limits.max_cpus:
+                return f"needs {spec.processors} processors, user {spec.user}'s MaxCPUs{where} is {limits.max_cpus}"
             if limits.max_memory is not None and job_memory(spec) > limits.max_memory:
                 return f"needs {job_memory(spec)} bytes of memory, user {spec.user}'s MaxMemory{where} is " \
                     f"{limits.max_memory}"
@@ -97,7 +97,8 @@ class Admission:
         self._counted[job.job_id] = job
         for key in self._keys(job.spec):
             use = self._use.setdefault(key, _Use())
-            use.jobs, use.cpus, use.memory = use.jobs + 1, use.cpus + job.spec.tasks, use.memory + job_memory(job.spec)
+            use.jobs, use.cpus = use.jobs + 1, use.cpus + job.spec.processors
+            use.memory += job_memory(job.spec)
 
     def left(self, job: Job) -> list[Job]:
         """``job`` left its queue or ended: what it held is given back; the user's waiting jobs it lets in,
@@ -108,7 +109,7 @@ class Admission:
             return []
         for key in self._keys(counted.spec):
             use = self._use[key]
-            use.jobs, use.cpus, use.memory = use.jobs - 1, use.cpus - counted.spec.tasks, \
+            use.jobs, use.cpus, use.memory = use.jobs - 1, use.cpus - counted.spec.processors, \
                 use.memory - job_memory(counted.spec)
         return self._release(counted.spec.user)
 
@@ -131,7 +132,7 @@ class Admission:
             use = self._use.get(key, _Use())
             if limits.max_jobs is not None and use.jobs + 1 > limits.max_jobs:
                 return WaitKind.USER_JOBS
-            if limits.max_cpus is not None and use.cpus + spec.tasks > limits.max_cpus:
+            if limits.max_cpus is not None and use.cpus + spec.processors > limits.max_cpus:
                 return WaitKind.USER_CPUS
             if limits.max_memory is not None and use.memory + job_memory(spec) > limits.max_memory:
                 return WaitKind.USER_MEMORY

@@ -177,7 +177,7 @@ class TaskExecutor:
         """Start the task; beside the loop where the host's starts take long (``starting`` says which, and
         ``started`` ends it), else here and now."""
         spec = order.spec
-        cores = self._processor_cores[spec.processor % len(self._processor_cores)]
+        cores = self._cores_of(spec.processors)
         try:
             wiring = self.process_managers.prepare(spec)
         except Exception as error:
@@ -189,6 +189,16 @@ class TaskExecutor:
         else:
             self._beside.start(start)
             self.starting = (order, wiring)
+
+    def _cores_of(self, processors: list[int]) -> set[int] | None:
+        """The cores a task of these processors is pinned to (every one's); None: not pinned."""
+        cores: set[int] = set()
+        for processor in processors:
+            own = self._processor_cores[processor % len(self._processor_cores)]
+            if own is None:
+                return None
+            cores |= own
+        return cores
 
     def started(self, runnable: bool) -> None:
         """The start under way beside the loop is done: the task goes on, running or stopped as ``runnable``

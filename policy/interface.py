@@ -31,9 +31,10 @@ class Job(Protocol):
 
     job_id: int
     submit: float
-    procs: int  # tasks, one per processor
+    procs: int  # processors: its tasks, each of cpus_per_task processors
     nodes: int | None  # its tasks on exactly this many nodes (Slurm's -N); None: any
     tasks_per_node: int | None  # at most this many on each (--ntasks-per-node); None: any
+    cpus_per_task: int  # each task's processors, all on one node (Slurm's -c)
     estimate: float  # > 0: a job holds its processors for some time, or plans could double-book them
     user_priority: float  # Talby & Feitelson 1999's UP and PP; PP -1 marks a user over quota
     political_priority: float

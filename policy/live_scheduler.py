@@ -58,6 +58,7 @@ class PolicyJob:
     estimate: float
     nodes: int | None = None
     tasks_per_node: int | None = None
+    cpus_per_task: int = 1
     user_priority: float = 0.0
     political_priority: float = 0.0
     migratable: bool = False

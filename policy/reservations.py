@@ -33,7 +33,7 @@ class Reservations:
         self.held: dict[int, Reservation] = {}  # by job id
         self.roomier: set[Row] = set()  # rows whose profile gained room: where reservations may move up
         self._matrix, self._topology = matrix, topology
-        self._memory_plans: dict[tuple[MemoryRequest, int, int | None, int | None], float] = {}
+        self._memory_plans: dict[tuple[MemoryRequest, int, int | None, int | None, int], float] = {}
         self._memory_plans_version, self._memory_plans_at = -1, 0.0  # the book's version, the instant planned at
 
     def release(self, job: Job) -> Reservation | None:
@@ -76,7 +76,7 @@ class Reservations:
         if self._memory_plans_version != book.version or self._memory_plans_at != now:
             self._memory_plans.clear()
             self._memory_plans_version, self._memory_plans_at = book.version, now
-        key = (job.memory, job.procs, job.nodes, job.tasks_per_node)
+        key = (job.memory, job.procs, job.nodes, job.tasks_per_node, job.cpus_per_task)
         after = self._memory_plans.get(key)
         if after is None:
             memory = book.limit(job)

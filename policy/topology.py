@@ -6,8 +6,10 @@ nodes as possible, and ranks in column order are consecutive on each node:
 Slurm's block distribution. A job may also ask for its tasks on exactly
 ``nodes`` nodes and at most ``tasks_per_node`` on each (Slurm's ``-N`` and
 ``--ntasks-per-node``); then only a choice of whole nodes with enough free
-processors fits. Columns may be closed to new placements (a drained node's:
-its running jobs keep theirs, no job is placed or moved there), and closed
+processors fits. A task of several processors (Slurm's ``-c``) takes them all
+on one node: a job's columns on each node are a multiple of them. Columns
+may be closed to new placements (a drained node's: its running jobs keep
+theirs, no job is placed or moved there), and closed
 to some jobs for some time (a reservation's: policy/windows.py). The
 simulator's machines have one processor per node, where every shape is just
 a count. A topology may also declare each node's memory
@@ -24,9 +26,10 @@ from gangsched.policy.windows import Windows
 
 class Shaped(Protocol):
     job_id: int
-    procs: int  # tasks
+    procs: int  # processors: its tasks times cpus_per_task
     nodes: int | None  # exactly this many nodes
     tasks_per_node: int | None  # at most this many tasks on each
+    cpus_per_task: int  # each task's processors, all on one node
     estimate: float  # its time limit: what reservations judge it by (policy/windows.py)
 
 
@@ -72,23 +75,36 @@ class Topology:
             free = self.open_to(job, free)
         if free.bit_count() < job.procs:
             return None
-        counts = per_node_counts(job.procs, job.nodes, job.tasks_per_node)
+        grain = job.cpus_per_task
+        counts = per_node_counts(job.procs // grain, job.nodes, job.tasks_per_node)
         if counts is None:
-            return lowest_columns(free, job.procs)
+            return lowest_columns(free, job.procs) if grain == 1 else self._packed(free, job.procs, grain)
         # largest demand first, each to the lowest node that still holds it: a node that holds
         # a demand holds every smaller one, so this finds a placement whenever there is one
         chosen, used = 0, set()
         for count in counts:
             node = next((index for index, mask in enumerate(self.node_columns)
-                         if index not in used and (free & mask).bit_count() >= count), None)
+                         if index not in used and (free & mask).bit_count() >= count * grain), None)
             if node is None:
                 return None
             used.add(node)
-            chosen |= lowest_columns(free & self.node_columns[node], count)
+            chosen |= lowest_columns(free & self.node_columns[node], count * grain)
         return chosen
 
+    def _packed(self, free: int, procs: int, grain: int) -> int | None:
+        """``procs`` columns of ``free`` in whole tasks of ``grain`` each, node by node from the lowest."""
+        chosen, wanted = 0, procs
+        for mask in self.node_columns:
+            take = min(wanted, (free & mask).bit_count() // grain * grain)
+            if take:
+                chosen |= lowest_columns(free & mask, take)
+                wanted -= take
+                if not wanted:
+                    return chosen
+        return None
+
     def fits(self, free: int, job: Shaped) -> bool:
-        if job.nodes is None and job.tasks_per_node is None:  # a count: the simulator's every job
+        if job.nodes is None and job.tasks_per_node is None and job.cpus_per_task == 1:  # a count: the simulator's
             if self.closed or self.windows is not None:
                 free = self.open_to(job, free)
             return free.bit_count() >= job.procs

@@ -140,7 +140,7 @@ class LimitSignal(WireModel):
 
 
 class JobSpec(WireModel):
-    """What a user submits: ``tasks`` copies of a command, one on each of that many processors.
+    """What a user submits: ``tasks`` copies of a command, each on ``cpus_per_task`` processors of one node.
 
     ``nodes`` (Slurm's ``-N``) and ``tasks_per_node`` (``--ntasks-per-node``)
     constrain the placement: the tasks on exactly that many nodes, at most
@@ -152,6 +152,7 @@ class JobSpec(WireModel):
     tasks: int = Field(ge=1, le=100_000)
     nodes: int | None = Field(default=None, ge=1, le=100_000)
     tasks_per_node: int | None = Field(default=None, ge=1, le=4096)
+    cpus_per_task: int = Field(default=1, ge=1, le=4096)  # Slurm's -c: each task's processors, on one node
     # Slurm's --mem (bytes on each node it runs on) or --mem-per-cpu (bytes per task); neither: the
     # master's --default-mem-per-cpu, which it sets at submission (docs/memory.md)
     mem_per_node: int | None = Field(default=None, ge=1, le=LARGEST)
@@ -217,10 +218,15 @@ class JobSpec(WireModel):
             raise ValueError("--mem and --mem-per-cpu exclude each other: give one")
         return self
 
+    @property
+    def processors(self) -> int:
+        """What it holds of the matrix's columns: every task's processors."""
+        return self.tasks * self.cpus_per_task
+
     def memory_on(self, nodes: int) -> int:
-        """The bytes the job commits spread over ``nodes`` nodes: per task, or per node."""
+        """The bytes the job commits spread over ``nodes`` nodes: per processor, or per node."""
         if self.mem_per_cpu is not None:
-            return self.mem_per_cpu * self.tasks
+            return self.mem_per_cpu * self.processors
         return self.mem_per_node * nodes if self.mem_per_node else 0
 
 
@@ -299,7 +305,8 @@ class TaskSpec(WireModel):
     size: int  # its step's tasks
     user: UserName  # a root node daemon runs the task as this account
     step: StepId = 0  # the job's first step is 0: what ``gang submit`` runs
-    processor: int = 0  # which of the node's processors: its core, where it has one
+    # which of the node's processors it holds (their cores, where they have some): one, or its job's -c
+    processors: list[Annotated[int, Field(ge=0, le=4095)]] = Field(default=[0], min_length=1, max_length=4096)
     block: list[int] = []  # ranks per node of the job, in node order; [] is [size] on one node
     nodes: list[str] = []  # the job's nodes, in the same order (PMIx's node map)
     mpi: MpiKind = MpiKind.NONE

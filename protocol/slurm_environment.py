@@ -47,16 +47,16 @@ def job_variables(job_id: int, spec: JobSpec, nodes: Sequence[str], per_node: Se
     """The variables every task of the job finds: ``nodes`` its allocation's, in order, ``per_node`` its
     processors on each."""
     hostlist = _hostlist(tuple(nodes))
-    tasks_per_node = counts_text(per_node)
+    grain = spec.cpus_per_task
     variables = {
         "SLURM_JOB_ID": str(job_id), "SLURM_JOBID": str(job_id),
         "SLURM_JOB_NAME": spec.name,
         "SLURM_JOB_NODELIST": hostlist, "SLURM_NODELIST": hostlist,
         "SLURM_JOB_NUM_NODES": str(len(nodes)), "SLURM_NNODES": str(len(nodes)),
         "SLURM_NTASKS": str(spec.tasks), "SLURM_NPROCS": str(spec.tasks),
-        "SLURM_TASKS_PER_NODE": tasks_per_node,
-        "SLURM_JOB_CPUS_PER_NODE": tasks_per_node,
-        "SLURM_CPUS_PER_TASK": "1",
+        "SLURM_TASKS_PER_NODE": counts_text([count // grain for count in per_node]),
+        "SLURM_JOB_CPUS_PER_NODE": counts_text(per_node),
+        "SLURM_CPUS_PER_TASK": str(grain),
         "SLURM_JOB_PARTITION": partition,
         "SLURM_CLUSTER_NAME": cluster,
         "SLURM_JOB_USER": spec.user,

@@ -17,6 +17,7 @@ class SimJob:
     migratable: bool = True
     nodes: int | None = None  # the simulated machines have one processor per node: no shapes
     tasks_per_node: int | None = None
+    cpus_per_task: int = 1
     utilization: float = 100.0  # % of its processors' CPU it uses running alone (sim/cpu.py): paired gang scheduling
     memory: MemoryRequest = NO_MEMORY  # per task (the SWF's requested memory, or a model's): S7
     startup_s: float = 0.0  # the first seconds of run_time: a CPU-bound start on a whole core (sim/quanta.py)

@@ -84,8 +84,8 @@ def _elapsed_s(job: Job, step: Step, now: float) -> float:
 
 def _cpus(job: Job, step: Step, now: float) -> str:
     if step is None:
-        return str(job["spec"]["tasks"] if job.get("node_names") or job["state"] == "pending" else 0)
-    return str(step["tasks"])
+        return str(words.cpus(job["spec"]) if job.get("node_names") or job["state"] == "pending" else 0)
+    return str(words.cpus(job["spec"], step["tasks"]))
 
 
 def _date(key: str) -> Value:
@@ -265,7 +265,7 @@ FIELDS: dict[str, tuple[int, Value | None]] = {
     "ReqCPUFreqGov": (13, None),
     "ReqCPUFreqMax": (13, None),
     "ReqCPUFreqMin": (13, None),
-    "ReqCPUS": (8, _allocation(lambda job: str(job["spec"]["tasks"]))),
+    "ReqCPUS": (8, _allocation(lambda job: str(words.cpus(job["spec"])))),
     "ReqGRES": (12, None),
     "ReqMem": (10, _memory),
     "ReqNodes": (8, _allocation(lambda job: str(job["spec"].get("nodes") or 1))),

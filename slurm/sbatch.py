@@ -21,6 +21,7 @@ from gangsched.cli.quick_submit import submitted
 from gangsched.client.connection import MasterConnection, MasterUnreachable, RequestRefused, login_name, submitter_umask
 from gangsched.daemon.curve import CurveError
 from gangsched.protocol.array_ranges import parse_array
+from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import pack
 from gangsched.protocol.sizes import parse_size
 from gangsched.slurm import getopt
@@ -110,6 +111,7 @@ def spec_of(options: dict[str, Any], text: str, name: str, arguments: list[str],
     return {
         "name": options.get("name") or os.path.basename(name), "user": user,
         "tasks": options.get("tasks") or (nodes or 1) * (per_node or 1), "nodes": nodes, "tasks_per_node": per_node,
+        "cpus_per_task": options.get("cpus_per_task", 1),
         "mem_per_node": options.get("mem_per_node"), "mem_per_cpu": options.get("mem_per_cpu"),
         "argv": [name, *arguments], "cwd": os.path.join(cwd, options["chdir"]) if "chdir" in options else cwd,
         "env": exported(options.get("export", "ALL"), environment), "whole_environment": True,
@@ -158,12 +160,13 @@ def limit_signal(text: str) -> dict[str, Any]:
 def checked(options: dict[str, Any]) -> dict[str, Any]:
     """The options' values read as the one table's rows (and sbatch's own) say; Slurm's message if not."""
     values = dict(options)
-    for key in ("tasks", "nodes", "tasks_per_node"):
+    for key in ("tasks", "nodes", "tasks_per_node", "cpus_per_task"):
         if key in values:
             try:
                 values[key] = _read(key, values[key])
             except ValueError:
-                long = {"tasks": "--ntasks", "nodes": "--nodes", "tasks_per_node": "--ntasks-per-node"}[key]
+                long = {"tasks": "--ntasks", "nodes": "--nodes", "tasks_per_node": "--ntasks-per-node",
+                        "cpus_per_task": "--cpus-per-task"}[key]
                 raise SbatchError(f'Invalid numeric value "{values[key]}" for {long}.') from None
     if "estimate" in values:
         try:
@@ -183,9 +186,6 @@ def checked(options: dict[str, Any]) -> dict[str, Any]:
         values["open_mode"] = "append" if mode.startswith("a") else "truncate"
     if "signal" in values:
         values["signal"] = limit_signal(values["signal"])
-    if "cpus_per_task" in values and values["cpus_per_task"] != "1":
-        raise SbatchError(f"--cpus-per-task={values['cpus_per_task']}: a task of more than one processor is not "
-                          "supported by gangsched yet (docs/slurm.md)")
     if "dependency" in values:
         try:
             dependency(values["dependency"])
@@ -254,11 +254,20 @@ def main(arguments: Sequence[str] | None = None) -> None:
         print(f"{error.prefix}{error.message}".rstrip(), file=sys.stderr if error.status else sys.stdout)
         raise SystemExit(error.status) from None
     except RequestRefused as error:
-        print(f"sbatch: error: Batch job submission failed: {error}", file=sys.stderr)
+        print(refusal(error), file=sys.stderr)
         raise SystemExit(1) from None
     except (NoMaster, MasterUnreachable, CurveError) as error:
         print(f"sbatch: error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def refusal(error: RequestRefused) -> str:
+    """The master's refusal as Slurm's sbatch says it: a job no node configuration can hold with Slurm's reason
+    for it, after gangsched's own line of what it needs."""
+    if error.code is ErrorCode.NEVER_FITS:
+        return f"sbatch: error: {error}\nsbatch: error: Batch job submission failed: Requested node configuration " \
+            "is not available"
+    return f"sbatch: error: Batch job submission failed: {error}"
 
 
 def _waited(master: MasterConnection, first: int, count: int) -> int:

@@ -19,7 +19,6 @@ SBATCH_ONLY: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--signal",), True, "signal"),
     (("-W", "--wait"), False, "wait"),
     (("--no-requeue",), False, "no_requeue"),
-    (("-c", "--cpus-per-task"), True, "cpus_per_task"),
     (("-h", "--help"), False, "help"),
     (("--usage",), False, "help"),
     (("-V", "--version"), False, "version"),

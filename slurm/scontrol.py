@@ -83,9 +83,9 @@ def job_record(job: dict[str, Any], now: float, oneliner: bool) -> str:
     if spec.get("array_job_id") is not None:
         first += [("ArrayJobId", str(spec["array_job_id"])), ("ArrayTaskId", str(spec["array_index"]))]
     nodes = words.node_list(job)
-    tasks = spec["tasks"]
-    memory = spec.get("mem_per_node") or (spec.get("mem_per_cpu") or 0) * tasks
-    tres = f"cpu={tasks},node={words.node_count(job)}" + (f",mem={memory // MEGABYTE}M" if memory else "")
+    tasks, cpus, per_task = spec["tasks"], words.cpus(spec), spec.get("cpus_per_task", 1)
+    memory = spec.get("mem_per_node") or (spec.get("mem_per_cpu") or 0) * cpus
+    tres = f"cpu={cpus},node={words.node_count(job)}" + (f",mem={memory // MEGABYTE}M" if memory else "")
     pairs = [
         first + [("JobName", spec["name"])],
         [("UserId", user), ("GroupId", group), ("MCS_label", "N/A")],
@@ -104,10 +104,10 @@ def job_record(job: dict[str, Any], now: float, oneliner: bool) -> str:
         [("ReqNodeList", "(null)"), ("ExcNodeList", "(null)")],
         [("NodeList", nodes or "(null)")],
         *([[("BatchHost", job["node_names"][0])]] if job.get("node_names") else []),
-        [("NumNodes", str(words.node_count(job))), ("NumCPUs", str(tasks)), ("NumTasks", str(tasks)),
-         ("CPUs/Task", "1")],
+        [("NumNodes", str(words.node_count(job))), ("NumCPUs", str(cpus)), ("NumTasks", str(tasks)),
+         ("CPUs/Task", str(per_task))],
         [("TRES", tres)],
-        [("MinCPUsNode", "1"), ("MinMemoryNode", f"{(spec.get('mem_per_node') or 0) // MEGABYTE}M"
+        [("MinCPUsNode", str(per_task)), ("MinMemoryNode", f"{(spec.get('mem_per_node') or 0) // MEGABYTE}M"
                                 if spec.get("mem_per_node") else "0"),
          ("MinTmpDiskNode", "0")],
         [("OverSubscribe", "NO" if spec.get("exclusive") else "OK"), ("Contiguous", "0"),

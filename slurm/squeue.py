@@ -109,7 +109,7 @@ CODES: dict[str, tuple[str, Field]] = {
     "l": ("TIME_LIMIT", _limit),
     "L": ("TIME_LEFT", _left),
     "D": ("NODES", lambda job, now: str(words.node_count(job))),
-    "C": ("CPUS", lambda job, now: str(job["spec"]["tasks"])),
+    "C": ("CPUS", lambda job, now: str(words.cpus(job["spec"]))),
     "R": ("NODELIST(REASON)", _nodes_or_reason),
     "r": ("REASON", lambda job, now: words.reason(job)),
     "N": ("NODELIST", lambda job, now: words.node_list(job)),
@@ -139,7 +139,7 @@ FIELDS = {
 }
 EXTRA_FIELDS: dict[str, tuple[str, Field]] = {
     "numtasks": ("TASKS", lambda job, now: str(job["spec"]["tasks"])),
-    "cpus-per-task": ("CPUS_PER_TASK", lambda job, now: "1"),
+    "cpus-per-task": ("CPUS_PER_TASK", lambda job, now: str(job["spec"].get("cpus_per_task", 1))),
     "stdout": ("STDOUT", lambda job, now: str(job["spec"].get("output") or "")),
     "stderr": ("STDERR", lambda job, now: str(job["spec"].get("error") or job["spec"].get("output") or "")),
     "exitcode": ("EXIT_CODE", lambda job, now: words.exit_code(job)),

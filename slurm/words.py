@@ -142,6 +142,11 @@ def node_list(job: dict[str, Any]) -> str:
     return collect_hostlist(names)
 
 
+def cpus(spec: dict[str, Any], tasks: int | None = None) -> int:
+    """The processors of ``tasks`` of the job (all of its tasks if None): each holds its -c of them."""
+    return int(spec["tasks"] if tasks is None else tasks) * int(spec.get("cpus_per_task", 1))
+
+
 def node_count(job: dict[str, Any]) -> int:
     names = job.get("node_names")
     if names:

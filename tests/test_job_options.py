@@ -14,7 +14,8 @@ from gangsched.protocol.records import JobSpec, MpiKind
 
 USER, CWD, UMASK = "alice", "/work", 0o027
 # a value for each option that is not a flag, as a user types it
-SAMPLES = {"tasks": "3", "nodes": "2", "tasks_per_node": "2", "mem_per_node": "300M", "mem_per_cpu": "100M",
+SAMPLES = {"tasks": "3", "nodes": "2", "tasks_per_node": "2", "cpus_per_task": "2", "mem_per_node": "300M",
+           "mem_per_cpu": "100M",
            "mpi": "pmi2", "partition": "debug,batch", "name": "x", "estimate": "1:30:00", "priority": "0.5",
            "output": "o-%j.%t", "error": "e-%j.%t", "exports": "A=1", "dependency": "afterok:3:4", "array": "1-9:2%2",
            "synthetic": "compute", "iterations": "5", "compute_ms": "2.5", "io_writes": "3", "io_bytes": "100",

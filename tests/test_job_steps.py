@@ -42,7 +42,7 @@ def test_a_second_step_runs_on_its_allocation_s_processors_and_follows_the_job_t
     (node, launch), = sent(core, LaunchTask)
     task = launch.task
     assert (task.step, task.rank, task.size, task.argv) == (1, 0, 1, ["hostname"])
-    assert (node, task.processor) == (core.table.jobs[job].node_names[1], first[node].processor), \
+    assert (node, task.processors) == (core.table.jobs[job].node_names[1], first[node].processors), \
         "the step's rank 0 runs on the allocation's task 1: its node and processor"
     assert task.barrier_addr != first[core.table.jobs[job].node_names[0]].barrier_addr, "a barrier of its own"
     other = submit(core, nodes=2)  # a second row: the rows take turns

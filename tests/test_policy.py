@@ -165,6 +165,37 @@ def test_nodes_and_tasks_per_node_shape_the_placement(policy):
         assert 3 not in starts
 
 
+@pytest.mark.parametrize("policy", ["gs", "bgs", "easy", "conservative", "slack"])
+def test_a_task_of_several_processors_has_them_all_on_one_node(policy):
+    live = scheduler(policy, nodes=["n1", "n2", "n3"], processors=2)
+    live.submit(job(1, 1), 0.0)  # takes n1:0: n1's one free processor holds no task of two
+    live.submit(PolicyJob(job_id=2, submit=0.0, procs=4, estimate=10.0, cpus_per_task=2), 0.0)
+    starts = live.schedule(0.0).starts
+    assert names({2: starts[2]})[2] == ["n2", "n2", "n3", "n3"]
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=6), st.integers(1, 3), st.integers(1, 6), st.data())
+def test_a_placement_of_tasks_of_several_processors_is_whole_tasks_on_each_node(free_counts, grain, tasks, data):
+    from gangsched.policy.topology import Topology
+
+    topology = Topology.of([4] * len(free_counts))
+    free = 0
+    for index, count in enumerate(free_counts):
+        free |= ((1 << count) - 1) << (4 * index)
+    shaped = PolicyJob(job_id=1, submit=0.0, procs=tasks * grain, estimate=1.0, cpus_per_task=grain,
+                       nodes=data.draw(st.sampled_from([None, 1, 2])) if tasks >= 2 else None)
+    chosen = topology.choose(free, shaped)
+    room = sum(count // grain for count in free_counts)
+    if shaped.nodes is None:
+        assert (chosen is not None) == (room >= tasks), "it fits exactly when whole tasks fit"
+    if chosen is not None:
+        assert chosen & ~free == 0 and chosen.bit_count() == tasks * grain
+        on_node = [(chosen & mask).bit_count() for mask in topology.node_columns]
+        assert all(count % grain == 0 for count in on_node), on_node
+        if shaped.nodes is not None:
+            assert sum(1 for count in on_node if count) == shaped.nodes
+
+
 def test_a_shape_the_nodes_up_can_never_hold_is_held():
     live = scheduler("gs", nodes=["n1", "n2"], processors=2)
     live.submit(job(1, 3, per_node=1), 0.0)  # three nodes needed

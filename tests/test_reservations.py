@@ -27,6 +27,7 @@ pytestmark = pytest.mark.usefixtures("alice_and_bob")  # the reservations name t
 class _Job:
     def __init__(self, job_id: int, procs: int, estimate: float) -> None:
         self.job_id, self.procs, self.estimate, self.nodes, self.tasks_per_node = job_id, procs, estimate, None, None
+        self.cpus_per_task = 1
 
 
 def test_a_window_holds_its_columns_against_jobs_that_would_still_run_when_it_opens():

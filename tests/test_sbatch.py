@@ -61,8 +61,8 @@ def test_flags_are_read_as_getopt_long_reads_them():
     (["--wait=5"], "sbatch: option '--wait' doesn't allow an argument\nTry \"sbatch --help\" for more information",
      FATAL),
     (["-w", "n1"], "sbatch: error: -w is not supported by gangsched yet (docs/slurm.md)", 1),
-    (["-c", "3"], "sbatch: error: --cpus-per-task=3: a task of more than one processor is not supported by "
-     "gangsched yet (docs/slurm.md)", 1),
+    (["-c", "0"], 'sbatch: error: Invalid numeric value "0" for --cpus-per-task.', 1),
+    (["-c", "abc"], 'sbatch: error: Invalid numeric value "abc" for --cpus-per-task.', 1),
     (["-d", "afternotok:3"], "sbatch: error: Invalid dependency specification: 'afternotok:3': a dependency is "
      "afterok:ID[:ID...] or afterany:ID[:ID...]", 1),
 ])

@@ -75,3 +75,18 @@ def test_a_bad_flag_is_refused_by_the_command_with_slurm_s_words_and_nothing_sub
     assert (refused.returncode, refused.stderr) == (
         255, "sbatch: unrecognized option '--bogus'\nTry \"sbatch --help\" for more information\n")
     assert cluster.client.jobs(include_finished=True) == []
+
+
+def test_a_task_of_two_processors_runs_on_both_and_one_of_three_is_refused(start_cluster, sbatch, tmp_path):
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    waited = run(cluster, sbatch, "--wait", "-c", "2", "-n", "2", "-o", "out.txt", "--wrap",
+                 "echo $SLURM_CPUS_PER_TASK $SLURM_NTASKS $SLURM_TASKS_PER_NODE $SLURM_JOB_CPUS_PER_NODE", cwd=tmp_path)
+    assert waited.returncode == 0, waited.stderr
+    assert (tmp_path / "out.txt").read_text() == "2 2 1(x2) 2(x2)\n"
+    job = cluster.client.job(int(waited.stdout.split()[-1]))
+    assert job.node_names == ["node1", "node1", "node2", "node2"], "each task holds a whole node's processors"
+    refused = run(cluster, sbatch, "-c", "3", "--wrap", "true", cwd=tmp_path)
+    assert (refused.returncode, refused.stderr) == (
+        1, "sbatch: error: needs 1 task of 3 processors, the cluster has 4 processors on 2 nodes\n"
+           "sbatch: error: Batch job submission failed: Requested node configuration is not available\n")
+    assert len(cluster.client.jobs(include_finished=True)) == 1, "nothing of the refused job kept"

@@ -46,7 +46,7 @@ def node(tmp_path: Path) -> Iterator[Node]:
 
 def start(node: Node, argv: list[str], runnable: bool, cwd: str | None = None, output: str = "out",
           memory_limit: int | None = None) -> Task:
-    spec = TaskSpec(job_id=len(node.tasks) + 1, rank=0, size=1, user="root", processor=0, argv=argv,
+    spec = TaskSpec(job_id=len(node.tasks) + 1, rank=0, size=1, user="root", processors=[0], argv=argv,
                     cwd=cwd or str(node.spool), env={}, barrier_addr="ipc:///nowhere", barrier_bind="ipc:///nowhere",
                     io_addr=None, output=str(node.spool / output), memory_limit=memory_limit)
     folders = TaskFolders(node.spool, node.spool, None)

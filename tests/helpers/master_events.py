@@ -22,10 +22,11 @@ ENDPOINTS = NodeEndpoints(switch="ipc:///tmp/s", report="ipc:///tmp/r")
 
 
 def hello(core: DrivenMaster, node: str, tasks: list[TaskRef] = (), incarnation: str = "first",
-          mpi: tuple[MpiKind, ...] = (), welcomed: int = 0, exits: list[TaskExit] = ()) -> Message | None:
+          mpi: tuple[MpiKind, ...] = (), welcomed: int = 0, exits: list[TaskExit] = (),
+          processors: int = 1) -> Message | None:
     # memory enough that it never binds: these tests (and the master replaying the simulator) are of processors
     return core.node_events.hello(node.encode(), NodeHello(
-        node=node, cpu_share=0.5, pid=1, incarnation=incarnation, tasks=list(tasks),
+        node=node, cpu_share=0.5, processors=processors, pid=1, incarnation=incarnation, tasks=list(tasks),
         peer=PeerEndpoint(transport="ipc", host="/tmp"), mpi=list(mpi), memory=1 << 40, host_memory=1 << 40,
         welcomed=welcomed, exits=list(exits)))
 
