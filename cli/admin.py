@@ -20,7 +20,7 @@ from gangsched.cli.admin_reservations import reservation
 from gangsched.cli.connect import with_master
 from gangsched.cli.console import command_console
 from gangsched.cli.job_control import resume, suspend
-from gangsched.cli.sizes import SIZE
+from gangsched.cli.param_types import SIZE
 from gangsched.client.master_client import MasterClient
 from gangsched.protocol.records import UserInfo, UserLimits
 from gangsched.protocol.sizes import readable

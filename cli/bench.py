@@ -19,7 +19,7 @@ from gangsched.cli.bench_slurm import slurm
 from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
 from gangsched.cli.options import cluster_config, cluster_options
-from gangsched.cli.sizes import SIZE
+from gangsched.cli.param_types import SIZE
 from gangsched.client.master_client import MasterClient
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster, temporary_local_cluster

@@ -5,25 +5,15 @@ from typing import Any
 
 import click
 
-from gangsched.cli.job_options import OPTIONS, JobOption, read_duration
-from gangsched.cli.sizes import SIZE
+from gangsched.cli.job_options import OPTIONS, JobOption, read_duration, read_time
+from gangsched.cli.param_types import SIZE, ReadType
+
+TIME = ReadType("time", read_time, float)  # Unix seconds
 
 
-class DurationType(click.ParamType):  # type: ignore[type-arg]  # generic only in type stubs
-    """Seconds, from the one grammar of durations, a bare number in the option's unit."""
-
-    name = "time"
-
-    def __init__(self, unit: str | None) -> None:
-        self._unit = unit
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, float):
-            return value
-        try:
-            return read_duration(str(value), self._unit)
-        except ValueError as error:
-            self.fail(str(error), param, ctx)
+def _duration(unit: str | None) -> ReadType:
+    """Seconds, from the one grammar of durations, a bare number in ``unit``."""
+    return ReadType("time", lambda text: read_duration(text, unit), float)
 
 
 def _type(option: JobOption) -> Any:
@@ -37,7 +27,9 @@ def _type(option: JobOption) -> Any:
         case "fraction":
             return click.FloatRange(0, 1)
         case "duration":
-            return DurationType(option.unit)
+            return _duration(option.unit)
+        case "time":
+            return TIME
         case "size":
             return SIZE
         case "path":

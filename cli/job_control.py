@@ -7,9 +7,9 @@ import json
 import click
 
 from gangsched.cli.connect import with_master
-from gangsched.cli.job_script import dependency
 from gangsched.client.master_client import MasterClient
-from gangsched.protocol.admin_messages import JobAction
+from gangsched.protocol.admin_messages import Dependency, JobAction
+from gangsched.protocol.dependency_text import read_dependency
 from gangsched.protocol.durations import parse_duration
 
 _DONE = {JobAction.HOLD: "held", JobAction.RELEASE: "released", JobAction.SUSPEND: "suspended",
@@ -77,7 +77,7 @@ def setting_value(field: str, text: str) -> object:
             raise ValueError("a time limit has an end (not UNLIMITED)")
         return seconds
     if field == "dependency":
-        return ([], []) if text.lower() in ("", "none") else dependency(text)
+        return Dependency() if text.lower() in ("", "none") else Dependency(**read_dependency(text))
     if field == "priority":
         return float(text)
     return text

@@ -28,7 +28,8 @@ class JobOption:
         self.flags = flags  # gang submit's spellings
         self.slurm = slurm  # sbatch's spellings of it (slurm/sbatch.py); none: gangsched's own
         # "count" (a whole number >= 1), "int", "float", "fraction" (0-1), "duration" (Slurm's [D-]HH:MM:SS
-        # forms, a bare number in ``unit``), "size", "text", "path", "choice", "flag", "many" (repeatable text)
+        # forms, a bare number in ``unit``), "time" (a point in time, Slurm's forms: protocol/times.py), "size",
+        # "text", "path", "choice", "flag", "many" (repeatable text)
         self.kind = kind
         self.help = help
         self.default = default
@@ -88,6 +89,9 @@ OPTIONS: tuple[JobOption, ...] = (
     JobOption("dependency", ("-d", "--dependency"), ("-d", "--dependency"), "text",
               "start after these jobs completed (afterok) or ended (afterany), comma-separated; cancelled if an "
               "afterok job fails", metavar="afterok:ID[:ID]|afterany:ID[:ID]"),
+    JobOption("begin", ("--begin",), ("--begin",), "time",
+              "do not start before this time, Slurm's forms: now+30minutes, 16:00, tomorrow, 2026-12-24T09:00 "
+              "(pending as BeginTime until then)", metavar="TIME", quick=True),
     JobOption("array", ("-a", "--array"), ("-a", "--array"), "text",
               "one job per index, like Slurm's (GANG_ARRAY_JOB_ID, GANG_ARRAY_TASK_ID; %A, %a in --output); %N: at "
               "most N of them run at once", metavar="A-B[:STEP],...[%N]", quick=True),
@@ -133,7 +137,19 @@ def converter(option: JobOption) -> Callable[[str], object] | None:
         return _count
     if option.kind == "duration":
         return lambda text: read_duration(text, option.unit)
+    if option.kind == "time":
+        return read_time
     return None
+
+
+def read_time(text: str) -> float:
+    """A point in time as Slurm spells it, read against this machine's clock: Unix seconds; raises ValueError
+    with one line."""
+    import time
+
+    from gangsched.protocol.times import parse_time  # here: its regular expressions cost every start else
+
+    return parse_time(text, time.time())
 
 
 def _count(text: str) -> int:

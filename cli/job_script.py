@@ -50,18 +50,3 @@ def directive_lines(text: str, prefix: str, where: str) -> list[tuple[int, list[
     return found
 
 
-def dependency(text: str) -> tuple[list[int], list[int]]:
-    """``afterok:ID[:ID...]`` and/or ``afterany:ID[:ID...]``, comma-separated (Slurm's
-    ``--dependency``, all of them required): the jobs after_ok and after_any."""
-    after: dict[str, list[int]] = {"afterok": [], "afterany": []}
-    for part in text.split(","):
-        kind, _, ids = part.strip().partition(":")
-        if kind not in after or not ids:
-            raise ValueError(f"{part.strip()!r}: a dependency is afterok:ID[:ID...] or afterany:ID[:ID...]")
-        for job_id in ids.split(":"):
-            if not job_id.isdigit() or int(job_id) == 0:
-                raise ValueError(f"{part.strip()!r}: {job_id!r} is not a job id")
-            after[kind].append(int(job_id))
-    return after["afterok"], after["afterany"]
-
-

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from gangsched.cli.sizes import SIZE
+from gangsched.cli.param_types import SIZE
 from gangsched.deploy.config import LOCAL_DEFAULTS, ClusterConfig, ClusterSettingError, settable
 from gangsched.protocol.size_setting import is_size
 

@@ -124,7 +124,7 @@ def spec_of(options: dict[str, Any], command: list[str], user: str, cwd: str, um
             "tasks": options.get("tasks", 1), "cpus_per_task": options.get("cpus_per_task", 1), "argv": command,
             "env": {}, "estimate_s": options.get("estimate"),
             "output": options.get("output"), "error": options.get("error"), "partition": options.get("partition"),
-            "reservation": options.get("reservation"),
+            "reservation": options.get("reservation"), "begin_time": options.get("begin"),
             "cwd": os.path.abspath(options["chdir"]) if "chdir" in options else cwd, "umask": umask}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from gangsched import traces
-from gangsched.cli.sizes import SIZE
+from gangsched.cli.param_types import SIZE
 from gangsched.cli.table import Column, render
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.slack_settings import Heuristic, SlackSettings

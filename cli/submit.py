@@ -22,6 +22,8 @@ from gangsched.client.connection import submitter_umask
 from gangsched.client.master_client import MasterClient
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.protocol.array_ranges import parse_array
+from gangsched.protocol.dependency_text import NONE as NO_DEPENDENCY
+from gangsched.protocol.dependency_text import read_dependency
 from gangsched.protocol.messages import NodeList
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import UNSERVED_HINTS, JobInfo, JobSpec, JobState, MpiKind
@@ -156,7 +158,7 @@ def job_spec(options: dict[str, Any], command: tuple[str, ...], here: str, user:
             raise click.UsageError(f"--export takes KEY=VALUE, not {export!r}")
         env[key] = value
     try:
-        after_ok, after_any = job_script.dependency(options["dependency"]) if options["dependency"] else ([], [])
+        after = read_dependency(options["dependency"]) if options["dependency"] else NO_DEPENDENCY
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="-d/--dependency") from None
     nodes, tasks_per_node = options["nodes"], options["tasks_per_node"]
@@ -168,6 +170,7 @@ def job_spec(options: dict[str, Any], command: tuple[str, ...], here: str, user:
             nodes=nodes,
             tasks_per_node=tasks_per_node,
             cpus_per_task=options["cpus_per_task"] or 1,
+            begin_time=options["begin"],
             mem_per_node=options["mem_per_node"],
             mem_per_cpu=options["mem_per_cpu"],
             mpi=MpiKind(options["mpi"]) if options["mpi"] else None,
@@ -181,8 +184,7 @@ def job_spec(options: dict[str, Any], command: tuple[str, ...], here: str, user:
             requeue=options["requeue"],
             output=options["output"],
             error=options["error"],
-            after_ok=after_ok,
-            after_any=after_any,
+            **after,
             partition=options["partition"],
             reservation=options["reservation"],
             umask=umask,

@@ -19,6 +19,7 @@ from gangsched.protocol.admin_messages import (
     SetLimits,
     Tokened,
 )
+from gangsched.protocol.dependency_text import dependency_text
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.messages import ErrorReply, Message, Reconfigure, SetUser
 from gangsched.protocol.reservation_messages import ReservationCreate, ReservationDelete, ReservationUpdate
@@ -103,9 +104,7 @@ def _update_words(command: JobUpdate) -> list[str]:
     if command.name is not None:
         words.append(f"Name={command.name}")
     if command.dependency is not None:
-        parts = [f"{kind}:{':'.join(map(str, ids))}" for kind, ids in zip(("afterok", "afterany"), command.dependency,
-                                                                          strict=True) if ids]
-        words.append("Dependency=" + (",".join(parts) or "none"))
+        words.append("Dependency=" + (dependency_text(command.dependency.model_dump()) or "none"))
     if command.partition is not None:
         words.append(f"Partition={command.partition}")
     if command.priority is not None:

@@ -72,6 +72,8 @@ class Decisions:
         wake_at = self._queue.wake_at
         if wake_at is not None and now.monotonic >= wake_at:
             self._queue.event()
+        for job in self._queue.begun(now.wall):
+            self._endings.enqueue(job, now)
 
     def settle(self, now: Now) -> None:
         """After the events of one message or one tick: let the policy decide if one of them asks for it."""

@@ -184,7 +184,7 @@ class Endings:
             self._table.remove(job)
             job.closed(written)
             log.info("job %d %s", job_id, close.state)
-            for released in [*self._queues.dependents_of(job_id), *self._queues.of(job).left(job)]:
+            for released in [*self._queues.dependents_of(job), *self._queues.of(job).left(job)]:
                 self.enqueue(released, now)
         self._write_rank_ends(now)
 

@@ -21,6 +21,7 @@ from gangsched.master.job_table import JobTable
 from gangsched.master.pending import Queues
 from gangsched.master.store import JobStore, StoreWriteError
 from gangsched.protocol.admin_messages import JobUpdate, JobUpdated
+from gangsched.protocol.dependency_text import NONE, dependency_text
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import ErrorReply
@@ -30,7 +31,7 @@ log = logging.getLogger("gangsched.master")
 
 _RUNNING_MAY_CHANGE = {"name", "estimate_s"}
 # what gang update names each change, as Slurm's scontrol, and the spec's fields it sets
-_LABELS = (("TimeLimit", ("estimate_s",)), ("Name", ("name",)), ("Dependency", ("after_ok", "after_any")),
+_LABELS = (("TimeLimit", ("estimate_s",)), ("Name", ("name",)), ("Dependency", tuple(NONE)),
            ("Partition", ("partition",)), ("Priority", ("priority",)))
 
 
@@ -69,7 +70,7 @@ class JobUpdates:
             if isinstance(chosen, ErrorReply):
                 return ErrorReply.nothing_changed(chosen.code, chosen.reason)
             spec = chosen[1]
-        elif "after_ok" in changes or "after_any" in changes:
+        elif "after_ok" in changes:  # a new dependency is all of its fields
             dependency = self._client_requests.dependency_refusal(spec)
             if dependency is not None:
                 return ErrorReply.nothing_changed(dependency.code, dependency.reason)
@@ -115,9 +116,7 @@ def _shown(label: str, spec: JobSpec) -> str:
         case "TimeLimit":
             return format_duration(spec.estimate_s)
         case "Dependency":
-            parts = [f"{kind}:{':'.join(map(str, ids))}" for kind, ids in (("afterok", spec.after_ok),
-                                                                            ("afterany", spec.after_any)) if ids]
-            return ",".join(parts) or "none"
+            return dependency_text(spec.model_dump(include=set(NONE))) or "none"
         case "Name":
             return spec.name
         case "Partition":

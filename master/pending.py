@@ -1,8 +1,9 @@
 """The jobs that wait: those their dependencies still hold back, and the policy's queue; and
 whether the policy must decide again.
 
-A pending job goes to the policy once it is not held (``gang hold``), the
-jobs it depends on allow (master/dependencies.py), its user's limits admit it
+A pending job goes to the policy once it is not held (``gang hold``), its
+``--begin`` time has come (BeginTime until then), the jobs it depends on allow
+(master/dependencies.py), its user's limits admit it
 (master/user_limits.py), and, in an array with a throttle (Slurm's
 ``--array=0-99%4``), once fewer than that many of its array are in the policy
 or running: the others wait, JobArrayTaskLimit, and go in index order as
@@ -11,16 +12,18 @@ node up or lost, the time the policy asked to be woken at) marks that the
 policy must decide again, which the next settle does (master/decisions.py).
 """
 
+import heapq
 from collections.abc import Iterator
 
 from gangsched.master.clock import Now
-from gangsched.master.dependencies import dependencies, named
+from gangsched.master.dependencies import Sibling, dependencies, named, singleton_blocker
 from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.user_limits import Admission
 from gangsched.master.waiting import Wait, WaitKind
 from gangsched.policy.live_scheduler import Changes, LiveScheduler
 from gangsched.protocol.records import Hold
+from gangsched.protocol.times import format_time
 
 
 class PendingQueue:
@@ -30,6 +33,8 @@ class PendingQueue:
         self.scheduler = scheduler
         self.held: dict[int, Job] = {}  # pending, held back by their owner or root (gang hold)
         self.dependent: dict[int, Job] = {}  # pending, held back from the policy by the jobs they depend on
+        self.not_begun: dict[int, Job] = {}  # pending, before their --begin time
+        self._begins: list[tuple[float, int]] = []  # (begin time, job id) of those, soonest first
         self.throttled: dict[int, dict[int, Job]] = {}  # array job id -> its jobs its throttle holds back
         self._admitted: dict[int, set[int]] = {}  # array job id -> those of a throttled array in the policy or running
         self.decide_again = False  # a scheduling event happened: the policy must decide again
@@ -54,10 +59,20 @@ class PendingQueue:
             job.waits(Wait(WaitKind.HELD_USER if job.hold is Hold.USER else WaitKind.HELD_ADMIN))
             return None
         self.held.pop(job.job_id, None)
+        begin = job.spec.begin_time
+        if begin is not None and begin > now.wall:
+            if self.not_begun.setdefault(job.job_id, job) is job:
+                heapq.heappush(self._begins, (begin, job.job_id))
+            job.waits(Wait(WaitKind.BEGIN_TIME, format_time(begin)))
+            return None
+        self.not_begun.pop(job.job_id, None)
         waiting, never, _ = dependencies(job.spec, self._table.state_of)
         self.dependent.pop(job.job_id, None)
         if never is not None:
             return never
+        if not waiting and job.spec.singleton:
+            blocker = singleton_blocker(job.job_id, self._siblings(job))
+            waiting = [] if blocker is None else [blocker]
         if waiting:
             self.dependent[job.job_id] = job
             job.waits(Wait(WaitKind.DEPENDENCY, ",".join(map(str, waiting))))
@@ -76,7 +91,18 @@ class PendingQueue:
         """Whether the job waits out of the policy: held, for its dependencies, or its array's throttle."""
         job_id, throttled = job.job_id, self.throttled.get(job.spec.array_job_id or 0, ())
         return job_id in self.held or job_id in self.dependent or job_id in throttled \
-            or job_id in self._admission.waiting
+            or job_id in self._admission.waiting or job_id in self.not_begun
+
+    def begun(self, wall: float) -> list[Job]:
+        """The jobs whose --begin time has come by ``wall`` (for the caller to enqueue), in that order."""
+        come = []
+        while self._begins and self._begins[0][0] <= wall:
+            _, job_id = heapq.heappop(self._begins)
+            job = self.not_begun.get(job_id)
+            if job is not None and job.spec.begin_time is not None and job.spec.begin_time <= wall:
+                del self.not_begun[job_id]
+                come.append(job)
+        return come
 
     def running(self, job: Job) -> None:
         """A job restored running after a restart counts against its array's throttle and its user's limits."""
@@ -130,11 +156,22 @@ class PendingQueue:
         self.held.pop(job.job_id, None)
         self._admission.withdrawn(job)
         self.dependent.pop(job.job_id, None)
+        self.not_begun.pop(job.job_id, None)
         self.throttled.get(job.spec.array_job_id or 0, {}).pop(job.job_id, None)
         self.decide_again = True
 
-    def dependents_of(self, job_id: int) -> list[Job]:
-        return [job for job in self.dependent.values() if job_id in named(job.spec)]
+    def dependents_of(self, ended: Job) -> list[Job]:
+        """The jobs that wait for ``ended``: by its id, or as singletons of its user and name."""
+        spec = ended.spec
+        return [job for job in self.dependent.values() if ended.job_id in named(job.spec)
+                or (job.spec.singleton and job.spec.user == spec.user and job.spec.name == spec.name)]
+
+    def _siblings(self, job: Job) -> list[Sibling]:
+        """Its user's other jobs of its name, as a singleton's wait reads them."""
+        user, name = job.spec.user, job.spec.name
+        return [Sibling(other.job_id, other.state, other.wait is None or not other.wait.holds_back,
+                        other.spec.singleton, other.hold is not None)
+                for other in self._table.jobs.values() if other.spec.user == user and other.spec.name == name]
 
 
 class Queues:
@@ -159,6 +196,6 @@ class Queues:
     def __iter__(self) -> Iterator[PendingQueue]:
         return iter(self._queues.values())
 
-    def dependents_of(self, job_id: int) -> list[Job]:
-        """The jobs of every partition held back by ``job_id``: a job may depend on one of another partition."""
-        return [job for queue in self for job in queue.dependents_of(job_id)]
+    def dependents_of(self, ended: Job) -> list[Job]:
+        """The jobs of every partition held back by ``ended``: a job may depend on one of another partition."""
+        return [job for queue in self for job in queue.dependents_of(ended)]

@@ -14,6 +14,7 @@ class WaitKind(Enum):
     RESOURCES_MEMORY = "Resources: memory"  # Slurm's word, and which resource
     PRIORITY = "Priority"  # a job ahead of it waits for resources
     DEPENDENCY = "Dependency"  # the jobs it names have not ended as it asks
+    BEGIN_TIME = "BeginTime"  # its --begin has not come yet
     NODES = "Nodes"  # wider than the nodes up
     REQUEUED = "Requeued"  # back in the queue after a lost node (the detail: why)
     START_POSTPONED = "StartPostponed"  # placed, but the store could not write its start
@@ -36,6 +37,8 @@ class Wait:
         match self.kind:
             case WaitKind.DEPENDENCY:
                 return f"Dependency: waits for {self.detail}"
+            case WaitKind.BEGIN_TIME:
+                return f"BeginTime: eligible at {self.detail}"
             case WaitKind.NODES:
                 return f"needs {self.detail}"
             case WaitKind.REQUEUED:
@@ -54,11 +57,18 @@ class Wait:
         return _SLURM_WORDS.get(self.kind, self.kind.value)
 
     @property
+    def holds_back(self) -> bool:
+        """A reason that keeps the job out of the policy's queue (not its place in line there)."""
+        return self.kind in _HOLDING_BACK
+
+    @property
     def keeps_its_turn(self) -> bool:
         """A reason that stays while the job waits in the policy's queue, rather than its place in line."""
         return self.kind in (WaitKind.REQUEUED, WaitKind.START_POSTPONED)
 
 
+_HOLDING_BACK = {WaitKind.HELD_USER, WaitKind.HELD_ADMIN, WaitKind.DEPENDENCY, WaitKind.BEGIN_TIME,
+                 WaitKind.ARRAY_LIMIT, WaitKind.USER_JOBS, WaitKind.USER_CPUS, WaitKind.USER_MEMORY}
 # the kinds whose own name is not a word of Slurm's list (squeue(1), JOB REASON CODES)
 _SLURM_WORDS = {
     WaitKind.RESOURCES_MEMORY: "Resources",

@@ -78,6 +78,16 @@ class JobsControlled(WireModel):
     jobs: list[JobInfo]
 
 
+class Dependency(WireModel):
+    """A job's whole dependency, as JobSpec's fields of it (protocol/dependency_text.py reads Slurm's text);
+    checked with the rest of the job's request, as a submission is (master/job_update.py)."""
+
+    after_ok: list[int] = []
+    after_any: list[int] = []
+    after_not_ok: list[int] = []
+    singleton: bool = False
+
+
 class JobUpdate(Tokened):
     """``user`` changes what a job asked for (``gang update``); a field left None stays as it is."""
 
@@ -86,7 +96,7 @@ class JobUpdate(Tokened):
     job_id: int
     name: str | None = Field(None, min_length=1, max_length=128)
     time_limit_s: float | None = Field(None, gt=0)
-    dependency: tuple[list[int], list[int]] | None = None  # after_ok, after_any: the whole dependency anew
+    dependency: Dependency | None = None  # the whole dependency anew
     partition: str | None = Field(None, min_length=1, max_length=64)
     priority: float | None = Field(None, ge=0, le=1)
 
@@ -98,7 +108,7 @@ class JobUpdate(Tokened):
             if getattr(self, field) is not None:
                 found[key] = getattr(self, field)
         if self.dependency is not None:
-            found["after_ok"], found["after_any"] = self.dependency
+            found |= self.dependency.model_dump()
         return found
 
 

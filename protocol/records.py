@@ -167,10 +167,13 @@ class JobSpec(WireModel):
     migratable: bool = False  # its tasks checkpoint at barriers (jobs/runtime.py on_checkpoint)
     requeue: bool = False  # on the loss of a node, back to the queue instead of NODE_FAIL
     output: PathText | None = None  # each task's stdout+stderr, %j job, %t rank, %A array job, %a index
-    # Slurm's --dependency: it waits until these jobs completed (after_ok) or ended at all (after_any);
-    # if one of after_ok ends otherwise, it is cancelled
+    # Slurm's --dependency (protocol/dependency_text.py): it waits until these jobs completed (after_ok), ended
+    # at all (after_any), or ended other than COMPLETED (after_not_ok); if one of them ends as it waits for
+    # none to, it is cancelled; ``singleton``: none of its user's jobs of its name is running or ahead of it
     after_ok: list[int] = Field(default=[], max_length=MAX_DEPENDENCIES)
     after_any: list[int] = Field(default=[], max_length=MAX_DEPENDENCIES)
+    after_not_ok: list[int] = Field(default=[], max_length=MAX_DEPENDENCIES)
+    singleton: bool = False
     # a job of an array (Slurm's --array): the first job's id and this job's index, set by the master
     array_job_id: int | None = None
     array_index: int | None = Field(default=None, ge=0)
@@ -195,6 +198,7 @@ class JobSpec(WireModel):
     # options that only label a job or ask for mail (sbatch's --account, --qos, --comment, ...), by Slurm's name
     labels: dict[LabelName, LabelText] = Field(default={}, max_length=MAX_LABELS)
     signal: LimitSignal | None = None  # sbatch's --signal: a warning signal before the time limit
+    begin_time: float | None = Field(default=None, ge=0, le=1e11)  # sbatch's --begin: not started before (Unix s)
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":

@@ -14,13 +14,14 @@ import sys
 import time
 from collections.abc import Sequence
 
-from gangsched.cli.job_options import BY_NAME, converter, read_duration
-from gangsched.cli.job_script import dependency, directive_lines
+from gangsched.cli.job_options import BY_NAME, converter, read_duration, read_time
+from gangsched.cli.job_script import directive_lines
 from gangsched.cli.master_access import NoMaster, find_master
 from gangsched.cli.quick_submit import submitted
 from gangsched.client.connection import MasterConnection, MasterUnreachable, RequestRefused, login_name, submitter_umask
 from gangsched.daemon.curve import CurveError
 from gangsched.protocol.array_ranges import parse_array
+from gangsched.protocol.dependency_text import NONE, read_dependency
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import pack
 from gangsched.protocol.sizes import parse_size
@@ -107,7 +108,7 @@ def spec_of(options: dict[str, Any], text: str, name: str, arguments: list[str],
     """The job's ``JobSpec`` as a plain map."""
     nodes, per_node = options.get("nodes"), options.get("tasks_per_node")
     array = "array" in options
-    after_ok, after_any = dependency(options["dependency"]) if "dependency" in options else ([], [])
+    after = options.get("dependency", NONE)
     return {
         "name": options.get("name") or os.path.basename(name), "user": user,
         "tasks": options.get("tasks") or (nodes or 1) * (per_node or 1), "nodes": nodes, "tasks_per_node": per_node,
@@ -119,10 +120,10 @@ def spec_of(options: dict[str, Any], text: str, name: str, arguments: list[str],
         "requeue": bool(options.get("requeue")) and not options.get("no_requeue"),
         "output": options.get("output") or ("slurm-%A_%a.out" if array else "slurm-%j.out"),
         "error": options.get("error"), "open_mode": options.get("open_mode", "truncate"),
-        "after_ok": after_ok, "after_any": after_any, "partition": options.get("partition"),
+        **after, "partition": options.get("partition"),
         "reservation": options.get("reservation"), "umask": umask, "script": text,
         "submit_host": os.uname().nodename, "submit_dir": cwd, "labels": options.get("labels", {}),
-        "signal": options.get("signal"),
+        "signal": options.get("signal"), "begin_time": options.get("begin"),
     }
 
 
@@ -186,9 +187,14 @@ def checked(options: dict[str, Any]) -> dict[str, Any]:
         values["open_mode"] = "append" if mode.startswith("a") else "truncate"
     if "signal" in values:
         values["signal"] = limit_signal(values["signal"])
+    if "begin" in values:
+        try:
+            values["begin"] = read_time(values["begin"])
+        except ValueError:
+            raise SbatchError("Invalid --begin specification", FATAL) from None
     if "dependency" in values:
         try:
-            dependency(values["dependency"])
+            values["dependency"] = read_dependency(values["dependency"])
         except ValueError as error:
             raise SbatchError(f"Invalid dependency specification: {error}") from None
     if "array" in values:

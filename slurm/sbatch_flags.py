@@ -37,7 +37,7 @@ BARE_LABELS = {"--oversubscribe", "--get-user-env", "--propagate"}
 GPU_FLAGS = ("--gres", "-G", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gpus-per-socket",
              "--cpus-per-gpu", "--mem-per-gpu", "--gpu-bind", "--gpu-freq")
 # sbatch's options gangsched does not do yet: refused in one line, never ignored (docs/slurm.md)
-NOT_YET = ("-w", "--nodelist", "-x", "--exclude", "--begin", "--deadline", "-F", "--nodefile",
+NOT_YET = ("-w", "--nodelist", "-x", "--exclude", "--deadline", "-F", "--nodefile",
            "-C", "--constraint", "--mincpus", "--threads-per-core", "--cores-per-socket", "--sockets-per-node",
            "-B", "--extra-node-info", "--ntasks-per-core", "--ntasks-per-socket", "--distribution", "-m",
            "--array-limit", "--het-job")

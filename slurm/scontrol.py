@@ -77,6 +77,9 @@ def job_record(job: dict[str, Any], now: float, oneliner: bool) -> str:
     runs = words.run_time(job, now)
     limit = spec.get("estimate_s")
     start, end = job.get("start_time"), job.get("end_time")
+    eligible = max(job["submit_time"], spec.get("begin_time") or 0)
+    if start is None and job["state"] == "pending" and spec.get("begin_time"):
+        start = eligible  # Slurm's StartTime of a job waiting for its --begin
     if end is None and start is not None and limit is not None:
         end = start + limit
     first = [("JobId", str(job["job_id"]))]
@@ -97,7 +100,7 @@ def job_record(job: dict[str, Any], now: float, oneliner: bool) -> str:
          ("BatchFlag", "1" if job.get("batch") else "0"), ("Reboot", "0"),
          ("ExitCode", words.exit_code(job))],
         [("RunTime", words.hours(runs)), ("TimeLimit", words.hours(limit)), ("TimeMin", "N/A")],
-        [("SubmitTime", words.clock(job["submit_time"])), ("EligibleTime", words.clock(job["submit_time"]))],
+        [("SubmitTime", words.clock(job["submit_time"])), ("EligibleTime", words.clock(eligible))],
         [("StartTime", words.clock(start)), ("EndTime", words.clock(end)), ("Deadline", "N/A")],
         [("Partition", str(spec.get("partition") or "")),
          ("AllocNode:Sid", f"{spec.get('submit_host') or '(null)'}:0")],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from gangsched.protocol.array_ranges import shown_job_id
+from gangsched.protocol.dependency_text import dependency_text
 from gangsched.protocol.durations import format_duration
 
 TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
@@ -79,10 +80,7 @@ def job_id(job: dict[str, Any]) -> str:
 
 def dependency(job: dict[str, Any]) -> str:
     """What it waits for, as Slurm writes it (``afterok:12,afterany:13``); ``(null)`` for nothing."""
-    spec = job["spec"]
-    parts = [f"afterok:{job_id}" for job_id in spec.get("after_ok") or ()]
-    parts += [f"afterany:{job_id}" for job_id in spec.get("after_any") or ()]
-    return ",".join(parts) or "(null)"
+    return dependency_text(job["spec"]) or "(null)"
 
 
 def named(job: dict[str, Any], ids: list[tuple[int, set[int] | None]]) -> bool:

@@ -15,6 +15,7 @@ import pytest
 from gangsched.cli import job_script
 from gangsched.cli.listing import parse_time
 from gangsched.protocol.array_ranges import array_indices, array_size, compact, parse_array, span
+from gangsched.protocol.dependency_text import read_dependency
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import JobSpec, JobState
 from tests.helpers.clusters import wait_until
@@ -47,14 +48,15 @@ def test_directives_are_read_until_the_first_command_and_split_like_a_shell(tmp_
 
 
 def test_dependencies_and_arrays_parse_as_slurms():
-    assert job_script.dependency("afterok:3:4,afterany:5") == ([3, 4], [5])
+    assert read_dependency("afterok:3:4,afterany:5,afternotok:6,singleton") == \
+        {"after_ok": [3, 4], "after_any": [5], "after_not_ok": [6], "singleton": True}
     assert parse_array("0-3") == ([(0, 3, 1)], None)
     ranges, limit = parse_array("1,5-10:2%2")
     assert list(array_indices(ranges)) == [1, 5, 7, 9] and array_size(ranges) == 4 and limit == 2
     assert parse_array("0-3999999%50") == ([(0, 3_999_999, 1)], 50)  # millions travel as one range
-    for bad in ("after:3", "afterok:", "afterok:x", "afterok:0"):
-        with pytest.raises(ValueError, match="dependency|job id"):
-            job_script.dependency(bad)
+    for bad in ("after:3", "afterok:", "afterok:x", "afterok:0", "afterok:3?afterany:4", "singleton:3"):
+        with pytest.raises(ValueError, match="dependency|job id|not supported"):
+            read_dependency(bad)
     for bad, why in (("3-1", "upwards"), ("a-b", "ranges A-B"), ("1,1", "overlap"), ("0-5:0", "steps"),
                      ("0-4000001", "4000000"), ("0-9%0", "throttle"), ("0-9%11", "more than the array's 10"),
                      ("0-9%x", "throttle")):

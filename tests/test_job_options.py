@@ -20,7 +20,7 @@ SAMPLES = {"tasks": "3", "nodes": "2", "tasks_per_node": "2", "cpus_per_task": "
            "output": "o-%j.%t", "error": "e-%j.%t", "exports": "A=1", "dependency": "afterok:3:4", "array": "1-9:2%2",
            "synthetic": "compute", "iterations": "5", "compute_ms": "2.5", "io_writes": "3", "io_bytes": "100",
            "wait_ms": "1.5", "phases": "2", "phase_iterations": "4", "run_ms": "7", "chdir": "/tmp",
-           "reservation": "maint"}
+           "reservation": "maint", "begin": "2030-01-01T09:30:00"}
 SYNTHETIC = {"synthetic", "iterations", "compute_ms", "io_writes", "io_bytes", "wait_ms", "phases",
              "phase_iterations", "run_ms"}
 NOT_IN_THE_SPEC = {"array", "hold"}  # they go with the submission, beside its spec

@@ -6,6 +6,7 @@ all of it kept across a master restart (docs/operations.md)."""
 import pytest
 
 from gangsched.protocol.admin_messages import (
+    Dependency,
     JobAction,
     JobControl,
     JobsControlled,
@@ -257,8 +258,8 @@ def test_a_pending_job_is_updated_by_its_owner_within_their_rights_and_by_root_b
     assert isinstance(update(core, pending, user="root", time_limit_s=7200.0, priority=0.5), JobUpdated)
     assert "only they and root" in update(core, pending, user="bob", name="mine").reason
     assert "no partition 'nope'" in update(core, pending, partition="nope").reason
-    assert "no job 999 to depend on" in update(core, pending, dependency=([999], [])).reason
-    assert isinstance(update(core, pending, dependency=([running], [])), JobUpdated)
+    assert "no job 999 to depend on" in update(core, pending, dependency=Dependency(after_ok=[999])).reason
+    assert isinstance(update(core, pending, dependency=Dependency(after_ok=[running])), JobUpdated)
     assert info(core, pending).reason == f"Dependency: waits for {running}"
     assert "running: only its name and time limit change, not partition" in update(core, running,
                                                                                    partition="batch").reason
@@ -273,7 +274,7 @@ def test_a_pending_job_is_updated_by_its_owner_within_their_rights_and_by_root_b
 def test_an_update_is_checked_whole_as_a_submission_is_and_a_record_refused_since_is_quarantined(tmp_path, clock):
     core = make(tmp_path, clock, GANGS.model_copy(update={"mpl": 1}), nodes=("n1",))
     running, pending = submit(core, 1), submit(core, 1)
-    for changes in ({"name": "\x1b[31mforged\nline"}, {"dependency": (list(range(1, 101)), [])}):
+    for changes in ({"name": "\x1b[31mforged\nline"}, {"dependency": {"after_ok": list(range(1, 101))}}):
         refused = update(core, pending, **changes)
         assert isinstance(refused, ErrorReply) and refused.reason.startswith(("name", "after_ok")), refused.reason
         assert info(core, pending).spec.name == "j" and info(core, pending).spec.after_ok == []

@@ -5,6 +5,7 @@ variables. Nothing here starts a process."""
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -42,6 +43,13 @@ def test_a_script_s_directives_count_until_its_first_command_and_the_command_lin
     assert (spec.output, spec.open_mode, spec.cwd, spec.submit_dir) == ("slurm-%j.out", "truncate", "/work", "/work")
 
 
+def test_begin_dependencies_and_cpus_per_task_go_into_the_job(tmp_path):
+    _, _, spec = requested(tmp_path, "--begin=2030-01-01T09:30", "-d", "afternotok:4:5,singleton", "-c", "2")
+    assert spec.begin_time == time.mktime((2030, 1, 1, 9, 30, 0, 0, 0, -1))
+    assert (spec.after_ok, spec.after_not_ok, spec.singleton) == ([], [4, 5], True)
+    assert (spec.cpus_per_task, spec.processors) == (2, 4)
+
+
 def test_flags_are_read_as_getopt_long_reads_them():
     options, rest = read_options(["-n4", "-N", "2", "--ntasks-per-n=2", "--time", "1:00", "-Hv", "-o", "x.%j", "s.sh"])
     assert options == {"tasks": "4", "nodes": "2", "tasks_per_node": "2", "estimate": "1:00", "hold": True,
@@ -54,6 +62,7 @@ def test_flags_are_read_as_getopt_long_reads_them():
 @pytest.mark.parametrize(("arguments", "said", "status"), [
     (["--foo"], "sbatch: unrecognized option '--foo'\nTry \"sbatch --help\" for more information", FATAL),
     (["-t", "abc"], "sbatch: error: Invalid --time specification", FATAL),
+    (["--begin=garbage"], "sbatch: error: Invalid --begin specification", FATAL),
     (["-n", "0"], 'sbatch: error: Invalid numeric value "0" for --ntasks.', 1),
     (["--mem=12Q"], "sbatch: error: Invalid --mem specification", FATAL),
     (["--open-mode=x"], "sbatch: error: Invalid --open-mode specification", FATAL),
@@ -63,8 +72,8 @@ def test_flags_are_read_as_getopt_long_reads_them():
     (["-w", "n1"], "sbatch: error: -w is not supported by gangsched yet (docs/slurm.md)", 1),
     (["-c", "0"], 'sbatch: error: Invalid numeric value "0" for --cpus-per-task.', 1),
     (["-c", "abc"], 'sbatch: error: Invalid numeric value "abc" for --cpus-per-task.', 1),
-    (["-d", "afternotok:3"], "sbatch: error: Invalid dependency specification: 'afternotok:3': a dependency is "
-     "afterok:ID[:ID...] or afterany:ID[:ID...]", 1),
+    (["-d", "after:3"], "sbatch: error: Invalid dependency specification: 'after:3': a dependency is "
+     "afterok:ID[:ID...], afterany:ID[:ID...], afternotok:ID[:ID...] or singleton", 1),
 ])
 def test_a_bad_flag_gets_slurm_s_line_and_status(tmp_path, arguments, said, status):
     assert refusal(tmp_path, *arguments) == (said, status)
