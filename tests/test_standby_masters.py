@@ -22,6 +22,7 @@ from gangsched.protocol.leadership_messages import MasterRole, Takeover, Takeove
 from gangsched.protocol.records import JobSpec, JobState
 from tests.helpers.clusters import ended, task_output, wait_until
 from tests.helpers.mpi_jobs import mpi_job
+from tests.helpers.slurm_commands import command, install_slurm_commands, submitted
 from tests.helpers.web import get
 
 
@@ -181,6 +182,26 @@ def test_an_mpi_job_runs_through_a_takeover_to_its_result(start_cluster, databas
     info = ended(cluster, job, 120)
     assert info.state is JobState.COMPLETED and info.requeues == 0, info.reason
     assert f"result={iterations * (1 + 2 + 3 + 4)}" in task_output(cluster, job, "node1", 0)
+
+
+@pytest.mark.live
+def test_a_batch_job_runs_through_a_takeover_and_sacct_has_its_whole_record(start_cluster, database, tmp_path):
+    cluster = start_cluster(nodes=2, masters=2, store=database, lease_s=1.0)
+    client, state = cluster.client, cluster.local.state()
+    folder = install_slurm_commands(tmp_path / "bin")
+    output = tmp_path / "out.txt"
+    job = submitted(cluster, folder, "-o", str(output), "--wrap", "echo start; sleep 4; echo done", cwd=tmp_path)
+    wait_until(lambda: output.exists() and output.read_text() == "start\n", 20, "the batch step to run")
+    psutil.Process(state.pids["master"]).kill()
+    wait_until(lambda: leader(client) == state.master.split(",")[1], 20, "the standby to lead")
+    info = ended(cluster, job, 60)
+    assert (info.state, info.requeues, output.read_text()) == (JobState.COMPLETED, 0, "start\ndone\n")
+    listed = command(cluster, folder, "sacct", "-j", str(job), "-P", "-n", "-o",
+                     "JobID,State,ExitCode,Start,End,Elapsed")
+    rows = [line.split("|") for line in listed.stdout.splitlines()]
+    assert [row[:3] for row in rows] == [[str(job), "COMPLETED", "0:0"], [f"{job}.batch", "COMPLETED", "0:0"]], \
+        listed.stdout + listed.stderr
+    assert all("Unknown" not in row[3:5] and row[5] >= "00:00:04" for row in rows), rows
 
 
 @pytest.mark.live
