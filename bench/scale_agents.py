@@ -31,6 +31,7 @@ from gangsched.daemon.signals import SignalEvents
 from gangsched.noded.loop import NodeDaemon, poll_ms
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.stream_relay import StreamPipes
 from gangsched.noded.task_processes import TaskFolders
 from gangsched.noded.task_record import MemoryReading, TaskKey
 from gangsched.protocol.records import TaskSpec
@@ -48,6 +49,7 @@ class EmulatedTask:
         self.uid = os.getuid()
         self.failure: str | None = None
         self.pmi: socket.socket | None = None  # no MPI here
+        self.pipes: StreamPipes | None = None  # nor srun steps' streams
         self._cpu_from_ns: int | None = time.monotonic_ns() if runnable else None
         self._cpu_ns = 0
         self._progress = 0

@@ -358,7 +358,7 @@ def private(spec: JobSpec) -> JobSpec:
     """``spec`` as another user sees it, as Slurm's PrivateData=jobs keeps it: its owner, name, shape and
     limits, not its command, batch script, environment or working folder (a secret in an exported variable,
     a path)."""
-    return spec.model_copy(update={"argv": [HIDDEN], "env": {}, "cwd": None, "script": None})
+    return spec.model_copy(update={"argv": [HIDDEN], "env": {}, "cwd": None, "script": None, "streams": None})
 
 
 def private_steps(steps: list[StepInfo]) -> list[StepInfo]:

@@ -34,7 +34,8 @@ class JobSignals:
         if message.batch and job.spec.script is None:
             return ErrorReply(code=ErrorCode.INVALID_SPEC, reason=f"job {job.job_id} is not a batch job: it has no "
                               "batch step to signal")
-        return Signalled(job_id=job.job_id, nodes=self._deliver(job, message.signal, message.batch, message.full))
+        return Signalled(job_id=job.job_id, nodes=self._deliver(job, message.signal, message.batch, message.full,
+                                                                message.step))
 
     def before_limit(self, job: Job) -> None:
         """Its ``--signal`` is due: its time limit is that near (master/decisions.py)."""
@@ -43,10 +44,12 @@ class JobSignals:
             log.info("job %d: signal %d, %d s before its time limit", job.job_id, warning.number, warning.seconds)
             self._deliver(job, warning.number, warning.batch and job.spec.script is not None, full=False)
 
-    def _deliver(self, job: Job, number: int, batch: bool, full: bool) -> list[str]:
-        """The signal to the nodes of the steps it reaches: the nodes."""
+    def _deliver(self, job: Job, number: int, batch: bool, full: bool, only: int | None = None) -> list[str]:
+        """The signal to the nodes of the steps it reaches (``only``: that step alone): the nodes."""
         live = [step for step in job.steps.values() if step.live_ranks]
-        if batch:
+        if only is not None:
+            chosen, whole = [step for step in live if step.step_id == only], True
+        elif batch:
             chosen, whole = [step for step in live if step.step_id == 0], False
         elif full or job.spec.script is None:
             chosen, whole = live, True

@@ -8,7 +8,9 @@ ranks, their exits, its PMI fences, its barrier's port and MASTER_PORT. Every st
 job's on their nodes, so the switch that freezes or thaws the job freezes or thaws them all.
 
 The job's life follows its first step: when step 0 ends, the job ends as it did, and the other
-steps still running are ended with it. A task of another step that fails ends its step, not the job.
+steps still running are ended with it. A task of another step that fails ends its step, not the job. A step
+(or a job's step 0) that does not kill on a bad exit (srun without -K, as Slurm's) lets its other tasks run on
+after a failure, and ends with the worst once they all have.
 """
 
 from dataclasses import dataclass, field
@@ -34,6 +36,8 @@ class Step:
     start_time: float | None = None  # Unix time (step 0 starts with its job: the job's)
     end_time: float | None = None  # when its last task ended
     state: JobState | None = None  # how it ended, once it has (step 0 ends as its job does)
+    # without --kill-on-bad-exit: its worst failure so far, (how it ends the step, why, its exit code)
+    failure: tuple[JobState, str, int | None] | None = None
     fences: dict[int, dict[str, PmiFence]] = field(default_factory=dict)  # PMI epoch -> node -> its fence
 
     def ranks_gone(self, ranks: set[int], exit_code: int | None, wall: float, job_ending: JobState | None) -> None:
@@ -52,6 +56,19 @@ class Step:
             self.state = JobState.FAILED
         else:
             self.state = JobState.CANCELLED if job_ending is JobState.COMPLETED else job_ending
+
+    def failure_carried(self, rank: int, failure: tuple[JobState, str] | None,
+                        exit_code: int | None) -> tuple[tuple[JobState, str] | None, int | None]:
+        """A step that does not kill on a bad exit: its task ``rank`` ended (``failure``: how, if it failed). The
+        failure is kept if it is the worst so far (the highest exit status, a signal's as 128 + its number, as
+        Slurm's srun says it) while other tasks run on; once its last task ends, the worst failure ends the
+        step. What this end then brings: (the failure that ends the step, if any; the exit code it reports)."""
+        if failure is not None and (self.failure is None or _status(exit_code) > _status(self.failure[2])):
+            self.failure = (*failure, exit_code)
+        if self.live_ranks - {rank} or self.failure is None:
+            return None, exit_code
+        state, reason, worst = self.failure
+        return (state, reason), worst
 
     def measured(self, cpu_ns: int, memory_peak: int) -> None:
         self.cpu_ns += cpu_ns
@@ -91,6 +108,10 @@ class Step:
                         start_time=job_start if self.step_id == 0 else self.start_time, end_time=self.end_time,
                         exit_code=job_exit if self.step_id == 0 else self.exit_code, cpu_s=self.cpu_ns / 1e9,
                         max_rss=self.max_rss)
+
+
+def _status(exit_code: int | None) -> int:
+    return 0 if exit_code is None else 128 - exit_code if exit_code < 0 else exit_code
 
 
 def task_slots(spec: JobSpec, processors: int, tasks: list[int] | None = None) -> list[int]:

@@ -13,7 +13,7 @@ from gangsched.protocol.messages import LaunchTask
 from gangsched.protocol.output_pattern import expand
 from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
 from gangsched.protocol.sizes import readable
-from gangsched.protocol.slurm_environment import job_variables, slurm_step, task_variables
+from gangsched.protocol.slurm_environment import job_variables, slurm_step, step_variables, task_variables
 
 
 @dataclass
@@ -112,18 +112,19 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
     nodes = nodes_order if spec.mpi is MpiKind.PMIX else []
     command = step.spec
     env = spec.env if command is None or command.env is None else command.env
+    streams = spec.streams if command is None else command.streams
     environment, output, error = job_patterns(job.job_id, step.step_id, spec, env)
     allocation = dict.fromkeys(job.node_names, 0)  # processors per node, in the allocation's order
     for name in job.node_names:
         allocation[name] += 1
-    node_ids = {name: index for index, name in enumerate(allocation)}
     environment = {**environment, **job_variables(job.job_id, spec, list(allocation), list(allocation.values()),
-                                                  spec.partition or "", cluster, job.requeues)}
+                                                  spec.partition or "", cluster, job.requeues),
+                   **step_variables(spec, step.step_id, nodes_order, ranks_per_node)}
     step_nodes = {name: (index, sum(ranks_per_node[:index])) for index, name in enumerate(nodes_order)}
     launched = []
     for rank, processor in enumerate(processors):
         index, first_rank = step_nodes[processor.node]
-        own = task_variables(spec, step.step_id, rank, processor.node, node_ids[processor.node], rank - first_rank,
+        own = task_variables(spec, step.step_id, rank, processor.node, index, rank - first_rank,
                              allocation[processor.node])
         launched.append((processor.node, LaunchTask(task=TaskSpec(
             job_id=job.job_id,
@@ -154,6 +155,7 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
             error=error,
             open_mode="append" if job.requeues else spec.open_mode,  # a run again adds to the first's output
             whole_environment=spec.whole_environment,
+            streams=streams,
         ), run_in=run_in)))
     return launched
 

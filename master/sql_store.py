@@ -380,6 +380,7 @@ def _steps_text(job: Job) -> str:
         "ports": [step.barrier_port, step.rendezvous_port], "exit": step.exit_code, "cpu_ns": step.cpu_ns,
         "max_rss": step.max_rss, "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
         "start": step.start_time, "end": step.end_time, "state": None if step.state is None else step.state.value,
+        "failure": None if step.failure is None else [step.failure[0].value, *step.failure[1:]],
     } for step in job.steps.values()])
 
 
@@ -393,12 +394,13 @@ def _steps(text: str, every: list[int]) -> dict[int, Step]:
             raise ValueError(f"step {each['id']} runs outside the job's {len(every)} tasks: {slots}")
         live = each.get("live")
         barrier_port, rendezvous_port = each.get("ports") or (None, None)
-        spec = each.get("spec")
+        spec, failure = each.get("spec"), each.get("failure")
         found[each["id"]] = Step(each["id"], slots, set(range(len(slots))) if live is None else set(live),
                                  None if spec is None else StepSpec.model_validate(spec), barrier_port,
                                  rendezvous_port, each.get("exit"), each.get("cpu_ns", 0), each.get("max_rss", 0),
                                  each.get("start"), each.get("end"),
-                                 None if each.get("state") is None else JobState(each["state"]))
+                                 None if each.get("state") is None else JobState(each["state"]),
+                                 None if failure is None else (JobState(failure[0]), failure[1], failure[2]))
     return found
 
 

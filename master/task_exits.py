@@ -3,6 +3,7 @@ its step or its job, and its acknowledgement once the store has it (master/endin
 
 from gangsched.master.clock import Now
 from gangsched.master.ending import Endings
+from gangsched.master.job_record import Job
 from gangsched.master.job_table import JobTable
 from gangsched.master.placement import limit_of
 from gangsched.master.starting import Starts
@@ -46,11 +47,19 @@ class TaskExits:
         elif message.error is not None or message.returncode != 0:
             what = message.error or f"exited with {_describe(message.returncode)}"
             ending = (JobState.FAILED, f"{task} on {message.node} {what}")
+        exit_code = message.returncode
+        if not _kills_on_bad_exit(job, step_id):
+            ending, exit_code = job.steps[step_id].failure_carried(rank, ending, exit_code)
         if ending is not None and step_id != 0:  # it ends its step, not the job
-            self._endings.step_failed(job, step_id, rank, ending[1], message.returncode, now)
+            self._endings.step_failed(job, step_id, rank, ending[1], exit_code, now)
         else:
-            self._endings.ranks_gone(job, step_id, {rank}, ending, now, exit_code=message.returncode)
+            self._endings.ranks_gone(job, step_id, {rank}, ending, now, exit_code=exit_code)
         return self._endings.acknowledge(job, message.node, ack, now)
+
+
+def _kills_on_bad_exit(job: Job, step_id: int) -> bool:
+    spec = job.steps[step_id].spec
+    return job.spec.kill_on_bad_exit if spec is None else spec.kill_on_bad_exit
 
 
 def _describe(returncode: int | None) -> str:

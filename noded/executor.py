@@ -38,6 +38,7 @@ from gangsched.noded.process_managers.interface import ProcessManagerUnavailable
 from gangsched.noded.process_managers.served import ProcessManagers
 from gangsched.noded.process_managers.wiring import TaskWiring
 from gangsched.noded.settings import NodeSettings
+from gangsched.noded.stream_relay import StreamRelay
 from gangsched.noded.switching import SwitchPlan
 from gangsched.noded.task_events import (
     Escaped,
@@ -59,7 +60,8 @@ log = logging.getLogger("gangsched.noded")
 
 
 class TaskExecutor:
-    def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller) -> None:
+    def __init__(self, settings: NodeSettings, host: TaskHost, poller: zmq.Poller,
+                 context: zmq.Context[zmq.Socket[bytes]]) -> None:
         self._settings = settings
         self._name = settings.name
         self._folders = TaskFolders(settings.spool(), settings.user_spool_dir, settings.run_dir)
@@ -71,6 +73,7 @@ class TaskExecutor:
         self.events: deque[TaskEvent] = deque()  # for the loop to feed to the core, in order
         self._beside = LaunchThread() if host.starts_beside else None
         self.starting: tuple[Launch, TaskWiring | None] | None = None  # a start under way beside the loop
+        self.streams = StreamRelay(context, poller)  # srun steps' standard streams
         self.process_managers = ProcessManagers(
             settings, host.runs_mpi, poller, self.tasks, lambda message: self.events.append(ForMaster(message)),
             lambda task: self.events.append(Failed(TaskKey.of(task))))
@@ -216,6 +219,8 @@ class TaskExecutor:
             self._not_started(spec, wiring, error)
             return
         self.events.append(Launched(key, runnable, time.monotonic_ns()))
+        if task.pipes is not None and spec.streams is not None:
+            self.streams.attach(spec, spec.streams, task.pipes)
         self.tasks[key] = task
         self._by_pidfd[task.pidfd] = task
         self._poller.register(task.pidfd, zmq.POLLIN)

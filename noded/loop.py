@@ -67,7 +67,7 @@ class NodeDaemon:
         self._poller = poller or zmq.Poller()
         self._link = MasterLink(settings, self._context, self._poller)
         # the executor first: the hello names the process-manager interfaces it serves
-        self._executor = TaskExecutor(settings, self._host, self._poller)
+        self._executor = TaskExecutor(settings, self._host, self._poller, self._context)
         self._core = NodeCore(self._hello(), settings.kill_grace_s, settings.report_delay_ms, self._host.forks,
                               WATCH_INTERVAL_S if self._host.watches_descheduled else None, settings.masters())
         self._waiting: deque[Message] = deque()  # the master's messages read and not yet handled
@@ -116,6 +116,8 @@ class NodeDaemon:
             for handler in executor.process_managers.handlers(ready):
                 survive(log, "serving MPI tasks", handler)
                 self._carry_out()
+            for what, relay in executor.streams.handlers(ready):
+                survive(log, what, relay)
             for task in executor.exits(ready):
                 survive(log, f"job {task.job_id} rank {task.rank}'s exit", functools.partial(executor.exited, task))
                 self._carry_out()
@@ -129,6 +131,7 @@ class NodeDaemon:
         return deadlines.first
 
     def close(self) -> None:
+        self._executor.streams.close()
         self._link.close()
         if self._owns_context:
             self._context.term()

@@ -5,6 +5,7 @@ it depends on neither."""
 import socket
 from typing import Protocol
 
+from gangsched.noded.stream_relay import StreamPipes
 from gangsched.noded.task_record import MemoryReading
 
 
@@ -18,6 +19,7 @@ class NodeTask(Protocol):
     uid: int
     failure: str | None  # why its process manager failed its job, or why it could not start
     pmi: socket.socket | None  # the daemon's end of its PMI_FD (PMI-1, PMI-2)
+    pipes: StreamPipes | None  # the daemon's ends of a step's streams, relayed to its srun
 
     @property
     def pid(self) -> int: ...

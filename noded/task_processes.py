@@ -25,6 +25,7 @@ from typing import NamedTuple
 from gangsched.noded.containment import Containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
+from gangsched.noded.stream_relay import StreamPipes, stream_pipes
 from gangsched.noded.task_files import PROGRESS_BYTES, drop_stale_output, new_progress_file, user_folder, write_script
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_identity import place_in_block, task_account
@@ -72,6 +73,7 @@ class Task:
     command_started: bool = False  # its first process passed its gate and exec'd (as last seen)
     progress: int = 0  # its progress counter at the last reading
     script_path: Path | None = None  # a batch step's script, written for it
+    pipes: StreamPipes | None = None  # the daemon's ends of a step's streams, relayed to its srun
 
     def read_memory(self) -> MemoryReading:
         """Its peak so far, and whether it passed its limit."""
@@ -227,6 +229,8 @@ class StartingTask:
         task = self.task
         self._held.abandon()
         task.close_pmi()
+        if task.pipes is not None:
+            task.pipes.close()
         for fd in (task.pidfd, task.progress_fd, task.schedstat_fd):
             os.close(fd)
         task.remove_files()
@@ -272,12 +276,14 @@ def start(
         argv = [str(script_path), *spec.argv[1:]]
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
+    pipes, stdio = (None, None) if spec.streams is None else stream_pipes(spec.streams.input_rank == spec.rank)
     environment.update(wiring.environment)
     group, memory = containment.groups(key, spec.memory_limit)
     user = None if account is None else \
         Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
     plan = StartPlan(
-        argv=argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder), output=output,
+        argv=argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder),
+        output=output if stdio is None else "", stdio=stdio,
         cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),),
         umask=spec.umask, error=spec.error and expand(spec.error, values, final=True),
         truncate=spec.open_mode == "truncate")
@@ -285,13 +291,15 @@ def start(
         held = spawn_task(plan)
         try:
             task = _hold(held, spec, group, memory, progress_path, progress_fd, account, ours)
-            task.script_path = script_path
+            task.script_path, task.pipes = script_path, pipes
         except BaseException:
             held.abandon()
             raise
     except BaseException:
         if ours is not None:
             ours.close()
+        if pipes is not None:
+            pipes.close()
         os.close(progress_fd)
         progress_path.unlink(missing_ok=True)
         if script_path is not None:
@@ -302,6 +310,8 @@ def start(
     finally:
         if theirs is not None:
             theirs.close()
+        for fd in stdio or ():
+            os.close(fd)  # the task's ends: the task holds them now
     return StartingTask(task, held)
 
 

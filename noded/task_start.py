@@ -9,7 +9,8 @@ is done by small programs every Linux host has, none of them the user's:
 
 1. the daemon spawns it in a session of its own with every signal at its
    default and none blocked (SIGPIPE, which Python ignores, included), its
-   standard streams on ``/dev/null`` and nothing of the daemon's open but
+   standard streams on ``/dev/null`` (a step of srun's: on pipes to the daemon, which relays them) and
+   nothing of the daemon's open but
    the gate (fd 3), the status pipe (fd 4), the task's environment (fd 5)
    and the task's own descriptors (an MPI task's PMI socket; everything the
    daemon opens is close-on-exec), at the lowest real-time priority until
@@ -71,7 +72,8 @@ SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # what /bin/sh can export; a name it cannot is dropped by it in any case (a spec's names are all of these)
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output, $5 error output ("": the output), $6
+# $1 daemon pid, $2 working folder, $3 fallback folder, $4 output ("": the standard streams it was given, a
+# step's pipes to its srun), $5 error output ("": the output), $6
 # "truncate" to empty them first, $7 "wait" to wait at the gate here, $8 umask; then argv. The task's
 # environment comes last, so that none of its names is one of these.
 _BECOME = r"""
@@ -85,7 +87,9 @@ cd -- "$cwd" 2>/dev/null || cd -- "$fallback" 2>/dev/null || { printf 'cannot en
 cannot_open() {
     printf 'cannot open the output %s: %s' "$1" "$( (: >>"$1") 2>&1 | sed 's/.*: //')" >&4; exit 127
 }
-if [ -z "$err" ] && [ "$open" != truncate ]; then
+if [ -z "$out" ]; then
+    :
+elif [ -z "$err" ] && [ "$open" != truncate ]; then
     command exec >>"$out" 2>&1 || cannot_open "$out"
 else
     for file in "$out" ${err:+"$err"}; do
@@ -130,6 +134,9 @@ class StartPlan:
     umask: int = 0o022  # the submitter's
     error: str | None = None  # stderr's file, apart from ``output``
     truncate: bool = False  # the output files emptied first (else appended to)
+    # its stdin, stdout and stderr as these descriptors (a step's pipes to its srun; ``output`` then ""),
+    # else /dev/null and the output files
+    stdio: tuple[int, int, int] | None = None
 
 
 class HeldTask:
@@ -213,7 +220,8 @@ def spawn_task(plan: StartPlan) -> HeldTask:
     (environment,) = _above_fixed((_environment_file(plan),))
     try:
         actions: list[FileAction] = [
-            (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+            (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)] if plan.stdio is None else [
+            (os.POSIX_SPAWN_DUP2, given, fd) for fd, given in enumerate(plan.stdio)]
         actions += [(os.POSIX_SPAWN_DUP2, gate_read, GATE_FD), (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD),
                     (os.POSIX_SPAWN_DUP2, environment, ENVIRONMENT_FD)]
         actions += [(os.POSIX_SPAWN_DUP2, fd, fd) for fd in plan.passed_fds]  # the same number, kept across exec

@@ -19,6 +19,7 @@ from gangsched.protocol.records import (
     MpiKind,
     NodeInfo,
     PartitionInfo,
+    StepId,
     UserInfo,
     WireModel,
 )
@@ -70,7 +71,7 @@ class Cancel(WireModel):
 class SignalJob(WireModel):
     """Send a running job's tasks a signal (scancel --signal): by default every step's but a batch job's batch
     step; ``batch``: its batch step's first process alone (the script's shell); ``full``: every step's, the
-    batch step's whole too."""
+    batch step's whole too; ``step``: that step's alone, every process of it (srun's own step)."""
 
     type: Literal["signal_job"] = "signal_job"
     job_id: int
@@ -78,6 +79,7 @@ class SignalJob(WireModel):
     signal: int = Field(ge=1, le=64)
     batch: bool = False
     full: bool = False
+    step: StepId | None = None
 
 
 class Signalled(WireModel):

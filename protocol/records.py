@@ -139,6 +139,17 @@ class LimitSignal(WireModel):
     batch: bool = False
 
 
+class StepStreams(WireModel):
+    """Where a step's tasks' standard streams go (Slurm's srun): the srun that started it listens at
+    ``address`` (a ZeroMQ ROUTER) and takes only frames that carry ``token``, which it made and gave no one but
+    the master; the task of rank ``input_rank`` reads srun's standard input (None: none does, --input none).
+    Their stdout and stderr go there instead of files (protocol/stream_frames.py has the frames)."""
+
+    address: Annotated[str, Field(max_length=300, pattern=r"^tcp://[A-Za-z0-9.:\[\]-]+:[0-9]{1,5}$")]
+    token: str = Field(min_length=32, max_length=64, pattern=r"^[0-9a-f]+$")
+    input_rank: int | None = Field(default=0, ge=0)
+
+
 class JobSpec(WireModel):
     """What a user submits: ``tasks`` copies of a command, each on ``cpus_per_task`` processors of one node.
 
@@ -199,6 +210,8 @@ class JobSpec(WireModel):
     labels: dict[LabelName, LabelText] = Field(default={}, max_length=MAX_LABELS)
     signal: LimitSignal | None = None  # sbatch's --signal: a warning signal before the time limit
     begin_time: float | None = Field(default=None, ge=0, le=1e11)  # sbatch's --begin: not started before (Unix s)
+    streams: StepStreams | None = None  # srun outside an allocation: its step 0's streams go to that srun, not to files
+    kill_on_bad_exit: bool = True  # as StepSpec's, for its step 0 (srun outside an allocation without -K: False)
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":
@@ -253,6 +266,10 @@ class StepSpec(WireModel):
     env: dict[str, NoNul] | None = Field(default=None, max_length=MAX_COMMAND_ITEMS)
     cwd: PathText | None = None
     slots: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, min_length=1, max_length=100_000)
+    streams: StepStreams | None = None  # srun's: its tasks' streams go to it (None: to the job's output files)
+    # a failed task ends the step at once, its other tasks killed (srun's -K); else they run on, and the step
+    # ends with the worst exit once they all have (srun's default, as Slurm's)
+    kill_on_bad_exit: bool = True
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "StepSpec":
@@ -334,6 +351,7 @@ class TaskSpec(WireModel):
     error: str | None = None  # its stderr apart from ``output``
     open_mode: Literal["append", "truncate"] = "append"
     whole_environment: bool = False  # ``env`` is all of its environment but the job's variables
+    streams: StepStreams | None = None  # its standard streams go to its step's srun, not to ``output`` and ``error``
 
 
 class TaskSample(NamedTuple):

@@ -80,6 +80,19 @@ def job_variables(job_id: int, spec: JobSpec, nodes: Sequence[str], per_node: Se
     return variables
 
 
+def step_variables(spec: JobSpec, step: int, nodes: Sequence[str], tasks_per_node: Sequence[int]) -> dict[str, str]:
+    """A step's own, the same for each of its tasks (none for a batch step): its nodes and tasks on each, under
+    the step's names and, as Slurm's srun sets them in a step, the shorter ones (``SLURM_NTASKS``,
+    ``SLURM_NNODES``, ``SLURM_NODELIST``, ``SLURM_TASKS_PER_NODE``: the step's; ``SLURM_JOB_*`` stay the job's)."""
+    if slurm_step(spec, step) == "batch":
+        return {}
+    node_list, count, tasks, per_node = _hostlist(tuple(nodes)), str(len(nodes)), str(sum(tasks_per_node)), \
+        counts_text(tasks_per_node)
+    return {"SLURM_STEP_NODELIST": node_list, "SLURM_STEP_NUM_NODES": count, "SLURM_STEP_NUM_TASKS": tasks,
+            "SLURM_STEP_TASKS_PER_NODE": per_node, "SLURM_DISTRIBUTION": "block", "SLURM_NODELIST": node_list,
+            "SLURM_NNODES": count, "SLURM_NTASKS": tasks, "SLURM_NPROCS": tasks, "SLURM_TASKS_PER_NODE": per_node}
+
+
 def task_variables(spec: JobSpec, step: int, rank: int, node: str, node_index: int, local_id: int,
                    cpus_on_node: int) -> dict[str, str]:
     """A task's own: its rank in its step, its node and its place there; its step's id where it has one."""

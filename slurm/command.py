@@ -26,11 +26,12 @@ class SlurmError(Exception):
 
 
 def options(name: str, arguments: Sequence[str], flags: dict[str, getopt.Flag],
-            usage: str) -> tuple[dict[str, Any], list[str]]:
-    """The flags given, by key (a flag given again: its last value), and the operands; ``--help`` (keyed
-    ``help``) and ``--version`` (``version``) answered here, and the command exits."""
+            usage: str, permute: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """The flags given, by key (a flag given again: its last value), and the operands (``permute`` False:
+    everything from the first one on, a command and its own flags); ``--help`` (keyed ``help``) and
+    ``--version`` (``version``) answered here, and the command exits."""
     try:
-        given, operands = getopt.read(arguments, flags)
+        given, operands = getopt.read(arguments, flags, permute)
     except getopt.OptionError as error:
         raise SlurmError(f"{name}: {error}\nTry \"{name} --help\" for more information", whole=True) from None
     chosen = {flag.key: value for flag, _, value in given}

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 # each command and the module whose ``main`` it runs
-COMMANDS = {name: f"gangsched.slurm.{name}" for name in ("sbatch", "squeue", "scancel", "scontrol", "sinfo", "sacct")}
+COMMANDS = {name: f"gangsched.slurm.{name}"
+            for name in ("sbatch", "srun", "squeue", "scancel", "scontrol", "sinfo", "sacct")}
 MARK = "# gangsched's Slurm command"
 
 
@@ -46,15 +47,15 @@ def _ours(path: Path) -> bool:
 
 @click.group()
 def slurm() -> None:
-    """Slurm's commands under their names: sbatch, squeue, scancel, scontrol, sinfo, over this cluster."""
+    """Slurm's commands under their names: sbatch, srun, squeue, scancel, scontrol, sinfo, sacct, over this cluster."""
 
 
 @slurm.command("install")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 def install_command(folder: Path) -> None:
-    """Install Slurm's command names (sbatch, squeue, scancel, scontrol, sinfo, sacct) into FOLDER, e.g. /usr/local/bin
-    or ~/.local/bin; a file of the same name that is not gangsched's (a real Slurm's) is left as it is, and nothing
-    is installed."""
+    """Install Slurm's command names (sbatch, srun, squeue, scancel, scontrol, sinfo, sacct) into FOLDER, e.g.
+    /usr/local/bin or ~/.local/bin; a file of the same name that is not gangsched's (a real Slurm's) is left as
+    it is, and nothing is installed."""
     try:
         paths = install(folder)
     except (ValueError, OSError) as error:

@@ -105,8 +105,8 @@ def scancel(arguments: list[str]) -> int:
                 connection.exchange(pack(request))
             except RequestRefused as error:
                 if error.code is ErrorCode.PERMISSION_DENIED:
-                    print(f"scancel: error: Kill job error on job id {words.job_id(job)}: Access/permission "
-                          "denied", file=sys.stderr)
+                    print(f"scancel: error: Kill job error on job id {words.job_id(job)}: "
+                          f"{words.refusal(error.code, error.reason)}", file=sys.stderr)
                     status = ACCESS_DENIED
                 elif verbose or number is not None:  # a signal that reached no task is said, as Slurm says it
                     print(f"scancel: error: Kill job error on job id {words.job_id(job)}: {error}", file=sys.stderr)

@@ -11,7 +11,6 @@ import time
 
 from gangsched.client.connection import RequestRefused, login_name
 from gangsched.protocol.durations import DurationError
-from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.frames import pack
 from gangsched.slurm import words
 from gangsched.slurm.command import SlurmError, master, options, run
@@ -254,11 +253,7 @@ def act(action: str, job_ids: list[int]) -> int:
 
 
 def _refusal(job_id: int, error: RequestRefused) -> str:
-    if error.code is ErrorCode.PERMISSION_DENIED:
-        return f"Access/permission denied for job {job_id}"
-    if error.code is ErrorCode.UNKNOWN_JOB:
-        return f"Invalid job id specified for job {job_id}"
-    return f"{error} for job {job_id}"
+    return f"{words.refusal(error.code, error.reason)} for job {job_id}"
 
 
 def update(settings: list[str]) -> int:

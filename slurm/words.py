@@ -9,6 +9,7 @@ import time
 from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.dependency_text import dependency_text
 from gangsched.protocol.durations import format_duration
+from gangsched.protocol.errors import ErrorCode
 
 TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
 if TYPE_CHECKING:
@@ -26,6 +27,15 @@ _END_WORDS = {"failed": "NonZeroExitCode", "timeout": "TimeLimit", "node_fail": 
               "out_of_memory": "OutOfMemory"}
 SIGTERM = 15  # what scancel sends: a job cancelled without an exit of its own ended by it
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+# the master's refusals that Slurm's commands say in Slurm's own words (its slurm_strerror)
+_REFUSALS = {ErrorCode.PERMISSION_DENIED: "Access/permission denied", ErrorCode.UNKNOWN_JOB: "Invalid job id specified"}
+
+
+def refusal(code: ErrorCode, reason: str) -> str:
+    """A refusal of the master's as Slurm's commands say it: Slurm's words where it has them, else the reason."""
+    return _REFUSALS.get(code, reason)
 
 
 class StateError(ValueError):

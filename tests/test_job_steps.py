@@ -3,6 +3,7 @@ a step starts in a running job's processors, its tasks are the job's in every sw
 step alone, and the job's end, its step 0's, ends the others. Nothing here starts a process."""
 
 from gangsched.master.sqlite_store import SqliteStore
+from gangsched.protocol.client_messages import Submit
 from gangsched.protocol.errors import ErrorCode
 from gangsched.protocol.messages import (
     ErrorReply,
@@ -16,7 +17,7 @@ from gangsched.protocol.messages import (
     StepStarted,
     TaskExit,
 )
-from gangsched.protocol.records import JobState, StepSpec
+from gangsched.protocol.records import JobSpec, JobState, StepSpec
 from tests.helpers.driven_master import driven_master
 from tests.helpers.master_events import ENDPOINTS, SETTINGS, hello, infos, sent, submit
 
@@ -86,6 +87,45 @@ def test_a_failed_task_ends_its_step_and_the_job_goes_on_until_its_step_0_ends_t
     assert info.steps[0].start_time == info.start_time and info.steps[2].end_time == clock.now
     stored = SqliteStore(tmp_path / "jobs.db").get(job)
     assert stored is not None and stored.info().steps == info.steps, "sacct reads the steps from the store"
+
+
+def test_without_kill_on_bad_exit_a_failure_lets_the_others_run_on_and_the_worst_exit_ends_the_step(tmp_path,
+                                                                                                     clock):
+    """srun without -K, as Slurm's: the step's other tasks run on, and it ends with the worst exit, a signal's
+    counted as 128 + its number; its record keeps the failure through the store."""
+    core = two_nodes(tmp_path, clock)
+    job = submit(core, nodes=2)
+    n1, n2 = core.table.jobs[job].node_names
+    core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["a"], kill_on_bad_exit=False)))
+    sent(core, LaunchTask)
+    core.task_ended(TaskExit(node=n1, job_id=job, step=1, rank=0, returncode=3))
+    assert sent(core, KillTask) == [] and core.table.jobs[job].steps[1].end_time is None, "its rank 1 runs on"
+    stored = SqliteStore(tmp_path / "jobs.db").get(job)
+    assert stored is not None and stored.steps[1].failure == (JobState.FAILED, f"rank 0 of step 1 on {n1} exited "
+                                                                               "with status 3", 3)
+    core.task_ended(TaskExit(node=n2, job_id=job, step=1, rank=1, returncode=5))
+    step = core.table.jobs[job].steps[1]
+    assert (step.state, step.exit_code) == (JobState.FAILED, 5), "the worst of 3 and 5"
+    assert core.table.jobs[job].ending is None
+    core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["b"], kill_on_bad_exit=False)))
+    core.task_ended(TaskExit(node=n1, job_id=job, step=2, rank=0, returncode=-9))
+    core.task_ended(TaskExit(node=n2, job_id=job, step=2, rank=1, returncode=100))
+    assert core.table.jobs[job].steps[2].exit_code == -9, "killed by signal 9 is 137, worse than 100"
+
+
+def test_a_job_whose_step_0_runs_on_after_a_failure_ends_failed_with_its_worst_exit(tmp_path, clock):
+    core = two_nodes(tmp_path, clock)
+    spec = JobSpec(name="j", user="alice", tasks=2, argv=["true"], kill_on_bad_exit=False)
+    job = core.clients.submit(Submit(spec=spec)).job_id
+    n1, n2 = core.table.jobs[job].node_names
+    sent(core, LaunchTask)
+    core.task_ended(TaskExit(node=n1, job_id=job, step=0, rank=0, returncode=4))
+    assert sent(core, KillTask) == [] and core.table.jobs[job].ending is None, "its rank 1 runs on"
+    core.task_ended(TaskExit(node=n2, job_id=job, step=0, rank=1, returncode=0))
+    clock.now += 5
+    core.tick()
+    (info,) = infos(core, [job])
+    assert (info.state, info.exit_code) == (JobState.FAILED, 4), info.reason
 
 
 def test_a_step_is_refused_outside_its_allocation_and_to_anyone_but_its_owner(tmp_path, clock):

@@ -56,6 +56,22 @@ def task_pids(cluster, job_id: int) -> set[int]:
     return {process.pid for process in task_processes(cluster.home, job_id)}
 
 
+def wait_for_the_gang(cluster, job_id: int) -> set[int]:
+    """The pids of both tasks once each has become ``sleep``: a task starts as a shell that execs the program,
+    and while it execs its environment cannot be read, so a count taken earlier may miss it."""
+    from gangsched.deploy.local import task_processes
+
+    def sleeping() -> bool:
+        processes = task_processes(cluster.home, job_id)
+        try:
+            return len(processes) >= 2 and all(process.name() == "sleep" for process in processes)
+        except psutil.Error:
+            return False
+
+    wait_until(sleeping, 20, "the gang to run")
+    return task_pids(cluster, job_id)
+
+
 def sleeper(seconds: int = 60) -> JobSpec:
     return JobSpec(name="gang", user=os.environ.get("USER") or "root", tasks=2, argv=["sleep", str(seconds)])
 
@@ -68,9 +84,7 @@ def test_a_standby_takes_the_lead_from_a_failed_leader_and_every_gang_runs_on(st
     first, second = state.master.split(",")
     assert leader(client) == first and {m.role for m in client.masters()} == {MasterRole.ACTIVE, MasterRole.STANDBY}
     job_id = client.submit(sleeper())
-    wait_until(lambda: client.job(job_id).state is JobState.RUNNING and len(task_pids(cluster, job_id)) >= 2, 20,
-               "the gang to run")
-    before = task_pids(cluster, job_id)
+    before = wait_for_the_gang(cluster, job_id)
     old = psutil.Process(state.pids["master"])
     old.send_signal(signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
     try:
@@ -102,8 +116,7 @@ def test_root_moves_the_lead_to_a_standby_and_the_gang_runs_on(start_cluster, da
     client, state = cluster.client, cluster.local.state()
     first, second = state.master.split(",")
     job_id = client.submit(sleeper())
-    wait_until(lambda: len(task_pids(cluster, job_id)) >= 2, 20, "the gang to run")
-    before = task_pids(cluster, job_id)
+    before = wait_for_the_gang(cluster, job_id)
     moved = subprocess.run([sys.executable, "-m", "gangsched.cli", "admin", "takeover", "--master", state.master],
                            capture_output=True, text=True, timeout=60)
     assert moved.returncode == 0 and f"{second} leads (epoch 2); {first} stands by" in moved.stdout, moved.stderr
@@ -235,8 +248,7 @@ def test_the_store_lost_and_back_leaves_every_gang_running_and_a_master_leads_ag
         cluster = start_cluster(nodes=2, masters=2, store=server.url, lease_s=1.0)
         client = cluster.client
         job = client.submit(sleeper())
-        wait_until(lambda: len(task_pids(cluster, job)) >= 2, 20, "the gang to run")
-        before = task_pids(cluster, job)
+        before = wait_for_the_gang(cluster, job)
         server.stop(tools)  # both masters lose the store: the leader stops leading, and none leads
         try:
             wait_until(lambda: "lost the lead of epoch 1" in cluster.local.log_path("master").read_text(), 20,

@@ -17,8 +17,11 @@ def install_slurm_commands(folder: Path) -> Path:
 
 def command(cluster: Cluster, folder: Path, name: str, *arguments: str,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``name`` run from ``folder``, which is first on the PATH it and its jobs get (as a site installs the names:
+    a batch script's srun is gangsched's, not a real Slurm's the host may have)."""
     return subprocess.run([str(folder / name), *arguments], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "GANG_MASTER": cluster.client.endpoint, "COLUMNS": "200"})
+                          env={**os.environ, "GANG_MASTER": cluster.client.endpoint, "COLUMNS": "200",
+                               "PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"})
 
 
 def submitted(cluster: Cluster, folder: Path, *arguments: str, cwd: Path) -> int:

@@ -1,0 +1,262 @@
+"""A step's standard streams between its tasks and the srun that started it (``StepStreams``).
+
+A task of such a step starts with pipes for stdin, stdout and stderr (``stream_pipes``; stdin /dev/null
+but for the task that reads srun's input); the daemon keeps the other ends. The relay reads the tasks'
+output as it comes, in the daemon's poll, and sends it to srun over a DEALER per step (ZeroMQ connects
+in the background: an srun far away or gone never holds the loop), and writes what srun sends for the
+input to the task that reads it. Neither side is ever read or written blocking: where srun takes
+nothing more (its queue is full) the relay stops reading that task's pipes until it does, so the task
+waits on its pipe as it would on a slow terminal, and nothing is dropped; input a task does not read
+yet (it may be frozen with its row) waits in the relay. A stream's end is said once all of its
+writers closed it (the task and everything it started), then the pipe is closed.
+
+The frames are protocol/stream_frames.py's."""
+
+import errno
+import logging
+import os
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+import zmq
+
+from gangsched.noded.task_record import TaskKey
+from gangsched.protocol.records import StepStreams, TaskSpec
+from gangsched.protocol.stream_frames import CHUNK, ERR, ERR_END, HELLO, IN, IN_END, OUT, OUT_END
+
+log = logging.getLogger("gangsched.noded")
+_QUEUED = 1000  # frames a step's srun may be behind by before the relay stops reading its tasks' output
+
+
+@dataclass
+class StreamPipes:
+    """The daemon's ends of a task's streams: stdout's and stderr's reading ends, stdin's writing end (None:
+    the task reads /dev/null)."""
+
+    out: int
+    err: int
+    input: int | None
+
+    def close(self) -> None:
+        for fd in (self.out, self.err, self.input):
+            if fd is not None and fd >= 0:
+                os.close(fd)
+
+
+def stream_pipes(reads_input: bool) -> tuple[StreamPipes, tuple[int, int, int]]:
+    """The pipes of a task's streams: the daemon's ends (non-blocking, close-on-exec), and the task's stdin,
+    stdout and stderr (an input pipe's end, or /dev/null)."""
+    made: list[int] = []
+    in_write: int | None
+    try:
+        out_read, out_write = _pipe(made)
+        err_read, err_write = _pipe(made)
+        if reads_input:
+            in_read, in_write = _pipe(made)
+        else:
+            in_read, in_write = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), None
+            made.append(in_read)
+    except BaseException:
+        for fd in made:
+            os.close(fd)
+        raise
+    for ours in (out_read, err_read, in_write):
+        if ours is not None:
+            os.set_blocking(ours, False)
+    return StreamPipes(out_read, err_read, in_write), (in_read, out_write, err_write)
+
+
+def _pipe(made: list[int]) -> tuple[int, int]:
+    read, write = os.pipe2(os.O_CLOEXEC)
+    made += [read, write]
+    return read, write
+
+
+@dataclass
+class _Task:
+    key: TaskKey
+    rank: bytes
+    pipes: StreamPipes
+    pending_input: deque[bytes] = field(default_factory=deque)
+    input_ended: bool = False
+
+
+@dataclass
+class _Step:
+    socket: zmq.Socket[bytes]
+    token: bytes
+    tasks: dict[int, _Task] = field(default_factory=dict)  # rank -> its task on this node
+    held: list[bytes] | None = None  # a frame its srun did not take yet: no pipe of it is read until it does
+
+
+class StreamRelay:
+    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], poller: zmq.Poller) -> None:
+        self._context, self._poller = context, poller
+        self._steps: dict[tuple[int, int, str], _Step] = {}  # (job, step, srun's address) -> its relay
+        self._readers: dict[int, tuple[_Step, _Task, bytes]] = {}  # fd -> what it carries (OUT or ERR)
+        self._writers: dict[int, tuple[_Step, _Task]] = {}  # an input pipe with input waiting -> its task
+
+    def attach(self, spec: TaskSpec, streams: StepStreams, pipes: StreamPipes) -> None:
+        """A task of a step whose streams go to its srun started: its output is relayed from now on."""
+        where = (spec.job_id, spec.step, streams.address)
+        step = self._steps.get(where)
+        if step is None:
+            socket = self._context.socket(zmq.DEALER)
+            socket.setsockopt(zmq.LINGER, 1000)
+            socket.setsockopt(zmq.SNDHWM, _QUEUED)
+            socket.setsockopt(zmq.IMMEDIATE, 0)
+            socket.connect(streams.address)
+            self._poller.register(socket, zmq.POLLIN)
+            step = self._steps[where] = _Step(socket, streams.token.encode())
+        task = _Task(TaskKey.of(spec), str(spec.rank).encode(), pipes)
+        step.tasks[spec.rank] = task
+        self._send(step, HELLO, task.rank, b"")
+        for fd, kind in ((pipes.out, OUT), (pipes.err, ERR)):
+            self._readers[fd] = (step, task, kind)
+            if step.held is None:
+                self._poller.register(fd, zmq.POLLIN)
+
+    def handlers(self, ready: dict[object, int]) -> list[tuple[str, Callable[[], None]]]:
+        """What the poll found for the relay: (what, handler) pairs for the loop to call."""
+        found: list[tuple[str, Callable[[], None]]] = []
+        for item in ready:
+            if isinstance(item, int) and item in self._readers:
+                found.append(("a step's output", partial(self._read, item)))
+            elif isinstance(item, int) and item in self._writers:
+                found.append(("a step's input", partial(self._write, item)))
+            elif isinstance(item, zmq.Socket) and any(step.socket is item for step in self._steps.values()):
+                found.append(("srun's messages", partial(self._from_srun, item, ready[item])))
+        return found
+
+    def _send(self, step: _Step, kind: bytes, rank: bytes, data: bytes) -> bool:
+        try:
+            step.socket.send_multipart([step.token, kind, rank, data], zmq.NOBLOCK)
+        except zmq.Again:
+            return False
+        return True
+
+    def _read(self, fd: int) -> None:
+        step, task, kind = self._readers[fd]
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return
+        if data:
+            if not self._send(step, kind, task.rank, data):
+                self._hold_back(step, [step.token, kind, task.rank, data])
+            return
+        self._poller.unregister(fd)
+        del self._readers[fd]
+        os.close(fd)
+        end = OUT_END if kind == OUT else ERR_END
+        if not self._send(step, end, task.rank, b""):
+            self._hold_back(step, [step.token, end, task.rank, b""])
+        if kind == OUT:
+            task.pipes.out = -1
+        else:
+            task.pipes.err = -1
+        if task.pipes.out < 0 and task.pipes.err < 0:
+            self._task_done(step, task)
+
+    def _hold_back(self, step: _Step, frame: list[bytes]) -> None:
+        """srun takes nothing more now: the frame goes when it does (the socket's POLLOUT says when), and no
+        pipe of the step is read until then: its tasks wait on their pipes."""
+        step.held = frame
+        for fd, (owner, _, _) in self._readers.items():
+            if owner is step:
+                self._poller.unregister(fd)
+        self._poller.modify(step.socket, zmq.POLLIN | zmq.POLLOUT)
+
+    def _go_on(self, step: _Step) -> None:
+        """srun takes frames again: the one held goes, and the step's pipes are read again."""
+        assert step.held is not None
+        try:
+            step.socket.send_multipart(step.held, zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        step.held = None
+        self._poller.modify(step.socket, zmq.POLLIN)
+        for fd, (owner, _, _) in self._readers.items():
+            if owner is step:
+                self._poller.register(fd, zmq.POLLIN)
+        if not step.tasks:
+            self._close_step(step)
+
+    def _from_srun(self, socket: zmq.Socket[bytes], events: int) -> None:
+        step = next(step for step in self._steps.values() if step.socket is socket)
+        if step.held is not None and events & zmq.POLLOUT:
+            self._go_on(step)
+        while events & zmq.POLLIN and not socket.closed:
+            try:
+                frames = socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) != 3 or frames[0] not in (IN, IN_END) or not frames[1].isdigit():
+                continue
+            task = step.tasks.get(int(frames[1]))
+            if task is None or task.pipes.input is None or task.input_ended:
+                continue
+            if frames[0] == IN_END:
+                task.input_ended = True
+            else:
+                task.pending_input.append(frames[2])
+            self._write(task.pipes.input, step, task)
+
+    def _write(self, fd: int, step: _Step | None = None, task: _Task | None = None) -> None:
+        if step is None or task is None:
+            step, task = self._writers[fd]
+        while task.pending_input:
+            chunk = task.pending_input[0]
+            try:
+                written = os.write(fd, chunk)
+            except BlockingIOError:
+                break
+            except OSError as error:  # the task closed its input, or ended
+                if error.errno != errno.EPIPE:
+                    raise
+                task.pending_input.clear()
+                task.input_ended = True
+                break
+            if written < len(chunk):
+                task.pending_input[0] = chunk[written:]
+            else:
+                task.pending_input.popleft()
+        if task.pending_input and fd not in self._writers:
+            self._writers[fd] = (step, task)
+            self._poller.register(fd, zmq.POLLOUT)
+        elif not task.pending_input:
+            if fd in self._writers:
+                del self._writers[fd]
+                self._poller.unregister(fd)
+            if task.input_ended:
+                os.close(fd)
+                task.pipes.input = None
+
+    def _task_done(self, step: _Step, task: _Task) -> None:
+        """Both output streams of a task ended: its input goes, and the step's socket once no task is left."""
+        if task.pipes.input is not None:
+            if task.pipes.input in self._writers:
+                del self._writers[task.pipes.input]
+                self._poller.unregister(task.pipes.input)
+            os.close(task.pipes.input)
+            task.pipes.input = None
+        del step.tasks[int(task.rank)]
+        if not step.tasks and step.held is None:
+            self._close_step(step)
+
+    def _close_step(self, step: _Step) -> None:
+        where = next(where for where, each in self._steps.items() if each is step)
+        del self._steps[where]
+        self._poller.unregister(step.socket)
+        step.socket.close()  # its linger sends what it still holds
+
+    def close(self) -> None:
+        for step in self._steps.values():
+            for task in step.tasks.values():
+                task.pipes.close()
+            step.socket.close(linger=0)
+        self._steps.clear()
+        self._readers.clear()
+        self._writers.clear()

@@ -1,0 +1,421 @@
+"""Slurm's ``srun``: a step of the allocation it runs in (``SLURM_JOB_ID``, as a batch script's or salloc's
+shell has it; the rest of Slurm's variables may be gone), or outside one, a job of its own whose step it
+is. Either way the tasks' stdout and stderr come back to srun as they are written (``-l``: each line
+after its task's rank), srun's standard input goes to task 0 (``-i none``: to none), SIGINT and SIGTERM
+go on to the step's tasks (SIGINT twice within a second: SIGKILL, as Slurm's), and srun exits with the
+step's exit status.
+
+The tasks' streams come over ZeroMQ: srun binds a ROUTER, the master gives its address and a token srun
+made to the step's nodes, and each node's daemon relays its tasks' pipes there (noded/stream_relay.py,
+protocol/stream_frames.py). The step's tasks are the job's on their nodes: they run in its row of the
+matrix and are frozen and thawed with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+
+import zmq
+
+from gangsched.cli.job_options import read_duration
+from gangsched.client.connection import MasterConnection, RequestRefused, login_name
+from gangsched.protocol.frames import pack
+from gangsched.protocol.sizes import parse_size
+from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN
+from gangsched.slurm.command import SlurmError, master, options, run
+from gangsched.slurm.getopt import table
+from gangsched.slurm.words import refusal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+USAGE = "[OPTIONS(0)...] executable [args...]"
+FLAGS = table((
+    (("-n", "--ntasks"), True, "tasks"), (("-N", "--nodes"), True, "nodes"),
+    (("--ntasks-per-node",), True, "per_node"), (("-c", "--cpus-per-task"), True, "cpus_per_task"),
+    (("-l", "--label"), False, "label"), (("-u", "--unbuffered"), False, "ignored"),
+    (("-i", "--input"), True, "input"), (("-J", "--job-name"), True, "name"), (("--mpi",), True, "mpi"),
+    (("--exact",), False, "ignored"), (("--overlap",), False, "ignored"), (("-t", "--time"), True, "time"),
+    (("-p", "--partition"), True, "partition"), (("--mem",), True, "mem"), (("-D", "--chdir"), True, "chdir"),
+    (("-K", "--kill-on-bad-exit"), False, "kill_on_bad_exit"), (("-v", "--verbose"), False, "ignored"),
+    (("-Q", "--quiet"), False, "quiet"), (("-h", "--help"), False, "help"), (("-V", "--version"), False, "version"),
+    # not done yet: refused in one line, never ignored (docs/slurm.md)
+    (("-w", "--nodelist"), True, "not_yet:--nodelist"), (("-x", "--exclude"), True, "not_yet:--exclude"),
+    (("-o", "--output"), True, "not_yet:--output"), (("-e", "--error"), True, "not_yet:--error"),
+    (("--pty",), False, "not_yet:--pty"),
+))
+POLL_S = 0.2  # how often srun asks the master whether its step ended, once its tasks' streams did
+PENDING_SAID_S = 1.0  # a job of its own still pending after this: srun says it waits, as Slurm's does
+
+
+def _count(given: dict[str, Any], key: str, flag: str) -> int | None:
+    if key not in given:
+        return None
+    text = given[key]
+    if not text.isdigit() or int(text) < 1:
+        raise SlurmError(f'Invalid numeric value "{text}" for {flag}.')
+    return int(text)
+
+
+def step_slots(job: dict[str, Any], tasks: int | None, nodes: int | None,
+               per_node: int | None) -> tuple[list[int], list[str]]:
+    """The allocation's tasks a step of this shape runs on, as Slurm's block distribution lays it out: over
+    the allocation's first ``nodes`` nodes (all of them if None), ``tasks`` of them (one a node if None, or
+    ``per_node`` a node) spread as evenly as they go, each node's from its first; and the warnings Slurm's
+    srun gives where it changes what was asked."""
+    spec = job["spec"]
+    grain = spec.get("cpus_per_task", 1)
+    names = job.get("node_names") or []
+    by_node: dict[str, list[int]] = {}
+    for task, slot in enumerate(range(0, len(names), grain)):
+        by_node.setdefault(names[slot], []).append(task)
+    order = list(by_node.values())
+    if nodes is not None and nodes > len(order):
+        raise SlurmError(f"Only allocated {len(order)} nodes asked for {nodes}")
+    nodes = nodes or len(order)
+    if tasks is None:
+        tasks = nodes * (per_node or 1)
+    warnings = []
+    if tasks < nodes:
+        warnings.append(f"can't run {tasks} processes on {nodes} nodes, setting nnodes to {tasks}")
+        nodes = tasks
+    if per_node is not None and per_node * nodes != tasks:
+        warnings.append(f"can't honor --ntasks-per-node set to {per_node} which doesn't match the requested "
+                        f"tasks {tasks} with the number of requested nodes {nodes}. Ignoring --ntasks-per-node.")
+    base, extra = divmod(tasks, nodes)
+    wanted = [base + 1] * extra + [base] * (nodes - extra)
+    if any(count > len(node) for count, node in zip(wanted, order, strict=False)):
+        raise SlurmError(f"Unable to create step for job {job['job_id']}: More processors requested than "
+                         "permitted")
+    return [task for count, node in zip(wanted, order, strict=False) for task in node[:count]], warnings
+
+
+def _inherited(environment: dict[str, str], name: str) -> int | None:
+    text = environment.get(name, "")
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def _own_address(endpoint: str) -> str:
+    """Where the step's nodes reach srun: this host's address toward the master, loopback beside it."""
+    if endpoint.startswith("tcp://"):
+        host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, 9))  # no packet: the route's source address
+            return str(probe.getsockname()[0])
+    return "127.0.0.1"
+
+
+class Streams:
+    """The step's streams, as srun takes them: output written as it comes, its input sent to the task that
+    reads it."""
+
+    def __init__(self, address: str, label: bool, input_rank: int | None) -> None:
+        self._context = zmq.Context()
+        self.socket = self._context.socket(zmq.ROUTER)
+        port = self.socket.bind_to_random_port(f"tcp://{address}")
+        self.address = f"tcp://{address}:{port}"
+        self.token = os.urandom(16).hex()
+        self._label = label
+        self._input_rank = input_rank
+        self._input_node: bytes | None = None  # the node of the task that reads the input, once it said hello
+        self._partial: dict[tuple[bytes, bytes], bytes] = {}  # (stream, rank) -> a line not ended yet (-l)
+        self.open: set[tuple[bytes, bytes]] = set()  # (stream, rank) of every stream still open
+        self.ended: set[bytes] = set()  # ranks both of whose streams ended
+        self.input_open = input_rank is not None
+
+    def spec(self) -> dict[str, Any]:
+        return {"address": self.address, "token": self.token, "input_rank": self._input_rank}
+
+    def take(self) -> None:
+        """Every frame waiting, its bytes written out."""
+        while True:
+            try:
+                node, *frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) != 4 or frames[0] != self.token.encode() or frames[1] not in TO_SRUN:
+                continue  # not of this step's nodes
+            _, kind, rank, data = frames
+            if kind == HELLO:
+                self.open |= {(OUT, rank), (ERR, rank)}
+                if self._input_rank is not None and rank == str(self._input_rank).encode():
+                    self._input_node = node
+            elif kind in (OUT, ERR):
+                self._write(kind, rank, data)
+            else:
+                stream = OUT if kind == OUT_END else ERR
+                self._write(stream, rank, b"", end=True)
+                self.open.discard((stream, rank))
+                if (OUT, rank) not in self.open and (ERR, rank) not in self.open:
+                    self.ended.add(rank)
+
+    def _write(self, kind: bytes, rank: bytes, data: bytes, end: bool = False) -> None:
+        out = sys.stdout.buffer if kind == OUT else sys.stderr.buffer
+        if self._label:
+            text = self._partial.pop((kind, rank), b"") + data
+            lines = text.split(b"\n")
+            rest = lines.pop()
+            if rest and not end:
+                self._partial[(kind, rank)] = rest
+            elif rest:
+                lines.append(rest)
+            data = b"".join(rank + b": " + line + b"\n" for line in lines)
+        if data:
+            out.write(data)
+            out.flush()
+
+    def send_input(self, data: bytes) -> bool:
+        """srun's input to the task that reads it: False while its node has not said hello."""
+        if self._input_node is None or self._input_rank is None:
+            return False
+        rank = str(self._input_rank).encode()
+        self.socket.send_multipart([self._input_node, IN if data else IN_END, rank, data])
+        if not data:
+            self.input_open = False
+        return True
+
+    def close(self) -> None:
+        self.socket.close(linger=0)
+        self._context.term()
+
+
+def _exit_status(code: int | None) -> int:
+    if code is None:
+        return 0
+    return 128 - code if code < 0 else min(code, 255)
+
+
+class Interrupts:
+    """SIGINT and SIGTERM, for srun's loop to pass on to the step."""
+
+    def __init__(self) -> None:
+        self.caught: list[int] = []
+        self._last_interrupt = 0.0
+        self._read, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self._write)
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, self._caught)
+
+    @property
+    def fd(self) -> int:
+        return self._read
+
+    def _caught(self, number: int, frame: object) -> None:
+        if number == signal.SIGINT:
+            now = time.monotonic()
+            if now - self._last_interrupt < 1.0:
+                number = signal.SIGKILL
+            self._last_interrupt = now
+        self.caught.append(number)
+
+    def drain(self) -> list[int]:
+        try:
+            while os.read(self._read, 512):
+                pass
+        except BlockingIOError:
+            pass
+        caught, self.caught = self.caught, []
+        return caught
+
+
+def relay(connection: MasterConnection, streams: Streams, job_id: int, step_id: int, user: str,
+          ranks: int) -> None:
+    """Until every task's streams ended: output out, input in, signals on to the step."""
+    interrupts = Interrupts()
+    poller = zmq.Poller()
+    poller.register(streams.socket, zmq.POLLIN)
+    poller.register(interrupts.fd, zmq.POLLIN)
+    stdin = sys.stdin.fileno() if streams.input_open and not sys.stdin.closed else None
+    pending_input: list[bytes] = []
+    if stdin is not None:
+        poller.register(stdin, zmq.POLLIN)
+    while len(streams.ended) < ranks:
+        ready = dict(poller.poll(1000))
+        if streams.socket in ready:
+            streams.take()
+        elif not ready and _over(connection, job_id, step_id):  # it ended without its streams: never started
+            time.sleep(POLL_S)
+            streams.take()
+            return
+        if interrupts.fd in ready:
+            for number in interrupts.drain():
+                if number == signal.SIGKILL:
+                    print("srun: forcing job termination", file=sys.stderr, flush=True)
+                elif number == signal.SIGINT:
+                    print("srun: interrupt (one more within 1 sec to abort)", file=sys.stderr, flush=True)
+                _signal(connection, job_id, step_id, user, number)
+        if stdin is not None and stdin in ready:
+            data = os.read(stdin, CHUNK)
+            pending_input.append(data)
+            if not data:
+                poller.unregister(stdin)
+                stdin = None
+        while pending_input and streams.send_input(pending_input[0]):
+            pending_input.pop(0)
+
+
+def _over(connection: MasterConnection, job_id: int, step_id: int) -> bool:
+    job, step = _step_of(connection, job_id, step_id)
+    return job["state"] not in ("pending", "running", "suspended") or step.get("end_time") is not None
+
+
+def _signal(connection: MasterConnection, job_id: int, step_id: int, user: str, number: int) -> None:
+    try:
+        connection.exchange(pack({"type": "signal_job", "job_id": job_id, "user": user, "signal": number,
+                                  "step": step_id}))
+    except RequestRefused:
+        pass  # the step ended meanwhile
+
+
+def _step_of(connection: MasterConnection, job_id: int, step_id: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    jobs = connection.job_maps([job_id])
+    if not jobs:
+        raise SlurmError(f"job {job_id} is gone")
+    job = jobs[0]
+    step = next((each for each in job.get("steps") or () if each["step_id"] == step_id), None)
+    return job, step or {}
+
+
+def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: bool) -> int:
+    """The step's exit status once the master has its end (its job's, for a job of srun's own)."""
+    while True:
+        job, step = _step_of(connection, job_id, step_id)
+        if own_job and job["state"] not in ("pending", "running", "suspended"):
+            code = job.get("exit_code")
+            if job["state"] != "completed":
+                print(f"srun: error: job {job_id}: {job['state'].upper()}: {job.get('reason', '')}", file=sys.stderr)
+            return _exit_status(code) or (0 if job["state"] == "completed" else 1)
+        if not own_job and step.get("end_time") is not None:
+            code = step.get("exit_code")
+            if code:
+                print(f"srun: error: step {job_id}.{step_id - 1 if job.get('batch') else step_id}: a task exited "
+                      f"with exit code {_exit_status(code)}", file=sys.stderr)
+            return _exit_status(code)
+        time.sleep(POLL_S)
+
+
+@dataclass
+class Request:
+    """What srun's command line asks: a command, and the shape of its step (or of its job's, outside one)."""
+
+    command: list[str]
+    given: dict[str, Any]
+    tasks: int | None
+    nodes: int | None
+    per_node: int | None
+    grain: int | None  # -c
+    input_rank: int | None
+    user: str = field(default_factory=login_name)
+    cwd: str = ""
+    environment: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @classmethod
+    def read(cls, arguments: list[str]) -> Request:
+        given, command = options("srun", arguments, FLAGS, USAGE, permute=False)
+        if not command:
+            raise SlurmError("No command given to execute.")
+        refused = next((key for key in given if key.startswith("not_yet:")), None)
+        if refused is not None:
+            raise SlurmError(f"{refused.partition(':')[2]} is not supported by gangsched's srun yet (docs/slurm.md)")
+        if given.get("mpi") not in (None, "none"):
+            raise SlurmError(f"--mpi={given['mpi']} is not supported by gangsched's srun yet (docs/slurm.md)")
+        text = given.get("input", "0")
+        if text != "none" and not text.isdigit():
+            raise SlurmError(f"--input={text}: gangsched's srun sends its input to one task (a number) or none")
+        request = cls(command, given, _count(given, "tasks", "--ntasks"), _count(given, "nodes", "--nodes"),
+                      _count(given, "per_node", "--ntasks-per-node"), _count(given, "cpus_per_task",
+                                                                              "--cpus-per-task"),
+                      None if text == "none" else int(text))
+        request.cwd = os.path.abspath(given["chdir"]) if "chdir" in given else os.getcwd()
+        return request
+
+    @property
+    def kill_on_bad_exit(self) -> bool:
+        return bool(self.given.get("kill_on_bad_exit"))
+
+
+def srun(arguments: list[str]) -> int:
+    request = Request.read(arguments)
+    with master() as connection:
+        streams = Streams(_own_address(connection.endpoint.split(",")[0]), bool(request.given.get("label")),
+                          request.input_rank)
+        try:
+            allocation = os.environ.get("SLURM_JOB_ID")
+            if allocation is not None and allocation.isdigit():
+                job_id, step_id, ranks = _start_step(connection, int(allocation), request, streams)
+                own = False
+            else:
+                job_id, ranks = _start_job(connection, request, streams)
+                step_id, own = 0, True
+            relay(connection, streams, job_id, step_id, request.user, ranks)
+        finally:
+            streams.close()
+        return _finished(connection, job_id, step_id, own)
+
+
+def _start_step(connection: MasterConnection, job_id: int, request: Request,
+                streams: Streams) -> tuple[int, int, int]:
+    jobs = connection.job_maps([job_id], brief=True)
+    if not jobs or jobs[0]["state"] != "running":
+        raise SlurmError(f"Unable to confirm allocation for job {job_id}: Invalid job id specified\n"
+                         f"srun: Check SLURM_JOB_ID environment variable. Expired or cancelled job?")
+    environment = request.environment  # as Slurm's, the allocation's shape where the step gives none
+    slots, warnings = step_slots(jobs[0], request.tasks or _inherited(environment, "SLURM_NTASKS"),
+                                 request.nodes or _inherited(environment, "SLURM_NNODES"), request.per_node)
+    for warning in warnings:
+        print(f"srun: Warning: {warning}", file=sys.stderr, flush=True)
+    try:
+        reply = connection.exchange(pack({"type": "start_step", "job_id": job_id, "user": request.user, "step": {
+            "argv": request.command, "env": request.environment, "cwd": request.cwd, "slots": slots,
+            "streams": streams.spec(), "kill_on_bad_exit": request.kill_on_bad_exit}}))
+    except RequestRefused as error:
+        raise SlurmError(f"Unable to create step for job {job_id}: {refusal(error.code, error.reason)}") from None
+    return job_id, reply["step_id"], len(slots)
+
+
+def _start_job(connection: MasterConnection, request: Request, streams: Streams) -> tuple[int, int]:
+    given = request.given
+    count = request.tasks or (request.nodes or 1) * (request.per_node or 1)
+    try:
+        limit = None if "time" not in given else read_duration(given["time"], None)
+        memory = None if "mem" not in given else parse_size(given["mem"])
+    except ValueError as error:
+        raise SlurmError(str(error)) from None
+    spec = {"name": given.get("name") or os.path.basename(request.command[0]), "user": request.user,
+            "tasks": count, "nodes": request.nodes, "tasks_per_node": request.per_node,
+            "cpus_per_task": request.grain or 1, "argv": request.command, "env": request.environment,
+            "whole_environment": True, "cwd": request.cwd, "submit_dir": request.cwd,
+            "submit_host": os.uname().nodename, "estimate_s": limit, "mem_per_node": memory,
+            "partition": given.get("partition"), "streams": streams.spec(),
+            "kill_on_bad_exit": request.kill_on_bad_exit}
+    try:
+        reply = connection.exchange(pack({"type": "submit", "spec": spec, "token": os.urandom(16).hex()}))
+    except RequestRefused as error:
+        raise SlurmError(f"Unable to allocate resources: {error}") from None
+    job_id = reply["job_id"]
+    said = False
+    started = time.monotonic()
+    while True:
+        (job,) = connection.job_maps([job_id], brief=True)
+        if job["state"] != "pending":
+            break
+        if not said and time.monotonic() - started > PENDING_SAID_S and not given.get("quiet"):
+            print(f"srun: job {job_id} queued and waiting for resources", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(POLL_S)
+    if said:
+        print(f"srun: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
+    return job_id, count
+
+
+def main(arguments: list[str] | None = None) -> None:
+    run("srun", srun, arguments)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""srun on a live cluster, from the folder `gang slurm install` puts it in: outside an allocation a job and its
+step, its tasks' output on srun's own stdout and stderr, its exit status the worst task's; inside a batch
+script steps one after another and side by side, found from SLURM_JOB_ID alone, with srun's input; SIGINT
+forwarded to the step; another user's allocation refused."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from gangsched.client.master_client import MasterClient
+from gangsched.deploy.local import task_processes
+from gangsched.protocol.records import JobState
+from tests.helpers.accounts import unix_account
+from tests.helpers.clusters import wait_until
+from tests.helpers.slurm_commands import command, submitted
+
+pytestmark = pytest.mark.live
+
+
+def srun(cluster, slurm, *arguments: str, input: str | None = None, **environment: str):
+    return subprocess.run([str(slurm / "srun"), *arguments], capture_output=True, input=input, timeout=60,
+                          env={**os.environ, "GANG_MASTER": cluster.client.endpoint, **environment})
+
+
+def test_srun_outside_an_allocation_runs_a_job_of_its_step_with_its_output_and_worst_exit(start_cluster, slurm):
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    done = srun(cluster, slurm, "-n", "3", "-l", "sh", "-c",
+                'echo "$SLURM_PROCID of $SLURM_STEP_NUM_TASKS on $SLURM_STEP_NUM_NODES"; echo err >&2')
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.decode().splitlines()) == [f"{rank}: {rank} of 3 on 2" for rank in range(3)]
+    assert sorted(done.stderr.decode().splitlines()) == [f"{rank}: err" for rank in range(3)]
+    failed = srun(cluster, slurm, "-n", "2", "sh", "-c", 'exit $((SLURM_PROCID + 3))')
+    assert failed.returncode == 4, failed.stderr
+    many = srun(cluster, slurm, "-n", "1", "head", "-c", "3000000", "/dev/zero")
+    assert (many.returncode, len(many.stdout)) == (0, 3_000_000), "a step's output whole, however fast it comes"
+    jobs = cluster.client.jobs(include_finished=True)
+    assert [job.state for job in jobs] == [JobState.COMPLETED, JobState.FAILED, JobState.COMPLETED]
+
+
+SCRIPT = """#!/bin/sh
+#SBATCH -N 2 -n 4
+srun -l sh -c 'echo "$SLURM_STEP_ID $SLURM_STEP_NUM_TASKS $SLURMD_NODENAME"' | sort
+srun -N 2 -n 2 -l sh -c 'echo "tpn $SLURM_STEP_TASKS_PER_NODE"' > side.txt &
+srun -N 1 -n 1 sh -c 'exit 3'
+echo "status $?"
+wait
+echo "read $(echo piped | srun -N 1 -n 1 cat)"
+for name in $(env | grep ^SLURM_ | cut -d= -f1); do [ "$name" = SLURM_JOB_ID ] || unset "$name"; done
+srun -l sh -c 'echo "one on $SLURMD_NODENAME"' | sort
+"""
+
+
+def test_a_batch_script_s_sruns_run_as_steps_of_its_allocation(start_cluster, slurm, tmp_path):
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    (tmp_path / "job.sh").write_text(SCRIPT)
+    # the tools that strip Slurm's variables but SLURM_JOB_ID before they call srun find the allocation still
+    job = submitted(cluster, slurm, "job.sh", cwd=tmp_path)
+    wait_until(lambda: cluster.client.job(job).state is JobState.COMPLETED, 40, "the batch job to complete")
+    lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    assert lines[:4] == ["0: 0 4 node1", "1: 0 4 node1", "2: 0 4 node2", "3: 0 4 node2"]
+    # the side step and the failing one start at once, numbered 1 and 2 in the order they reach the master
+    assert re.fullmatch(rf"srun: error: step {job}\.[12]: a task exited with exit code 3", lines[4]), lines[4]
+    assert lines[5:] == ["status 3", "read piped", "0: one on node1", "1: one on node2"], \
+        "found from SLURM_JOB_ID alone, a task a node"
+    assert sorted((tmp_path / "side.txt").read_text().splitlines()) == ["0: tpn 1(x2)", "1: tpn 1(x2)"]
+    rows = command(cluster, slurm, "sacct", "-n", "-P", "-j", str(job), "-o", "JobID,State,ExitCode").stdout
+    rows = rows.splitlines()
+    assert rows[:3] + rows[5:] == [f"{job}|COMPLETED|0:0", f"{job}.batch|COMPLETED|0:0", f"{job}.0|COMPLETED|0:0",
+                                   f"{job}.3|COMPLETED|0:0", f"{job}.4|COMPLETED|0:0"]
+    assert sorted(row.split("|", 1)[1] for row in rows[3:5]) == ["COMPLETED|0:0", "FAILED|3:0"]
+
+
+def test_sigint_goes_on_to_the_step_and_ends_it(start_cluster, slurm):
+    cluster = start_cluster(nodes=1, processors_per_node=2)
+    process = subprocess.Popen([str(slurm / "srun"), "-n", "2", "sh", "-c",
+                                "trap 'echo caught; exit 7' INT; while :; do sleep 0.1; done"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
+    try:
+        wait_until(lambda: len(task_processes(cluster.home)) >= 2 and cluster.client.jobs()
+                   and cluster.client.jobs()[0].state is JobState.RUNNING, 20, "the step to run")
+        time.sleep(0.5)  # the tasks' shells have set their trap
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 7, err
+    assert out.decode().splitlines() == ["caught", "caught"]
+    assert b"srun: interrupt" in err
+    wait_until(lambda: not task_processes(cluster.home), 10, "no task left")
+
+
+def test_another_user_s_allocation_is_refused_and_its_streams_are_kept_from_him(start_cluster, slurm):
+    for user in ("gangalice", "gangbob"):  # a root node daemon runs a job as its user's account
+        unix_account(user)
+    cluster = start_cluster(key_users=("gangalice", "gangbob"), nodes=1, keys=True)
+    endpoint, keys = cluster.local.state().master, str(cluster.local.keys)
+    alice = subprocess.Popen([str(slurm / "srun"), "sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "GANG_MASTER": endpoint, "GANG_KEYS": keys, "LOGNAME": "gangalice",
+                                  "SLURM_JOB_ID": ""})
+    try:
+        with MasterClient(endpoint, keys=cluster.local.keys, user="gangbob") as bob:
+            wait_until(lambda: [job.state for job in bob.jobs()] == [JobState.RUNNING], 20, "her srun's job to run")
+            (seen,) = bob.jobs()
+            assert seen.spec.streams is None, "her srun's address and token are hers alone"
+        as_bob = srun(cluster, slurm, "true", GANG_MASTER=endpoint, GANG_KEYS=keys, LOGNAME="gangbob",
+                      SLURM_JOB_ID=str(seen.job_id))
+        assert (as_bob.returncode, as_bob.stderr.decode()) == (
+            1, f"srun: error: Unable to create step for job {seen.job_id}: Access/permission denied\n")
+        with MasterClient(endpoint, keys=cluster.local.keys, user="gangalice") as her:
+            assert [step.step_id for step in her.job(seen.job_id).steps] == [0], "no step of his in her job"
+    finally:
+        with MasterClient(endpoint, keys=cluster.local.keys, user="gangalice") as her:
+            for job in her.jobs():
+                her.cancel(job.job_id, "gangalice")
+        alice.communicate(timeout=30)
