@@ -11,7 +11,7 @@ from gangsched.policy.memory import MemoryRequest
 from gangsched.protocol import task_environment
 from gangsched.protocol.messages import LaunchTask
 from gangsched.protocol.output_pattern import expand
-from gangsched.protocol.records import JobSpec, MpiKind, TaskSpec
+from gangsched.protocol.records import JobSpec, MpiKind, StepSpec, TaskSpec
 from gangsched.protocol.sizes import readable
 from gangsched.protocol.slurm_environment import job_variables, slurm_step, step_variables, task_variables
 
@@ -69,11 +69,12 @@ def block(nodes: list[str]) -> list[int]:
     return list(counts.values())
 
 
-def job_patterns(job_id: int, step_id: int, spec: JobSpec, env: dict[str, str]) \
+def job_patterns(job_id: int, step_id: int, spec: JobSpec, env: dict[str, str], command: StepSpec | None = None) \
         -> tuple[dict[str, str], str | None, str | None]:
-    """The tasks' environment (``env``, the job's or its step's) and output and error patterns, with what the
-    master fills in: the job, its step and its name and user (``%j``, ``%s``, ``%J``, ``%x``, ``%u``), a job of
-    an array's ids (``%A``, ``%a``, ``GANG_ARRAY_*``); the node fills in the task's (noded/task_processes.py)."""
+    """The tasks' environment (``env``, the job's or its step's) and output and error patterns (the step's
+    ``command``'s where it gives them, else the job's), with what the master fills in: the job, its step and its
+    name and user (``%j``, ``%s``, ``%J``, ``%x``, ``%u``), a job of an array's ids (``%A``, ``%a``,
+    ``GANG_ARRAY_*``); the node fills in the task's (noded/task_processes.py)."""
     step = slurm_step(spec, step_id)
     values: dict[str, object] = {"j": job_id, "s": step, "J": job_id if step == "batch" else f"{job_id}.{step}",
                                  "x": spec.name, "u": spec.user}
@@ -82,8 +83,9 @@ def job_patterns(job_id: int, step_id: int, spec: JobSpec, env: dict[str, str]) 
         values |= {"A": spec.array_job_id, "a": spec.array_index}
         environment = {**env, task_environment.ARRAY_JOB_ID: str(spec.array_job_id),
                        task_environment.ARRAY_TASK_ID: str(spec.array_index)}
-    output = spec.output and expand(spec.output, values, final=False)
-    error = spec.error and expand(spec.error, values, final=False)
+    patterns = (spec.output, spec.error) if command is None or command.output is None else \
+        (command.output, command.error)
+    output, error = (pattern and expand(pattern, values, final=False) for pattern in patterns)
     return environment, output, error
 
 
@@ -109,11 +111,12 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
     grain = spec.cpus_per_task
     ranks_per_node = block([processor.node for processor in processors])
     nodes_order = list(dict.fromkeys(processor.node for processor in processors))
-    nodes = nodes_order if spec.mpi is MpiKind.PMIX else []
     command = step.spec
+    mpi = (spec.mpi if command is None or command.mpi is None else command.mpi) or MpiKind.NONE
+    nodes = nodes_order if mpi is MpiKind.PMIX else []
     env = spec.env if command is None or command.env is None else command.env
     streams = spec.streams if command is None else command.streams
-    environment, output, error = job_patterns(job.job_id, step.step_id, spec, env)
+    environment, output, error = job_patterns(job.job_id, step.step_id, spec, env, command)
     allocation = dict.fromkeys(job.node_names, 0)  # processors per node, in the allocation's order
     for name in job.node_names:
         allocation[name] += 1
@@ -135,7 +138,7 @@ def launches(job: Job, step: Step, meet: Rendezvous, kvsname: str, io: tuple[str
             processors=job.processors[step.slots[rank]:step.slots[rank] + grain],
             block=ranks_per_node,
             nodes=nodes,
-            mpi=spec.mpi or MpiKind.NONE,
+            mpi=mpi,
             kvsname=kvsname,
             rendezvous=meet.master,
             argv=spec.argv if command is None else command.argv,

@@ -266,7 +266,10 @@ class StepSpec(WireModel):
     env: dict[str, NoNul] | None = Field(default=None, max_length=MAX_COMMAND_ITEMS)
     cwd: PathText | None = None
     slots: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, min_length=1, max_length=100_000)
-    streams: StepStreams | None = None  # srun's: its tasks' streams go to it (None: to the job's output files)
+    streams: StepStreams | None = None  # srun's: its tasks' streams go to it (None: to its or the job's files)
+    output: PathText | None = None  # srun's -o: each task's stdout+stderr, the job's patterns (%t, %s, %N, ...)
+    error: PathText | None = None  # srun's -e: each task's stderr apart
+    mpi: MpiKind | None = None  # srun's --mpi: the interface its tasks are served; None: the job's
     # a failed task ends the step at once, its other tasks killed (srun's -K); else they run on, and the step
     # ends with the worst exit once they all have (srun's default, as Slurm's)
     kill_on_bad_exit: bool = True

@@ -17,13 +17,15 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import zmq
 
 from gangsched.cli.job_options import read_duration
 from gangsched.client.connection import MasterConnection, RequestRefused, login_name
 from gangsched.protocol.frames import pack
+from gangsched.protocol.hostlists import expand_hostlist
+from gangsched.protocol.records import MpiKind
 from gangsched.protocol.sizes import parse_size
 from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN
 from gangsched.slurm.command import SlurmError, master, options, run
@@ -43,10 +45,11 @@ FLAGS = table((
     (("--exact",), False, "ignored"), (("--overlap",), False, "ignored"), (("-t", "--time"), True, "time"),
     (("-p", "--partition"), True, "partition"), (("--mem",), True, "mem"), (("-D", "--chdir"), True, "chdir"),
     (("-K", "--kill-on-bad-exit"), False, "kill_on_bad_exit"), (("-v", "--verbose"), False, "ignored"),
-    (("-Q", "--quiet"), False, "quiet"), (("-h", "--help"), False, "help"), (("-V", "--version"), False, "version"),
+    (("-Q", "--quiet"), False, "quiet"), (("-o", "--output"), True, "output"), (("-e", "--error"), True, "error"),
+    (("-h", "--help"), False, "help"), (("-V", "--version"), False, "version"),
+    (("-w", "--nodelist"), True, "nodelist"), (("-x", "--exclude"), True, "exclude"),
+    (("--cpu-bind",), True, "ignored"),  # tasks are pinned to their processors' cores by the node
     # not done yet: refused in one line, never ignored (docs/slurm.md)
-    (("-w", "--nodelist"), True, "not_yet:--nodelist"), (("-x", "--exclude"), True, "not_yet:--exclude"),
-    (("-o", "--output"), True, "not_yet:--output"), (("-e", "--error"), True, "not_yet:--error"),
     (("--pty",), False, "not_yet:--pty"),
 ))
 POLL_S = 0.2  # how often srun asks the master whether its step ended, once its tasks' streams did
@@ -62,37 +65,66 @@ def _count(given: dict[str, Any], key: str, flag: str) -> int | None:
     return int(text)
 
 
-def step_slots(job: dict[str, Any], tasks: int | None, nodes: int | None,
-               per_node: int | None) -> tuple[list[int], list[str]]:
-    """The allocation's tasks a step of this shape runs on, as Slurm's block distribution lays it out: over
-    the allocation's first ``nodes`` nodes (all of them if None), ``tasks`` of them (one a node if None, or
-    ``per_node`` a node) spread as evenly as they go, each node's from its first; and the warnings Slurm's
-    srun gives where it changes what was asked."""
-    spec = job["spec"]
-    grain = spec.get("cpus_per_task", 1)
+@dataclass(frozen=True)
+class Shape:
+    """A step's shape as srun's flags give it: ``tasks`` (-n), ``nodes`` (-N), ``per_node``
+    (--ntasks-per-node), nodes it must run on (-w) and nodes it must not (-x)."""
+
+    tasks: int | None = None
+    nodes: int | None = None
+    per_node: int | None = None
+    required: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+
+
+def step_slots(job: dict[str, Any], shape: Shape) -> tuple[list[int], list[str]]:
+    """The allocation's tasks a step of ``shape`` runs on, as Slurm's block distribution lays it out: on its
+    required nodes and, to make up its number of nodes (its required ones' if none is given, else all of the
+    allocation's), the allocation's first others not excluded, in the allocation's order; its tasks (one a
+    node if not given, or ``per_node`` a node) spread over them as evenly as they go, each node's from its
+    first. Also the warnings Slurm's srun gives where it changes what was asked."""
+    grain = job["spec"].get("cpus_per_task", 1)
     names = job.get("node_names") or []
     by_node: dict[str, list[int]] = {}
     for task, slot in enumerate(range(0, len(names), grain)):
         by_node.setdefault(names[slot], []).append(task)
-    order = list(by_node.values())
-    if nodes is not None and nodes > len(order):
-        raise SlurmError(f"Only allocated {len(order)} nodes asked for {nodes}")
-    nodes = nodes or len(order)
-    if tasks is None:
-        tasks = nodes * (per_node or 1)
+    unavailable = SlurmError(f"Unable to create step for job {job['job_id']}: Requested node configuration is "
+                             "not available")
+    if any(name not in by_node or name in shape.excluded for name in shape.required):
+        raise unavailable
+    candidates = [name for name in by_node if name not in shape.excluded]
+    nodes = shape.nodes or len(shape.required) or len(candidates)
+    if nodes > len(candidates):
+        raise SlurmError(f"Only allocated {len(candidates)} nodes asked for {nodes}" + (
+            "\nsrun: error: Are required nodes explicitly excluded?" if shape.excluded else ""))
+    tasks = shape.tasks or nodes * (shape.per_node or 1)
     warnings = []
     if tasks < nodes:
         warnings.append(f"can't run {tasks} processes on {nodes} nodes, setting nnodes to {tasks}")
         nodes = tasks
-    if per_node is not None and per_node * nodes != tasks:
-        warnings.append(f"can't honor --ntasks-per-node set to {per_node} which doesn't match the requested "
+    if len(shape.required) > nodes:
+        raise unavailable
+    if shape.per_node is not None and shape.per_node * nodes != tasks:
+        warnings.append(f"can't honor --ntasks-per-node set to {shape.per_node} which doesn't match the requested "
                         f"tasks {tasks} with the number of requested nodes {nodes}. Ignoring --ntasks-per-node.")
+    others = [name for name in candidates if name not in shape.required][:nodes - len(shape.required)]
+    order = [by_node[name] for name in candidates if name in shape.required or name in others]
     base, extra = divmod(tasks, nodes)
     wanted = [base + 1] * extra + [base] * (nodes - extra)
-    if any(count > len(node) for count, node in zip(wanted, order, strict=False)):
+    if any(count > len(node) for count, node in zip(wanted, order, strict=True)):
         raise SlurmError(f"Unable to create step for job {job['job_id']}: More processors requested than "
                          "permitted")
-    return [task for count, node in zip(wanted, order, strict=False) for task in node[:count]], warnings
+    return [task for count, node in zip(wanted, order, strict=True) for task in node[:count]], warnings
+
+
+def _hosts(given: dict[str, Any], key: str) -> tuple[str, ...]:
+    """-w's or -x's nodes: a hostlist (``node[1-2],node4``), as Slurm's; a file's name is not read."""
+    if key not in given:
+        return ()
+    try:
+        return tuple(expand_hostlist(given[key]))
+    except ValueError:
+        raise SlurmError(f"Invalid hostlist: {given[key]}") from None
 
 
 def _inherited(environment: dict[str, str], name: str) -> int | None:
@@ -234,8 +266,8 @@ def relay(connection: MasterConnection, streams: Streams, job_id: int, step_id: 
     pending_input: list[bytes] = []
     if stdin is not None:
         poller.register(stdin, zmq.POLLIN)
-    while len(streams.ended) < ranks:
-        ready = dict(poller.poll(1000))
+    while len(streams.ended) < ranks if ranks else not _over(connection, job_id, step_id):
+        ready = dict(poller.poll(1000 if ranks else int(POLL_S * 1000)))  # no streams (-o): the master says its end
         if streams.socket in ready:
             streams.take()
         elif not ready and _over(connection, job_id, step_id):  # it ended without its streams: never started
@@ -305,9 +337,7 @@ class Request:
 
     command: list[str]
     given: dict[str, Any]
-    tasks: int | None
-    nodes: int | None
-    per_node: int | None
+    shape: Shape
     grain: int | None  # -c
     input_rank: int | None
     user: str = field(default_factory=login_name)
@@ -322,15 +352,19 @@ class Request:
         refused = next((key for key in given if key.startswith("not_yet:")), None)
         if refused is not None:
             raise SlurmError(f"{refused.partition(':')[2]} is not supported by gangsched's srun yet (docs/slurm.md)")
-        if given.get("mpi") not in (None, "none"):
-            raise SlurmError(f"--mpi={given['mpi']} is not supported by gangsched's srun yet (docs/slurm.md)")
+        if given.get("mpi") not in (None, "list", *(kind.value for kind in MpiKind)):
+            raise SlurmError(f"Invalid MPI type '{given['mpi']}', --mpi=list for acceptable types")
+        if "error" in given and "output" not in given:
+            raise SlurmError("-e/--error without -o/--output is not supported by gangsched's srun yet "
+                             "(docs/slurm.md)")
         text = given.get("input", "0")
         if text != "none" and not text.isdigit():
             raise SlurmError(f"--input={text}: gangsched's srun sends its input to one task (a number) or none")
-        request = cls(command, given, _count(given, "tasks", "--ntasks"), _count(given, "nodes", "--nodes"),
-                      _count(given, "per_node", "--ntasks-per-node"), _count(given, "cpus_per_task",
-                                                                              "--cpus-per-task"),
-                      None if text == "none" else int(text))
+        shape = Shape(_count(given, "tasks", "--ntasks"), _count(given, "nodes", "--nodes"),
+                      _count(given, "per_node", "--ntasks-per-node"), _hosts(given, "nodelist"),
+                      _hosts(given, "exclude"))
+        request = cls(command, given, shape, _count(given, "cpus_per_task", "--cpus-per-task"),
+                      None if text == "none" or "output" in given else int(text))
         request.cwd = os.path.abspath(given["chdir"]) if "chdir" in given else os.getcwd()
         return request
 
@@ -338,9 +372,23 @@ class Request:
     def kill_on_bad_exit(self) -> bool:
         return bool(self.given.get("kill_on_bad_exit"))
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the tasks' streams come to srun (not with -o: to their files)."""
+        return "output" not in self.given
+
+    def launch_fields(self, streams: Streams) -> dict[str, Any]:
+        """What a step's (or srun's job's) spec says of where its streams go and how its tasks run."""
+        return {"streams": streams.spec() if self.streamed else None, "output": self.given.get("output"),
+                "error": self.given.get("error"), "kill_on_bad_exit": self.kill_on_bad_exit,
+                "mpi": None if self.given.get("mpi") in (None, "list") else self.given["mpi"]}
+
 
 def srun(arguments: list[str]) -> int:
     request = Request.read(arguments)
+    if request.given.get("mpi") == "list":
+        print("MPI plugin types are...\n" + "".join(f"\t{kind.value}\n" for kind in MpiKind), end="")
+        return 0
     with master() as connection:
         streams = Streams(_own_address(connection.endpoint.split(",")[0]), bool(request.given.get("label")),
                           request.input_rank)
@@ -365,34 +413,38 @@ def _start_step(connection: MasterConnection, job_id: int, request: Request,
         raise SlurmError(f"Unable to confirm allocation for job {job_id}: Invalid job id specified\n"
                          f"srun: Check SLURM_JOB_ID environment variable. Expired or cancelled job?")
     environment = request.environment  # as Slurm's, the allocation's shape where the step gives none
-    slots, warnings = step_slots(jobs[0], request.tasks or _inherited(environment, "SLURM_NTASKS"),
-                                 request.nodes or _inherited(environment, "SLURM_NNODES"), request.per_node)
+    shape = request.shape
+    slots, warnings = step_slots(jobs[0], replace(
+        shape, tasks=shape.tasks or _inherited(environment, "SLURM_NTASKS"),
+        nodes=shape.nodes or _inherited(environment, "SLURM_NNODES")))
     for warning in warnings:
         print(f"srun: Warning: {warning}", file=sys.stderr, flush=True)
     try:
         reply = connection.exchange(pack({"type": "start_step", "job_id": job_id, "user": request.user, "step": {
             "argv": request.command, "env": request.environment, "cwd": request.cwd, "slots": slots,
-            "streams": streams.spec(), "kill_on_bad_exit": request.kill_on_bad_exit}}))
+            **request.launch_fields(streams)}}))
     except RequestRefused as error:
         raise SlurmError(f"Unable to create step for job {job_id}: {refusal(error.code, error.reason)}") from None
-    return job_id, reply["step_id"], len(slots)
+    return job_id, reply["step_id"], len(slots) if request.streamed else 0
 
 
 def _start_job(connection: MasterConnection, request: Request, streams: Streams) -> tuple[int, int]:
-    given = request.given
-    count = request.tasks or (request.nodes or 1) * (request.per_node or 1)
+    given, shape = request.given, request.shape
+    if shape.required or shape.excluded:
+        raise SlurmError("-w/--nodelist and -x/--exclude are not supported by gangsched's srun outside an "
+                         "allocation yet (docs/slurm.md)")
+    count = shape.tasks or (shape.nodes or 1) * (shape.per_node or 1)
     try:
         limit = None if "time" not in given else read_duration(given["time"], None)
         memory = None if "mem" not in given else parse_size(given["mem"])
     except ValueError as error:
         raise SlurmError(str(error)) from None
     spec = {"name": given.get("name") or os.path.basename(request.command[0]), "user": request.user,
-            "tasks": count, "nodes": request.nodes, "tasks_per_node": request.per_node,
+            "tasks": count, "nodes": shape.nodes, "tasks_per_node": shape.per_node,
             "cpus_per_task": request.grain or 1, "argv": request.command, "env": request.environment,
             "whole_environment": True, "cwd": request.cwd, "submit_dir": request.cwd,
             "submit_host": os.uname().nodename, "estimate_s": limit, "mem_per_node": memory,
-            "partition": given.get("partition"), "streams": streams.spec(),
-            "kill_on_bad_exit": request.kill_on_bad_exit}
+            "partition": given.get("partition"), **request.launch_fields(streams)}
     try:
         reply = connection.exchange(pack({"type": "submit", "spec": spec, "token": os.urandom(16).hex()}))
     except RequestRefused as error:
@@ -410,7 +462,7 @@ def _start_job(connection: MasterConnection, request: Request, streams: Streams)
         time.sleep(POLL_S)
     if said:
         print(f"srun: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
-    return job_id, count
+    return job_id, count if request.streamed else 0
 
 
 def main(arguments: list[str] | None = None) -> None:

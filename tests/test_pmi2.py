@@ -4,7 +4,7 @@ input (noded/process_managers/pmi2.py)."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangsched.noded.process_managers.pmi2 import FRAME_MAX, FrameReader, Pmi2Job, frame, parse
+from gangsched.noded.process_managers.pmi2 import FRAME_MAX, FrameReader, Pmi2Job, Pmi2OrPmi1Job, frame, parse
 from gangsched.noded.task_record import World
 
 INIT = b"cmd=init pmi_version=2 pmi_subversion=0\n"
@@ -126,3 +126,18 @@ def test_a_frame_longer_than_the_limit_is_refused_before_it_is_read():
         assert "length" in str(error)
         return
     raise AssertionError("an over-long frame was accepted")
+
+
+def test_pmi2_s_service_speaks_pmi1_to_a_client_that_asks_for_it_as_slurm_s_does():
+    """MPICH's simple PMI client asks for version 1 unless told: under --mpi pmi2 its ranks are answered in
+    PMI-1's lines, each rank's init held until one of them is whole; a PMI-2 client is answered in PMI-2."""
+    job = Pmi2OrPmi1Job(world=World(7, 0), size=2, block=[2], node_index=0)
+    assert job.received(1, b"cmd=init pmi_") == [] and job.initialized == set()
+    (first,) = job.received(0, b"cmd=init pmi_version=1 pmi_subversion=1\n")
+    (second,) = [outcome for outcome in job.received(1, b"version=1 pmi_subversion=1\n")]
+    lines = [reply.line for outcome in (first, second) for reply in outcome.replies]
+    assert lines == [b"cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n"] * 2
+    maxes = [reply.line for outcome in job.received(0, b"cmd=get_maxes\n") for reply in outcome.replies]
+    assert maxes[0].startswith(b"cmd=maxes "), "PMI-1 from then on"
+    two = Pmi2OrPmi1Job(world=World(8, 0), size=1, block=[1], node_index=0)
+    started(two, 0)

@@ -5,7 +5,7 @@ refusals, one line each."""
 import pytest
 
 from gangsched.slurm.command import SlurmError
-from gangsched.slurm.srun import Request, step_slots
+from gangsched.slurm.srun import Request, Shape, step_slots
 
 
 def allocation(nodes: list[str], cpus_per_task: int = 1) -> dict:
@@ -26,38 +26,56 @@ FOUR = allocation(["n1", "n1", "n2", "n2"])
     (None, 1, None, [0]),
 ])
 def test_a_step_s_shape_takes_the_allocation_s_tasks_by_blocks(tasks, nodes, per_node, slots):
-    assert step_slots(FOUR, tasks, nodes, per_node) == (slots, [])
+    assert step_slots(FOUR, Shape(tasks, nodes, per_node)) == (slots, [])
 
 
 def test_where_slurm_s_srun_changes_the_shape_it_warns_as_slurm_s_does():
-    assert step_slots(FOUR, 1, 2, None) == ([0], ["can't run 1 processes on 2 nodes, setting nnodes to 1"])
-    assert step_slots(FOUR, 4, 2, 1) == ([0, 1, 2, 3], [
+    assert step_slots(FOUR, Shape(1, 2)) == ([0], ["can't run 1 processes on 2 nodes, setting nnodes to 1"])
+    assert step_slots(FOUR, Shape(1, 2, required=("n2",))) == ([2], [
+        "can't run 1 processes on 2 nodes, setting nnodes to 1"]), "on the node it must run on"
+    assert step_slots(FOUR, Shape(4, 2, 1)) == ([0, 1, 2, 3], [
         "can't honor --ntasks-per-node set to 1 which doesn't match the requested tasks 4 with the number of "
         "requested nodes 2. Ignoring --ntasks-per-node."])
 
 
 def test_tasks_of_several_processors_are_counted_as_tasks():
     two_by_two = allocation(["n1", "n1", "n2", "n2"], cpus_per_task=2)
-    assert step_slots(two_by_two, None, None, None) == ([0, 1], [])
+    assert step_slots(two_by_two, Shape()) == ([0, 1], [])
     with pytest.raises(SlurmError):  # two tasks of two processors on one node of two
-        step_slots(two_by_two, 2, 1, None)
+        step_slots(two_by_two, Shape(2, 1))
 
 
-@pytest.mark.parametrize(("tasks", "nodes", "words"), [
-    (5, None, "Unable to create step for job 7: More processors requested than permitted"),
-    (3, 1, "Unable to create step for job 7: More processors requested than permitted"),
-    (None, 3, "Only allocated 2 nodes asked for 3"),
+def test_w_names_nodes_a_step_must_run_on_and_x_nodes_it_must_not():
+    """As Slurm's: -w's nodes are required, others of the allocation make up -N, in the allocation's order."""
+    assert step_slots(FOUR, Shape(required=("n2",))) == ([2], [])
+    assert step_slots(FOUR, Shape(4, 2, required=("n2",))) == ([0, 1, 2, 3], [])
+    assert step_slots(FOUR, Shape(2, excluded=("n1",))) == ([2, 3], [])
+
+
+UNAVAILABLE = "Unable to create step for job 7: Requested node configuration is not available"
+
+
+@pytest.mark.parametrize(("shape", "words"), [
+    (Shape(5), "Unable to create step for job 7: More processors requested than permitted"),
+    (Shape(3, 1), "Unable to create step for job 7: More processors requested than permitted"),
+    (Shape(nodes=3), "Only allocated 2 nodes asked for 3"),
+    (Shape(nodes=2, excluded=("n1",)), "Only allocated 1 nodes asked for 2\nsrun: error: Are required nodes "
+                                       "explicitly excluded?"),
+    (Shape(required=("n3",)), UNAVAILABLE),
+    (Shape(1, required=("n1", "n2")), UNAVAILABLE),
+    (Shape(required=("n1",), excluded=("n1",)), UNAVAILABLE),
 ])
-def test_a_step_the_allocation_cannot_hold_is_refused_in_slurm_s_words(tasks, nodes, words):
+def test_a_step_the_allocation_cannot_hold_is_refused_in_slurm_s_words(shape, words):
     with pytest.raises(SlurmError) as refused:
-        step_slots(FOUR, tasks, nodes, None)
+        step_slots(FOUR, shape)
     assert refused.value.message == words
 
 
 @pytest.mark.parametrize(("arguments", "words"), [
-    (["-w", "n1", "true"], "--nodelist is not supported by gangsched's srun yet (docs/slurm.md)"),
+    (["-w", "n[1-", "true"], "Invalid hostlist: n[1-"),
+    (["-e", "err", "true"], "-e/--error without -o/--output is not supported by gangsched's srun yet (docs/slurm.md)"),
+    (["--mpi=bogus", "true"], "Invalid MPI type 'bogus', --mpi=list for acceptable types"),
     (["--pty", "bash"], "--pty is not supported by gangsched's srun yet (docs/slurm.md)"),
-    (["--mpi=pmi2", "./app"], "--mpi=pmi2 is not supported by gangsched's srun yet (docs/slurm.md)"),
     (["-n", "0", "true"], 'Invalid numeric value "0" for --ntasks.'),
     (["--input=file.txt", "cat"], "--input=file.txt: gangsched's srun sends its input to one task (a number) or none"),
     ([], "No command given to execute."),
@@ -70,6 +88,6 @@ def test_a_command_line_srun_does_not_take_is_refused_in_one_line(arguments, wor
 
 def test_flags_stop_at_the_command_whose_own_flags_are_its_own():
     request = Request.read(["-n", "2", "-l", "-K", "sh", "-c", "echo -n x", "-n", "3"])
-    assert (request.tasks, request.command, request.kill_on_bad_exit) == (2, ["sh", "-c", "echo -n x", "-n", "3"],
-                                                                          True)
+    assert (request.shape.tasks, request.command, request.kill_on_bad_exit) == (
+        2, ["sh", "-c", "echo -n x", "-n", "3"], True)
     assert Request.read(["--input=none", "true"]).input_rank is None

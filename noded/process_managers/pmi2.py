@@ -13,7 +13,8 @@ of its simple PMI-2 client (docs/mpi.md says what we answer and why).
 ``Pmi2Job`` is plain code over bytes, as ``Pmi1Job`` is: the replies to send,
 and the fence of a job on several nodes, which goes through the master on
 PMI-1's path (``JobKvs``). Node attributes are the node's own: no fence
-carries them. Bad input fails the job, never the daemon.
+carries them. Bad input fails the job, never the daemon. ``Pmi2OrPmi1Job`` is
+what ``--mpi pmi2`` is served: PMI-2, or PMI-1 to a client that asks for it.
 """
 
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from gangsched.noded.process_managers.fences import (
     WireJobState,
     failure_reason,
 )
+from gangsched.noded.process_managers.pmi1 import Pmi1Job
 from gangsched.noded.task_record import World
 
 LENGTH_DIGITS = 6
@@ -221,3 +223,39 @@ def _found(to: int, cmd: str, value: str | None) -> Outcome:
     if value is None:
         return _reply(to, cmd, rc=0, found="FALSE")
     return _reply(to, cmd, rc=0, found="TRUE", value=value)
+
+
+class Pmi2OrPmi1Job:
+    """What a node serves a job of ``--mpi pmi2``: PMI-2, and PMI-1 to clients whose first line asks for
+    version 1 (MPICH's simple PMI client does unless told otherwise), as Slurm's pmi2 plug-in serves both.
+    Every rank's first line (``cmd=init pmi_version=N ...``) is held until one is whole; the job's ranks then
+    speak that wire, and what every rank sent so far goes to it."""
+
+    def __init__(self, world: World, size: int, block: Sequence[int], node_index: int, kvsname: str = "") -> None:
+        self.world = world
+        self._shape = (size, block, node_index, kvsname)
+        self._job: Pmi1Job | Pmi2Job | None = None
+        self._heads: dict[int, bytes] = {}  # what each rank sent before the wire was known
+        self.initialized: set[int] = set()  # the wire's own, once it is known
+        self.finalized: set[int] = set()
+
+    def received(self, rank: int, data: bytes) -> list[Outcome]:
+        if self._job is not None:
+            return self._job.received(rank, data)
+        head = self._heads.get(rank, b"") + data
+        line, newline, _ = head.partition(b"\n")
+        if not newline:
+            if len(head) > INIT_LINE_MAX:
+                return [Outcome(failure=Failure(rank, f"sent {len(head)} bytes without the init line of PMI"))]
+            self._heads[rank] = head
+            return []
+        self._heads[rank] = head
+        wire = Pmi1Job if b"pmi_version=1" in line.split() else Pmi2Job
+        self._job = wire(self.world, *self._shape)
+        self.initialized, self.finalized = self._job.initialized, self._job.finalized
+        heads, self._heads = self._heads, {}
+        return [outcome for sender, sent in heads.items() for outcome in self._job.received(sender, sent)]
+
+    def fence_done(self, epoch: int, kvs: dict[str, str]) -> Outcome:
+        assert self._job is not None, "a fence is entered by ranks that spoke a wire"
+        return self._job.fence_done(epoch, kvs)

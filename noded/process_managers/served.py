@@ -23,7 +23,7 @@ from gangsched.noded.process_managers.interface import (
     ProcessManagerUnavailable,
 )
 from gangsched.noded.process_managers.pmi1 import Pmi1Job
-from gangsched.noded.process_managers.pmi2 import Pmi2Job
+from gangsched.noded.process_managers.pmi2 import Pmi2OrPmi1Job
 from gangsched.noded.process_managers.pmix import PmixService
 from gangsched.noded.process_managers.shared_memory import JobSharedMemory
 from gangsched.noded.process_managers.socket_service import SocketService
@@ -53,7 +53,7 @@ class ProcessManagers:
                             JobSharedMemory(settings.spool() / "shared-memory"))
         self._served = {
             MpiKind.PMI1: SocketService(Pmi1Job, "PMI-1", {}, node),
-            MpiKind.PMI2: SocketService(Pmi2Job, "PMI-2", pmi2_variables(settings.pmi2_library), node),
+            MpiKind.PMI2: SocketService(Pmi2OrPmi1Job, "PMI-2", pmi2_variables(settings.pmi2_library), node),
         }
         try:
             self._served[MpiKind.PMIX] = PmixService(settings, node)
