@@ -370,6 +370,11 @@ class NodeCore:
         for key in keys:
             self.end(key, now)
 
+    def srun_gone(self, job_id: int, step: int, now: float) -> None:
+        """The srun a step's streams went to is gone (killed, its host lost): its tasks here end, as Slurm's
+        do, and leave nothing running or frozen."""
+        self._kill(KillTask(job_id=job_id, step=step, reason="its srun is gone"), now)
+
     def _deliver(self, message: SignalTask, now: float) -> None:
         keys = [key for key, task in self.tasks.items() if key.job_id == message.job_id and not task.ending
                 and (message.steps is None or key.step in message.steps)]

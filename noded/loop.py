@@ -121,6 +121,10 @@ class NodeDaemon:
             for task in executor.exits(ready):
                 survive(log, f"job {task.job_id} rank {task.rank}'s exit", functools.partial(executor.exited, task))
                 self._carry_out()
+        for job_id, step_id in executor.streams.gone(time.monotonic()):
+            survive(log, f"job {job_id} step {step_id} without its srun",
+                    functools.partial(self._core.srun_gone, job_id, step_id, time.monotonic()))
+            self._carry_out()
         # most wake-ups are a switch's, with no timer due: at a thousand daemons a process (`gang bench
         # scale`) spent a fifth of each one's switch going through timers that were not due
         deadlines = self._core.deadlines

@@ -8,19 +8,23 @@ input to the task that reads it. Neither side is ever read or written blocking: 
 nothing more (its queue is full) the relay stops reading that task's pipes until it does, so the task
 waits on its pipe as it would on a slow terminal, and nothing is dropped; input a task does not read
 yet (it may be frozen with its row) waits in the relay. A stream's end is said once all of its
-writers closed it (the task and everything it started), then the pipe is closed.
+writers closed it (the task and everything it started), then the pipe is closed. An srun out of reach
+for ``SRUN_GONE_S`` (killed: its kernel closed its socket) gives up its step: the relay lets it go, and
+the daemon ends the step's tasks here (``NodeCore.srun_gone``).
 
 The frames are protocol/stream_frames.py's."""
 
 import errno
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.records import StepStreams, TaskSpec
@@ -28,6 +32,11 @@ from gangsched.protocol.stream_frames import CHUNK, ERR, ERR_END, HELLO, IN, IN_
 
 log = logging.getLogger("gangsched.noded")
 _QUEUED = 1000  # frames a step's srun may be behind by before the relay stops reading its tasks' output
+# how long a step's srun may be out of reach before the step is ended. ZeroMQ drops a connection only when
+# its peer's socket is gone (the process ended: its kernel closed it) or TCP's keepalive gave up, not on a
+# slow network, and reconnects within a fraction of a second to an srun still there
+SRUN_GONE_S = 5.0
+_MONITORED = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED
 
 
 @dataclass
@@ -43,6 +52,7 @@ class StreamPipes:
         for fd in (self.out, self.err, self.input):
             if fd is not None and fd >= 0:
                 os.close(fd)
+        self.out, self.err, self.input = -1, -1, None
 
 
 def stream_pipes(reads_input: bool) -> tuple[StreamPipes, tuple[int, int, int]]:
@@ -86,9 +96,11 @@ class _Task:
 @dataclass
 class _Step:
     socket: zmq.Socket[bytes]
+    monitor: zmq.Socket[bytes]  # the socket's connection events
     token: bytes
     tasks: dict[int, _Task] = field(default_factory=dict)  # rank -> its task on this node
     held: list[bytes] | None = None  # a frame its srun did not take yet: no pipe of it is read until it does
+    unreached_since: float | None = None  # monotonic: since when its srun is out of reach (None: reached)
 
 
 class StreamRelay:
@@ -107,9 +119,15 @@ class StreamRelay:
             socket.setsockopt(zmq.LINGER, 1000)
             socket.setsockopt(zmq.SNDHWM, _QUEUED)
             socket.setsockopt(zmq.IMMEDIATE, 0)
+            for option, value in ((zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 30), (zmq.TCP_KEEPALIVE_INTVL, 10),
+                                  (zmq.TCP_KEEPALIVE_CNT, 3)):  # a host gone, not a process stopped (^Z)
+                socket.setsockopt(option, value)
+            monitor = socket.get_monitor_socket(_MONITORED)
             socket.connect(streams.address)
             self._poller.register(socket, zmq.POLLIN)
-            step = self._steps[where] = _Step(socket, streams.token.encode())
+            self._poller.register(monitor, zmq.POLLIN)
+            step = self._steps[where] = _Step(socket, monitor, streams.token.encode(),
+                                              unreached_since=time.monotonic())
         task = _Task(TaskKey.of(spec), str(spec.rank).encode(), pipes)
         step.tasks[spec.rank] = task
         self._send(step, HELLO, task.rank, b"")
@@ -128,7 +146,46 @@ class StreamRelay:
                 found.append(("a step's input", partial(self._write, item)))
             elif isinstance(item, zmq.Socket) and any(step.socket is item for step in self._steps.values()):
                 found.append(("srun's messages", partial(self._from_srun, item, ready[item])))
+            elif isinstance(item, zmq.Socket) and any(step.monitor is item for step in self._steps.values()):
+                found.append(("the connection to a step's srun", partial(self._connection_event, item)))
         return found
+
+    def _connection_event(self, monitor: zmq.Socket[bytes]) -> None:
+        step = next(step for step in self._steps.values() if step.monitor is monitor)
+        while True:
+            try:
+                event = recv_monitor_message(monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                step.unreached_since = None
+            elif event["event"] == zmq.EVENT_DISCONNECTED and step.unreached_since is None:
+                step.unreached_since = time.monotonic()
+
+    def gone(self, now: float) -> list[tuple[int, int]]:
+        """The steps (job, step) whose srun has been out of reach for ``SRUN_GONE_S``: their relays are closed
+        (the tasks' pipes with them), and the daemon is to end their tasks here."""
+        found = []
+        for (job_id, step_id, _), step in list(self._steps.items()):
+            if step.unreached_since is not None and now - step.unreached_since >= SRUN_GONE_S:
+                log.warning("job %d step %d: its srun is out of reach: the step ends", job_id, step_id)
+                for task in step.tasks.values():
+                    for fd in (task.pipes.out, task.pipes.err, task.pipes.input):
+                        self._forget(fd)
+                    task.pipes.close()
+                step.tasks.clear()
+                self._close_step(step, linger=0)
+                found.append((job_id, step_id))
+        return found
+
+    def _forget(self, fd: int | None) -> None:
+        if fd is None or fd < 0:
+            return
+        if self._readers.pop(fd, None) is not None or self._writers.pop(fd, None) is not None:
+            try:
+                self._poller.unregister(fd)
+            except KeyError:  # a step held back: its pipes were not in the poll
+                pass
 
     def _send(self, step: _Step, kind: bytes, rank: bytes, data: bytes) -> bool:
         try:
@@ -246,16 +303,21 @@ class StreamRelay:
         if not step.tasks and step.held is None:
             self._close_step(step)
 
-    def _close_step(self, step: _Step) -> None:
+    def _close_step(self, step: _Step, linger: int | None = None) -> None:
+        """Its sockets closed: its own lingers to send what it still holds, unless ``linger`` says."""
         where = next(where for where, each in self._steps.items() if each is step)
         del self._steps[where]
         self._poller.unregister(step.socket)
-        step.socket.close()  # its linger sends what it still holds
+        self._poller.unregister(step.monitor)
+        step.socket.disable_monitor()
+        step.monitor.close(linger=0)
+        step.socket.close(linger)
 
     def close(self) -> None:
         for step in self._steps.values():
             for task in step.tasks.values():
                 task.pipes.close()
+            step.monitor.close(linger=0)
             step.socket.close(linger=0)
         self._steps.clear()
         self._readers.clear()

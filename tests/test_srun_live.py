@@ -3,12 +3,14 @@ step, its tasks' output on srun's own stdout and stderr, its exit status the wor
 script steps one after another and side by side, found from SLURM_JOB_ID alone, with srun's input; SIGINT
 forwarded to the step; another user's allocation refused."""
 
+import getpass
 import os
 import re
 import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from gangsched.client.master_client import MasterClient
@@ -177,3 +179,45 @@ def test_an_open_mpi_program_in_an_allocation_gives_the_result_it_gives_as_a_gan
                         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}.items():
         monkeypatch.setenv(name, value)  # sbatch's --export=ALL takes them to the batch script
     assert_allreduce_runs(cluster, slurm, tmp_path, launch.replace("mpirun", str(openmpi.bin / "mpirun")), allreduce)
+
+
+def sleeping(cluster, job: int) -> list:
+    """The job's processes that are ``sleep`` (a batch step's srun has the job's environment too)."""
+    found = []
+    for process in task_processes(cluster.home, job):
+        try:
+            if process.name() == "sleep":
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_an_srun_killed_ends_its_step_and_leaves_nothing_running(start_cluster, slurm, tmp_path):
+    """Killed with -9 it can say nothing: its nodes find its socket gone and end the step's tasks there; a
+    step of a batch script ends alone, the script goes on."""
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    (tmp_path / "job.sh").write_text("#!/bin/sh\n#SBATCH -N 2 -n 2\nsrun sleep 120 &\necho $! > srun.pid\n"
+                                     "wait $!\necho \"after $?\"\nexec sleep 120\n")
+    job = submitted(cluster, slurm, "job.sh", cwd=tmp_path)
+    wait_until(lambda: len(sleeping(cluster, job)) == 2, 20, "the step's two tasks")
+    os.kill(int((tmp_path / "srun.pid").read_text()), signal.SIGKILL)
+
+    def step_ended():
+        info = cluster.client.job(job)
+        return next((step for step in info.steps if step.step_id == 1 and step.end_time is not None), None)
+
+    step = wait_until(step_ended, 30, "the step to end without its srun")
+    assert step.state is JobState.FAILED and cluster.client.job(job).state is JobState.RUNNING, "the job goes on"
+    assert (tmp_path / f"slurm-{job}.out").read_text().splitlines()[-1] == "after 137"
+    assert len(sleeping(cluster, job)) == 1, "the batch step's own"
+    cluster.client.cancel(job, getpass.getuser())
+    alone = subprocess.Popen([str(slurm / "srun"), "-n", "2", "sleep", "120"],
+                             env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
+    own = wait_until(lambda: [each.job_id for each in cluster.client.jobs()
+                              if each.state is JobState.RUNNING and each.job_id != job], 20, "srun's own job to run")
+    wait_until(lambda: len(sleeping(cluster, own[0])) == 2, 20, "its tasks")
+    alone.kill()
+    alone.wait()
+    wait_until(lambda: cluster.client.job(own[0]).state.is_final, 30, "srun's job to end without it")
+    assert not task_processes(cluster.home)
