@@ -43,7 +43,7 @@ class LazyGroup(click.Group):
                        "Rerun an experiment: L1-L6 live (L6: MPI jobs, gang vs..."),
         "sim": ("gangsched.cli.sim:sim", "Simulate policies over traces (SWF, gzip or plain) or..."),
         "replay": ("gangsched.cli.replay:replay", "Replay a trace on a fresh cluster and print its metrics..."),
-        "slurm": ("gangsched.slurm.install:slurm", "Slurm's commands under their names: sbatch, srun, squeue,..."),
+        "slurm": ("gangsched.slurm.install:slurm", "Slurm's commands under their names: sbatch, srun, salloc,..."),
     }
 
     def invoke(self, ctx: click.Context) -> object:

@@ -67,6 +67,7 @@ class ClientRequests:
                  endings: Endings, matrices: Matrices, admission: Admission,
                  reservations: ReservationBook, retry: StoreRetry) -> None:
         self._mpi_default = settings.mpi_default
+        self._cluster_name = settings.cluster_name
         self._private_details = settings.private_job_details
         self._max_array_size, self._max_job_count = settings.max_array_size, settings.max_job_count
         self._store = store
@@ -243,7 +244,12 @@ class ClientRequests:
             )
         reason = f"cancelled by {message.user}"
         running = job.state is not JobState.PENDING
-        if running:
+        if running and message.command_exit is not None and job.ending is None:
+            job.command_ended(message.command_exit)
+            code = message.command_exit
+            self._endings.decide_end(job, JobState.COMPLETED if code == 0 else JobState.FAILED,
+                                     "" if code == 0 else f"salloc's command exited with status {code}", now)
+        elif running:
             self._endings.decide_end(job, JobState.CANCELLED, reason, now)
         else:
             self._endings.withdraw(job, reason, now)
@@ -329,7 +335,7 @@ class ClientRequests:
                 booked.setdefault(node, []).append(name)
         if booked:
             nodes = [node.model_copy(update={"reservations": booked.get(node.name, [])}) for node in nodes]
-        return NodeList(nodes=nodes, mpi_default=self._mpi_default,
+        return NodeList(nodes=nodes, mpi_default=self._mpi_default, cluster=self._cluster_name,
                         partitions=[self._partition_info(matrix, [node.name for node in nodes])
                                     for matrix in self._matrices])
 

@@ -301,6 +301,12 @@ class Job:
             if exit_code is not None and step_id == 0 and self.ending is None:
                 self.exit_code = exit_code
 
+    def command_ended(self, exit_code: int) -> None:
+        """Its salloc's command ended with ``exit_code``: the job's, whatever becomes of the holder of its
+        allocation (step 0) as it is ended."""
+        if self._may("command ended", self._open and self.ending is None):
+            self.exit_code = exit_code
+
     def closing(self, state: JobState, reason: str | None = None) -> None:
         """It is to end ``state`` (unless its end was decided before) once the store has it: nothing ends it
         again meanwhile; its reason (if given) says why, not why it waited."""

@@ -123,6 +123,6 @@ def task_slots(spec: JobSpec, processors: int, tasks: list[int] | None = None) -
 
 def first_step(spec: JobSpec, processors: int, barrier_port: int | None, rendezvous_port: int | None) -> Step:
     """Step 0: the job's own command, on every task of its allocation of ``processors``; a batch job's
-    script (sbatch) on its first alone, the batch step."""
-    slots = task_slots(spec, processors, [0] if spec.script is not None else None)
+    script (sbatch) on its first alone, the batch step, as salloc's holder of its allocation."""
+    slots = task_slots(spec, processors, [0] if spec.script is not None or spec.allocation else None)
     return Step(0, slots, set(range(len(slots))), None, barrier_port, rendezvous_port)

@@ -63,9 +63,13 @@ class Submitted(WireModel):
 
 
 class Cancel(WireModel):
+    """End a job: it is cancelled, or, with ``command_exit``, salloc's command ended with that exit code and its
+    allocation is released: the job completes (0) or fails with it, as Slurm's salloc ends its job."""
+
     type: Literal["cancel"] = "cancel"
     job_id: int
     user: str
+    command_exit: int | None = Field(default=None, ge=-64, le=255)  # a signal's number negative, as exits
 
 
 class SignalJob(WireModel):
@@ -158,6 +162,7 @@ class NodeList(WireModel):
     nodes: list[NodeInfo]
     mpi_default: MpiKind = MpiKind.NONE  # what a job that names no --mpi gets
     partitions: list[PartitionInfo] = []
+    cluster: str = "gangsched"  # the cluster's name, as tasks' SLURM_CLUSTER_NAME gives it
 
 
 class MatrixQuery(WireModel):

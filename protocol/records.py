@@ -212,6 +212,9 @@ class JobSpec(WireModel):
     begin_time: float | None = Field(default=None, ge=0, le=1e11)  # sbatch's --begin: not started before (Unix s)
     streams: StepStreams | None = None  # srun outside an allocation: its step 0's streams go to that srun, not to files
     kill_on_bad_exit: bool = True  # as StepSpec's, for its step 0 (srun outside an allocation without -K: False)
+    # salloc's allocation: its command runs where salloc runs, and step 0 (``argv``, Slurm's ``extern`` step) only
+    # holds the allocation's first task; the steps srun starts in it are counted from 0, as a batch job's
+    allocation: bool = False
 
     @model_validator(mode="after")
     def _command_can_start(self) -> "JobSpec":

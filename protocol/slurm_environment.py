@@ -12,16 +12,16 @@ from functools import lru_cache
 
 from gangsched.protocol.hostlists import collect_hostlist
 from gangsched.protocol.records import JobSpec
+from gangsched.protocol.step_names import first_step_name, step_name
 
 MEGABYTE = 1024 * 1024
 
 
 def slurm_step(spec: JobSpec, step: int) -> str:
-    """Slurm's name for step ``step`` of a job: ``batch`` for a batch job's step 0, and the steps after it
-    counted from 0 (``srun``'s first is 0); a job without a script counts its own from 0, as srun's does."""
-    if spec.script is None:
-        return str(step)
-    return "batch" if step == 0 else str(step - 1)
+    """Slurm's name for step ``step`` of a job: ``batch`` for a batch job's step 0, ``extern`` for an salloc
+    allocation's, and the steps after it counted from 0 (``srun``'s first is 0); another job counts its own
+    from 0, as srun's does."""
+    return step_name(first_step_name(spec.script is not None, spec.allocation), step)
 
 
 @lru_cache(maxsize=256)

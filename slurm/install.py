@@ -13,7 +13,7 @@ import click
 
 # each command and the module whose ``main`` it runs
 COMMANDS = {name: f"gangsched.slurm.{name}"
-            for name in ("sbatch", "srun", "squeue", "scancel", "scontrol", "sinfo", "sacct")}
+            for name in ("sbatch", "srun", "salloc", "squeue", "scancel", "scontrol", "sinfo", "sacct")}
 MARK = "# gangsched's Slurm command"
 
 
@@ -47,13 +47,13 @@ def _ours(path: Path) -> bool:
 
 @click.group()
 def slurm() -> None:
-    """Slurm's commands under their names: sbatch, srun, squeue, scancel, scontrol, sinfo, sacct, over this cluster."""
+    """Slurm's commands under their names: sbatch, srun, salloc, squeue, scancel, scontrol, sinfo, sacct."""
 
 
 @slurm.command("install")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 def install_command(folder: Path) -> None:
-    """Install Slurm's command names (sbatch, srun, squeue, scancel, scontrol, sinfo, sacct) into FOLDER, e.g.
+    """Install Slurm's command names (sbatch, srun, salloc, squeue, scancel, scontrol, sinfo, sacct) into FOLDER, e.g.
     /usr/local/bin or ~/.local/bin; a file of the same name that is not gangsched's (a real Slurm's) is left as
     it is, and nothing is installed."""
     try:

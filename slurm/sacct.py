@@ -12,7 +12,8 @@ import time
 from gangsched.slurm import words
 from gangsched.slurm.command import SlurmError, master, nodes_named, options, run, users_named
 from gangsched.slurm.getopt import table
-from gangsched.slurm.sacct_fields import FIELDS, step_name
+from gangsched.slurm.sacct_fields import FIELDS
+from gangsched.slurm.words import step_name
 
 DEFAULT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 BRIEF = "JobID,State,ExitCode"
@@ -165,7 +166,7 @@ def rows(given: dict[str, Any], now: float) -> list[Row]:
                 or (qos is not None and labels.get("qos") not in qos)):
             continue
         steps = [step for step in job.get("steps") or ()
-                 if asked is None or None in asked or step_name(job, step) in asked]
+                 if asked is None or None in asked or step_name(job, step["step_id"]) in asked]
         windowed = ids is None or states is not None or "start" in given or "end" in given
         # named by -j, a job is shown though it was never eligible (held), as Slurm's sacct shows it
         eligible = _eligible(job) if ids is None else float(job["submit_time"])

@@ -22,26 +22,20 @@ _CANCELLED_BY = re.compile(r"cancelled by (\S+)")
 _UNITS = "KMGTP"
 
 
-def step_name(job: Job, step: dict[str, Any]) -> str:
-    """Slurm's name of a step: ``batch`` for a batch job's step 0, the others counted from 0 after it."""
-    if not job.get("batch"):
-        return str(step["step_id"])
-    return "batch" if step["step_id"] == 0 else str(step["step_id"] - 1)
-
-
 def _job_id(job: Job, step: Step, now: float) -> str:
     shown = words.job_id(job)
-    return shown if step is None else f"{shown}.{step_name(job, step)}"
+    return shown if step is None else f"{shown}.{words.step_name(job, step['step_id'])}"
 
 
 def _raw_id(job: Job, step: Step, now: float) -> str:
-    return str(job["job_id"]) if step is None else f"{job['job_id']}.{step_name(job, step)}"
+    return str(job["job_id"]) if step is None else f"{job['job_id']}.{words.step_name(job, step['step_id'])}"
 
 
 def _name(job: Job, step: Step, now: float) -> str:
     if step is None:
         return str(job["spec"]["name"])
-    return "batch" if job.get("batch") and step["step_id"] == 0 else str(step["name"])
+    first = words.first_step(job)
+    return first if first is not None and step["step_id"] == 0 else str(step["name"])
 
 
 def _uid_of(user: str) -> str:

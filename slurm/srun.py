@@ -29,8 +29,8 @@ from gangsched.protocol.records import MpiKind
 from gangsched.protocol.sizes import parse_size
 from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN
 from gangsched.slurm.command import SlurmError, master, options, run
-from gangsched.slurm.getopt import table
-from gangsched.slurm.words import refusal
+from gangsched.slurm.getopt import Flag, table
+from gangsched.slurm.words import refusal, step_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _inherited(environment: dict[str, str], name: str) -> int | None:
     return int(text) if text.isdigit() and int(text) > 0 else None
 
 
-def _own_address(endpoint: str) -> str:
+def own_address(endpoint: str) -> str:
     """Where the step's nodes reach srun: this host's address toward the master, loopback beside it."""
     if endpoint.startswith("tcp://"):
         host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
@@ -325,8 +325,8 @@ def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: 
         if not own_job and step.get("end_time") is not None:
             code = step.get("exit_code")
             if code:
-                print(f"srun: error: step {job_id}.{step_id - 1 if job.get('batch') else step_id}: a task exited "
-                      f"with exit code {_exit_status(code)}", file=sys.stderr)
+                print(f"srun: error: step {job_id}.{step_name(job, step_id)}: a task exited with exit code "
+                      f"{_exit_status(code)}", file=sys.stderr)
             return _exit_status(code)
         time.sleep(POLL_S)
 
@@ -345,8 +345,12 @@ class Request:
     environment: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
     @classmethod
-    def read(cls, arguments: list[str]) -> Request:
-        given, command = options("srun", arguments, FLAGS, USAGE, permute=False)
+    def read(cls, arguments: list[str], name: str = "srun", flags: dict[str, Flag] = FLAGS, usage: str = USAGE,
+             default_command: list[str] | None = None) -> Request:
+        """srun's command line (or salloc's: ``name``, its ``flags`` and ``usage``, the command it runs where
+        none is given)."""
+        given, command = options(name, arguments, flags, usage, permute=False)
+        command = command or default_command or []
         if not command:
             raise SlurmError("No command given to execute.")
         refused = next((key for key in given if key.startswith("not_yet:")), None)
@@ -367,6 +371,12 @@ class Request:
                       None if text == "none" or "output" in given else int(text))
         request.cwd = os.path.abspath(given["chdir"]) if "chdir" in given else os.getcwd()
         return request
+
+    @property
+    def total_tasks(self) -> int:
+        """The tasks of a job of its own (outside an allocation)."""
+        shape = self.shape
+        return shape.tasks or (shape.nodes or 1) * (shape.per_node or 1)
 
     @property
     def kill_on_bad_exit(self) -> bool:
@@ -390,7 +400,7 @@ def srun(arguments: list[str]) -> int:
         print("MPI plugin types are...\n" + "".join(f"\t{kind.value}\n" for kind in MpiKind), end="")
         return 0
     with master() as connection:
-        streams = Streams(_own_address(connection.endpoint.split(",")[0]), bool(request.given.get("label")),
+        streams = Streams(own_address(connection.endpoint.split(",")[0]), bool(request.given.get("label")),
                           request.input_rank)
         try:
             allocation = os.environ.get("SLURM_JOB_ID")
@@ -429,27 +439,33 @@ def _start_step(connection: MasterConnection, job_id: int, request: Request,
 
 
 def _start_job(connection: MasterConnection, request: Request, streams: Streams) -> tuple[int, int]:
+    job_id = allocate(connection, request, {"name": request.given.get("name") or os.path.basename(
+        request.command[0]), "argv": request.command, **request.launch_fields(streams)}, "srun")
+    return job_id, request.total_tasks if request.streamed else 0
+
+
+def allocate(connection: MasterConnection, request: Request, fields: dict[str, Any], name: str) -> int:
+    """Submit the job of srun's (or salloc's: ``name``) command line, its spec's ``fields`` given, and wait
+    until it runs, saying so as Slurm's do where it waits: its id."""
     given, shape = request.given, request.shape
     if shape.required or shape.excluded:
-        raise SlurmError("-w/--nodelist and -x/--exclude are not supported by gangsched's srun outside an "
+        raise SlurmError(f"-w/--nodelist and -x/--exclude are not supported by gangsched's {name} outside an "
                          "allocation yet (docs/slurm.md)")
-    count = shape.tasks or (shape.nodes or 1) * (shape.per_node or 1)
     try:
         limit = None if "time" not in given else read_duration(given["time"], None)
         memory = None if "mem" not in given else parse_size(given["mem"])
     except ValueError as error:
         raise SlurmError(str(error)) from None
-    spec = {"name": given.get("name") or os.path.basename(request.command[0]), "user": request.user,
-            "tasks": count, "nodes": shape.nodes, "tasks_per_node": shape.per_node,
-            "cpus_per_task": request.grain or 1, "argv": request.command, "env": request.environment,
+    spec = {"user": request.user, "tasks": request.total_tasks, "nodes": shape.nodes,
+            "tasks_per_node": shape.per_node, "cpus_per_task": request.grain or 1, "env": request.environment,
             "whole_environment": True, "cwd": request.cwd, "submit_dir": request.cwd,
             "submit_host": os.uname().nodename, "estimate_s": limit, "mem_per_node": memory,
-            "partition": given.get("partition"), **request.launch_fields(streams)}
+            "partition": given.get("partition"), **fields}
     try:
         reply = connection.exchange(pack({"type": "submit", "spec": spec, "token": os.urandom(16).hex()}))
     except RequestRefused as error:
         raise SlurmError(f"Unable to allocate resources: {error}") from None
-    job_id = reply["job_id"]
+    job_id = int(reply["job_id"])
     said = False
     started = time.monotonic()
     while True:
@@ -457,12 +473,14 @@ def _start_job(connection: MasterConnection, request: Request, streams: Streams)
         if job["state"] != "pending":
             break
         if not said and time.monotonic() - started > PENDING_SAID_S and not given.get("quiet"):
-            print(f"srun: job {job_id} queued and waiting for resources", file=sys.stderr, flush=True)
+            if name == "salloc":
+                print(f"salloc: Pending job allocation {job_id}", file=sys.stderr, flush=True)
+            print(f"{name}: job {job_id} queued and waiting for resources", file=sys.stderr, flush=True)
             said = True
         time.sleep(POLL_S)
     if said:
-        print(f"srun: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
-    return job_id, count if request.streamed else 0
+        print(f"{name}: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
+    return job_id
 
 
 def main(arguments: list[str] | None = None) -> None:

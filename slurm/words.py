@@ -10,6 +10,8 @@ from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.dependency_text import dependency_text
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.errors import ErrorCode
+from gangsched.protocol.step_names import first_step_name
+from gangsched.protocol.step_names import step_name as named_step
 
 TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A submission's imports")
 if TYPE_CHECKING:
@@ -31,6 +33,17 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 # the master's refusals that Slurm's commands say in Slurm's own words (its slurm_strerror)
 _REFUSALS = {ErrorCode.PERMISSION_DENIED: "Access/permission denied", ErrorCode.UNKNOWN_JOB: "Invalid job id specified"}
+
+
+def first_step(job: dict[str, Any]) -> str | None:
+    """The name of a job's step 0 where it is not a step of the job's own (``batch``, ``extern``)."""
+    return first_step_name(bool(job.get("batch")), bool(job["spec"].get("allocation")))
+
+
+def step_name(job: dict[str, Any], step_id: int) -> str:
+    """Slurm's name of a job's step: its step 0 (``batch``, ``extern``), the others counted from 0 after it;
+    a job of srun's own counts its steps from 0."""
+    return named_step(first_step(job), step_id)
 
 
 def refusal(code: ErrorCode, reason: str) -> str:

@@ -160,3 +160,25 @@ def test_each_step_is_a_pmi_world_of_its_own(tmp_path, clock):
     assert sent(core, PmiFenceDone) == [(n1, PmiFenceDone(job_id=job, step=1, epoch=0, kvs={"b": "1"}))]
     core.pmi_relay.pmi_fence(PmiFence(node=n2, job_id=job, step=0, epoch=0, kvs={"c": "2"}))
     assert sorted(node for node, _ in sent(core, PmiFenceDone)) == [n1, n2]
+
+
+def test_an_allocation_s_step_0_holds_its_first_task_and_salloc_s_release_ends_it_as_its_command_did(tmp_path,
+                                                                                                     clock):
+    """salloc: its holder on the allocation's first task alone, the steps srun starts named from 0 after it
+    (``extern``, then ``0``); its command's exit 3 ends the job FAILED with 3, whatever the holder's kill gives."""
+    from gangsched.protocol.client_messages import Cancel, Cancelled
+    from gangsched.protocol.slurm_environment import slurm_step
+
+    core = two_nodes(tmp_path, clock)
+    spec = JobSpec(name="interactive", user="alice", tasks=2, argv=["sleep", "infinity"], allocation=True)
+    job = core.clients.submit(Submit(spec=spec)).job_id
+    n1, _ = core.table.jobs[job].node_names
+    assert [(node, launch.task.rank) for node, launch in sent(core, LaunchTask)] == [(n1, 0)], "the first task alone"
+    assert [slurm_step(spec, step) for step in (0, 1, 2)] == ["extern", "0", "1"]
+    released = core.clients.cancel(Cancel(job_id=job, user="alice", command_exit=3))
+    assert isinstance(released, Cancelled) and released.state is JobState.FAILED and released.killed
+    core.task_ended(TaskExit(node=n1, job_id=job, step=0, rank=0, returncode=-15))
+    clock.now += 5
+    core.tick()
+    (info,) = infos(core, [job])
+    assert (info.state, info.exit_code, info.reason) == (JobState.FAILED, 3, "salloc's command exited with status 3")

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from gangsched.protocol.records import JobState
+from tests.helpers.clusters import wait_until
 
 pytestmark = pytest.mark.live
 
@@ -47,6 +48,9 @@ def test_submitit_maps_an_array_and_runs_a_job_of_two_nodes_through_srun(start_c
     lines = done.stdout.splitlines()
     assert lines[0] == "squares [0, 1, 4, 9, 16, 25, 36, 49]", done.stdout
     assert lines[1] == "ranks [(0, 2, 0, 2, ['node1', 'node2']), (1, 2, 1, 2, ['node1', 'node2'])]", done.stdout
+    # submitit has a result once its task wrote it: the job itself may end a moment later
+    wait_until(lambda: all(job.state.is_final for job in cluster.client.jobs(include_finished=True)), 30,
+               "every job to end")
     jobs = cluster.client.jobs(include_finished=True)
     assert len(jobs) == 9 and all(job.state is JobState.COMPLETED and job.batch for job in jobs)
     assert [len(job.steps) for job in jobs] == [2] * 9, "each a batch step and an srun step"
