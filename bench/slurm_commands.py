@@ -1,14 +1,17 @@
 """`gang bench slurm`: Slurm's commands under their names (docs/slurm.md) as whole processes, side by side
 with a real Slurm's where one is given (its ``SLURM_CONF``): ``sbatch`` beside ``gang submit`` and the bare
 interpreter; ``squeue`` and ``sacct -X`` of one job; ``squeue -r`` of ten thousand held array jobs; and ten
-arrays of a thousand ``/bin/true`` through ``sbatch``, beside ``gang submit -a``.
+arrays of a thousand ``/bin/true`` through ``sbatch``, beside ``gang submit -a``; and ``srun -n 4 true`` as
+steps inside a batch job of 2 nodes x 2, one at a time and a hundred in a row.
 
 Each cluster runs the arrays alone: gangsched's, then Slurm's (fewer of them: its rate is a few jobs a
 second, docs/limits.md)."""
 
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -89,3 +92,35 @@ def array_rate(submit: Callable[[], object], active: Callable[[], int], jobs: in
 
 def _run(command: list[str], environment: dict[str, str]) -> str:
     return subprocess.run(command, env=environment, capture_output=True, text=True, check=True).stdout
+
+
+# timed inside the allocation by the script itself (date's nanoseconds), the same for both clusters
+STEPS_SCRIPT = """#!/bin/sh
+now() {{ date +%s%N; }}
+for i in $(seq {runs}); do start=$(now); srun -n 4 true; echo "step $(( ($(now) - start) / 1000 ))"; done
+start=$(now); for i in $(seq {row}); do srun -n 4 true; done; echo "row $(( ($(now) - start) / 1000 ))"
+"""
+
+
+def step_figures(ours: Path, environment: dict[str, str], peer: Peer | None, runs: int,
+                 row: int) -> list[dict[str, Any]]:
+    """A batch job of 2 nodes x 2 on each cluster whose script times ``srun -n 4 true`` ``runs`` times, from
+    its start to its exit (median and p99), then ``row`` such steps in a row (steps a second)."""
+    script = STEPS_SCRIPT.format(runs=runs, row=row)
+    sides: list[tuple[str, list[str], dict[str, str]]] = [("gangsched", [str(ours / "sbatch")], environment)]
+    if peer is not None:
+        sides.append(("Slurm", peer.command("sbatch"), peer.environment))
+    rows = []
+    for name, sbatch, side_environment in sides:
+        with tempfile.TemporaryDirectory(prefix="gang-bench-steps-") as folder:
+            output = Path(folder) / "steps.out"
+            subprocess.run([*sbatch, "--wait", "-N", "2", "-n", "4", "-t", "30", "-o", str(output)],
+                           input=script, env=side_environment, cwd=folder, check=True, capture_output=True,
+                           text=True)
+            words = [line.split() for line in output.read_text().splitlines()]
+        steps = sorted(int(value) / 1000 for kind, value in words if kind == "step")
+        (took,) = [int(value) / 1e6 for kind, value in words if kind == "row"]
+        rows.append({"cluster": name, "steps": len(steps), "median_ms": round(statistics.median(steps), 1),
+                     "p99_ms": round(steps[min(len(steps) - 1, round(0.99 * (len(steps) - 1)))], 1),
+                     "row_of": row, "steps_per_s": round(row / took, 1)})
+    return rows

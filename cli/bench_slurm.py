@@ -21,11 +21,15 @@ from gangsched.deploy.config import ClusterConfig
               help="a real Slurm's slurm.conf (its commands in /usr/bin), measured beside gangsched's")
 @click.option("--slurm-arrays", type=click.IntRange(min=0), default=1, show_default=True,
               help="arrays of a thousand /bin/true through the real Slurm (a few jobs a second)")
+@click.option("--steps", type=click.IntRange(min=1), default=30, show_default=True,
+              help="srun -n 4 true timed one at a time inside an allocation of 2 nodes x 2, then 100 in a row")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="write the rows here")
-def slurm(runs: int, arrays: int, slurm_conf: Path | None, slurm_arrays: int, csv_path: Path | None) -> None:
+def slurm(runs: int, arrays: int, slurm_conf: Path | None, slurm_arrays: int, steps: int,
+          csv_path: Path | None) -> None:
     """sbatch, squeue and sacct as whole processes, squeue -r of held arrays, and arrays through sbatch: on
-    a fresh local cluster of 4 nodes of 2 processors, beside a real Slurm's."""
-    from gangsched.bench.slurm_commands import ARRAY, Peer, array_rate, held_listing, latencies
+    a fresh local cluster of 4 nodes of 2 processors, beside a real Slurm's; and srun's steps inside an
+    allocation."""
+    from gangsched.bench.slurm_commands import ARRAY, Peer, array_rate, held_listing, latencies, step_figures
     from gangsched.deploy.local import temporary_cluster
 
     peer = None if slurm_conf is None else Peer(slurm_conf)
@@ -53,6 +57,9 @@ def slurm(runs: int, arrays: int, slurm_conf: Path | None, slurm_arrays: int, cs
             peer.run("scancel", str(peer_job))
         rows += held_listing(ours, environment, peer, arrays, runs)
         print_rows(f"whole-process latency, median of {runs}", rows, csv_path)
+        step_environment = {**environment, "PATH": f"{ours}{os.pathsep}{environment.get('PATH', '')}"}
+        print_rows("srun -n 4 true inside an allocation of 2 nodes x 2: from its start to its exit",
+                   step_figures(ours, step_environment, peer, steps, 100), None)
         gang = str(Path(sys.executable).with_name("gang"))
         jobs = arrays * 1000
         rates = [

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from gangsched.protocol.mpi_kinds import MpiKind as MpiKind  # re-exported: the wire's models name it
 from gangsched.protocol.sizes import LARGEST
 
 
@@ -102,15 +103,6 @@ class JobState(StrEnum):
     @property
     def is_final(self) -> bool:
         return self not in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED)
-
-
-class MpiKind(StrEnum):
-    """The process-manager interface a job's tasks speak (Slurm's ``--mpi``)."""
-
-    NONE = "none"  # the GANG_* variables only
-    PMI1 = "pmi1"  # the simple PMI wire protocol, version 1, over the socket in PMI_FD (MPICH)
-    PMI2 = "pmi2"  # the PMI-2 wire protocol over PMI_FD (Intel MPI with a PMI-2 client library)
-    PMIX = "pmix"  # a PMIx server, OpenPMIx's, in each node daemon (Open MPI 5)
 
 
 # what a site does for a node to serve an interface it could not (docs/mpi.md)

@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import zmq
@@ -24,8 +25,7 @@ import zmq
 from gangsched.cli.job_options import read_duration
 from gangsched.client.connection import MasterConnection, RequestRefused, login_name
 from gangsched.protocol.frames import pack
-from gangsched.protocol.hostlists import expand_hostlist
-from gangsched.protocol.records import MpiKind
+from gangsched.protocol.mpi_kinds import MpiKind
 from gangsched.protocol.sizes import parse_size
 from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN
 from gangsched.slurm.command import SlurmError, master, options, run
@@ -52,7 +52,16 @@ FLAGS = table((
     # not done yet: refused in one line, never ignored (docs/slurm.md)
     (("--pty",), False, "not_yet:--pty"),
 ))
-POLL_S = 0.2  # how often srun asks the master whether its step ended, once its tasks' streams did
+POLL_S = 0.2  # at most this long between srun's questions to the master: whether its step ended, its job runs
+
+
+def pauses() -> Iterator[float]:
+    """The waits between questions to the master: short at first (a step's end follows its streams' by a
+    node's report, milliseconds), doubling up to ``POLL_S``."""
+    pause = 0.005
+    while True:
+        yield pause
+        pause = min(pause * 2, POLL_S)
 PENDING_SAID_S = 1.0  # a job of its own still pending after this: srun says it waits, as Slurm's does
 
 
@@ -121,6 +130,8 @@ def _hosts(given: dict[str, Any], key: str) -> tuple[str, ...]:
     """-w's or -x's nodes: a hostlist (``node[1-2],node4``), as Slurm's; a file's name is not read."""
     if key not in given:
         return ()
+    from gangsched.protocol.hostlists import expand_hostlist  # ClusterShell's import: only where it is needed
+
     try:
         return tuple(expand_hostlist(given[key]))
     except ValueError:
@@ -315,6 +326,7 @@ def _step_of(connection: MasterConnection, job_id: int, step_id: int) -> tuple[d
 
 def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: bool) -> int:
     """The step's exit status once the master has its end (its job's, for a job of srun's own)."""
+    waits = pauses()
     while True:
         job, step = _step_of(connection, job_id, step_id)
         if own_job and job["state"] not in ("pending", "running", "suspended"):
@@ -328,7 +340,7 @@ def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: 
                 print(f"srun: error: step {job_id}.{step_name(job, step_id)}: a task exited with exit code "
                       f"{_exit_status(code)}", file=sys.stderr)
             return _exit_status(code)
-        time.sleep(POLL_S)
+        time.sleep(next(waits))
 
 
 @dataclass
@@ -468,6 +480,7 @@ def allocate(connection: MasterConnection, request: Request, fields: dict[str, A
     job_id = int(reply["job_id"])
     said = False
     started = time.monotonic()
+    waits = pauses()
     while True:
         (job,) = connection.job_maps([job_id], brief=True)
         if job["state"] != "pending":
@@ -477,7 +490,7 @@ def allocate(connection: MasterConnection, request: Request, fields: dict[str, A
                 print(f"salloc: Pending job allocation {job_id}", file=sys.stderr, flush=True)
             print(f"{name}: job {job_id} queued and waiting for resources", file=sys.stderr, flush=True)
             said = True
-        time.sleep(POLL_S)
+        time.sleep(next(waits))
     if said:
         print(f"{name}: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
     return job_id
