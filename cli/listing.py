@@ -76,6 +76,9 @@ def _job_parser(name: str, fields: str, since: str) -> _Parser:
     parser.add_argument("-u", "--user", dest="users", help="only these users' jobs (comma-separated)")
     parser.add_argument("-p", "--partition", dest="partitions", help="only these partitions' jobs (comma-separated)")
     if name == "queue":
+        parser.add_argument("-s", "--steps", action="store_true",
+                            help="the running steps of the jobs listed, as squeue -s's: a line for each (STEPID "
+                                 "NAME USER ST TIME TASKS NODELIST; 12.batch, 12.0, ...)")
         parser.add_argument("-r", "--array", dest="one_line_per_job", action="store_true",
                             help="a line for each waiting job of an array (else an array's waiting jobs are one "
                                  "line, as squeue shows them: 12_[5-9999])")
@@ -120,7 +123,10 @@ def _list_jobs(master: MasterConnection, options: argparse.Namespace, include_fi
             and (wanted_states is None or job["state"] in wanted_states)
             and (since is None or job["end_time"] is None or job["end_time"] >= since)
             and (options.endtime is None or job["submit_time"] <= options.endtime)]
-    _print(jobs, options.shown, options.as_json)
+    if getattr(options, "steps", False) and not options.as_json:
+        print(table.render(table.STEP_COLUMNS, table.live_steps(jobs)))
+    else:
+        _print(jobs, options.shown, options.as_json)
     if missing:
         raise _Failure(f"no such job: {', '.join(map(str, sorted(missing)))}")
 

@@ -12,6 +12,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from gangsched.protocol.array_ranges import shown_job_id
 from gangsched.protocol.durations import format_duration
+from gangsched.protocol.step_names import first_step_name, step_name
 from gangsched.protocol.times import format_time
 
 Row = TypeVar("Row")
@@ -138,6 +139,29 @@ JOB_FIELDS: dict[str, Column[Fields]] = {
 }
 QUEUE_FORMAT = "jobid,partition,name,user,st,time,tasks,util,nodelist"  # 80 columns with a short node list
 HISTORY_FORMAT = "jobid,name,user,state,exit,start,time,nodelist"  # sacct's, and the reason
+
+# a step as `gang queue -s` shows it, as squeue -s does: (its job, the step), with Slurm's step names
+Step = tuple[Fields, Fields]
+STEP_COLUMNS: list[Column[Step]] = [
+    Column("STEPID", 12, lambda pair: f"{pair[0]['job_id']}.{_step_name(pair)}", widens=True),
+    Column("NAME", 10, lambda pair: str(pair[1]["name"])),
+    Column("USER", 8, lambda pair: pair[0]["spec"]["user"]),
+    Column("ST", 2, lambda pair: STATE_CODES.get(pair[1]["state"], pair[1]["state"].upper())),
+    Column("TIME", 8, lambda pair: format_duration(time.time() - (pair[1]["start_time"] or time.time())), right=True),
+    Column("TASKS", 5, lambda pair: str(pair[1]["tasks"]), right=True),
+    Column("NODELIST", 16, lambda pair: ",".join(pair[1]["nodes"])),
+]
+
+
+def _step_name(pair: Step) -> str:
+    job, step = pair
+    return step_name(first_step_name(bool(job.get("batch")), bool(job["spec"].get("allocation"))), step["step_id"])
+
+
+def live_steps(jobs: list[Fields]) -> list[Step]:
+    """The steps of ``jobs`` that run (or are suspended with their job), in job and step order."""
+    return [(job, step) for job in jobs for step in job.get("steps") or () if step["end_time"] is None]
+
 
 NODE_FIELDS: dict[str, Column[Fields]] = {
     "node": Column("NODELIST", 12, lambda node: node["name"]),

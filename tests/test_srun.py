@@ -91,3 +91,19 @@ def test_flags_stop_at_the_command_whose_own_flags_are_its_own():
     assert (request.shape.tasks, request.command, request.kill_on_bad_exit) == (
         2, ["sh", "-c", "echo -n x", "-n", "3"], True)
     assert Request.read(["--input=none", "true"]).input_rank is None
+
+
+def test_gang_queue_s_lists_running_steps_with_slurm_s_names():
+    from gangsched.cli import table
+
+    def step(step_id: int, name: str, end: float | None = None) -> dict:
+        return {"step_id": step_id, "name": name, "state": "running" if end is None else "completed", "tasks": 2,
+                "nodes": ["n1", "n2"], "start_time": 0.0, "end_time": end}
+
+    batch = {"job_id": 7, "batch": True, "spec": {"user": "alice"},
+             "steps": [step(0, "job.sh"), step(1, "hostname", end=5.0), step(2, "sleep")]}
+    held = {"job_id": 8, "batch": False, "spec": {"user": "bob", "allocation": True}, "steps": [step(0, "sleep")]}
+    rows = table.render(table.STEP_COLUMNS, table.live_steps([batch, held])).splitlines()
+    assert [line.split()[:4] for line in rows] == [
+        ["STEPID", "NAME", "USER", "ST"], ["7.batch", "job.sh", "alice", "R"], ["7.1", "sleep", "alice", "R"],
+        ["8.extern", "sleep", "bob", "R"]], "the ended step left out"
