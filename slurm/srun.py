@@ -335,10 +335,13 @@ def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: 
                 print(f"srun: error: job {job_id}: {job['state'].upper()}: {job.get('reason', '')}", file=sys.stderr)
             return _exit_status(code) or (0 if job["state"] == "completed" else 1)
         if not own_job and step.get("end_time") is not None:
-            code = step.get("exit_code")
+            code, name = step.get("exit_code"), f"{job_id}.{step_name(job, step_id)}"
             if code:
-                print(f"srun: error: step {job_id}.{step_name(job, step_id)}: a task exited with exit code "
-                      f"{_exit_status(code)}", file=sys.stderr)
+                print(f"srun: error: step {name}: a task exited with exit code {_exit_status(code)}",
+                      file=sys.stderr)
+            elif step["state"] != "completed":  # ended without an exit of its own: a node lost, its job's end
+                print(f"srun: error: step {name}: {step['state'].upper()}: {job.get('reason', '')}", file=sys.stderr)
+                return 1
             return _exit_status(code)
         time.sleep(next(waits))
 

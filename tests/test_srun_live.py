@@ -221,3 +221,33 @@ def test_an_srun_killed_ends_its_step_and_leaves_nothing_running(start_cluster, 
     alone.wait()
     wait_until(lambda: cluster.client.job(own[0]).state.is_final, 30, "srun's job to end without it")
     assert not task_processes(cluster.home)
+
+
+def test_a_step_goes_on_through_a_master_restart_and_srun_gets_its_end(start_cluster, slurm, tmp_path):
+    """srun's streams come from the nodes, not the master: a master killed and restarted mid-step loses none
+    of them, and srun asks the new one for the step's end."""
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    (tmp_path / "job.sh").write_text("#!/bin/sh\n#SBATCH -N 2 -n 2\nsrun -l sh -c 'for i in $(seq 40); do echo $i; "
+                                     "sleep 0.1; done; exit 4'\necho \"rc $?\"\n")
+    job = submitted(cluster, slurm, "job.sh", cwd=tmp_path)
+    wait_until(lambda: len(sleeping(cluster, job)) == 2, 20, "the step to run")
+    cluster.local.restart("master", crash=True)
+    wait_until(lambda: cluster.client.job(job).state.is_final, 60, "the job to end")
+    lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
+    assert sorted(line for line in lines if line[:2] in ("0:", "1:")) == sorted(
+        f"{rank}: {i}" for rank in (0, 1) for i in range(1, 41)), "every line of both tasks"
+    assert lines[-1] == "rc 4", lines[-3:]
+
+
+def test_a_node_lost_fails_srun_s_job_and_srun_names_the_node(start_cluster, slurm):
+    cluster = start_cluster(nodes=2, processors_per_node=2)
+    process = subprocess.Popen([str(slurm / "srun"), "-n", "4", "sleep", "60"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "GANG_MASTER": cluster.client.endpoint})
+    wait_until(lambda: cluster.client.jobs() and len(sleeping(cluster, cluster.client.jobs()[0].job_id)) == 4, 20,
+               "its four tasks")
+    cluster.local.restart("node2", crash=True)  # its tasks die with it (its watchdog)
+    _, err = process.communicate(timeout=60)
+    (job,) = cluster.client.jobs(include_finished=True)
+    assert (process.returncode, job.state) == (1, JobState.NODE_FAIL), err
+    assert "NODE_FAIL" in err and "node2" in err, err
