@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
-
 from gangsched.bench.dynamic import measure_l4_program, run_l4_case
 from gangsched.bench.mix import run_mix, running
 from gangsched.bench.mpi_experiment import L6
@@ -28,6 +26,7 @@ from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
 from gangsched.jobs.synthetic import SyntheticJob
 from gangsched.jobs.synthetic_specs import job_spec
+from gangsched.sim.plots import new_figure
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 
 NODES = 4
@@ -54,7 +53,7 @@ def l1(out: Path, options: ExperimentOptions, advance: Advance) -> str:
                  if r["io_jobs"] == io and r["policy"] == policy and r["kind"] == kind]
         return statistics.mean(found) if found else None
 
-    figure = Figure(figsize=(8, 4), layout="constrained")
+    figure = new_figure(figsize=(8, 4), layout="constrained")
     axis = figure.subplots()
     width = 0.2
     for offset, (kind, policy) in enumerate([("compute", "strict"), ("compute", "paired"),
@@ -107,7 +106,7 @@ def l2(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         advance(f"L2 {matching}")
     write_csv(out / "l2.csv", rows)
 
-    figure = Figure(figsize=(8, 3.5), layout="constrained")
+    figure = new_figure(figsize=(8, 3.5), layout="constrained")
     axes = figure.subplots(1, 2, sharey=True)
     for axis, matching in zip(axes, ("best-fit", "fair")):
         fractions = [r["partner_fraction"] for r in rows if r["matching"] == matching]
@@ -148,7 +147,7 @@ def l3(out: Path, options: ExperimentOptions, advance: Advance) -> str:
             advance(f"L3 {sweep}={value:g} {policy}")
     write_csv(out / "l3.csv", rows)
 
-    figure = Figure(figsize=(10, 4), layout="constrained")
+    figure = new_figure(figsize=(10, 4), layout="constrained")
     for axis, sweep, label in zip(figure.subplots(1, 2), ("nodes", "compute_ms"),
                                   ("nodes in the cluster", "compute CPU ms per iteration")):
         for kind in ("compute", "io"):
@@ -199,7 +198,7 @@ def l4(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         return float(statistics.mean(r[metric] for r in rows
                                      if (r["mix"], r["load"], r["policy"]) == (mix, load, policy)))
 
-    figure = Figure(figsize=(10, 4), layout="constrained")
+    figure = new_figure(figsize=(10, 4), layout="constrained")
     for axis, metric, label in zip(figure.subplots(1, 2), ("response_s", "slowdown"),
                                    ("mean response time (s)", "mean slowdown")):
         for mix in ("homogeneous", "heterogeneous"):
@@ -257,7 +256,7 @@ def l5(out: Path, options: ExperimentOptions, advance: Advance) -> str:
         advance(f"L5 sharp-change {'on' if sharp else 'off'}")
     write_csv(out / "l5.csv", rows)
 
-    figure = Figure(figsize=(14, 5), layout="constrained")
+    figure = new_figure(figsize=(14, 5), layout="constrained")
     axes = figure.subplots(2, 4, sharex=True, sharey=True)
     for axis_row, detection in zip(axes, ("on", "off")):
         jobs = sorted({r["job"] for r in rows if r["detection"] == detection})

@@ -30,12 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
-
 from gangsched.bench.mix import measure_rates
 from gangsched.bench.mpi_libraries import MpiLibrary, measure_alone, measure_startup, mpi_library, startup_shapes
 from gangsched.deploy.config import ClusterConfig
 from gangsched.deploy.local import temporary_cluster
+from gangsched.sim.plots import new_figure
 from gangsched.sim.report import Advance, Experiment, ExperimentOptions, markdown_table, write_csv
 
 GRAINS_MS = (1, 5, 20)
@@ -103,7 +102,7 @@ def _total(rows: list[dict[str, Any]], mode: str, jobs: int, grain: int, layout:
 
 
 def _plot(path: Path, rows: list[dict[str, Any]], library: MpiLibrary) -> None:
-    figure = Figure(figsize=(9, 4), layout="constrained")
+    figure = new_figure(figsize=(9, 4), layout="constrained")
     axes = figure.subplots(1, len(MIXES), sharey=False)
     for axis, jobs in zip(axes, MIXES, strict=True):
         width = 0.25

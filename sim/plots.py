@@ -1,10 +1,14 @@
-"""Simulation results as CSV and PNG (matplotlib is imported only here, so `gang sim` starts fast)."""
+"""Simulation and experiment results as CSV and PNG. matplotlib is imported only here, and only where a figure
+is drawn: `gang sim` starts fast, and importing a command (its help) starts no process, where matplotlib's
+first import on a host builds its font cache by running fc-list."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 from gangsched.sim.report import write_csv
 from gangsched.sim.sweep import Point, point_rows
@@ -31,9 +35,16 @@ class Panel:
         self.curves.setdefault(label, []).append((x, y))
 
 
+def new_figure(**options: Any) -> "Figure":
+    """A matplotlib figure of ``options`` (figsize, layout, ...)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
+
+
 def save_panels(path: Path, panels: Sequence[Panel], columns: int = 2) -> Path:
     rows = -(-len(panels) // columns)
-    figure = Figure(figsize=(5.2 * min(columns, len(panels)), 4.0 * rows))
+    figure = new_figure(figsize=(5.2 * min(columns, len(panels)), 4.0 * rows))
     for index, panel in enumerate(panels):
         axes = figure.add_subplot(rows, min(columns, len(panels)), index + 1)
         for label, curve in panel.curves.items():
