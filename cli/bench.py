@@ -15,6 +15,7 @@ from gangsched.cli.bench_failover import failover
 from gangsched.cli.bench_mpi import alone, startup
 from gangsched.cli.bench_operations import operations
 from gangsched.cli.bench_output import console, print_figures, print_rows, write_rows_csv
+from gangsched.cli.bench_pty import pty
 from gangsched.cli.bench_slurm import slurm
 from gangsched.cli.bench_throughput import throughput
 from gangsched.cli.cluster import DOCKER
@@ -38,6 +39,7 @@ bench.add_command(throughput)
 bench.add_command(operations)
 bench.add_command(failover)
 bench.add_command(slurm)
+bench.add_command(pty)
 
 
 @bench.command()

@@ -12,11 +12,20 @@ writers closed it (the task and everything it started), then the pipe is closed.
 for ``SRUN_GONE_S`` (killed: its kernel closed its socket) gives up its step: the relay lets it go, and
 the daemon ends the step's tasks here (``NodeCore.srun_gone``).
 
+A step on a pseudo-terminal (srun --pty) gives its input task one: the task opens its slave as its
+controlling terminal (``terminal_pipes``), and the relay reads and writes the master, through two
+descriptors of it so that each is polled for one thing, and sets its window's size as srun says. The
+terminal's line discipline does the rest, as over ssh: echo, ^C as SIGINT to the foreground process
+group, the SIGHUP when the daemon closes the master.
+
 The frames are protocol/stream_frames.py's."""
 
 import errno
+import fcntl
+import grp
 import logging
 import os
+import termios
 import time
 from collections import deque
 from collections.abc import Callable
@@ -28,7 +37,18 @@ from zmq.utils.monitor import recv_monitor_message
 
 from gangsched.noded.task_record import TaskKey
 from gangsched.protocol.records import StepStreams, TaskSpec
-from gangsched.protocol.stream_frames import CHUNK, ERR, ERR_END, HELLO, IN, IN_END, OUT, OUT_END
+from gangsched.protocol.stream_frames import (
+    CHUNK,
+    ERR,
+    ERR_END,
+    FROM_SRUN,
+    HELLO,
+    IN_END,
+    OUT,
+    OUT_END,
+    WINCH,
+    WINSIZE_BYTES,
+)
 
 log = logging.getLogger("gangsched.noded")
 _QUEUED = 1000  # frames a step's srun may be behind by before the relay stops reading its tasks' output
@@ -42,11 +62,12 @@ _MONITORED = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED
 @dataclass
 class StreamPipes:
     """The daemon's ends of a task's streams: stdout's and stderr's reading ends, stdin's writing end (None:
-    the task reads /dev/null)."""
+    the task reads /dev/null). A terminal's: its master read as ``out``, written as ``input``, no ``err``."""
 
     out: int
     err: int
     input: int | None
+    terminal: bool = False
 
     def close(self) -> None:
         for fd in (self.out, self.err, self.input):
@@ -76,6 +97,31 @@ def stream_pipes(reads_input: bool) -> tuple[StreamPipes, tuple[int, int, int]]:
         if ours is not None:
             os.set_blocking(ours, False)
     return StreamPipes(out_read, err_read, in_write), (in_read, out_write, err_write)
+
+
+def terminal_pipes(uid: int) -> tuple[StreamPipes, int]:
+    """A pseudo-terminal for a task of user ``uid``: the daemon's ends (non-blocking, close-on-exec), and its
+    slave's descriptor, to be held open until the task opened it by its name (``os.ttyname``) as its
+    controlling terminal. The slave is the user's, as a login's terminal is (group tty, mode 620)."""
+    master, slave = os.openpty()
+    try:
+        os.fchown(slave, uid, _tty_group())
+        os.fchmod(slave, 0o620)
+        writer = fcntl.fcntl(master, fcntl.F_DUPFD_CLOEXEC, 0)
+    except BaseException:
+        os.close(master)
+        os.close(slave)
+        raise
+    for ours in (master, writer):
+        os.set_blocking(ours, False)
+    return StreamPipes(master, -1, writer, terminal=True), slave
+
+
+def _tty_group() -> int:
+    try:
+        return grp.getgrnam("tty").gr_gid
+    except KeyError:
+        return -1  # the slave's group stays as it is
 
 
 def _pipe(made: list[int]) -> tuple[int, int]:
@@ -131,7 +177,11 @@ class StreamRelay:
         task = _Task(TaskKey.of(spec), str(spec.rank).encode(), pipes)
         step.tasks[spec.rank] = task
         self._send(step, HELLO, task.rank, b"")
+        if pipes.terminal:  # its stderr is its stdout
+            self._send(step, ERR_END, task.rank, b"")
         for fd, kind in ((pipes.out, OUT), (pipes.err, ERR)):
+            if fd < 0:
+                continue
             self._readers[fd] = (step, task, kind)
             if step.held is None:
                 self._poller.register(fd, zmq.POLLIN)
@@ -200,6 +250,10 @@ class StreamRelay:
             data = os.read(fd, CHUNK)
         except BlockingIOError:
             return
+        except OSError as error:  # a terminal whose slave every process closed: its end
+            if not (task.pipes.terminal and error.errno == errno.EIO):
+                raise
+            data = b""
         if data:
             if not self._send(step, kind, task.rank, data):
                 self._hold_back(step, [step.token, kind, task.rank, data])
@@ -250,9 +304,13 @@ class StreamRelay:
                 frames = socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if len(frames) != 3 or frames[0] not in (IN, IN_END) or not frames[1].isdigit():
+            if len(frames) != 3 or frames[0] not in FROM_SRUN or not frames[1].isdigit():
                 continue
             task = step.tasks.get(int(frames[1]))
+            if task is not None and frames[0] == WINCH:
+                if task.pipes.terminal and task.pipes.out >= 0 and len(frames[2]) == WINSIZE_BYTES:
+                    fcntl.ioctl(task.pipes.out, termios.TIOCSWINSZ, frames[2])  # SIGWINCH to its foreground
+                continue
             if task is None or task.pipes.input is None or task.input_ended:
                 continue
             if frames[0] == IN_END:
@@ -270,8 +328,8 @@ class StreamRelay:
                 written = os.write(fd, chunk)
             except BlockingIOError:
                 break
-            except OSError as error:  # the task closed its input, or ended
-                if error.errno != errno.EPIPE:
+            except OSError as error:  # the task closed its input, or ended (a terminal: EIO)
+                if error.errno != errno.EPIPE and not (task.pipes.terminal and error.errno == errno.EIO):
                     raise
                 task.pending_input.clear()
                 task.input_ended = True

@@ -34,6 +34,10 @@ class TaskGroup(ABC):
         self.leader = 0
         self._members: dict[int, int] = {}  # pid -> pidfd, as at the last look
         self._last_signal: signal.Signals | None = None
+        # a task on a terminal (srun --pty): a process its shell stopped (^Z) is not continued with the
+        # task's turn, but stays stopped until the shell continues it (fg, bg)
+        self.job_control = False
+        self._stopped_by_itself: set[int] = set()  # such processes, as the last stop found them
 
     def adopt(self, leader: int) -> None:
         """The launcher's pid: in the group before it returns (the launcher joins it too)."""
@@ -45,6 +49,8 @@ class TaskGroup(ABC):
     def pids(self) -> list[int]: ...
 
     def stop(self) -> None:
+        if self.job_control:
+            self._stopped_by_itself = {pid for pid in self._members if _stopped(pid)}
         self._signal_known(signal.SIGSTOP)
 
     @abstractmethod
@@ -52,8 +58,16 @@ class TaskGroup(ABC):
         """After a stop, once the switch is applied: hold it so that no signal resumes it."""
 
     def resume(self) -> None:
+        """Its processes continued, the last found first: a parent (a shell) continued before its child could
+        see the child stopped and take it for a job stopped by its user."""
         self._release_hold()
-        self._signal_known(signal.SIGCONT)
+        if self.job_control:  # a key's stop (^Z) that came while the task was held is kept too
+            self._stopped_by_itself |= {pid for pid in self._members if _stop_pending(pid)}
+        self._last_signal = signal.SIGCONT
+        for pid, pidfd in reversed(self._members.items()):
+            if pid not in self._stopped_by_itself:
+                _send(pidfd, signal.SIGCONT)
+        self._signal_whole(signal.SIGCONT)
 
     def escaped(self) -> bool:
         """Whether it ran since it was stopped (someone continued it); stopped again if so."""
@@ -340,6 +354,30 @@ class ProcessTreeGroup(_Watched):
             os.killpg(self.leader, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped (its state in /proc, after its name: T)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split(maxsplit=1)[0] == b"T"
+    except (OSError, IndexError):  # gone
+        return False
+
+
+_KEY_STOPS = (1 << (signal.SIGTSTP - 1)) | (1 << (signal.SIGTTIN - 1)) | (1 << (signal.SIGTTOU - 1))
+
+
+def _stop_pending(pid: int) -> bool:
+    """Whether a stop of its terminal's (^Z, a read or write from the background) waits to be taken by the
+    process: continued, it would lose it (a continue discards pending stops)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            lines = status.read().splitlines()
+    except OSError:  # gone
+        return False
+    pending = [int(line.split()[1], 16) for line in lines if line.startswith((b"SigPnd:", b"ShdPnd:"))]
+    return any(mask & _KEY_STOPS for mask in pending)
 
 
 def _send(pidfd: int, sig: signal.Signals) -> None:

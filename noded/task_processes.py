@@ -25,7 +25,7 @@ from typing import NamedTuple
 from gangsched.noded.containment import Containment
 from gangsched.noded.memory import TaskMemory
 from gangsched.noded.process_managers.wiring import TaskWiring
-from gangsched.noded.stream_relay import StreamPipes, stream_pipes
+from gangsched.noded.stream_relay import StreamPipes, stream_pipes, terminal_pipes
 from gangsched.noded.task_files import PROGRESS_BYTES, drop_stale_output, new_progress_file, user_folder, write_script
 from gangsched.noded.task_groups import TaskGroup
 from gangsched.noded.task_identity import place_in_block, task_account
@@ -276,14 +276,16 @@ def start(
         argv = [str(script_path), *spec.argv[1:]]
     wiring = wiring or TaskWiring()
     ours, theirs = wiring.ours, wiring.passed
-    pipes, stdio = (None, None) if spec.streams is None else stream_pipes(spec.streams.input_rank == spec.rank)
+    pipes, stdio, terminal = _streams(spec, os.getuid() if account is None else account.pw_uid)
     environment.update(wiring.environment)
     group, memory = containment.groups(key, spec.memory_limit)
+    group.job_control = terminal is not None
     user = None if account is None else \
         Account(account.pw_uid, account.pw_gid, os.getgrouplist(account.pw_name, account.pw_gid))
     plan = StartPlan(
         argv=argv, env=environment, cwd=spec.cwd or str(folder), fallback_cwd=str(folder),
-        output=output if stdio is None else "", stdio=stdio,
+        output=output if pipes is None else "", stdio=stdio,
+        terminal=None if terminal is None else os.ttyname(terminal),
         cores=sorted(cpus) if cpus else None, user=user, passed_fds=() if theirs is None else (theirs.fileno(),),
         umask=spec.umask, error=spec.error and expand(spec.error, values, final=True),
         truncate=spec.open_mode == "truncate")
@@ -310,9 +312,21 @@ def start(
     finally:
         if theirs is not None:
             theirs.close()
-        for fd in stdio or ():
+        for fd in (*(stdio or ()), *(() if terminal is None else (terminal,))):
             os.close(fd)  # the task's ends: the task holds them now
     return StartingTask(task, held)
+
+
+def _streams(spec: TaskSpec, uid: int) -> tuple[StreamPipes | None, tuple[int, int, int] | None, int | None]:
+    """Where a step's task's streams go to its srun: the daemon's ends, and the task's (its stdin, stdout and
+    stderr; or a terminal's slave, which it opens as its controlling terminal). None: to files."""
+    if spec.streams is None:
+        return None, None, None
+    reads_input = spec.streams.input_rank == spec.rank
+    if spec.streams.pty and reads_input:
+        pipes, slave = terminal_pipes(uid)
+        return pipes, None, slave
+    return *stream_pipes(reads_input), None
 
 
 def _hold(held: HeldTask, spec: TaskSpec, group: TaskGroup, memory: TaskMemory, progress_path: Path,

@@ -9,7 +9,8 @@ is done by small programs every Linux host has, none of them the user's:
 
 1. the daemon spawns it in a session of its own with every signal at its
    default and none blocked (SIGPIPE, which Python ignores, included), its
-   standard streams on ``/dev/null`` (a step of srun's: on pipes to the daemon, which relays them) and
+   standard streams on ``/dev/null`` (a step of srun's: on pipes to the daemon, which relays them, or
+   a pseudo-terminal, its controlling terminal, for srun --pty) and
    nothing of the daemon's open but
    the gate (fd 3), the status pipe (fd 4), the task's environment (fd 5)
    and the task's own descriptors (an MPI task's PMI socket; everything the
@@ -137,6 +138,9 @@ class StartPlan:
     # its stdin, stdout and stderr as these descriptors (a step's pipes to its srun; ``output`` then ""),
     # else /dev/null and the output files
     stdio: tuple[int, int, int] | None = None
+    # or all three a pseudo-terminal's slave, opened by this name in the task's new session: its controlling
+    # terminal (srun --pty)
+    terminal: str | None = None
 
 
 class HeldTask:
@@ -219,9 +223,7 @@ def spawn_task(plan: StartPlan) -> HeldTask:
     status_read, status_write = _above_fixed(os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK))
     (environment,) = _above_fixed((_environment_file(plan),))
     try:
-        actions: list[FileAction] = [
-            (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)] if plan.stdio is None else [
-            (os.POSIX_SPAWN_DUP2, given, fd) for fd, given in enumerate(plan.stdio)]
+        actions = _standard_streams(plan)
         actions += [(os.POSIX_SPAWN_DUP2, gate_read, GATE_FD), (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD),
                     (os.POSIX_SPAWN_DUP2, environment, ENVIRONMENT_FD)]
         actions += [(os.POSIX_SPAWN_DUP2, fd, fd) for fd in plan.passed_fds]  # the same number, kept across exec
@@ -245,6 +247,18 @@ def spawn_task(plan: StartPlan) -> HeldTask:
         held.abandon()
         raise
     return held
+
+
+def _standard_streams(plan: StartPlan) -> list[FileAction]:
+    """The spawn's actions that give the task its stdin, stdout and stderr. A terminal is opened, not
+    inherited: the spawn made the child a session leader first, and a session leader without a controlling
+    terminal that opens one takes it as its own, its process group in the terminal's foreground."""
+    if plan.terminal is not None:
+        return [(os.POSIX_SPAWN_OPEN, 0, plan.terminal, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, 0, 1),
+                (os.POSIX_SPAWN_DUP2, 0, 2)]
+    if plan.stdio is not None:
+        return [(os.POSIX_SPAWN_DUP2, given, fd) for fd, given in enumerate(plan.stdio)]
+    return [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
 
 
 @contextlib.contextmanager

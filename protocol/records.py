@@ -135,11 +135,20 @@ class StepStreams(WireModel):
     """Where a step's tasks' standard streams go (Slurm's srun): the srun that started it listens at
     ``address`` (a ZeroMQ ROUTER) and takes only frames that carry ``token``, which it made and gave no one but
     the master; the task of rank ``input_rank`` reads srun's standard input (None: none does, --input none).
-    Their stdout and stderr go there instead of files (protocol/stream_frames.py has the frames)."""
+    Their stdout and stderr go there instead of files (protocol/stream_frames.py has the frames). ``pty``
+    (srun --pty): that task's streams are a pseudo-terminal on its node, its controlling terminal, and
+    the step's other tasks write to /dev/null, as Slurm's."""
 
     address: Annotated[str, Field(max_length=300, pattern=r"^tcp://[A-Za-z0-9.:\[\]-]+:[0-9]{1,5}$")]
     token: str = Field(min_length=32, max_length=64, pattern=r"^[0-9a-f]+$")
     input_rank: int | None = Field(default=0, ge=0)
+    pty: bool = False
+
+    @model_validator(mode="after")
+    def _terminal_has_its_task(self) -> "StepStreams":
+        if self.pty and self.input_rank is None:
+            raise ValueError("a step's pseudo-terminal is its input task's: --pty needs one")
+        return self
 
 
 class JobSpec(WireModel):

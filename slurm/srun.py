@@ -12,6 +12,7 @@ matrix and are frozen and thawed with it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -27,9 +28,10 @@ from gangsched.client.connection import MasterConnection, RequestRefused, login_
 from gangsched.protocol.frames import pack
 from gangsched.protocol.mpi_kinds import MpiKind
 from gangsched.protocol.sizes import parse_size
-from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN
+from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN, WINCH
 from gangsched.slurm.command import SlurmError, master, options, run
 from gangsched.slurm.getopt import Flag, table
+from gangsched.slurm.terminal import UserTerminal
 from gangsched.slurm.words import refusal, step_name
 
 TYPE_CHECKING = False
@@ -49,8 +51,7 @@ FLAGS = table((
     (("-h", "--help"), False, "help"), (("-V", "--version"), False, "version"),
     (("-w", "--nodelist"), True, "nodelist"), (("-x", "--exclude"), True, "exclude"),
     (("--cpu-bind",), True, "ignored"),  # tasks are pinned to their processors' cores by the node
-    # not done yet: refused in one line, never ignored (docs/slurm.md)
-    (("--pty",), False, "not_yet:--pty"),
+    (("--pty",), False, "pty"),
 ))
 POLL_S = 0.2  # at most this long between srun's questions to the master: whether its step ended, its job runs
 
@@ -157,14 +158,15 @@ class Streams:
     """The step's streams, as srun takes them: output written as it comes, its input sent to the task that
     reads it."""
 
-    def __init__(self, address: str, label: bool, input_rank: int | None) -> None:
+    def __init__(self, address: str, label: bool, input_rank: int | None, terminal: UserTerminal | None = None) -> None:
         self._context = zmq.Context()
         self.socket = self._context.socket(zmq.ROUTER)
         port = self.socket.bind_to_random_port(f"tcp://{address}")
         self.address = f"tcp://{address}:{port}"
         self.token = os.urandom(16).hex()
-        self._label = label
+        self._label = label and terminal is None
         self._input_rank = input_rank
+        self._terminal = terminal  # --pty: the input task's streams are a terminal of this one's size
         self._input_node: bytes | None = None  # the node of the task that reads the input, once it said hello
         self._partial: dict[tuple[bytes, bytes], bytes] = {}  # (stream, rank) -> a line not ended yet (-l)
         self.open: set[tuple[bytes, bytes]] = set()  # (stream, rank) of every stream still open
@@ -172,7 +174,8 @@ class Streams:
         self.input_open = input_rank is not None
 
     def spec(self) -> dict[str, Any]:
-        return {"address": self.address, "token": self.token, "input_rank": self._input_rank}
+        return {"address": self.address, "token": self.token, "input_rank": self._input_rank,
+                "pty": self.has_terminal}
 
     def take(self) -> None:
         """Every frame waiting, its bytes written out."""
@@ -188,6 +191,7 @@ class Streams:
                 self.open |= {(OUT, rank), (ERR, rank)}
                 if self._input_rank is not None and rank == str(self._input_rank).encode():
                     self._input_node = node
+                    self.send_size()
             elif kind in (OUT, ERR):
                 self._write(kind, rank, data)
             else:
@@ -222,6 +226,16 @@ class Streams:
             self.input_open = False
         return True
 
+    @property
+    def has_terminal(self) -> bool:
+        return self._terminal is not None
+
+    def send_size(self) -> None:
+        """The user's terminal's size to the task's, once its node said hello (and on SIGWINCH)."""
+        size = None if self._terminal is None else self._terminal.size()
+        if size is not None and self._input_node is not None:
+            self.socket.send_multipart([self._input_node, WINCH, str(self._input_rank).encode(), size])
+
     def close(self) -> None:
         self.socket.close(linger=0)
         self._context.term()
@@ -234,14 +248,14 @@ def _exit_status(code: int | None) -> int:
 
 
 class Interrupts:
-    """SIGINT and SIGTERM, for srun's loop to pass on to the step."""
+    """SIGINT and SIGTERM, for srun's loop to pass on to the step; SIGWINCH too where it has a terminal."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: bool = False) -> None:
         self.caught: list[int] = []
         self._last_interrupt = 0.0
         self._read, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(self._write)
-        for number in (signal.SIGINT, signal.SIGTERM):
+        for number in (signal.SIGINT, signal.SIGTERM, *((signal.SIGWINCH,) if window else ())):
             signal.signal(number, self._caught)
 
     @property
@@ -268,8 +282,9 @@ class Interrupts:
 
 def relay(connection: MasterConnection, streams: Streams, job_id: int, step_id: int, user: str,
           ranks: int) -> None:
-    """Until every task's streams ended: output out, input in, signals on to the step."""
-    interrupts = Interrupts()
+    """Until every task's streams ended: output out, input in, signals on to the step (a change of the
+    terminal's size to its task's)."""
+    interrupts = Interrupts(window=streams.has_terminal)
     poller = zmq.Poller()
     poller.register(streams.socket, zmq.POLLIN)
     poller.register(interrupts.fd, zmq.POLLIN)
@@ -287,13 +302,19 @@ def relay(connection: MasterConnection, streams: Streams, job_id: int, step_id: 
             return
         if interrupts.fd in ready:
             for number in interrupts.drain():
+                if number == signal.SIGWINCH:
+                    streams.send_size()
+                    continue
                 if number == signal.SIGKILL:
                     print("srun: forcing job termination", file=sys.stderr, flush=True)
                 elif number == signal.SIGINT:
                     print("srun: interrupt (one more within 1 sec to abort)", file=sys.stderr, flush=True)
                 _signal(connection, job_id, step_id, user, number)
         if stdin is not None and stdin in ready:
-            data = os.read(stdin, CHUNK)
+            try:
+                data = os.read(stdin, CHUNK)
+            except OSError:  # a terminal hung up: its input's end
+                data = b""
             pending_input.append(data)
             if not data:
                 poller.unregister(stdin)
@@ -368,11 +389,10 @@ class Request:
         command = command or default_command or []
         if not command:
             raise SlurmError("No command given to execute.")
-        refused = next((key for key in given if key.startswith("not_yet:")), None)
-        if refused is not None:
-            raise SlurmError(f"{refused.partition(':')[2]} is not supported by gangsched's srun yet (docs/slurm.md)")
         if given.get("mpi") not in (None, "list", *(kind.value for kind in MpiKind)):
             raise SlurmError(f"Invalid MPI type '{given['mpi']}', --mpi=list for acceptable types")
+        if given.get("pty") and (given.get("input", "0") != "0" or "output" in given):
+            raise SlurmError("--pty gives task 0 a terminal for its input and output: not with -i or -o")
         if "error" in given and "output" not in given:
             raise SlurmError("-e/--error without -o/--output is not supported by gangsched's srun yet "
                              "(docs/slurm.md)")
@@ -414,9 +434,10 @@ def srun(arguments: list[str]) -> int:
     if request.given.get("mpi") == "list":
         print("MPI plugin types are...\n" + "".join(f"\t{kind.value}\n" for kind in MpiKind), end="")
         return 0
+    terminal = UserTerminal(sys.stdin.fileno()) if request.given.get("pty") and not sys.stdin.closed else None
     with master() as connection:
         streams = Streams(own_address(connection.endpoint.split(",")[0]), bool(request.given.get("label")),
-                          request.input_rank)
+                          request.input_rank, terminal)
         try:
             allocation = os.environ.get("SLURM_JOB_ID")
             if allocation is not None and allocation.isdigit():
@@ -425,7 +446,8 @@ def srun(arguments: list[str]) -> int:
             else:
                 job_id, ranks = _start_job(connection, request, streams)
                 step_id, own = 0, True
-            relay(connection, streams, job_id, step_id, request.user, ranks)
+            with terminal or contextlib.nullcontext():
+                relay(connection, streams, job_id, step_id, request.user, ranks)
         finally:
             streams.close()
         return _finished(connection, job_id, step_id, own)

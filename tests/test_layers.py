@@ -121,7 +121,7 @@ BENCHMARKS_TESTED = {
     "test_memory_policies": ("event",), "test_throughput": ("throughput",), "test_partitions": ("preempt",),
     "test_operations_live": ("operations_restarts",), "test_postgres_store": ("restarts",),
     "test_standby_masters": ("failover", "isolation"), "test_master_isolation": ("isolation",),
-    "test_cli_start": ("cli_latency",),
+    "test_cli_start": ("cli_latency",), "test_srun_pty_live": ("terminal_echo",),
 }
 
 
