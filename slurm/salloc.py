@@ -19,7 +19,8 @@ from gangsched.client.connection import MasterConnection, RequestRefused
 from gangsched.protocol.frames import pack
 from gangsched.slurm.command import master, run
 from gangsched.slurm.getopt import table
-from gangsched.slurm.srun import Request, Streams, allocate, own_address
+from gangsched.slurm.srun import Request, allocate
+from gangsched.slurm.step_streams import Streams, own_address
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

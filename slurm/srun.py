@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -28,9 +27,11 @@ from gangsched.client.connection import MasterConnection, RequestRefused, login_
 from gangsched.protocol.frames import pack
 from gangsched.protocol.mpi_kinds import MpiKind
 from gangsched.protocol.sizes import parse_size
-from gangsched.protocol.stream_frames import CHUNK, ERR, HELLO, IN, IN_END, OUT, OUT_END, TO_SRUN, WINCH
+from gangsched.protocol.stream_frames import CHUNK
 from gangsched.slurm.command import SlurmError, master, options, run
 from gangsched.slurm.getopt import Flag, table
+from gangsched.slurm.step_shape import Shape, count_flag, inherited_count, step_slots
+from gangsched.slurm.step_streams import Streams, own_address
 from gangsched.slurm.terminal import UserTerminal
 from gangsched.slurm.words import refusal, step_name
 
@@ -64,181 +65,6 @@ def pauses() -> Iterator[float]:
         yield pause
         pause = min(pause * 2, POLL_S)
 PENDING_SAID_S = 1.0  # a job of its own still pending after this: srun says it waits, as Slurm's does
-
-
-def _count(given: dict[str, Any], key: str, flag: str) -> int | None:
-    if key not in given:
-        return None
-    text = given[key]
-    if not text.isdigit() or int(text) < 1:
-        raise SlurmError(f'Invalid numeric value "{text}" for {flag}.')
-    return int(text)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A step's shape as srun's flags give it: ``tasks`` (-n), ``nodes`` (-N), ``per_node``
-    (--ntasks-per-node), nodes it must run on (-w) and nodes it must not (-x)."""
-
-    tasks: int | None = None
-    nodes: int | None = None
-    per_node: int | None = None
-    required: tuple[str, ...] = ()
-    excluded: tuple[str, ...] = ()
-
-
-def step_slots(job: dict[str, Any], shape: Shape) -> tuple[list[int], list[str]]:
-    """The allocation's tasks a step of ``shape`` runs on, as Slurm's block distribution lays it out: on its
-    required nodes and, to make up its number of nodes (its required ones' if none is given, else all of the
-    allocation's), the allocation's first others not excluded, in the allocation's order; its tasks (one a
-    node if not given, or ``per_node`` a node) spread over them as evenly as they go, each node's from its
-    first. Also the warnings Slurm's srun gives where it changes what was asked."""
-    grain = job["spec"].get("cpus_per_task", 1)
-    names = job.get("node_names") or []
-    by_node: dict[str, list[int]] = {}
-    for task, slot in enumerate(range(0, len(names), grain)):
-        by_node.setdefault(names[slot], []).append(task)
-    unavailable = SlurmError(f"Unable to create step for job {job['job_id']}: Requested node configuration is "
-                             "not available")
-    if any(name not in by_node or name in shape.excluded for name in shape.required):
-        raise unavailable
-    candidates = [name for name in by_node if name not in shape.excluded]
-    nodes = shape.nodes or len(shape.required) or len(candidates)
-    if nodes > len(candidates):
-        raise SlurmError(f"Only allocated {len(candidates)} nodes asked for {nodes}" + (
-            "\nsrun: error: Are required nodes explicitly excluded?" if shape.excluded else ""))
-    tasks = shape.tasks or nodes * (shape.per_node or 1)
-    warnings = []
-    if tasks < nodes:
-        warnings.append(f"can't run {tasks} processes on {nodes} nodes, setting nnodes to {tasks}")
-        nodes = tasks
-    if len(shape.required) > nodes:
-        raise unavailable
-    if shape.per_node is not None and shape.per_node * nodes != tasks:
-        warnings.append(f"can't honor --ntasks-per-node set to {shape.per_node} which doesn't match the requested "
-                        f"tasks {tasks} with the number of requested nodes {nodes}. Ignoring --ntasks-per-node.")
-    others = [name for name in candidates if name not in shape.required][:nodes - len(shape.required)]
-    order = [by_node[name] for name in candidates if name in shape.required or name in others]
-    base, extra = divmod(tasks, nodes)
-    wanted = [base + 1] * extra + [base] * (nodes - extra)
-    if any(count > len(node) for count, node in zip(wanted, order, strict=True)):
-        raise SlurmError(f"Unable to create step for job {job['job_id']}: More processors requested than "
-                         "permitted")
-    return [task for count, node in zip(wanted, order, strict=True) for task in node[:count]], warnings
-
-
-def _hosts(given: dict[str, Any], key: str) -> tuple[str, ...]:
-    """-w's or -x's nodes: a hostlist (``node[1-2],node4``), as Slurm's; a file's name is not read."""
-    if key not in given:
-        return ()
-    from gangsched.protocol.hostlists import expand_hostlist  # ClusterShell's import: only where it is needed
-
-    try:
-        return tuple(expand_hostlist(given[key]))
-    except ValueError:
-        raise SlurmError(f"Invalid hostlist: {given[key]}") from None
-
-
-def _inherited(environment: dict[str, str], name: str) -> int | None:
-    text = environment.get(name, "")
-    return int(text) if text.isdigit() and int(text) > 0 else None
-
-
-def own_address(endpoint: str) -> str:
-    """Where the step's nodes reach srun: this host's address toward the master, loopback beside it."""
-    if endpoint.startswith("tcp://"):
-        host = endpoint[len("tcp://"):].rsplit(":", 1)[0].strip("[]")
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect((host, 9))  # no packet: the route's source address
-            return str(probe.getsockname()[0])
-    return "127.0.0.1"
-
-
-class Streams:
-    """The step's streams, as srun takes them: output written as it comes, its input sent to the task that
-    reads it."""
-
-    def __init__(self, address: str, label: bool, input_rank: int | None, terminal: UserTerminal | None = None) -> None:
-        self._context = zmq.Context()
-        self.socket = self._context.socket(zmq.ROUTER)
-        port = self.socket.bind_to_random_port(f"tcp://{address}")
-        self.address = f"tcp://{address}:{port}"
-        self.token = os.urandom(16).hex()
-        self._label = label and terminal is None
-        self._input_rank = input_rank
-        self._terminal = terminal  # --pty: the input task's streams are a terminal of this one's size
-        self._input_node: bytes | None = None  # the node of the task that reads the input, once it said hello
-        self._partial: dict[tuple[bytes, bytes], bytes] = {}  # (stream, rank) -> a line not ended yet (-l)
-        self.open: set[tuple[bytes, bytes]] = set()  # (stream, rank) of every stream still open
-        self.ended: set[bytes] = set()  # ranks both of whose streams ended
-        self.input_open = input_rank is not None
-
-    def spec(self) -> dict[str, Any]:
-        return {"address": self.address, "token": self.token, "input_rank": self._input_rank,
-                "pty": self.has_terminal}
-
-    def take(self) -> None:
-        """Every frame waiting, its bytes written out."""
-        while True:
-            try:
-                node, *frames = self.socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if len(frames) != 4 or frames[0] != self.token.encode() or frames[1] not in TO_SRUN:
-                continue  # not of this step's nodes
-            _, kind, rank, data = frames
-            if kind == HELLO:
-                self.open |= {(OUT, rank), (ERR, rank)}
-                if self._input_rank is not None and rank == str(self._input_rank).encode():
-                    self._input_node = node
-                    self.send_size()
-            elif kind in (OUT, ERR):
-                self._write(kind, rank, data)
-            else:
-                stream = OUT if kind == OUT_END else ERR
-                self._write(stream, rank, b"", end=True)
-                self.open.discard((stream, rank))
-                if (OUT, rank) not in self.open and (ERR, rank) not in self.open:
-                    self.ended.add(rank)
-
-    def _write(self, kind: bytes, rank: bytes, data: bytes, end: bool = False) -> None:
-        out = sys.stdout.buffer if kind == OUT else sys.stderr.buffer
-        if self._label:
-            text = self._partial.pop((kind, rank), b"") + data
-            lines = text.split(b"\n")
-            rest = lines.pop()
-            if rest and not end:
-                self._partial[(kind, rank)] = rest
-            elif rest:
-                lines.append(rest)
-            data = b"".join(rank + b": " + line + b"\n" for line in lines)
-        if data:
-            out.write(data)
-            out.flush()
-
-    def send_input(self, data: bytes) -> bool:
-        """srun's input to the task that reads it: False while its node has not said hello."""
-        if self._input_node is None or self._input_rank is None:
-            return False
-        rank = str(self._input_rank).encode()
-        self.socket.send_multipart([self._input_node, IN if data else IN_END, rank, data])
-        if not data:
-            self.input_open = False
-        return True
-
-    @property
-    def has_terminal(self) -> bool:
-        return self._terminal is not None
-
-    def send_size(self) -> None:
-        """The user's terminal's size to the task's, once its node said hello (and on SIGWINCH)."""
-        size = None if self._terminal is None else self._terminal.size()
-        if size is not None and self._input_node is not None:
-            self.socket.send_multipart([self._input_node, WINCH, str(self._input_rank).encode(), size])
-
-    def close(self) -> None:
-        self.socket.close(linger=0)
-        self._context.term()
 
 
 def _exit_status(code: int | None) -> int:
@@ -399,10 +225,7 @@ class Request:
         text = given.get("input", "0")
         if text != "none" and not text.isdigit():
             raise SlurmError(f"--input={text}: gangsched's srun sends its input to one task (a number) or none")
-        shape = Shape(_count(given, "tasks", "--ntasks"), _count(given, "nodes", "--nodes"),
-                      _count(given, "per_node", "--ntasks-per-node"), _hosts(given, "nodelist"),
-                      _hosts(given, "exclude"))
-        request = cls(command, given, shape, _count(given, "cpus_per_task", "--cpus-per-task"),
+        request = cls(command, given, Shape.of_flags(given), count_flag(given, "cpus_per_task", "--cpus-per-task"),
                       None if text == "none" or "output" in given else int(text))
         request.cwd = os.path.abspath(given["chdir"]) if "chdir" in given else os.getcwd()
         return request
@@ -462,8 +285,8 @@ def _start_step(connection: MasterConnection, job_id: int, request: Request,
     environment = request.environment  # as Slurm's, the allocation's shape where the step gives none
     shape = request.shape
     slots, warnings = step_slots(jobs[0], replace(
-        shape, tasks=shape.tasks or _inherited(environment, "SLURM_NTASKS"),
-        nodes=shape.nodes or _inherited(environment, "SLURM_NNODES")))
+        shape, tasks=shape.tasks or inherited_count(environment, "SLURM_NTASKS"),
+        nodes=shape.nodes or inherited_count(environment, "SLURM_NNODES")))
     for warning in warnings:
         print(f"srun: Warning: {warning}", file=sys.stderr, flush=True)
     try:

@@ -5,7 +5,8 @@ refusals, one line each."""
 import pytest
 
 from gangsched.slurm.command import SlurmError
-from gangsched.slurm.srun import Request, Shape, step_slots
+from gangsched.slurm.srun import Request
+from gangsched.slurm.step_shape import Shape, step_slots
 
 
 def allocation(nodes: list[str], cpus_per_task: int = 1) -> dict:
