@@ -1,12 +1,13 @@
 """srun --pty on a live cluster, typed into from a pseudo-terminal of the test's as a user's terminal: task 0 on
 a terminal of its own on its node (its controlling terminal, the user's, the window's size), ^C to its
 foreground, the shell's exit status srun's; frozen with its row and answering on its turn; its terminal
-closed, nothing left. And the benchmark of a key's echo (`gang bench pty`), which drives the terminal as these
+closed, nothing left; another account kept from it. And the benchmark of a key's echo (`gang bench pty`), which drives the terminal as these
 tests do."""
 
 import getpass
 import os
 import re
+import subprocess
 import time
 
 import psutil
@@ -15,15 +16,24 @@ import pytest
 from gangsched.bench.terminal_echo import PROMPT, ShellTerminal, echo_latencies, figures, srun_shell
 from gangsched.deploy.local import task_processes
 from gangsched.protocol.records import JobSpec
+from tests.helpers.accounts import unix_account
 from tests.helpers.clusters import is_held, wait_until
 
 pytestmark = pytest.mark.live
 SHELL = ["bash", "--norc", "--noprofile", "-i"]
+OPEN_EACH = """import sys
+for path in sys.argv[1:]:
+    for mode in ("rb", "wb"):
+        try:
+            open(path, mode)
+            print("opened", path, mode)
+        except PermissionError:
+            pass"""
 
 
-def shell(cluster, slurm, rows: int = 24, columns: int = 80) -> ShellTerminal:
+def shell(cluster, slurm, rows: int = 24, columns: int = 80, **environment: str) -> ShellTerminal:
     terminal = ShellTerminal([str(slurm / "srun"), "--pty", *SHELL], {**os.environ, "GANG_MASTER":
-                             cluster.client.endpoint, "SLURM_JOB_ID": ""}, rows, columns)
+                             cluster.client.endpoint, "SLURM_JOB_ID": "", **environment}, rows, columns)
     terminal.read_until(PROMPT.encode(), 60)
     return terminal
 
@@ -93,6 +103,27 @@ def test_a_shell_is_frozen_with_its_row_and_answers_on_its_turn(start_cluster, s
     assert not {"Stopped", "Running"} & set(left), left
     terminal.type(b"exit 3\r")
     assert terminal.process.wait(timeout=30) == 3
+    terminal.hang_up()
+
+
+def test_another_account_can_neither_read_nor_write_a_user_s_step_terminal(start_cluster, slurm):
+    """As an attacker with a key of his own: the terminal the node opened for her shell is hers (620, group
+    tty), so he cannot open it to read her keys or type into her shell, nor reach it through her shell's
+    descriptors."""
+    for user in ("gangalice", "gangbob"):  # a root node daemon runs a job as its user's account
+        unix_account(user)
+    cluster = start_cluster(key_users=("gangalice", "gangbob"), nodes=1, keys=True)
+    terminal = shell(cluster, slurm, GANG_MASTER=cluster.local.state().master, GANG_KEYS=str(cluster.local.keys),
+                     LOGNAME="gangalice")
+    name, owner, pid = answer(terminal, 'tty; stat -c "%U %a" "$(tty)"; echo $$').splitlines()
+    assert owner == "gangalice 620", "her shell on a terminal of hers"
+    as_bob = subprocess.run(["setpriv", "--reuid", "gangbob", "--regid", "gangbob", "--clear-groups",
+                             "/usr/bin/python3", "-c", OPEN_EACH, name, f"/proc/{pid}/fd/0"],
+                            capture_output=True, text=True, timeout=30, cwd="/")
+    assert (as_bob.returncode, as_bob.stdout, as_bob.stderr) == (0, "", ""), "her terminal opened by him"
+    assert answer(terminal, "echo still hers") == "still hers", "nothing he typed reached her shell"
+    terminal.type(b"exit\r")
+    assert terminal.process.wait(timeout=30) == 0
     terminal.hang_up()
 
 
