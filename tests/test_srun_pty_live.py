@@ -1,8 +1,8 @@
 """srun --pty on a live cluster, typed into from a pseudo-terminal of the test's as a user's terminal: task 0 on
 a terminal of its own on its node (its controlling terminal, the user's, the window's size), ^C to its
 foreground, the shell's exit status srun's; frozen with its row and answering on its turn; its terminal
-closed, nothing left; another account kept from it. And the benchmark of a key's echo (`gang bench pty`), which drives the terminal as these
-tests do."""
+closed, nothing left; another account kept from it. And the benchmark of a key's echo (`gang bench pty`),
+which drives the terminal as these tests do."""
 
 import getpass
 import os
