@@ -16,7 +16,7 @@ after a failure, and ends with the worst once they all have.
 from dataclasses import dataclass, field
 
 from gangsched.protocol.messages import PmiFence
-from gangsched.protocol.records import JobSpec, JobState, StepInfo, StepSpec
+from gangsched.protocol.records import JobSpec, JobState, StepInfo, StepSpec, TaskFailure
 
 TaskId = tuple[int, int]  # (step, rank): a task of a job
 
@@ -38,6 +38,7 @@ class Step:
     state: JobState | None = None  # how it ended, once it has (step 0 ends as its job does)
     # without --kill-on-bad-exit: its worst failure so far, (how it ends the step, why, its exit code)
     failure: tuple[JobState, str, int | None] | None = None
+    failed_tasks: dict[int, int] = field(default_factory=dict)  # rank -> its exit status other than 0 (-signal)
     fences: dict[int, dict[str, PmiFence]] = field(default_factory=dict)  # PMI epoch -> node -> its fence
 
     def ranks_gone(self, ranks: set[int], exit_code: int | None, wall: float, job_ending: JobState | None) -> None:
@@ -69,6 +70,9 @@ class Step:
             return None, exit_code
         state, reason, worst = self.failure
         return (state, reason), worst
+
+    def task_failed(self, rank: int, returncode: int) -> None:
+        self.failed_tasks[rank] = returncode
 
     def measured(self, cpu_ns: int, memory_peak: int) -> None:
         self.cpu_ns += cpu_ns
@@ -107,7 +111,9 @@ class Step:
                         tasks=len(self.slots), nodes=self.nodes(node_names),
                         start_time=job_start if self.step_id == 0 else self.start_time, end_time=self.end_time,
                         exit_code=job_exit if self.step_id == 0 else self.exit_code, cpu_s=self.cpu_ns / 1e9,
-                        max_rss=self.max_rss)
+                        max_rss=self.max_rss,
+                        failed_tasks=[TaskFailure(rank=rank, node=self.node_of(rank, node_names), exit_code=code)
+                                      for rank, code in sorted(self.failed_tasks.items())])
 
 
 def _status(exit_code: int | None) -> int:

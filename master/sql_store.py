@@ -381,6 +381,7 @@ def _steps_text(job: Job) -> str:
         "max_rss": step.max_rss, "spec": None if step.spec is None else step.spec.model_dump(mode="json"),
         "start": step.start_time, "end": step.end_time, "state": None if step.state is None else step.state.value,
         "failure": None if step.failure is None else [step.failure[0].value, *step.failure[1:]],
+        "failed": {str(rank): code for rank, code in step.failed_tasks.items()},
     } for step in job.steps.values()])
 
 
@@ -400,7 +401,8 @@ def _steps(text: str, every: list[int]) -> dict[int, Step]:
                                  rendezvous_port, each.get("exit"), each.get("cpu_ns", 0), each.get("max_rss", 0),
                                  each.get("start"), each.get("end"),
                                  None if each.get("state") is None else JobState(each["state"]),
-                                 None if failure is None else (JobState(failure[0]), failure[1], failure[2]))
+                                 None if failure is None else (JobState(failure[0]), failure[1], failure[2]),
+                                 {int(rank): code for rank, code in (each.get("failed") or {}).items()})
     return found
 
 

@@ -48,6 +48,8 @@ class TaskExits:
             what = message.error or f"exited with {_describe(message.returncode)}"
             ending = (JobState.FAILED, f"{task} on {message.node} {what}")
         exit_code = message.returncode
+        if ending is not None and exit_code:
+            job.steps[step_id].task_failed(rank, exit_code)
         if not _kills_on_bad_exit(job, step_id):
             ending, exit_code = job.steps[step_id].failure_carried(rank, ending, exit_code)
         if ending is not None and step_id != 0:  # it ends its step, not the job

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing's flag without its import (docs/limits.md, "A su
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL_VERSION = 34
+PROTOCOL_VERSION = 35
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # What a client's request may take on the master's ROUTER: twice the largest command a job may carry
 # (records.MAX_COMMAND_BYTES), with its paths. A request is refused at this size before it is decoded: a

@@ -399,6 +399,14 @@ class Preemption(WireModel):
     end: float | None = None
 
 
+class TaskFailure(WireModel):
+    """A task of a step that exited with a status other than 0, or was killed: srun says each, as Slurm's."""
+
+    rank: int
+    node: str
+    exit_code: int  # its status; a signal's as minus its number
+
+
 class StepInfo(WireModel):
     """A step of a job as sacct shows it (master/job_steps.py): step 0 is the job's own command, or a batch job's
     script (its batch step)."""
@@ -413,6 +421,7 @@ class StepInfo(WireModel):
     exit_code: int | None = None  # its first failure's (step 0: the job's)
     cpu_s: float = 0.0
     max_rss: int = 0  # bytes: the largest peak of any of its tasks
+    failed_tasks: list[TaskFailure] = []  # by rank
 
 
 class JobInfo(WireModel):

@@ -33,7 +33,7 @@ from gangsched.slurm.getopt import Flag, table
 from gangsched.slurm.step_shape import Shape, count_flag, inherited_count, step_slots
 from gangsched.slurm.step_streams import Streams, own_address
 from gangsched.slurm.terminal import UserTerminal
-from gangsched.slurm.words import refusal, step_name
+from gangsched.slurm.words import refusal, step_name, task_failures
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -171,6 +171,19 @@ def _step_of(connection: MasterConnection, job_id: int, step_id: int) -> tuple[d
     return job, step or {}
 
 
+def _said_failures(step: dict[str, Any]) -> bool:
+    """Each node's failed tasks said, as Slurm's srun says them; False if none failed."""
+    lines = task_failures(step)
+    for line in lines:
+        print(f"srun: error: {line}", file=sys.stderr)
+    return bool(lines)
+
+
+def _unsaid(state: str, failures_said: bool) -> bool:
+    """Whether an end in ``state`` needs a line of its own: a failure is said by its tasks' lines."""
+    return state != "completed" and not (state == "failed" and failures_said)
+
+
 def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: bool) -> int:
     """The step's exit status once the master has its end (its job's, for a job of srun's own)."""
     waits = pauses()
@@ -178,18 +191,14 @@ def _finished(connection: MasterConnection, job_id: int, step_id: int, own_job: 
         job, step = _step_of(connection, job_id, step_id)
         if own_job and job["state"] not in ("pending", "running", "suspended"):
             code = job.get("exit_code")
-            if job["state"] != "completed":
+            if _unsaid(job["state"], _said_failures(step)):
                 print(f"srun: error: job {job_id}: {job['state'].upper()}: {job.get('reason', '')}", file=sys.stderr)
             return _exit_status(code) or (0 if job["state"] == "completed" else 1)
         if not own_job and step.get("end_time") is not None:
             code, name = step.get("exit_code"), f"{job_id}.{step_name(job, step_id)}"
-            if code:
-                print(f"srun: error: step {name}: a task exited with exit code {_exit_status(code)}",
-                      file=sys.stderr)
-            elif step["state"] != "completed":  # ended without an exit of its own: a node lost, its job's end
+            if _unsaid(step["state"], _said_failures(step)):  # a node lost, its job's end, its time limit
                 print(f"srun: error: step {name}: {step['state'].upper()}: {job.get('reason', '')}", file=sys.stderr)
-                return 1
-            return _exit_status(code)
+            return _exit_status(code) or (0 if step["state"] == "completed" else 1)
         time.sleep(next(waits))
 
 

@@ -4,9 +4,10 @@ them. Plain functions over the master's plain maps (JobInfo's fields), shared by
 
 from __future__ import annotations
 
+import signal
 import time
 
-from gangsched.protocol.array_ranges import shown_job_id
+from gangsched.protocol.array_ranges import compact, shown_job_id
 from gangsched.protocol.dependency_text import dependency_text
 from gangsched.protocol.durations import format_duration
 from gangsched.protocol.errors import ErrorCode
@@ -189,3 +190,16 @@ def signal_number(text: str) -> int:
     if not 1 <= number <= 64:
         raise ValueError(text)
     return number
+
+
+def task_failures(step: dict[str, Any]) -> list[str]:
+    """srun's line for each node's failed tasks of ``step`` (StepInfo's ``failed_tasks``) that ended alike, as
+    Slurm's: ``n1: tasks 0-1: Exited with exit code 3``, ``n2: task 2: Killed``."""
+    alike: dict[tuple[str, int], list[int]] = {}
+    for failure in step.get("failed_tasks") or ():
+        alike.setdefault((failure["node"], failure["exit_code"]), []).append(failure["rank"])
+    lines = []
+    for (node, code), ranks in alike.items():
+        ended = f"Exited with exit code {code}" if code > 0 else signal.strsignal(-code) or f"Signal {-code}"
+        lines.append(f"{node}: task{'s' if len(ranks) > 1 else ''} {compact(ranks)}: {ended}")
+    return lines

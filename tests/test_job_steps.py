@@ -92,7 +92,7 @@ def test_a_failed_task_ends_its_step_and_the_job_goes_on_until_its_step_0_ends_t
 def test_without_kill_on_bad_exit_a_failure_lets_the_others_run_on_and_the_worst_exit_ends_the_step(tmp_path,
                                                                                                      clock):
     """srun without -K, as Slurm's: the step's other tasks run on, and it ends with the worst exit, a signal's
-    counted as 128 + its number; its record keeps the failure through the store."""
+    counted as 128 + its number; its record keeps the failure, and each task's, through the store."""
     core = two_nodes(tmp_path, clock)
     job = submit(core, nodes=2)
     n1, n2 = core.table.jobs[job].node_names
@@ -106,6 +106,10 @@ def test_without_kill_on_bad_exit_a_failure_lets_the_others_run_on_and_the_worst
     core.task_ended(TaskExit(node=n2, job_id=job, step=1, rank=1, returncode=5))
     step = core.table.jobs[job].steps[1]
     assert (step.state, step.exit_code) == (JobState.FAILED, 5), "the worst of 3 and 5"
+    stored = SqliteStore(tmp_path / "jobs.db").get(job)
+    assert stored is not None and stored.steps[1].failed_tasks == {0: 3, 1: 5}, "each task's failure kept"
+    (info,) = infos(core, [job])
+    assert [(each.rank, each.node, each.exit_code) for each in info.steps[1].failed_tasks] == [(0, n1, 3), (1, n2, 5)]
     assert core.table.jobs[job].ending is None
     core.step_starts.start(StartStep(job_id=job, user="alice", step=StepSpec(argv=["b"], kill_on_bad_exit=False)))
     core.task_ended(TaskExit(node=n1, job_id=job, step=2, rank=0, returncode=-9))

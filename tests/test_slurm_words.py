@@ -50,3 +50,12 @@ def test_operands_among_the_flags_as_gnu_getopt_permutes_them():
     assert operands == ["12", "13", "-14"]
     with pytest.raises(getopt.OptionError, match="unrecognized option '--bogus'"):
         getopt.read(["--bogus"], flags)
+
+
+def test_failed_tasks_are_said_a_line_for_each_node_s_tasks_that_ended_alike():
+    step = {"failed_tasks": [{"rank": 0, "node": "n1", "exit_code": 3}, {"rank": 1, "node": "n1", "exit_code": 3},
+                             {"rank": 3, "node": "n1", "exit_code": 3}, {"rank": 2, "node": "n2", "exit_code": -9},
+                             {"rank": 4, "node": "n2", "exit_code": -15}, {"rank": 5, "node": "n2", "exit_code": 1}]}
+    assert words.task_failures(step) == ["n1: tasks 0-1,3: Exited with exit code 3", "n2: task 2: Killed",
+                                         "n2: task 4: Terminated", "n2: task 5: Exited with exit code 1"]
+    assert words.task_failures({"failed_tasks": []}) == words.task_failures({}) == []

@@ -35,12 +35,18 @@ def test_srun_outside_an_allocation_runs_a_job_of_its_step_with_its_output_and_w
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.decode().splitlines()) == [f"{rank}: {rank} of 3 on 2" for rank in range(3)]
     assert sorted(done.stderr.decode().splitlines()) == [f"{rank}: err" for rank in range(3)]
-    failed = srun(cluster, slurm, "-n", "2", "sh", "-c", 'exit $((SLURM_PROCID + 3))')
-    assert failed.returncode == 4, failed.stderr
+    failed = srun(cluster, slurm, "-n", "4", "-N", "2", "sh", "-c",
+                  '[ $SLURM_PROCID = 2 ] && kill -9 $$; exit $((SLURM_PROCID % 2 + 3))')
+    assert failed.returncode == 137, failed.stderr  # the worst: a signal's as 128 + its number, as Slurm's
+    assert sorted(failed.stderr.decode().splitlines()) == [  # each node's tasks that ended alike, as Slurm's
+        "srun: error: node1: task 0: Exited with exit code 3", "srun: error: node1: task 1: Exited with exit code 4",
+        "srun: error: node2: task 2: Killed", "srun: error: node2: task 3: Exited with exit code 4"]
+    alike = srun(cluster, slurm, "-n", "2", "-N", "1", "sh", "-c", "exit 5")
+    assert (alike.returncode, alike.stderr.decode()) == (5, "srun: error: node1: tasks 0-1: Exited with exit code 5\n")
     many = srun(cluster, slurm, "-n", "1", "head", "-c", "3000000", "/dev/zero")
     assert (many.returncode, len(many.stdout)) == (0, 3_000_000), "a step's output whole, however fast it comes"
     jobs = cluster.client.jobs(include_finished=True)
-    assert [job.state for job in jobs] == [JobState.COMPLETED, JobState.FAILED, JobState.COMPLETED]
+    assert [job.state for job in jobs] == [JobState.COMPLETED, JobState.FAILED, JobState.FAILED, JobState.COMPLETED]
 
 
 SCRIPT = """#!/bin/sh
@@ -65,7 +71,7 @@ def test_a_batch_script_s_sruns_run_as_steps_of_its_allocation(start_cluster, sl
     lines = (tmp_path / f"slurm-{job}.out").read_text().splitlines()
     assert lines[:4] == ["0: 0 4 node1", "1: 0 4 node1", "2: 0 4 node2", "3: 0 4 node2"]
     # the side step and the failing one start at once, numbered 1 and 2 in the order they reach the master
-    assert re.fullmatch(rf"srun: error: step {job}\.[12]: a task exited with exit code 3", lines[4]), lines[4]
+    assert lines[4] == "srun: error: node1: task 0: Exited with exit code 3", lines[4]
     assert lines[5:] == ["status 3", "read piped", "0: one on node1", "1: one on node2"], \
         "found from SLURM_JOB_ID alone, a task a node"
     assert sorted((tmp_path / "side.txt").read_text().splitlines()) == ["0: tpn 1(x2)", "1: tpn 1(x2)"]
