@@ -13,6 +13,7 @@ import click
 
 from gangsched import traces
 from gangsched.cli.param_types import SIZE
+from gangsched.cli.sim_priority import fair_share_settings, priority_options
 from gangsched.cli.table import Column, render
 from gangsched.policy.catalog import POLICY_NAMES, Choice
 from gangsched.policy.slack_settings import Heuristic, SlackSettings
@@ -127,6 +128,7 @@ def _choice(policy: str, given: dict[str, Any]) -> Choice:
               help="multiply run times and estimates (Zhang et al. 2000's load factor)")
 @click.option("--priority-every", type=click.IntRange(min=1), default=None,
               help="every N-th job gets user and political priority 1 (slack)")
+@priority_options
 @click.option("--as-pyss", is_flag=True,
               help="read the trace and average over the jobs as the pyss simulator does (docs/metrics.md)")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="per-job CSV")
@@ -164,6 +166,7 @@ def run_command(
         records = at_load(records, size, load)
     if run_factor is not None:
         records = scale_run_times(records, run_factor)
+    fair_share = fair_share_settings(given)
     choice = _choice(policy, given)
     prepared = prepare_as_pyss(records, size) if as_pyss else prepare(records, size, choice.memory_per_node)
     jobs = prioritize(prepared.jobs, priority_every) if priority_every else prepared.jobs
@@ -171,12 +174,14 @@ def run_command(
     # the simulation's full collections (a twentieth of a conservative run of the KTH log).
     gc.freeze()
     if config_file is not None or reservations:
+        if fair_share is not None:
+            raise click.UsageError("priorities are not yet simulated with --config or --reservation")
         from gangsched.cli.sim_partitions import partitioned_run
 
         outcome, scheduled = partitioned_run(config_file, records, jobs, size, choice, reservations)
     else:
         with _progress(f"{choice.label()} on {size} procs", len(jobs)) as advance:
-            outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance)
+            outcome, scheduled = run_keeping_jobs(choice, jobs, size, advance, fair_share=fair_share)
     if as_pyss:  # the machine's utilization and loss of capacity stay those of the whole run
         summary = outcome.summary
         outcome = dataclasses.replace(outcome, summary=dataclasses.replace(

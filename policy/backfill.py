@@ -1,20 +1,25 @@
 """Space-sharing policies: FCFS, EASY and conservative backfilling, the baselines of
 Talby & Feitelson 1999 (docs/policies.md).
 
-Each job gets its processors to itself from start to end (rate 1), in arrival
-order unless backfilled.
+Each job gets its processors to itself from start to end (rate 1), in
+priority order (arrival order among equal priorities: policy/priority_order.py)
+unless backfilled.
 
-* FCFS starts jobs from the head of the queue while they fit.
+* FCFS starts jobs from the head of the queue while they fit: no job starts
+  before a waiting job of higher priority.
 * EASY (Lifka) also starts a later job when it fits now and does not delay the
   head: it ends, by its estimate, before the head's reserved start (the
   "shadow" time), or it only uses processors the head will not need then.
-  Invariant: the head never starts later than the shadow time computed when it
-  became the head.
+  The head is the highest-priority waiting job at each pass. Invariant: while
+  the order does not change, the head never starts later than the shadow time
+  computed when it became the head; a reorder may give the reservation to
+  another job, as Slurm's backfilling does at each of its passes.
 * Conservative backfilling gives every job a reservation on arrival, at the
   first hole of the profile that holds it. When a job ends before its
-  estimate, the queue is compressed: in arrival order, each job moves to the
+  estimate, the queue is compressed: in priority order, each job moves to the
   earliest hole that now holds it. Invariant: no job ever starts later than
-  its first reservation.
+  its first reservation, whatever the priorities do (they decide only who
+  takes a hole first).
 """
 
 import math
@@ -25,6 +30,7 @@ from typing import Generic, TypeVar
 from gangsched.policy.column_book import ColumnBook
 from gangsched.policy.columns import Layout
 from gangsched.policy.interface import Decision, Job, SpaceSharing
+from gangsched.policy.priority_order import enqueue, insert_in_order, reorder, reorder_jobs
 from gangsched.policy.profile import Profile
 from gangsched.policy.topology import Topology
 
@@ -49,7 +55,10 @@ class _QueuePolicy(SpaceSharing):
         return self.columns.free.bit_count()
 
     def submit(self, job: Job, now: float) -> None:
-        self.queue.append(job)
+        enqueue(self.queue, job)
+
+    def reorder(self, now: float) -> None:
+        reorder_jobs(self.queue)
 
     def finish(self, job: Job, now: float) -> None:
         del self.ends[job.job_id]
@@ -143,6 +152,10 @@ class Plan:
 PlanT = TypeVar("PlanT", bound=Plan)
 
 
+def _plan_priority(plan: Plan) -> float:
+    return plan.job.priority
+
+
 class PlanningPolicy(SpaceSharing, Generic[PlanT]):
     """The common ground of profile-based backfilling: reservations that start when due."""
 
@@ -151,7 +164,7 @@ class PlanningPolicy(SpaceSharing, Generic[PlanT]):
     def __init__(self, procs: int, topology: Topology | None = None) -> None:
         self.profile = Profile(procs)
         self.columns = ColumnBook(topology or Topology.uniform(procs))
-        self.planned: dict[int, PlanT] = {}  # arrival order
+        self.planned: dict[int, PlanT] = {}  # priority order, then arrival order
         self.running: dict[int, tuple[float, int]] = {}  # estimated end, procs
 
     def finish(self, job: Job, now: float) -> None:
@@ -179,6 +192,22 @@ class PlanningPolicy(SpaceSharing, Generic[PlanT]):
         if end > now:
             self.profile.advance(now)
             self.profile.reserve(job.procs, now, end)
+
+    def reorder(self, now: float) -> None:
+        """Reservations stay where they are; the next compression takes the queue in its new order."""
+        plans = list(self.planned.values())
+        if reorder(plans, _plan_priority):
+            self.planned = {plan.job.job_id: plan for plan in plans}
+
+    def _add_plan(self, plan: PlanT) -> None:
+        """After every plan of its job's priority or higher: most often the end."""
+        last = next(reversed(self.planned.values()), None)
+        if last is None or last.job.priority >= plan.job.priority:
+            self.planned[plan.job.job_id] = plan
+            return
+        plans = list(self.planned.values())
+        insert_in_order(plans, plan, _plan_priority)
+        self.planned = {each.job.job_id: each for each in plans}
 
     def schedule(self, now: float) -> Decision:
         started = Decision()
@@ -211,7 +240,7 @@ class ConservativePolicy(PlanningPolicy[Plan]):
         self.profile.advance(now)
         start = self.profile.earliest(job.procs, job.estimate, now)
         self.profile.reserve(job.procs, start, start + job.estimate)
-        self.planned[job.job_id] = Plan(job, start)
+        self._add_plan(Plan(job, start))
 
 
 def compress(profile: Profile, plans: Sequence[Plan], now: float) -> None:

@@ -41,6 +41,7 @@ class Job(Protocol):
     migratable: bool  # it can checkpoint and restart elsewhere; a policy never moves it otherwise
     memory: MemoryRequest  # what it commits on each node it is placed on (policy/memory.py)
     user: str  # whose it is ("" unknown: a log without users): what fair share is to charge
+    priority: float  # its multifactor priority as last computed (policy/multifactor.py); written by its owner only
 
 
 @dataclass
@@ -67,6 +68,10 @@ class Policy(Protocol):
     def finish(self, job: Job, now: float) -> None: ...
 
     def schedule(self, now: float) -> Decision: ...
+
+    def reorder(self, now: float) -> None:
+        """The waiting jobs' priorities changed: the queues are taken in their new order from the next
+        schedule on (policy/priority_order.py)."""
 
     def time_sharing(self) -> TimeSharing | None:
         """None for a policy without time slots."""

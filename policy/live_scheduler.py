@@ -64,6 +64,7 @@ class PolicyJob:
     migratable: bool = False
     memory: MemoryRequest = NO_MEMORY
     user: str = ""
+    priority: float = 0.0  # written by the master's priorities only (policy/priority_order.py)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,10 @@ class LiveScheduler:
             return
         self._waiting[job.job_id] = job
         self._policy.submit(job, now)
+
+    def reorder(self, now: float) -> None:
+        """The waiting jobs' priorities changed (policy/priority_order.py)."""
+        self._policy.reorder(now)
 
     def finish(self, job_id: int, now: float) -> None:
         """A running job leaves: it ended, or its end was decided (its tasks may still be exiting)."""

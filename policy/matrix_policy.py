@@ -6,7 +6,8 @@ The matrix is rebuilt at every scheduling event (an arrival or a departure):
 1. CleanMatrix: every job back to its home row only.
 2. CollapseMatrix-1: from the least to the most populated row, each job moves
    to a more populated row where its columns are free.
-3. Schedule-1: the queue in priority order (FCFS); each job goes to the row
+3. Schedule-1: the queue in priority order (arrival order among equal
+   priorities: policy/priority_order.py); each job goes to the row
    with the fewest free columns that holds it (best fit), or to a new row
    while the MPL allows. GS stops at the first job that does not fit.
 4. With migration: CollapseMatrix-2, where a job may also move to other
@@ -34,6 +35,10 @@ large jobs; small jobs enter the matrix at once (the number of rows is not
 capped). Large jobs are placed before small ones, so that a departure first
 lets the head of the large queue start.
 
+A reorder of the queue gives up every waiting job's reservation, so that the
+next pass hands them out again in the new order: a job never holds a
+reservation that a job of higher priority behind it would have had.
+
 Invariants: no cell holds two jobs; a job has the same columns in every row it
 appears in; every running job has a home row, so it runs in every cycle.
 """
@@ -51,6 +56,7 @@ from gangsched.policy.migration import Event, Migrator, SliceBudget
 from gangsched.policy.ousterhout import OusterhoutMatrix, Placed, Row
 from gangsched.policy.paired import BAND, band_breakers, within_band
 from gangsched.policy.predictor import ALONE
+from gangsched.policy.priority_order import enqueue, reorder_jobs
 from gangsched.policy.reservations import Reservations
 from gangsched.policy.topology import Topology
 
@@ -76,9 +82,21 @@ class MatrixPolicy:
     def submit(self, job: Job, now: float) -> None:
         large = self.settings.large
         if large is not None and job.estimate > large.threshold_s:
-            self.large_queue.append(job)
+            enqueue(self.large_queue, job)
         else:
-            self.queue.append(job)
+            enqueue(self.queue, job)
+
+    def reorder(self, now: float) -> None:
+        moved = [queue for queue in (self.large_queue, self.queue) if reorder_jobs(queue)]
+        if not moved:
+            return
+        for queue in moved:
+            for job in queue:
+                held = self.reservations.release(job)
+                if held is not None:
+                    self.reservations.roomier.add(held.row)
+        self._settled = 0
+        self._freed = True
 
     def withdraw(self, job: Job, now: float) -> None:
         """Out of its queue, its reservation given up: the next pass looks again at every job it held back."""

@@ -90,6 +90,10 @@ class SlackPolicy(PlanningPolicy[SlackPlan]):
         plan.initial_slack = plan.slack = self._initial_slack(job, plan.priority)
         self.planned[job.job_id] = plan
 
+    def reorder(self, now: float) -> None:
+        """Slack keeps its own prices (user, political and scheduler priority): the multifactor
+        priority does not reorder it."""
+
     def _replan(self, now: float) -> None:
         nobody = _Newcomer(0, 0.0, self._priority_of(0.0, 0.0, 0.5))
         best = _Trial(self.profile)

@@ -5,6 +5,11 @@ A job's work is its dedicated run time plus whatever the policy charged it
 At one instant, completions are handled before arrivals (a job ending at t
 frees its processors for a job arriving at t), arrivals in trace order.
 Deterministic: no iteration over sets, ties broken by job id.
+
+With ``priorities`` (sim/fair_share.py) the running jobs' use is charged at
+every event, each arrival is given its priority before the policy hears of
+it, and at the first event of each period every waiting job's priority is
+recomputed and the policy reorders its queues before it decides.
 """
 
 import heapq
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from gangsched.policy.interface import Policy
+from gangsched.sim.fair_share import SimPriorities
 from gangsched.sim.sim_job import SimJob
 
 _EPSILON = 1e-9
@@ -37,7 +43,8 @@ class _Progress:
     version: int = 0
 
 
-def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None] | None = None) -> RunTotals:
+def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None] | None = None,
+             priorities: SimPriorities | None = None) -> RunTotals:
     """Run ``jobs`` under ``policy``; fills in their start and end."""
     pending = sorted(jobs, key=attrgetter("submit", "job_id"))
     by_id = {job.job_id: job for job in pending}
@@ -55,6 +62,9 @@ def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None]
         if waiting:
             totals.waiting_seconds += now - last
             totals.busy_while_waiting += busy * (now - last)
+        if priorities is not None:
+            for charged in running.values():
+                priorities.charge(charged.job, charged.rate * charged.job.procs * (now - last), now)
         last = now
         while completions and completions[0][0] <= now + _EPSILON:
             _, job_id, version = heapq.heappop(completions)
@@ -68,9 +78,14 @@ def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None]
             if progress:
                 progress(1)
         while next_arrival < len(pending) and pending[next_arrival].submit <= now:
+            if priorities is not None:
+                priorities.arrive(pending[next_arrival], now)
             policy.submit(pending[next_arrival], now)
             next_arrival += 1
             waiting += 1
+        if priorities is not None and priorities.due(now):
+            priorities.recompute(now)
+            policy.reorder(now)
         decision = policy.schedule(now)
         wake_at = math.inf if decision.wake_at is None else max(decision.wake_at, now)
         changed = decision.rates.keys() | decision.extra_work.keys() if decision.extra_work else decision.rates
@@ -80,6 +95,8 @@ def simulate(jobs: list[SimJob], policy: Policy, progress: Callable[[int], None]
                 job = by_id[job_id]
                 job.start = now
                 state = running[job_id] = _Progress(job, work=job.run_time, since=now)
+                if priorities is not None:
+                    priorities.started(job)
                 waiting -= 1
             state.work += decision.extra_work.get(job_id, 0.0)
             rate = decision.rates.get(job_id, state.rate)

@@ -53,6 +53,9 @@ class MemoryAudit:
         self.policy.finish(job, now)
         del self._jobs[job.job_id]
 
+    def reorder(self, now: float) -> None:
+        self.policy.reorder(now)
+
     def schedule(self, now: float) -> Decision:
         decision = self.policy.schedule(now)
         self.check(now)

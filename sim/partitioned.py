@@ -74,6 +74,10 @@ class PartitionedPolicy:
     def submit(self, job: Job, now: float) -> None:
         self._schedulers[self._partition_of(job)].submit(job, now)
 
+    def reorder(self, now: float) -> None:
+        for scheduler in self._schedulers.values():
+            scheduler.reorder(now)
+
     def finish(self, job: Job, now: float) -> None:
         placed = self._placed.pop(job.job_id)
         self._rates.pop(job.job_id, None)

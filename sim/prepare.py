@@ -68,7 +68,7 @@ def prepare(records: list[SwfJob], procs: int, memory_per_node: int | None = Non
         if record.status == 5:
             awkward["cancelled, kept as it ran"] += 1
         jobs.append(SimJob(record.job_id, record.submit, record.run_time, estimate, size, memory=memory,
-                           user=user_of(record)))
+                           user=user_of(record), group=group_of(record)))
     dropped = sum(count for what, count in awkward.items() if what.startswith("dropped"))
     return Prepared(jobs, awkward, dropped)
 
@@ -76,6 +76,10 @@ def prepare(records: list[SwfJob], procs: int, memory_per_node: int | None = Non
 def user_of(record: SwfJob) -> str:
     """The log's user id as a name; "" where the log has none (-1)."""
     return "" if record.user < 0 else str(record.user)
+
+
+def group_of(record: SwfJob) -> str:
+    return "" if record.group < 0 else str(record.group)
 
 
 def memory_of(record: SwfJob) -> MemoryRequest:
@@ -97,7 +101,8 @@ def prepare_as_pyss(records: list[SwfJob], procs: int) -> Prepared:
     for record in records:
         if record.run_time <= 0 or record.procs <= 0 or record.submit < 0:
             awkward["pyss: a 1-second serial job"] += 1
-            jobs.append(SimJob(record.job_id, max(record.submit, 1), 1, 1, max(1, record.procs), user=user_of(record)))
+            jobs.append(SimJob(record.job_id, max(record.submit, 1), 1, 1, max(1, record.procs), user=user_of(record),
+                               group=group_of(record)))
             continue
         run_time = int(max(min(record.req_time, record.run_time), 1))
         if run_time < record.run_time:
@@ -106,5 +111,5 @@ def prepare_as_pyss(records: list[SwfJob], procs: int) -> Prepared:
             awkward["pyss: narrowed to the machine"] += 1
         estimate = int(max(record.req_time, record.run_time, 1))
         jobs.append(SimJob(record.job_id, record.submit, run_time, estimate, max(min(record.procs, procs), 1),
-                           user=user_of(record)))
+                           user=user_of(record), group=group_of(record)))
     return Prepared(jobs, awkward, 0)

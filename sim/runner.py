@@ -14,6 +14,7 @@ from gangsched.policy.catalog import Choice, build_policy
 from gangsched.policy.interface import Policy
 from gangsched.policy.topology import Topology
 from gangsched.sim.engine import simulate
+from gangsched.sim.fair_share import FairShareSettings, SimPriorities
 from gangsched.sim.memory_audit import MemoryAudit
 from gangsched.sim.metrics import Summary, summarize
 from gangsched.sim.sim_job import SimJob
@@ -39,22 +40,27 @@ def run(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int]
 
 
 def run_keeping_jobs(choice: Choice, jobs: list[SimJob], procs: int, progress: Callable[[int], None] | None = None,
-                     quanta: "Quanta | None" = None, audit_memory: bool = False) -> tuple[Outcome, list[SimJob]]:
+                     quanta: "Quanta | None" = None, audit_memory: bool = False,
+                     fair_share: FairShareSettings | None = None) -> tuple[Outcome, list[SimJob]]:
     """As ``run``, on ``jobs`` themselves: their start and end are filled in, and they come back with the
     outcome (for per-job CSV and SWF output). A trace's jobs are scheduled once, so they are not copied
     (a copy each is a tenth of a second per 30,000 jobs).
 
     With ``quanta``, quantum by quantum (sim/quanta.py: paired gang scheduling, the CPU the jobs use);
     otherwise in the fluid view of sim/engine.py. With ``audit_memory`` (and a machine with memory), every
-    scheduling event is checked for a node committed beyond its memory (sim/memory_audit.py).
+    scheduling event is checked for a node committed beyond its memory (sim/memory_audit.py). With
+    ``fair_share``, the queues in multifactor priority order (sim/fair_share.py).
     """
+    if fair_share is not None and quanta is not None:
+        raise ValueError("priorities are simulated in the fluid view only, not quantum by quantum")
     built = build_policy(choice, procs, max((job.estimate for job in jobs), default=0.0))
     policy: Policy = built
     audit = None
     if audit_memory and choice.memory_per_node is not None:
         policy = audit = MemoryAudit(built, Topology.uniform(procs, 1, choice.memory_per_node))
     if quanta is None:
-        totals = simulate(jobs, policy, progress)
+        priorities = None if fair_share is None else SimPriorities(jobs, fair_share, procs)
+        totals = simulate(jobs, policy, progress, priorities)
     else:
         from gangsched.sim.quanta import simulate_quanta
 

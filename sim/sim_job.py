@@ -22,6 +22,10 @@ class SimJob:
     memory: MemoryRequest = NO_MEMORY  # per task (the SWF's requested memory, or a model's): S7
     startup_s: float = 0.0  # the first seconds of run_time: a CPU-bound start on a whole core (sim/quanta.py)
     user: str = ""  # the log's user id ("" where it has none, -1)
+    group: str = ""  # the log's group id, likewise
+    account: str = ""  # the association it is charged to (sim/fair_share.py); "" before one is given
+    nice: int = 0
+    priority: float = 0.0  # written by the simulator's priorities only (policy/priority_order.py)
     start: float | None = None
     end: float | None = None
 
