@@ -9,6 +9,10 @@ task, the node holds it:
   (``cgroup.freeze``): no signal resumes a frozen task, and the processes it
   forks are frozen with it. Freezing is written after the switch is applied
   (the stop signal already holds the task); thawing comes before SIGCONT.
+  A task on a terminal (``srun --pty``) is frozen and thawed without a
+  signal: a process stopped in it was stopped by its shell's job control
+  (^Z), and only the shell continues it (a ^Z typed while it is frozen is
+  taken on the thaw, as the shell's).
 * by process tree, the node notes the CPU time of the task's processes when
   it stopped them, and looks again every ``WATCH_INTERVAL_S`` and at each
   switch: a task that used more than ``ESCAPE_NS`` since is running, and is

@@ -49,8 +49,13 @@ class TaskGroup(ABC):
     def pids(self) -> list[int]: ...
 
     def stop(self) -> None:
-        if self.job_control:
-            self._stopped_by_itself = {pid for pid in self._members if _stopped(pid)}
+        if self._held_by_freezing():  # no stop signal: every process stopped now stopped itself
+            self._last_signal = None
+            self.keep_stopped()
+            return
+        if self.job_control and self._last_signal is not signal.SIGSTOP:  # a ^Z not yet taken counts: once
+            # the stop signal holds the process, a continue would discard it
+            self._stopped_by_itself = self._stopped_now()
         self._signal_known(signal.SIGSTOP)
 
     @abstractmethod
@@ -61,13 +66,26 @@ class TaskGroup(ABC):
         """Its processes continued, the last found first: a parent (a shell) continued before its child could
         see the child stopped and take it for a job stopped by its user."""
         self._release_hold()
-        if self.job_control:  # a key's stop (^Z) that came while the task was held is kept too
-            self._stopped_by_itself |= {pid for pid in self._members if _stop_pending(pid)}
+        if self._held_by_freezing():
+            return
+        if self.job_control:
+            if self._last_signal is signal.SIGSTOP:  # a key's stop (^Z) that came while it was held is kept
+                self._stopped_by_itself |= {pid for pid in self._members if _stop_pending(pid)}
+            else:  # not held: a process stopped now stopped itself
+                self._stopped_by_itself = self._stopped_now()
         self._last_signal = signal.SIGCONT
         for pid, pidfd in reversed(self._members.items()):
             if pid not in self._stopped_by_itself:
                 _send(pidfd, signal.SIGCONT)
         self._signal_whole(signal.SIGCONT)
+
+    def _held_by_freezing(self) -> bool:
+        """Whether its switches freeze and thaw it without a signal: a task on a terminal in a group that
+        freezes, whose shell alone stops and continues its jobs (a ^Z while frozen is taken on the thaw)."""
+        return False
+
+    def _stopped_now(self) -> set[int]:
+        return {pid for pid in self._members if _stopped(pid) or _stop_pending(pid)}
 
     def escaped(self) -> bool:
         """Whether it ran since it was stopped (someone continued it); stopped again if so."""
@@ -252,6 +270,9 @@ class FrozenCgroupGroup(CgroupGroup):
     def keep_stopped(self) -> None:
         if self._freezer is not None:
             self._freezer.freeze()
+
+    def _held_by_freezing(self) -> bool:
+        return self.job_control and self._freezer is not None
 
     def _release_hold(self) -> None:
         if self._freezer is not None:

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -44,6 +45,12 @@ def answer(terminal: ShellTerminal, command: str) -> str:
     terminal.read_until(command.encode() + b"\r\n", 30)  # its echo (a prompt redrawn before it: dropped)
     text = terminal.read_until(PROMPT.encode(), 30).decode(errors="replace")
     return re.sub(r"\x1b\[[?0-9;]*[A-Za-z]", "", text).replace("\r", "").removesuffix(PROMPT).strip()
+
+
+def leads_its_terminal(pid: int) -> bool:
+    """Whether the process's group is its terminal's foreground group (/proc's stat: pgrp and tpgid)."""
+    fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
+    return fields[2] == fields[5]
 
 
 def test_task_0_has_a_terminal_of_the_window_s_size_that_takes_job_control_keys(start_cluster, slurm):
@@ -96,7 +103,10 @@ def test_a_shell_is_frozen_with_its_row_and_answers_on_its_turn(start_cluster, s
     assert answer(terminal, "jobs").split()[1] == "Stopped"
     terminal.type(b"fg\r")
     terminal.read_until(b"sleep 100\r\n", 10)
-    time.sleep(0.3)
+    # the shell prints the job before it gives it the terminal: a ^C between the two is the shell's (as a
+    # user's key typed then would be, under Slurm too), and the job is left running in the background
+    (sleep,) = process.children()
+    wait_until(lambda: leads_its_terminal(sleep.pid), 10, "sleep in its terminal's foreground")
     terminal.type(b"\x03")
     terminal.read_until(PROMPT.encode(), 10)
     left = answer(terminal, "jobs").split()  # the shell may still tell of its end: "[1]+ Interrupt sleep 100"
