@@ -53,9 +53,8 @@ class TaskGroup(ABC):
             self._last_signal = None
             self.keep_stopped()
             return
-        if self.job_control and self._last_signal is not signal.SIGSTOP:  # a ^Z not yet taken counts: once
-            # the stop signal holds the process, a continue would discard it
-            self._stopped_by_itself = self._stopped_now()
+        if self.job_control:  # a ^Z not yet taken counts: once the stop signal holds it, a continue discards it
+            self._stopped_by_itself = {pid for pid in self._members if _stopped(pid) or _stop_pending(pid)}
         self._signal_known(signal.SIGSTOP)
 
     @abstractmethod
@@ -68,11 +67,8 @@ class TaskGroup(ABC):
         self._release_hold()
         if self._held_by_freezing():
             return
-        if self.job_control:
-            if self._last_signal is signal.SIGSTOP:  # a key's stop (^Z) that came while it was held is kept
-                self._stopped_by_itself |= {pid for pid in self._members if _stop_pending(pid)}
-            else:  # not held: a process stopped now stopped itself
-                self._stopped_by_itself = self._stopped_now()
+        if self.job_control:  # a key's stop (^Z) that came while the task was held is kept too
+            self._stopped_by_itself |= {pid for pid in self._members if _stop_pending(pid)}
         self._last_signal = signal.SIGCONT
         for pid, pidfd in reversed(self._members.items()):
             if pid not in self._stopped_by_itself:
@@ -83,9 +79,6 @@ class TaskGroup(ABC):
         """Whether its switches freeze and thaw it without a signal: a task on a terminal in a group that
         freezes, whose shell alone stops and continues its jobs (a ^Z while frozen is taken on the thaw)."""
         return False
-
-    def _stopped_now(self) -> set[int]:
-        return {pid for pid in self._members if _stopped(pid) or _stop_pending(pid)}
 
     def escaped(self) -> bool:
         """Whether it ran since it was stopped (someone continued it); stopped again if so."""
